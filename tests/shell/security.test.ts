@@ -1,0 +1,355 @@
+/**
+ * The desktop shell's security settings, checked without the Electron binary (it cannot be downloaded on the project's
+ * machines): plain modules are called directly, and main/index.ts and preload/index.ts are loaded against a fake
+ * `electron` module that records what they register.
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { beforeAll, describe, expect, it, vi, type Mock } from 'vitest';
+import { API_CHANNELS, API_KEYS, type ApiEvent, type MarsLabApi } from '../../preload/contract';
+import { isAppUrl, resolveAppLocation, type AppLocation } from '../../main/appLocation';
+import {
+  CONTENT_SECURITY_POLICY,
+  CONTENT_SECURITY_POLICY_HEADER,
+  withContentSecurityPolicy,
+} from '../../main/contentSecurityPolicy';
+import { denyPermissionRequest, denyWindowOpen, guardNavigation } from '../../main/navigationGuards';
+import { isTrustedSender, trustedHandler, UntrustedSenderError, type IpcSender } from '../../main/senderCheck';
+import { createWindowOptions } from '../../main/windowOptions';
+
+type Listener = (...args: never[]) => unknown;
+
+// A fake of the parts of `electron` that main/index.ts and preload/index.ts touch. vi.hoisted: vi.mock below is hoisted
+// above the imports, and its factory may only use hoisted values.
+const fake = vi.hoisted(() => {
+  class FakeWebContents {
+    readonly listeners = new Map<string, Listener[]>();
+    windowOpenHandler: Listener | null = null;
+    readonly sent: Array<[string, unknown]> = [];
+    on(name: string, listener: Listener): this {
+      this.listeners.set(name, [...(this.listeners.get(name) ?? []), listener]);
+      return this;
+    }
+    setWindowOpenHandler(handler: Listener): void {
+      this.windowOpenHandler = handler;
+    }
+    send(channel: string, payload: unknown): void {
+      this.sent.push([channel, payload]);
+    }
+  }
+  class FakeBrowserWindow {
+    static readonly all: FakeBrowserWindow[] = [];
+    static getAllWindows(): FakeBrowserWindow[] {
+      return FakeBrowserWindow.all;
+    }
+    readonly webContents = new FakeWebContents();
+    loaded: { file?: string; url?: string } | null = null;
+    constructor(readonly options: { webPreferences?: Record<string, unknown> }) {
+      FakeBrowserWindow.all.push(this);
+    }
+    once(): this {
+      return this;
+    }
+    show(): void {}
+    loadFile(file: string): Promise<void> {
+      this.loaded = { file };
+      return Promise.resolve();
+    }
+    loadURL(url: string): Promise<void> {
+      this.loaded = { url };
+      return Promise.resolve();
+    }
+  }
+  const ipcHandlers = new Map<string, Listener>();
+  const electron = {
+    app: {
+      isPackaged: false,
+      enableSandbox: vi.fn(),
+      whenReady: vi.fn(() => Promise.resolve()),
+      getVersion: vi.fn(() => '0.1.0-test'),
+      on: vi.fn(),
+      quit: vi.fn(),
+      exit: vi.fn(),
+    },
+    BrowserWindow: FakeBrowserWindow,
+    ipcMain: { handle: vi.fn((channel: string, handler: Listener) => void ipcHandlers.set(channel, handler)) },
+    session: {
+      defaultSession: {
+        webRequest: { onHeadersReceived: vi.fn() },
+        setPermissionRequestHandler: vi.fn(),
+      },
+    },
+    contextBridge: { exposeInMainWorld: vi.fn() },
+    ipcRenderer: {
+      invoke: vi.fn((_channel: string) => Promise.resolve('0.1.0-test')),
+      on: vi.fn(),
+      removeListener: vi.fn(),
+    },
+  };
+  return { electron, FakeBrowserWindow, ipcHandlers };
+});
+
+vi.mock('electron', () => fake.electron);
+
+const RENDERER_INDEX = resolve('renderer/index.html');
+const FILE_APP: AppLocation = resolveAppLocation({ devServerUrl: undefined, isPackaged: false, rendererIndexFile: RENDERER_INDEX });
+const DEV_APP: AppLocation = resolveAppLocation({ devServerUrl: 'http://localhost:5173/', isPackaged: false, rendererIndexFile: RENDERER_INDEX });
+const APP_FILE_URL = pathToFileURL(RENDERER_INDEX).href;
+
+function navigation(url: string): { url: string; preventDefault: Mock<() => void> } {
+  return { url, preventDefault: vi.fn<() => void>() };
+}
+
+function sender(url: string | null): IpcSender {
+  return { senderFrame: url === null ? null : { url } };
+}
+
+/** The policy as directive name → sources. */
+function parseCsp(policy: string): Map<string, string[]> {
+  const directives = new Map<string, string[]>();
+  for (const part of policy.split(';')) {
+    const [name, ...sources] = part.trim().split(/\s+/);
+    if (name) directives.set(name, sources);
+  }
+  return directives;
+}
+
+describe('window options', () => {
+  const prefs = createWindowOptions('/app/out/preload/index.cjs').webPreferences ?? {};
+
+  it('isolates the page from Node and the preload', () => {
+    expect(prefs.contextIsolation).toBe(true);
+    expect(prefs.sandbox).toBe(true);
+    expect(prefs.nodeIntegration).toBe(false);
+    expect(prefs.nodeIntegrationInWorker).toBe(false);
+    expect(prefs.nodeIntegrationInSubFrames).toBe(false);
+  });
+
+  it('keeps web security on and webviews off', () => {
+    expect(prefs.webSecurity).toBe(true);
+    expect(prefs.allowRunningInsecureContent).toBe(false);
+    expect(prefs.webviewTag).toBe(false);
+  });
+
+  it('uses the given preload', () => {
+    expect(prefs.preload).toBe('/app/out/preload/index.cjs');
+  });
+});
+
+describe('content security policy', () => {
+  const csp = parseCsp(CONTENT_SECURITY_POLICY);
+
+  it('runs only the app\'s own scripts: no inline scripts, no eval', () => {
+    expect(csp.get('default-src')).toEqual(["'self'"]);
+    expect(csp.get('script-src')).toEqual(["'self'", "'wasm-unsafe-eval'"]);
+    for (const directive of ['default-src', 'script-src', 'worker-src']) {
+      expect(csp.get(directive)).not.toContain("'unsafe-inline'");
+      expect(csp.get(directive)).not.toContain("'unsafe-eval'");
+    }
+    expect(csp.get('object-src')).toEqual(["'none'"]);
+    expect(csp.get('base-uri')).toEqual(["'none'"]);
+  });
+
+  it('names no remote origin in any directive', () => {
+    for (const policy of [CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY_HEADER]) {
+      for (const [directive, sources] of parseCsp(policy)) {
+        for (const source of sources) {
+          // Keywords ('self', 'none', …) and the page's own data:/blob: URLs; never a host, a scheme like https: or ws:, or *.
+          const local = /^'[a-z-]+'$/.test(source) || source === 'data:' || source === 'blob:';
+          expect(local, `${directive} allows '${source}'`).toBe(true);
+        }
+      }
+    }
+  });
+
+  it('is the same policy in main and in renderer/index.html', () => {
+    const html = readFileSync(RENDERER_INDEX, 'utf8');
+    const meta = /<meta\s+http-equiv="Content-Security-Policy"\s+content="([^"]*)"/i.exec(html);
+    expect(meta?.[1]).toBe(CONTENT_SECURITY_POLICY);
+    expect(CONTENT_SECURITY_POLICY_HEADER.startsWith(CONTENT_SECURITY_POLICY)).toBe(true);
+    expect(parseCsp(CONTENT_SECURITY_POLICY_HEADER).get('frame-ancestors')).toEqual(["'none'"]);
+  });
+
+  it('replaces any policy a server sent, whatever its spelling', () => {
+    const headers = withContentSecurityPolicy({
+      'content-type': ['text/html'],
+      'content-security-policy': ["default-src *"],
+      'CONTENT-SECURITY-POLICY': ["script-src 'unsafe-inline'"],
+    });
+    const cspHeaders = Object.keys(headers).filter((name) => name.toLowerCase() === 'content-security-policy');
+    expect(cspHeaders).toEqual(['Content-Security-Policy']);
+    expect(headers['Content-Security-Policy']).toEqual([CONTENT_SECURITY_POLICY_HEADER]);
+    expect(headers['content-type']).toEqual(['text/html']);
+  });
+});
+
+describe('app location', () => {
+  it('loads the built file unless a dev server is given to an unpackaged app', () => {
+    expect(FILE_APP).toMatchObject({ kind: 'file', path: RENDERER_INDEX });
+    expect(DEV_APP).toMatchObject({ kind: 'dev-server', origin: 'http://localhost:5173' });
+    const packaged = resolveAppLocation({ devServerUrl: 'http://localhost:5173/', isPackaged: true, rendererIndexFile: RENDERER_INDEX });
+    expect(packaged.kind).toBe('file');
+    expect(() =>
+      resolveAppLocation({ devServerUrl: 'file:///tmp/x.html', isPackaged: false, rendererIndexFile: RENDERER_INDEX }),
+    ).toThrow(/ELECTRON_RENDERER_URL/);
+  });
+
+  it('recognises the app page and nothing else', () => {
+    expect(isAppUrl(APP_FILE_URL, FILE_APP)).toBe(true);
+    expect(isAppUrl(`${APP_FILE_URL}#/runs`, FILE_APP)).toBe(true);
+    expect(isAppUrl(pathToFileURL(resolve('renderer/other.html')).href, FILE_APP)).toBe(false);
+    expect(isAppUrl('file:///etc/passwd', FILE_APP)).toBe(false);
+    expect(isAppUrl(APP_FILE_URL.replace('/renderer/', '/renderer/%2e%2e/renderer/x/%2e%2e/'), FILE_APP)).toBe(true);
+    expect(isAppUrl(APP_FILE_URL.replace('/renderer/index.html', '/renderer/%2e%2e/index.html'), FILE_APP)).toBe(false);
+    expect(isAppUrl('http://localhost:5173/src/main.ts', DEV_APP)).toBe(true);
+    expect(isAppUrl('http://localhost:5174/', DEV_APP)).toBe(false);
+    expect(isAppUrl('https://localhost:5173/', DEV_APP)).toBe(false);
+    expect(isAppUrl('not a url', DEV_APP)).toBe(false);
+  });
+});
+
+describe('navigation and new windows', () => {
+  it('prevents navigation to another origin or file', () => {
+    for (const url of ['https://example.com/', 'file:///etc/passwd', 'javascript:alert(1)', 'about:blank']) {
+      const event = navigation(url);
+      guardNavigation(event, FILE_APP);
+      expect(event.preventDefault, url).toHaveBeenCalled();
+    }
+    const away = navigation('http://127.0.0.1:5173/');
+    guardNavigation(away, DEV_APP);
+    expect(away.preventDefault).toHaveBeenCalled();
+  });
+
+  it('lets the app page reload itself', () => {
+    const reload = navigation(`${APP_FILE_URL}?view=runs`);
+    guardNavigation(reload, FILE_APP);
+    expect(reload.preventDefault).not.toHaveBeenCalled();
+    const devReload = navigation('http://localhost:5173/index.html');
+    guardNavigation(devReload, DEV_APP);
+    expect(devReload.preventDefault).not.toHaveBeenCalled();
+  });
+
+  it('denies window.open and every permission request', () => {
+    expect(denyWindowOpen()).toEqual({ action: 'deny' });
+    const callback = vi.fn();
+    denyPermissionRequest({}, 'media', callback);
+    expect(callback).toHaveBeenCalledWith(false);
+  });
+});
+
+describe('IPC sender check', () => {
+  it('accepts the app page and rejects everything else', () => {
+    expect(isTrustedSender(sender(APP_FILE_URL), FILE_APP)).toBe(true);
+    expect(isTrustedSender(sender('https://example.com/'), FILE_APP)).toBe(false);
+    expect(isTrustedSender(sender('file:///tmp/evil.html'), FILE_APP)).toBe(false);
+    expect(isTrustedSender(sender(null), FILE_APP)).toBe(false);
+    const disposed: IpcSender = {
+      get senderFrame(): { url: string } {
+        throw new Error('Render frame was disposed before WebFrameMain could be accessed');
+      },
+    };
+    expect(isTrustedSender(disposed, FILE_APP)).toBe(false);
+  });
+
+  it('runs a wrapped handler only for the app', () => {
+    const handler = vi.fn(() => 'answer');
+    const wrapped = trustedHandler(FILE_APP, 'api:test', handler);
+    expect(() => wrapped(sender('https://example.com/'))).toThrow(UntrustedSenderError);
+    expect(handler).not.toHaveBeenCalled();
+    expect(wrapped(sender(APP_FILE_URL))).toBe('answer');
+  });
+});
+
+describe('main/index.ts wiring (fake electron)', () => {
+  beforeAll(async () => {
+    delete process.env['ELECTRON_RENDERER_URL'];
+    await import('../../main/index');
+    await vi.waitFor(() => expect(fake.FakeBrowserWindow.all).toHaveLength(1));
+  });
+
+  const window = () => fake.FakeBrowserWindow.all[0]!;
+
+  it('sandboxes all renderers and opens the window with the secure options', () => {
+    expect(fake.electron.app.enableSandbox).toHaveBeenCalled();
+    const prefs = window().options.webPreferences ?? {};
+    expect(prefs).toMatchObject({ contextIsolation: true, sandbox: true, nodeIntegration: false, webSecurity: true });
+    expect(String(prefs['preload'])).toMatch(/[\\/]preload[\\/]index\.cjs$/);
+    expect(window().loaded).toEqual({ file: RENDERER_INDEX });
+  });
+
+  it('denies window.open and blocks navigation away from the app', () => {
+    const contents = window().webContents;
+    expect(contents.windowOpenHandler?.()).toEqual({ action: 'deny' });
+    const [willNavigate] = contents.listeners.get('will-navigate') ?? [];
+    expect(willNavigate).toBeDefined();
+    const away = navigation('https://example.com/');
+    (willNavigate as (event: unknown) => void)(away);
+    expect(away.preventDefault).toHaveBeenCalled();
+    const stay = navigation(APP_FILE_URL);
+    (willNavigate as (event: unknown) => void)(stay);
+    expect(stay.preventDefault).not.toHaveBeenCalled();
+    expect(contents.listeners.get('will-attach-webview')).toHaveLength(1);
+  });
+
+  it('sets the CSP header on responses and denies permissions', () => {
+    const onHeaders = fake.electron.session.defaultSession.webRequest.onHeadersReceived;
+    expect(onHeaders).toHaveBeenCalledTimes(1);
+    const listener = onHeaders.mock.calls[0]![0] as (details: unknown, callback: (response: unknown) => void) => void;
+    const callback = vi.fn();
+    listener({ responseHeaders: { 'Content-Security-Policy': ['default-src *'] } }, callback);
+    expect(callback).toHaveBeenCalledWith({ responseHeaders: { 'Content-Security-Policy': [CONTENT_SECURITY_POLICY_HEADER] } });
+    const permissions = fake.electron.session.defaultSession.setPermissionRequestHandler;
+    expect(permissions).toHaveBeenCalledWith(denyPermissionRequest);
+  });
+
+  it('answers api:ping for the app page only', () => {
+    const ping = fake.ipcHandlers.get(API_CHANNELS.ping) as ((event: IpcSender) => unknown) | undefined;
+    expect(ping).toBeDefined();
+    expect(() => ping!(sender('https://example.com/'))).toThrow(UntrustedSenderError);
+    expect(ping!(sender(APP_FILE_URL))).toBe('0.1.0-test');
+  });
+
+  it('tells the page the host is ready once it has loaded', () => {
+    const contents = window().webContents;
+    for (const listener of contents.listeners.get('did-finish-load') ?? []) (listener as () => void)();
+    const ready: ApiEvent = { type: 'host-ready', engineVersion: '0.1.0-test' };
+    expect(contents.sent).toEqual([[API_CHANNELS.event, ready]]);
+  });
+});
+
+describe('preload (fake electron)', () => {
+  let exposed: MarsLabApi;
+
+  beforeAll(async () => {
+    await import('../../preload/index');
+    const calls = fake.electron.contextBridge.exposeInMainWorld.mock.calls;
+    expect(calls).toHaveLength(1);
+    expect(calls[0]![0]).toBe('api');
+    exposed = calls[0]![1] as MarsLabApi;
+  });
+
+  it('exposes exactly the contract\'s keys, all functions', () => {
+    expect(Object.keys(exposed).sort()).toEqual([...API_KEYS].sort());
+    for (const key of API_KEYS) expect(typeof exposed[key]).toBe('function');
+  });
+
+  it('ping invokes the ping channel', async () => {
+    await expect(exposed.ping()).resolves.toBe('0.1.0-test');
+    expect(fake.electron.ipcRenderer.invoke).toHaveBeenCalledWith(API_CHANNELS.ping);
+  });
+
+  it('onEvent hands the page only the payload, and unsubscribes', () => {
+    const received: unknown[] = [];
+    const unsubscribe = exposed.onEvent((event) => received.push(event));
+    const on = fake.electron.ipcRenderer.on;
+    expect(on).toHaveBeenCalledTimes(1);
+    const [channel, forward] = on.mock.calls[0] as unknown as [string, (event: unknown, payload: ApiEvent) => void];
+    expect(channel).toBe(API_CHANNELS.event);
+    const payload: ApiEvent = { type: 'host-ready', engineVersion: '0.1.0-test' };
+    forward({ sender: fake.electron.ipcRenderer }, payload);
+    expect(received).toEqual([payload]);
+    unsubscribe();
+    expect(fake.electron.ipcRenderer.removeListener).toHaveBeenCalledWith(API_CHANNELS.event, forward);
+  });
+});

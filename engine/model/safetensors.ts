@@ -1,0 +1,377 @@
+/**
+ * Reader and writer for the Hugging Face safetensors format, the layout of every checkpoint (DESIGN.md "Run folder").
+ *
+ * Layout: an 8-byte little-endian u64 N, then N bytes of UTF-8 JSON
+ *   {"__metadata__": {string: string}, name: {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ...}
+ * padded with spaces to a multiple of 8, then the data buffer; offsets are relative to the buffer's start and the
+ * tensors tile it exactly (no holes, no overlaps). All numbers are little-endian.
+ *
+ * Written by hand because no kept npm library exists (the `safetensors` package is a 0.0.1 stub). The writer follows
+ * the Rust reference implementation (which the Python library calls) byte for byte: compact JSON, `__metadata__` first
+ * (its keys sorted; the reference leaves their order to a hash map), then tensors ordered by descending dtype alignment
+ * rank and then by name in code point order, laid out in that same order. For the two dtypes written here that means
+ * every F32 tensor (by name) before every I32 tensor (by name).
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { UserError } from '../userError';
+import { compareCodePoints } from './codePointOrder';
+
+/** What the reader understands. Narrow and wide floats become Float32Array, I64 becomes Int32Array. */
+export const SAFETENSORS_READ_DTYPES = ['F32', 'F16', 'BF16', 'F64', 'I32', 'I64'] as const;
+export type SafetensorsDtype = (typeof SAFETENSORS_READ_DTYPES)[number];
+
+const DTYPE_BYTES: Record<SafetensorsDtype, number> = { F32: 4, F16: 2, BF16: 2, F64: 8, I32: 4, I64: 8 };
+
+/** The reference implementation's cap; a larger N means a corrupt or foreign file, not a big checkpoint. */
+export const MAX_HEADER_BYTES = 100_000_000;
+
+export interface TensorData {
+  shape: number[];
+  data: Float32Array | Int32Array;
+}
+
+export interface DecodedTensor extends TensorData {
+  /** The dtype stored in the file, before conversion to `data`'s type. */
+  dtype: SafetensorsDtype;
+}
+
+export interface DecodedSafetensors {
+  tensors: Record<string, DecodedTensor>;
+  metadata: Record<string, string>;
+}
+
+/** A file (or tensor set) that cannot be read or written; names the source and, where one is at fault, the tensor. */
+export class SafetensorsError extends UserError {
+  constructor(
+    readonly source: string,
+    readonly tensor: string | null,
+    detail: string,
+  ) {
+    super(`${source}: ${tensor === null ? '' : `tensor '${tensor}': `}${detail}`);
+  }
+}
+
+const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+const METADATA_KEY = '__metadata__';
+
+function elementCount(shape: readonly number[]): number {
+  let n = 1;
+  for (const d of shape) n *= d;
+  return n;
+}
+
+function isDimension(d: unknown): d is number {
+  return typeof d === 'number' && Number.isSafeInteger(d) && d >= 0;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Writing
+
+function dtypeOf(data: unknown): 'F32' | 'I32' | null {
+  if (data instanceof Float32Array) return 'F32';
+  if (data instanceof Int32Array) return 'I32';
+  return null;
+}
+
+/** Little-endian bytes of a 4-byte typed array, without a copy on little-endian hosts. */
+function littleEndianBytes(data: Float32Array | Int32Array): Uint8Array {
+  if (LITTLE_ENDIAN_HOST) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  const out = new Uint8Array(data.byteLength);
+  const view = new DataView(out.buffer);
+  if (data instanceof Float32Array) for (let i = 0; i < data.length; i++) view.setFloat32(4 * i, data[i]!, true);
+  else for (let i = 0; i < data.length; i++) view.setInt32(4 * i, data[i]!, true);
+  return out;
+}
+
+export function encodeSafetensors(
+  tensors: Record<string, TensorData>,
+  metadata?: Record<string, string>,
+): Uint8Array {
+  const source = 'encodeSafetensors';
+  // The header is written as text, entry by entry: a JS object would move integer-like names ("0") to the front.
+  const entries: string[] = [];
+  if (metadata !== undefined) {
+    const pairs: string[] = [];
+    for (const key of Object.keys(metadata).sort(compareCodePoints)) {
+      const value: unknown = metadata[key];
+      if (typeof value !== 'string') {
+        throw new SafetensorsError(source, null, `metadata '${key}' is ${typeof value}; safetensors metadata values must be strings (JSON.stringify it first)`);
+      }
+      pairs.push(`${JSON.stringify(key)}:${JSON.stringify(value)}`);
+    }
+    entries.push(`${JSON.stringify(METADATA_KEY)}:{${pairs.join(',')}}`);
+  }
+  // The reference's Dtype enum ranks F32 above I32 (its order is by alignment, descending); other array types are
+  // rejected below, whatever their place.
+  const rank = (name: string): number => (dtypeOf(tensors[name]!.data) === 'F32' ? 0 : 1);
+  const names = Object.keys(tensors).sort((a, b) => rank(a) - rank(b) || compareCodePoints(a, b));
+  const parts: Uint8Array[] = [];
+  let offset = 0;
+  for (const name of names) {
+    if (name === METADATA_KEY) throw new SafetensorsError(source, name, `'${METADATA_KEY}' is reserved for metadata; rename the tensor`);
+    const { shape, data } = tensors[name]!;
+    const dtype = dtypeOf(data);
+    if (dtype === null) throw new SafetensorsError(source, name, 'data must be a Float32Array or an Int32Array');
+    if (!Array.isArray(shape) || !shape.every(isDimension)) {
+      throw new SafetensorsError(source, name, `shape ${JSON.stringify(shape)} must be an array of non-negative integers`);
+    }
+    if (elementCount(shape) !== data.length) {
+      throw new SafetensorsError(source, name, `shape [${shape.join(', ')}] holds ${elementCount(shape)} elements but data has ${data.length}`);
+    }
+    const info = { dtype, shape: [...shape], data_offsets: [offset, offset + data.byteLength] };
+    entries.push(`${JSON.stringify(name)}:${JSON.stringify(info)}`);
+    parts.push(littleEndianBytes(data));
+    offset += data.byteLength;
+  }
+  const json = new TextEncoder().encode(`{${entries.join(',')}}`);
+  const headerLength = Math.ceil(json.length / 8) * 8;
+  const out = new Uint8Array(8 + headerLength + offset);
+  new DataView(out.buffer).setBigUint64(0, BigInt(headerLength), true);
+  out.set(json, 8);
+  out.fill(0x20, 8 + json.length, 8 + headerLength);
+  let at = 8 + headerLength;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Reading
+
+interface Entry {
+  name: string;
+  dtype: SafetensorsDtype;
+  shape: number[];
+  begin: number;
+  end: number;
+}
+
+/** A tensor's bytes inside the file: `begin`/`end` are absolute indexes into `bytes`. */
+interface Span {
+  bytes: Uint8Array;
+  begin: number;
+  end: number;
+}
+
+/** Copies a span into a fresh ArrayBuffer. The result of decoding owns its memory: it does not keep the whole file
+ * alive, and it does not change when the caller reuses `bytes`. (Node's Buffer#slice shares memory, hence `set`.) */
+function copySpan({ bytes, begin, end }: Span): ArrayBuffer {
+  const buffer = new ArrayBuffer(end - begin);
+  new Uint8Array(buffer).set(bytes.subarray(begin, end));
+  return buffer;
+}
+
+/** A typed-array-ready (buffer, offset) for a span whose values are only read while converting: the file's own
+ * memory where the offset is aligned, else a copy (typed arrays cannot start at an unaligned offset). */
+function alignedSpan(span: Span, align: number): { buffer: ArrayBufferLike; offset: number } {
+  const offset = span.bytes.byteOffset + span.begin;
+  return offset % align === 0 ? { buffer: span.bytes.buffer, offset } : { buffer: copySpan(span), offset: 0 };
+}
+
+let f16Table: Float32Array | null = null;
+
+/** Every half-precision value as a float32, built once: one lookup per element beats bit arithmetic. */
+function halfToFloatTable(): Float32Array {
+  if (f16Table !== null) return f16Table;
+  const table = new Float32Array(65536);
+  for (let h = 0; h < 65536; h++) {
+    const sign = h & 0x8000 ? -1 : 1;
+    const exponent = (h >> 10) & 0x1f;
+    const mantissa = h & 0x3ff;
+    if (exponent === 0) table[h] = sign * mantissa * 2 ** -24;
+    else if (exponent === 31) table[h] = mantissa === 0 ? sign * Infinity : NaN;
+    else table[h] = sign * (1 + mantissa / 1024) * 2 ** (exponent - 15);
+  }
+  f16Table = table;
+  return table;
+}
+
+function readUint16s(span: Span): Uint16Array {
+  const n = (span.end - span.begin) / 2;
+  if (LITTLE_ENDIAN_HOST) {
+    const { buffer, offset } = alignedSpan(span, 2);
+    return new Uint16Array(buffer, offset, n);
+  }
+  const view = new DataView(span.bytes.buffer, span.bytes.byteOffset + span.begin, span.end - span.begin);
+  const out = new Uint16Array(n);
+  for (let i = 0; i < n; i++) out[i] = view.getUint16(2 * i, true);
+  return out;
+}
+
+function convert(entry: Entry, span: Span, source: string): Float32Array | Int32Array {
+  const byteLength = span.end - span.begin;
+  const view = new DataView(span.bytes.buffer, span.bytes.byteOffset + span.begin, byteLength);
+  switch (entry.dtype) {
+    case 'F32': {
+      // One memcpy on little-endian hosts; no per-element work.
+      if (LITTLE_ENDIAN_HOST) return new Float32Array(copySpan(span));
+      const out = new Float32Array(byteLength / 4);
+      for (let i = 0; i < out.length; i++) out[i] = view.getFloat32(4 * i, true);
+      return out;
+    }
+    case 'I32': {
+      if (LITTLE_ENDIAN_HOST) return new Int32Array(copySpan(span));
+      const out = new Int32Array(byteLength / 4);
+      for (let i = 0; i < out.length; i++) out[i] = view.getInt32(4 * i, true);
+      return out;
+    }
+    case 'F64': {
+      if (LITTLE_ENDIAN_HOST) {
+        const { buffer, offset } = alignedSpan(span, 8);
+        return new Float32Array(new Float64Array(buffer, offset, byteLength / 8));
+      }
+      const out = new Float32Array(byteLength / 8);
+      for (let i = 0; i < out.length; i++) out[i] = view.getFloat64(8 * i, true);
+      return out;
+    }
+    case 'F16': {
+      const table = halfToFloatTable();
+      const halves = readUint16s(span);
+      const out = new Float32Array(halves.length);
+      for (let i = 0; i < halves.length; i++) out[i] = table[halves[i]!]!;
+      return out;
+    }
+    case 'BF16': {
+      // bfloat16 is the top half of a float32; writing the bits keeps NaN payloads and signed zeros exact.
+      const halves = readUint16s(span);
+      const bits = new Uint32Array(halves.length);
+      for (let i = 0; i < halves.length; i++) bits[i] = halves[i]! << 16;
+      return new Float32Array(bits.buffer);
+    }
+    case 'I64': {
+      const n = byteLength / 8;
+      const out = new Int32Array(n);
+      for (let i = 0; i < n; i++) {
+        const low = view.getInt32(8 * i, true);
+        const high = view.getInt32(8 * i + 4, true);
+        // In int32 range exactly when the high word is the sign extension of the low word.
+        if (high !== low >> 31) {
+          const value = view.getBigInt64(8 * i, true);
+          throw new SafetensorsError(source, entry.name, `I64 element ${i} is ${value}, outside the int32 range this reader converts to; store the tensor as I32 or F32`);
+        }
+        out[i] = low;
+      }
+      return out;
+    }
+  }
+}
+
+function parseHeader(bytes: Uint8Array, source: string): { entries: Entry[]; metadata: Record<string, string>; dataStart: number } {
+  if (bytes.length < 8) {
+    throw new SafetensorsError(source, null, `file is ${bytes.length} bytes, shorter than the 8-byte header length; it is truncated or not a safetensors file`);
+  }
+  const n = new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true);
+  if (n > BigInt(MAX_HEADER_BYTES)) {
+    throw new SafetensorsError(source, null, `header length ${n} exceeds the ${MAX_HEADER_BYTES}-byte limit; the file is corrupt or not a safetensors file`);
+  }
+  const headerLength = Number(n);
+  if (8 + headerLength > bytes.length) {
+    throw new SafetensorsError(source, null, `header length ${headerLength} runs past the end of the ${bytes.length}-byte file; it is truncated or not a safetensors file`);
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes.subarray(8, 8 + headerLength));
+  } catch {
+    throw new SafetensorsError(source, null, 'header is not valid UTF-8; the file is corrupt or not a safetensors file');
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new SafetensorsError(source, null, `header is not valid JSON (${(err as Error).message}); the file is corrupt or not a safetensors file`);
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) {
+    throw new SafetensorsError(source, null, 'header must be a JSON object mapping tensor names to {dtype, shape, data_offsets}');
+  }
+  const metadata: Array<[string, string]> = [];
+  const entries: Entry[] = [];
+  for (const [name, raw] of Object.entries(json as Record<string, unknown>)) {
+    if (name === METADATA_KEY) {
+      if (raw === null) continue;
+      if (typeof raw !== 'object' || Array.isArray(raw)) {
+        throw new SafetensorsError(source, null, `'${METADATA_KEY}' must be an object of string values`);
+      }
+      for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
+        if (typeof value !== 'string') {
+          throw new SafetensorsError(source, null, `'${METADATA_KEY}.${key}' is ${JSON.stringify(value)}; metadata values must be strings`);
+        }
+        metadata.push([key, value]);
+      }
+      continue;
+    }
+    entries.push(parseEntry(name, raw, source));
+  }
+  return { entries, metadata: Object.fromEntries(metadata), dataStart: 8 + headerLength };
+}
+
+function parseEntry(name: string, raw: unknown, source: string): Entry {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new SafetensorsError(source, name, 'entry must be an object {dtype, shape, data_offsets}');
+  }
+  const { dtype, shape, data_offsets: offsets } = raw as Record<string, unknown>;
+  if (typeof dtype !== 'string' || !(SAFETENSORS_READ_DTYPES as readonly string[]).includes(dtype)) {
+    throw new SafetensorsError(source, name, `dtype ${JSON.stringify(dtype)} is not supported; this reader handles ${SAFETENSORS_READ_DTYPES.join(', ')} (convert the checkpoint, e.g. with torch, to one of them)`);
+  }
+  if (!Array.isArray(shape) || !shape.every(isDimension)) {
+    throw new SafetensorsError(source, name, `shape ${JSON.stringify(shape)} must be an array of non-negative integers`);
+  }
+  if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every(isDimension) || offsets[0] > offsets[1]) {
+    throw new SafetensorsError(source, name, `data_offsets ${JSON.stringify(offsets)} must be [begin, end] with 0 <= begin <= end`);
+  }
+  const entry: Entry = { name, dtype: dtype as SafetensorsDtype, shape: shape as number[], begin: offsets[0] as number, end: offsets[1] as number };
+  const expected = elementCount(entry.shape) * DTYPE_BYTES[entry.dtype];
+  if (!Number.isSafeInteger(expected) || entry.end - entry.begin !== expected) {
+    throw new SafetensorsError(source, name, `data_offsets [${entry.begin}, ${entry.end}] span ${entry.end - entry.begin} bytes but ${entry.dtype} shape [${entry.shape.join(', ')}] needs ${expected}`);
+  }
+  return entry;
+}
+
+/** Decodes a whole safetensors file. `source` (the path, ideally) is named in every error. */
+export function decodeSafetensors(bytes: Uint8Array, source = '(safetensors bytes)'): DecodedSafetensors {
+  const { entries, metadata, dataStart } = parseHeader(bytes, source);
+  const dataLength = bytes.length - dataStart;
+  // Tiling check in file order: each tensor must start where the previous one ended, the last end at the buffer's end.
+  const byOffset = [...entries].sort((a, b) => a.begin - b.begin || a.end - b.end);
+  let cursor = 0;
+  let previous: string | null = null;
+  for (const entry of byOffset) {
+    if (entry.end > dataLength) {
+      throw new SafetensorsError(source, entry.name, `data_offsets end ${entry.end} is past the end of the ${dataLength}-byte data buffer; the file is truncated`);
+    }
+    if (entry.begin < cursor) {
+      throw new SafetensorsError(source, entry.name, `data_offsets [${entry.begin}, ${entry.end}] overlap tensor '${previous}', which ends at ${cursor}`);
+    }
+    if (entry.begin > cursor) {
+      throw new SafetensorsError(source, entry.name, `data_offsets begin ${entry.begin} leaves a hole of ${entry.begin - cursor} bytes after ${previous === null ? 'the header' : `tensor '${previous}'`}`);
+    }
+    cursor = entry.end;
+    previous = entry.name;
+  }
+  if (cursor !== dataLength) {
+    throw new SafetensorsError(source, null, `tensors cover ${cursor} bytes but the data buffer holds ${dataLength}; the file has trailing bytes or a missing tensor`);
+  }
+  // fromEntries defines own properties, so even a tensor named "__proto__" is kept as data.
+  const tensors: Record<string, DecodedTensor> = Object.fromEntries(
+    entries.map((entry) => {
+      const span = { bytes, begin: dataStart + entry.begin, end: dataStart + entry.end };
+      return [entry.name, { dtype: entry.dtype, shape: entry.shape, data: convert(entry, span, source) }];
+    }),
+  );
+  return { tensors, metadata };
+}
+
+export async function readSafetensorsFile(path: string): Promise<DecodedSafetensors> {
+  const bytes = await readFile(path);
+  return decodeSafetensors(bytes, path);
+}
+
+/** Plain write; callers that need atomicity (checkpoints) write to a temporary name and rename. */
+export async function writeSafetensorsFile(
+  path: string,
+  tensors: Record<string, TensorData>,
+  metadata?: Record<string, string>,
+): Promise<void> {
+  await writeFile(path, encodeSafetensors(tensors, metadata));
+}

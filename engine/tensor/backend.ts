@@ -5,8 +5,11 @@
  * Every rung that was not taken is reported with the reason, so `doctor`, run.json and the UI can say why.
  */
 import * as tf from '@tensorflow/tfjs';
+import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { createRequire } from 'node:module';
+import { UserError } from '../userError';
 
 export { tf };
 
@@ -35,7 +38,7 @@ export interface BackendReport {
   cpus: number;
 }
 
-export class BackendUnavailableError extends Error {
+export class BackendUnavailableError extends UserError {
   constructor(
     readonly backend: BackendName,
     readonly attempts: BackendAttempt[],
@@ -48,7 +51,6 @@ export class BackendUnavailableError extends Error {
       `Backend '${backend}' is not available: ${why}. ` +
         `Run 'npx mars-lab doctor' to see which backends load here, or drop --backend to let mars-lab choose.`,
     );
-    this.name = 'BackendUnavailableError';
   }
 }
 
@@ -110,9 +112,34 @@ interface GpuAdapterLike {
   isFallbackAdapter?: boolean;
 }
 
+/**
+ * On Linux Dawn reaches GPUs through libvulkan.so.1; without it there is no adapter, and loading Dawn anyway only
+ * prints a warning on every start. Look for the loader where the dynamic linker would.
+ */
+function vulkanLoaderMissing(): boolean {
+  if (process.platform !== 'linux') return false;
+  const dirs = [
+    ...(process.env.LD_LIBRARY_PATH ?? '').split(':').filter(Boolean),
+    `/usr/lib/${process.arch === 'arm64' ? 'aarch64' : 'x86_64'}-linux-gnu`,
+    '/usr/lib64',
+    '/usr/lib',
+    '/usr/local/lib',
+    '/lib64',
+  ];
+  return !dirs.some((d) => fs.existsSync(path.join(d, 'libvulkan.so.1')));
+}
+
 async function tryWebgpu(attempts: BackendAttempt[], forced: boolean): Promise<boolean> {
   const record = (status: AttemptStatus, detail: string, pkg = 'webgpu') =>
     attempts.push({ backend: 'webgpu', package: pkg, status, detail });
+  if (packageVersion('webgpu') === null) {
+    record('not-installed', 'the optional `webgpu` package (Dawn for Node) is not installed');
+    return false;
+  }
+  if (vulkanLoaderMissing()) {
+    record('no-adapter', 'libvulkan.so.1 was not found, so Dawn can reach no GPU (install the GPU vendor\'s Vulkan driver)');
+    return false;
+  }
   let dawn: { create: (opts: string[]) => { requestAdapter: () => Promise<GpuAdapterLike | null> }; globals: object };
   try {
     dawn = (await import('webgpu')) as unknown as typeof dawn;
@@ -189,9 +216,10 @@ export function backendReport(): BackendReport | null {
 export async function initBackend(opts: { force?: BackendName } = {}): Promise<BackendReport> {
   if (current && (!opts.force || opts.force === current.chosen)) return current;
   if (opts.force && !BACKENDS.includes(opts.force)) {
-    throw new Error(`Unknown backend '${opts.force}'. Choose one of: ${BACKENDS.join(', ')}.`);
+    throw new UserError(`Unknown backend '${opts.force}'. Choose one of: ${BACKENDS.join(', ')}.`);
   }
-  tf.env().set('IS_TEST', false);
+  // Production mode: no per-op debug checks, and no console banner urging tfjs-node on every start.
+  tf.enableProdMode();
   const attempts: BackendAttempt[] = [];
   const tries: Record<BackendName, () => Promise<boolean>> = {
     tensorflow: () => tryTensorflow(attempts),

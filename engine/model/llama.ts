@@ -1,0 +1,204 @@
+/**
+ * Decoder-only transformer with Hugging Face Llama semantics: RMSNorm, rotary embeddings (rotate-half layout, as HF's
+ * LlamaRotaryEmbedding), SwiGLU MLP, grouped-query attention, optional tied embeddings.
+ *
+ * Weights live in variables laid out for the forward pass, not in HF's layout: linear maps are stored transposed
+ * ([in, out]) so that every product is a plain matMul (fast on wasm, see tensor/matMul.ts), q/k/v are one fused
+ * projection and gate/up another (fewer kernel launches per layer). `hfWeights.ts` converts to and from HF's names.
+ *
+ * One code path serves training (full sequence, differentiable) and sampling (KV cache): the cache is just the
+ * keys and values of earlier positions, concatenated in front of the new ones.
+ */
+import { tf } from '../tensor/backend';
+import { mm, transposeLast } from '../tensor/matMul';
+import { oneHotF32 } from '../tensor/oneHot';
+import { headDim, type LlamaConfig } from './config';
+
+/** Keys and values of earlier positions for one layer: [B, numKvHeads, Tcache, headDim], after RoPE. */
+export interface LayerCache {
+  k: tf.Tensor4D;
+  v: tf.Tensor4D;
+}
+
+export interface ForwardInput {
+  /** Token ids, row-major [B, Tn]. */
+  ids: Int32Array;
+  batch: number;
+  /** Position id of every input token, [B, Tn] (lets rows with left padding start at 0). */
+  positions: Int32Array;
+  /** 1 where a key may be attended to, over cached + new positions: [B, Tcache + Tn]. Causality is added here. */
+  keyMask: Uint8Array;
+  cache?: LayerCache[];
+  /** Differentiable embedding lookup (one-hot × matrix): wasm has no gradient for gather. */
+  differentiable?: boolean;
+  /** Return logits of the last position of each row only ([B, V]) instead of all ([B·Tn, V]). */
+  lastOnly?: boolean;
+}
+
+export interface ForwardOutput {
+  logits: tf.Tensor2D;
+  cache: LayerCache[];
+}
+
+export const MASKED = -1e9;
+
+export class LlamaModel {
+  readonly config: LlamaConfig;
+  readonly headDim: number;
+  /** Variables by internal name (see module comment); order is stable and is the optimiser's order. */
+  readonly params: Map<string, tf.Variable>;
+  private readonly rotate: tf.Tensor2D;
+  private invFreq: Float64Array;
+
+  constructor(config: LlamaConfig, params: Map<string, tf.Variable>) {
+    this.config = config;
+    this.headDim = headDim(config);
+    this.params = params;
+    const hd = this.headDim;
+    const half = hd / 2;
+    // rotate_half(x) = concat(-x[half:], x[:half]) as a matrix: x·R.
+    const r = new Float32Array(hd * hd);
+    for (let j = 0; j < half; j++) r[(j + half) * hd + j] = -1;
+    for (let j = half; j < hd; j++) r[(j - half) * hd + j] = 1;
+    this.rotate = tf.keep(tf.tensor2d(r, [hd, hd]));
+    this.invFreq = new Float64Array(half);
+    for (let i = 0; i < half; i++) this.invFreq[i] = 1 / Math.pow(config.rope_theta, (2 * i) / hd);
+  }
+
+  p(name: string): tf.Variable {
+    const v = this.params.get(name);
+    if (!v) throw new Error(`model has no parameter '${name}'`);
+    return v;
+  }
+
+  /** Trainable variables in a stable order. */
+  variables(): tf.Variable[] {
+    return [...this.params.values()];
+  }
+
+  dispose(): void {
+    for (const v of this.params.values()) v.dispose();
+    this.rotate.dispose();
+  }
+
+  /** cos and sin tables [B, 1, Tn, hd] for the given positions (computed in float64, as HF computes in float32+). */
+  private ropeTables(positions: Int32Array, batch: number, tn: number): [tf.Tensor4D, tf.Tensor4D] {
+    const hd = this.headDim;
+    const half = hd / 2;
+    const cos = new Float32Array(batch * tn * hd);
+    const sin = new Float32Array(batch * tn * hd);
+    for (let i = 0; i < batch * tn; i++) {
+      const pos = positions[i]!;
+      for (let j = 0; j < half; j++) {
+        const a = pos * this.invFreq[j]!;
+        const c = Math.cos(a);
+        const s = Math.sin(a);
+        cos[i * hd + j] = c;
+        cos[i * hd + j + half] = c;
+        sin[i * hd + j] = s;
+        sin[i * hd + j + half] = s;
+      }
+    }
+    return [tf.tensor4d(cos, [batch, 1, tn, hd]), tf.tensor4d(sin, [batch, 1, tn, hd])];
+  }
+
+  /** Additive attention bias [B, 1, 1, Tn, Tk]: 0 where query i may see key j (key allowed, j ≤ Tcache + i). */
+  private attentionBias(keyMask: Uint8Array, batch: number, tn: number, tk: number): tf.Tensor {
+    const tc = tk - tn;
+    const bias = new Float32Array(batch * tn * tk);
+    for (let b = 0; b < batch; b++) {
+      for (let i = 0; i < tn; i++) {
+        const row = (b * tn + i) * tk;
+        for (let j = 0; j < tk; j++) {
+          if (j > tc + i || !keyMask[b * tk + j]) bias[row + j] = MASKED;
+        }
+      }
+    }
+    return tf.tensor(bias, [batch, 1, 1, tn, tk]);
+  }
+
+  private rmsNorm(x: tf.Tensor2D, weight: tf.Tensor): tf.Tensor2D {
+    const ms = tf.mean(tf.mul(x, x), -1, true);
+    return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, this.config.rms_norm_eps))), weight);
+  }
+
+  private applyRope(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): tf.Tensor4D {
+    const [b, h, t, hd] = x.shape;
+    const rotated = tf.reshape(mm(tf.reshape(x, [b * h * t, hd]) as tf.Tensor2D, this.rotate), [b, h, t, hd]);
+    return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));
+  }
+
+  /**
+   * Forward pass. Not wrapped in tidy: call it inside tf.tidy (or a gradient function) and keep what you return.
+   */
+  forward(input: ForwardInput): ForwardOutput {
+    const c = this.config;
+    const B = input.batch;
+    const tn = input.ids.length / B;
+    const hd = this.headDim;
+    const H = c.num_attention_heads;
+    const Hkv = c.num_key_value_heads;
+    const rep = H / Hkv;
+    const tc = input.cache?.[0]?.k.shape[2] ?? 0;
+    const tk = tc + tn;
+    if (input.positions.length !== B * tn) throw new Error(`positions has ${input.positions.length} entries, expected ${B * tn}`);
+    if (input.keyMask.length !== B * tk) throw new Error(`keyMask has ${input.keyMask.length} entries, expected ${B * tk}`);
+
+    const ids = tf.tensor1d(input.ids, 'int32');
+    const embed = this.p('embed');
+    let x: tf.Tensor2D = input.differentiable
+      ? mm(oneHotF32(ids, c.vocab_size), embed as tf.Tensor2D)
+      : (tf.gather(embed, ids) as tf.Tensor2D);
+
+    const [cos, sin] = this.ropeTables(input.positions, B, tn);
+    const bias = this.attentionBias(input.keyMask, B, tn, tk);
+    const scale = 1 / Math.sqrt(hd);
+    const cache: LayerCache[] = [];
+
+    for (let l = 0; l < c.num_hidden_layers; l++) {
+      const h = this.rmsNorm(x, this.p(`layers.${l}.attn_norm`));
+      const qkv = tf.transpose(tf.reshape(mm(h, this.p(`layers.${l}.wqkv`) as tf.Tensor2D), [B, tn, H + 2 * Hkv, hd]), [0, 2, 1, 3]);
+      const [q0, k0, v0] = tf.split(qkv, [H, Hkv, Hkv], 1) as [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D];
+      const q = tf.mul(this.applyRope(q0, cos, sin), scale);
+      let k = this.applyRope(k0, cos, sin);
+      let v = v0;
+      const past = input.cache?.[l];
+      if (past) {
+        k = tf.concat([past.k, k], 2);
+        v = tf.concat([past.v, v], 2);
+      }
+      cache.push({ k, v });
+      // Grouped-query attention without copying keys: the `rep` query heads that share a kv head are stacked along
+      // the query axis (HF's repeat_kv maps head h to kv head ⌊h / rep⌋, which is this memory order).
+      const qg = tf.reshape(q, [B, Hkv, rep * tn, hd]);
+      const scores = tf.add(tf.reshape(mm(qg, transposeLast(k) as tf.Tensor4D), [B, Hkv, rep, tn, tk]), bias);
+      const probs = tf.reshape(tf.softmax(scores), [B, Hkv, rep * tn, tk]);
+      const attn = tf.reshape(tf.transpose(tf.reshape(mm(probs as tf.Tensor4D, v), [B, H, tn, hd]), [0, 2, 1, 3]), [B * tn, H * hd]);
+      x = tf.add(x, mm(attn as tf.Tensor2D, this.p(`layers.${l}.wo`) as tf.Tensor2D));
+
+      const h2 = this.rmsNorm(x, this.p(`layers.${l}.mlp_norm`));
+      const [gate, up] = tf.split(mm(h2, this.p(`layers.${l}.wgu`) as tf.Tensor2D), 2, 1) as [tf.Tensor2D, tf.Tensor2D];
+      const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up);
+      x = tf.add(x, mm(act, this.p(`layers.${l}.wd`) as tf.Tensor2D));
+    }
+
+    if (input.lastOnly) x = tf.reshape(tf.slice(tf.reshape(x, [B, tn, c.hidden_size]), [0, tn - 1, 0], [B, 1, c.hidden_size]), [B, c.hidden_size]);
+    x = this.rmsNorm(x, this.p('norm'));
+    const head = c.tie_word_embeddings ? transposeLast(embed) : this.p('lm_head');
+    return { logits: mm(x, head as tf.Tensor2D), cache };
+  }
+}
+
+/** Positions and key mask for right-padded rows starting at position 0 (training batches). */
+export function rightPaddedLayout(lengths: number[], width: number): { positions: Int32Array; keyMask: Uint8Array } {
+  const B = lengths.length;
+  const positions = new Int32Array(B * width);
+  const keyMask = new Uint8Array(B * width);
+  for (let b = 0; b < B; b++) {
+    for (let t = 0; t < width; t++) {
+      positions[b * width + t] = t;
+      keyMask[b * width + t] = t < lengths[b]! ? 1 : 0;
+    }
+  }
+  return { positions, keyMask };
+}

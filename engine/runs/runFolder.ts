@@ -1,0 +1,442 @@
+/**
+ * A run folder (DESIGN.md, "Run folder"): run.json, the three logs, checkpoints/<step>/, and the lock that keeps a
+ * second writer out.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { UserError } from '../userError';
+import { CHECKPOINT_REQUIRED_FILES, LOG_FILES, RUN_FILES, runDir, runsDir } from './home';
+import { JsonlAppender } from './jsonl';
+
+export const RUN_STATUSES = ['created', 'running', 'stopped', 'finished', 'failed', 'interrupted'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+/** What run.json holds. The config is validated by the config schema, not here. */
+export interface RunMeta {
+  id: string;
+  /** ISO 8601, UTC. */
+  createdAt: string;
+  algorithm: string;
+  preset?: string;
+  config: unknown;
+  engineVersion: string;
+  /** Which TF.js backend ran, and why the others did not (engine/tensor's report). */
+  backend?: object;
+  seed: number;
+  status: RunStatus;
+  /** ISO 8601, UTC: when `status` last changed. */
+  statusAt: string;
+  /** The process writing the run while it is running. */
+  pid?: number;
+  tags: string[];
+  notes: string;
+  lastCheckpointStep?: number;
+}
+
+// Loose: fields added by later versions survive a read-modify-write by this one.
+const runMetaSchema = z.looseObject({
+  id: z.string().min(1),
+  createdAt: z.string(),
+  algorithm: z.string(),
+  preset: z.string().optional(),
+  config: z.unknown(),
+  engineVersion: z.string(),
+  backend: z.looseObject({}).optional(),
+  seed: z.number(),
+  status: z.enum(RUN_STATUSES),
+  statusAt: z.string(),
+  pid: z.number().int().optional(),
+  tags: z.array(z.string()),
+  notes: z.string(),
+  lastCheckpointStep: z.number().int().nonnegative().optional(),
+});
+
+export class RunFolderError extends UserError {}
+
+function metaPath(dir: string): string {
+  return path.join(dir, RUN_FILES.meta);
+}
+
+export function readRunMeta(dir: string): RunMeta {
+  const file = metaPath(dir);
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') {
+      throw new RunFolderError(`${file} is missing: this folder is not a mars-lab run (or it was deleted)`);
+    }
+    throw new RunFolderError(`${file}: cannot read it (${(err as Error).message})`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new RunFolderError(
+      `${file} is not valid JSON (${(err as Error).message}): the file is damaged; restore it from a backup, or ` +
+        'delete the run folder',
+    );
+  }
+  const parsed = runMetaSchema.safeParse(value);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => {
+      const what = i.code === 'invalid_type' && i.message.endsWith('received undefined') ? 'missing' : i.message;
+      return `"${i.path.join('.') || '(top level)'}": ${what}`;
+    });
+    throw new RunFolderError(
+      `${file} is not a valid run description (${problems.join('; ')}); fix those fields, or delete the run folder`,
+    );
+  }
+  return parsed.data as RunMeta;
+}
+
+function writeFileDurably(file: string, text: string): void {
+  const fd = fs.openSync(file, 'w');
+  try {
+    fs.writeSync(fd, text);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Replace run.json atomically, so a reader (the watcher, another window) never sees half of it. */
+export function writeRunMeta(dir: string, meta: RunMeta): void {
+  const file = metaPath(dir);
+  const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    writeFileDurably(tmp, JSON.stringify(meta, null, 2) + '\n');
+    fs.renameSync(tmp, file);
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    throw err;
+  }
+}
+
+/** Paths of a run folder's files. */
+export function runFilePaths(dir: string): { [K in keyof typeof RUN_FILES]: string } {
+  return {
+    meta: path.join(dir, RUN_FILES.meta),
+    metrics: path.join(dir, RUN_FILES.metrics),
+    trajectories: path.join(dir, RUN_FILES.trajectories),
+    events: path.join(dir, RUN_FILES.events),
+    checkpoints: path.join(dir, RUN_FILES.checkpoints),
+    lock: path.join(dir, RUN_FILES.lock),
+  };
+}
+
+/** Seconds since the epoch, the `time` of every log line (metrics lines use the same clock). */
+export function logTime(): number {
+  return Date.now() / 1000;
+}
+
+/** Append one line to events.jsonl; every event carries `time` (seconds since the epoch) and `type`. */
+export function appendEvent(dir: string, event: { type: string; [field: string]: unknown }): void {
+  const log = new JsonlAppender(path.join(dir, RUN_FILES.events));
+  try {
+    log.append({ time: logTime(), ...event });
+  } finally {
+    log.close();
+  }
+}
+
+function slug(text: string): string {
+  return (
+    text
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 40) || 'run'
+  );
+}
+
+/** `20261130-024512-toy-copy-3f9a`: UTC time first, so ids sort by creation. */
+export function newRunId(label: string, now: Date = new Date()): string {
+  const iso = now.toISOString(); // 2026-11-30T02:45:12.345Z
+  const stamp = `${iso.slice(0, 10).replaceAll('-', '')}-${iso.slice(11, 19).replaceAll(':', '')}`;
+  return `${stamp}-${slug(label)}-${randomBytes(2).toString('hex')}`;
+}
+
+export type NewRunMeta = Omit<RunMeta, 'id' | 'createdAt' | 'status' | 'statusAt'> &
+  Partial<Pick<RunMeta, 'createdAt' | 'status' | 'statusAt'>>;
+
+/**
+ * Create `runs/<id>/` with its layout. The folder is built under a hidden name and renamed into place, so watchers and
+ * listings never see a run without its run.json.
+ */
+export function createRunFolder(
+  home: string,
+  init: NewRunMeta,
+  opts: { id?: string; now?: Date } = {},
+): { id: string; dir: string; meta: RunMeta } {
+  const now = opts.now ?? new Date();
+  const parent = runsDir(home);
+  fs.mkdirSync(parent, { recursive: true });
+  for (let attempt = 0; ; attempt++) {
+    const id = opts.id ?? newRunId(init.preset ?? init.algorithm, now);
+    const dir = runDir(home, id);
+    if (fs.existsSync(dir)) {
+      if (opts.id !== undefined) {
+        throw new RunFolderError(`${dir} already exists: choose another run id, or resume that run instead`);
+      }
+      if (attempt < 16) continue;
+      throw new Error(`${parent}: could not find a free run id`);
+    }
+    const iso = now.toISOString();
+    const meta: RunMeta = { ...init, id, createdAt: init.createdAt ?? iso, status: init.status ?? 'created', statusAt: init.statusAt ?? iso };
+    const staging = path.join(parent, `.${id}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+    fs.mkdirSync(staging);
+    try {
+      fs.mkdirSync(path.join(staging, RUN_FILES.checkpoints));
+      for (const log of LOG_FILES) fs.closeSync(fs.openSync(path.join(staging, log), 'a'));
+      appendEvent(staging, { type: 'status', status: meta.status });
+      writeRunMeta(staging, meta);
+      // rename(2) would quietly replace an empty folder of that name created meanwhile; that is harmless.
+      fs.renameSync(staging, dir);
+    } catch (err) {
+      fs.rmSync(staging, { recursive: true, force: true });
+      if ((err as NodeJS.ErrnoException).code === 'ENOTEMPTY' || (err as NodeJS.ErrnoException).code === 'EEXIST') {
+        if (opts.id !== undefined) {
+          throw new RunFolderError(`${dir} already exists: choose another run id, or resume that run instead`);
+        }
+        continue;
+      }
+      throw err;
+    }
+    return { id, dir, meta };
+  }
+}
+
+/** `pid` and `lastCheckpointStep` also go into run.json; every field goes into the events.jsonl line. */
+export interface StatusUpdate {
+  /** The process that now writes the run (for 'running'; defaults to this one). */
+  pid?: number;
+  lastCheckpointStep?: number;
+  /** Why: an error message for 'failed', a signal name for 'interrupted'. */
+  message?: string;
+  [field: string]: unknown;
+}
+
+const LIVE_STATUSES: ReadonlySet<RunStatus> = new Set(['running']);
+
+/** Change the run's status in run.json and record it in events.jsonl. */
+export function updateStatus(dir: string, status: RunStatus, extra: StatusUpdate = {}): RunMeta {
+  const meta = readRunMeta(dir);
+  const now = new Date();
+  const next: RunMeta = { ...meta, status, statusAt: now.toISOString() };
+  if (LIVE_STATUSES.has(status)) next.pid = extra.pid ?? process.pid;
+  else delete next.pid;
+  if (extra.lastCheckpointStep !== undefined) next.lastCheckpointStep = extra.lastCheckpointStep;
+  writeRunMeta(dir, next);
+  const event: { type: string; [field: string]: unknown } = { ...extra, type: 'status', status };
+  if (next.pid !== undefined) event.pid = next.pid;
+  appendEvent(dir, event);
+  return next;
+}
+
+export interface CheckpointEntry {
+  step: number;
+  path: string;
+}
+
+const STEP_NAME = /^\d+$/;
+
+/** Whether a `checkpoints/<name>` folder is a finished checkpoint (leftover `*.tmp-*` / `*.old-*` folders are not). */
+export function isCompleteCheckpoint(folder: string): boolean {
+  if (!STEP_NAME.test(path.basename(folder))) return false;
+  return CHECKPOINT_REQUIRED_FILES.every((f) => fs.existsSync(path.join(folder, f)));
+}
+
+/** Complete checkpoints, by ascending step. */
+export function listCheckpoints(dir: string): CheckpointEntry[] {
+  const root = path.join(dir, RUN_FILES.checkpoints);
+  let names: fs.Dirent[];
+  try {
+    names = fs.readdirSync(root, { withFileTypes: true });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  return names
+    .filter((d) => d.isDirectory() && STEP_NAME.test(d.name) && isCompleteCheckpoint(path.join(root, d.name)))
+    .map((d) => ({ step: Number(d.name), path: path.join(root, d.name) }))
+    .sort((a, b) => a.step - b.step);
+}
+
+export type RunListing = { id: string; dir: string; ok: true; meta: RunMeta } | { id: string; dir: string; ok: false; error: string };
+
+/** Whether a name under runs/ can be a run (hidden names are folders being created). */
+export function isRunFolderName(name: string): boolean {
+  return !name.startsWith('.') && !/\.(tmp|old)-/.test(name);
+}
+
+/** Every run folder under the home, oldest first; a damaged one is listed with the reason instead of its run.json. */
+export function listRuns(home: string): RunListing[] {
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(runsDir(home), { withFileTypes: true });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  const out: RunListing[] = [];
+  for (const e of entries) {
+    if (!e.isDirectory() || !isRunFolderName(e.name)) continue;
+    const dir = path.join(runsDir(home), e.name);
+    try {
+      out.push({ id: e.name, dir, ok: true, meta: readRunMeta(dir) });
+    } catch (err) {
+      if (!(err instanceof UserError)) throw err;
+      out.push({ id: e.name, dir, ok: false, error: err.message });
+    }
+  }
+  return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+// --- the lock: one writer per run ---------------------------------------------------------------------------------
+
+interface LockInfo {
+  pid: number;
+  host: string;
+  since: string;
+}
+
+function parseLock(text: string): LockInfo | null {
+  try {
+    const v = JSON.parse(text) as Partial<LockInfo>;
+    if (typeof v.pid === 'number' && typeof v.host === 'string' && typeof v.since === 'string') {
+      return { pid: v.pid, host: v.host, since: v.since };
+    }
+  } catch {
+    // fall through: unreadable
+  }
+  return null;
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: the process exists but belongs to someone else.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** A lock file younger than this that cannot be parsed is taken to be being written right now. */
+const FRESH_LOCK_MS = 2000;
+
+/**
+ * Take the run's write lock (`<dir>/lock`), or say who holds it. A lock left by a process that is gone (killed, crashed)
+ * is taken over, and the takeover is noted in events.jsonl. Returns the release function.
+ */
+export function acquireRunLock(dir: string): () => void {
+  const file = path.join(dir, RUN_FILES.lock);
+  const runId = path.basename(dir);
+  const mine: LockInfo = { pid: process.pid, host: os.hostname(), since: new Date().toISOString() };
+  const text = JSON.stringify(mine) + '\n';
+  for (let attempt = 0; attempt < 5; attempt++) {
+    let fd: number;
+    try {
+      fd = fs.openSync(file, 'wx');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const stale = staleLock(file, runId);
+      if (stale === 'gone' || !setAside(file, stale.text)) continue;
+      appendEvent(dir, {
+        type: 'warning',
+        message: stale.info
+          ? `took over the lock of process ${stale.info.pid} (since ${stale.info.since}), which is no longer running; the run was probably killed`
+          : 'took over an unreadable lock file left by an earlier process',
+        previousLock: stale.info,
+      });
+      continue;
+    }
+    try {
+      fs.writeSync(fd, text);
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      // Only remove our own lock: after a takeover by someone else the file is theirs.
+      let current: LockInfo | null = null;
+      try {
+        current = parseLock(fs.readFileSync(file, 'utf8'));
+      } catch {
+        return;
+      }
+      if (current && current.pid === mine.pid && current.since === mine.since && current.host === mine.host) {
+        fs.rmSync(file, { force: true });
+      }
+    };
+  }
+  throw new RunFolderError(`${file}: could not take the lock (other processes keep taking it); try again`);
+}
+
+/**
+ * Remove a stale lock, unless another process replaced it since we judged it stale. Renaming first makes the check and
+ * the removal one step: only one of two processes taking over the same stale lock gets it.
+ */
+function setAside(file: string, staleText: string): boolean {
+  const aside = `${file}.stale-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    fs.renameSync(file, aside);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
+  }
+  const moved = fs.readFileSync(aside, 'utf8');
+  if (moved !== staleText) {
+    // A fresh lock of another process: put it back (link fails if yet another lock exists, which then stands).
+    try {
+      fs.linkSync(aside, file);
+    } catch {
+      // that other lock wins
+    }
+    fs.rmSync(aside, { force: true });
+    return false;
+  }
+  fs.rmSync(aside, { force: true });
+  return true;
+}
+
+/** The stale lock's text and contents (info null: unreadable), 'gone' if it vanished; throws if its holder is alive. */
+function staleLock(file: string, runId: string): { text: string; info: LockInfo | null } | 'gone' {
+  let text: string;
+  let mtimeMs: number;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+    mtimeMs = fs.statSync(file).mtimeMs;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';
+    throw err;
+  }
+  const info = parseLock(text);
+  if (!info) {
+    if (Date.now() - mtimeMs < FRESH_LOCK_MS) {
+      throw new RunFolderError(`run ${runId} is being locked by another process right now (${file}); try again in a moment`);
+    }
+    return { text, info: null };
+  }
+  if (info.host !== os.hostname()) {
+    throw new RunFolderError(
+      `run ${runId} is locked by process ${info.pid} on host ${info.host} (since ${info.since}); this machine cannot ` +
+        `tell whether it still runs: stop it there, or delete ${file} if it is gone`,
+    );
+  }
+  if (pidAlive(info.pid)) {
+    throw new RunFolderError(
+      `run ${runId} is already being written by process ${info.pid} (since ${info.since}); stop it first, or wait for ` +
+        `it to finish (if process ${info.pid} is not a mars-lab run, the lock is left over: delete ${file})`,
+    );
+  }
+  return { text, info };
+}

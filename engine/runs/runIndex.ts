@@ -1,0 +1,288 @@
+/**
+ * The run index: `<home>/index.json`, summaries of every run so a list of hundreds of runs opens without reading their
+ * logs. It is a cache (DESIGN.md, "Run folder"): each entry remembers the size and mtime of the files it was built from
+ * and is rebuilt when they change; a missing or damaged index.json is rebuilt from the folders.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { LowSync, type SyncAdapter } from 'lowdb';
+import { z } from 'zod';
+import { UserError } from '../userError';
+import { INDEX_FILE, RUN_FILES, runsDir } from './home';
+import { readJsonl } from './jsonl';
+import { metricLineProblem, metricNames, toMetricPoint } from './metricPoint';
+import { RUN_STATUSES, isRunFolderName, listCheckpoints, readRunMeta, type RunStatus } from './runFolder';
+
+export interface MetricStats {
+  /** The last value written; null when it was not finite (NaN is stored as null in JSON). */
+  last: number | null;
+  /** Over finite values only; null when there were none. */
+  min: number | null;
+  max: number | null;
+}
+
+export interface RunSummary {
+  id: string;
+  /** 'corrupt': run.json is missing or damaged; `error` says how. */
+  status: RunStatus | 'corrupt';
+  error?: string;
+  algorithm?: string;
+  preset?: string;
+  createdAt?: string;
+  statusAt?: string;
+  /** Step of the last metrics line; null before the first. */
+  steps: number | null;
+  metrics: Record<string, MetricStats>;
+  tags: string[];
+  notes: string;
+  checkpoints: number;
+  lastCheckpointStep?: number;
+  /** Latest modification (ms since the epoch) of run.json, metrics.jsonl or checkpoints/. */
+  mtime: number;
+}
+
+export interface RunIndex {
+  readonly path: string;
+  /** Every run under the home, by id (creation time to the second), brought up to date with the folders. */
+  list(): RunSummary[];
+}
+
+const INDEX_VERSION = 1;
+/** Bytes before a metrics offset kept to notice a file that was rewritten to at least the same length. */
+const FINGERPRINT_BYTES = 64;
+
+const stampSchema = z.object({ size: z.number(), mtimeMs: z.number(), ino: z.number() });
+type FileStamp = z.infer<typeof stampSchema>;
+
+const statsSchema = z.object({ last: z.number().nullable(), min: z.number().nullable(), max: z.number().nullable() });
+const summarySchema = z.object({
+  id: z.string(),
+  status: z.enum([...RUN_STATUSES, 'corrupt']),
+  error: z.string().optional(),
+  algorithm: z.string().optional(),
+  preset: z.string().optional(),
+  createdAt: z.string().optional(),
+  statusAt: z.string().optional(),
+  steps: z.number().nullable(),
+  metrics: z.record(z.string(), statsSchema),
+  tags: z.array(z.string()),
+  notes: z.string(),
+  checkpoints: z.number(),
+  lastCheckpointStep: z.number().optional(),
+  mtime: z.number(),
+});
+const entrySchema = z.object({
+  summary: summarySchema,
+  meta: stampSchema.nullable(),
+  metrics: stampSchema.nullable(),
+  checkpoints: stampSchema.nullable(),
+  cursor: z.object({ offset: z.number(), nextLine: z.number(), fingerprint: z.string() }),
+});
+type IndexEntry = z.infer<typeof entrySchema>;
+const indexSchema = z.object({ version: z.literal(INDEX_VERSION), runs: z.record(z.string(), entrySchema) });
+type IndexData = z.infer<typeof indexSchema>;
+
+/**
+ * lowdb's own file adapters write through one fixed temp name (`.index.json.tmp`), which two processes (the app and a
+ * terminal run) would share; this one uses a per-writer temp name, and reads a damaged file as absent.
+ */
+class IndexFile implements SyncAdapter<IndexData> {
+  constructor(private readonly file: string) {}
+
+  read(): IndexData | null {
+    let text: string;
+    try {
+      text = fs.readFileSync(this.file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+    try {
+      const parsed = indexSchema.safeParse(JSON.parse(text));
+      return parsed.success ? parsed.data : null;
+    } catch {
+      return null;
+    }
+  }
+
+  write(data: IndexData): void {
+    const tmp = `${this.file}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+    try {
+      fs.writeFileSync(tmp, JSON.stringify(data) + '\n');
+      fs.renameSync(tmp, this.file);
+    } catch (err) {
+      fs.rmSync(tmp, { force: true });
+      throw err;
+    }
+  }
+}
+
+function stampOf(file: string): FileStamp | null {
+  try {
+    const s = fs.statSync(file);
+    return { size: s.size, mtimeMs: s.mtimeMs, ino: s.ino };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+function sameStamp(a: FileStamp | null, b: FileStamp | null): boolean {
+  if (a === null || b === null) return a === b;
+  return a.size === b.size && a.mtimeMs === b.mtimeMs && a.ino === b.ino;
+}
+
+function fingerprint(file: string, offset: number): string {
+  const n = Math.min(offset, FINGERPRINT_BYTES);
+  if (n === 0) return '';
+  const buf = Buffer.alloc(n);
+  const fd = fs.openSync(file, 'r');
+  try {
+    const got = fs.readSync(fd, buf, 0, n, offset - n);
+    return buf.subarray(0, got).toString('base64');
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function emptySummary(id: string): RunSummary {
+  return { id, status: 'corrupt', steps: null, metrics: {}, tags: [], notes: '', checkpoints: 0, mtime: 0 };
+}
+
+function addMetrics(summary: RunSummary, records: Record<string, unknown>[]): void {
+  for (const record of records) {
+    const point = toMetricPoint(record);
+    summary.steps = point.step;
+    for (const name of metricNames(point)) {
+      const v = point[name]!;
+      const s = (summary.metrics[name] ??= { last: null, min: null, max: null });
+      if (Number.isFinite(v)) {
+        s.last = v;
+        s.min = s.min === null ? v : Math.min(s.min, v);
+        s.max = s.max === null ? v : Math.max(s.max, v);
+      } else {
+        s.last = null;
+      }
+    }
+  }
+}
+
+function rebuildEntry(dir: string, id: string, old: IndexEntry | undefined, stamps: Stamps): IndexEntry {
+  const summary = emptySummary(id);
+  try {
+    const meta = readRunMeta(dir);
+    summary.status = meta.status;
+    summary.algorithm = meta.algorithm;
+    if (meta.preset !== undefined) summary.preset = meta.preset;
+    summary.createdAt = meta.createdAt;
+    summary.statusAt = meta.statusAt;
+    summary.tags = meta.tags;
+    summary.notes = meta.notes;
+  } catch (err) {
+    if (!(err instanceof UserError)) throw err;
+    summary.error = err.message;
+  }
+
+  const metricsFile = path.join(dir, RUN_FILES.metrics);
+  let cursor = { offset: 0, nextLine: 1, fingerprint: '' };
+  if (old && sameStamp(old.metrics, stamps.metrics)) {
+    summary.steps = old.summary.steps;
+    summary.metrics = old.summary.metrics;
+    cursor = old.cursor;
+  } else if (stamps.metrics) {
+    const resumable =
+      old?.metrics &&
+      old.metrics.ino === stamps.metrics.ino &&
+      stamps.metrics.size >= old.cursor.offset &&
+      fingerprint(metricsFile, old.cursor.offset) === old.cursor.fingerprint;
+    if (resumable) {
+      summary.steps = old.summary.steps;
+      summary.metrics = structuredClone(old.summary.metrics);
+      cursor = old.cursor;
+    }
+    // tail: the run may be writing its next line right now; a half line is read on the next refresh.
+    const read = readJsonl<Record<string, unknown>>(metricsFile, {
+      from: cursor.offset,
+      firstLine: cursor.nextLine,
+      tail: true,
+      validate: metricLineProblem,
+    });
+    addMetrics(summary, read.records);
+    cursor = { offset: read.end, nextLine: read.nextLine ?? cursor.nextLine, fingerprint: fingerprint(metricsFile, read.end) };
+  }
+
+  if (old && sameStamp(old.checkpoints, stamps.checkpoints)) {
+    summary.checkpoints = old.summary.checkpoints;
+    if (old.summary.lastCheckpointStep !== undefined) summary.lastCheckpointStep = old.summary.lastCheckpointStep;
+  } else {
+    const ckpts = listCheckpoints(dir);
+    summary.checkpoints = ckpts.length;
+    if (ckpts.length > 0) summary.lastCheckpointStep = ckpts[ckpts.length - 1]!.step;
+  }
+
+  summary.mtime = Math.max(stamps.meta?.mtimeMs ?? 0, stamps.metrics?.mtimeMs ?? 0, stamps.checkpoints?.mtimeMs ?? 0);
+  return { summary, meta: stamps.meta, metrics: stamps.metrics, checkpoints: stamps.checkpoints, cursor };
+}
+
+interface Stamps {
+  meta: FileStamp | null;
+  metrics: FileStamp | null;
+  checkpoints: FileStamp | null;
+}
+
+function runFolderIds(home: string): string[] {
+  try {
+    return fs
+      .readdirSync(runsDir(home), { withFileTypes: true })
+      .filter((e) => e.isDirectory() && isRunFolderName(e.name))
+      .map((e) => e.name)
+      .sort();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+}
+
+export function openRunIndex(home: string): RunIndex {
+  const file = path.join(home, INDEX_FILE);
+  const db = new LowSync<IndexData>(new IndexFile(file), { version: INDEX_VERSION, runs: {} });
+  db.read();
+  return {
+    path: file,
+    list(): RunSummary[] {
+      const runs = db.data.runs;
+      const ids = runFolderIds(home);
+      const present = new Set(ids);
+      let changed = false;
+      for (const id of Object.keys(runs)) {
+        if (!present.has(id)) {
+          delete runs[id];
+          changed = true;
+        }
+      }
+      for (const id of ids) {
+        const dir = path.join(runsDir(home), id);
+        const stamps: Stamps = {
+          meta: stampOf(path.join(dir, RUN_FILES.meta)),
+          metrics: stampOf(path.join(dir, RUN_FILES.metrics)),
+          checkpoints: stampOf(path.join(dir, RUN_FILES.checkpoints)),
+        };
+        const old = runs[id];
+        if (old && sameStamp(old.meta, stamps.meta) && sameStamp(old.metrics, stamps.metrics) && sameStamp(old.checkpoints, stamps.checkpoints)) {
+          continue;
+        }
+        runs[id] = rebuildEntry(dir, id, old, stamps);
+        changed = true;
+      }
+      if (changed || (ids.length > 0 && !fs.existsSync(file))) {
+        try {
+          db.write();
+        } catch {
+          // A cache that cannot be saved (read-only home, full disk) is rebuilt next time; the listing stands.
+        }
+      }
+      return ids.map((id) => structuredClone(runs[id]!.summary));
+    },
+  };
+}

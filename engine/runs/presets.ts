@@ -1,0 +1,131 @@
+/**
+ * Presets: named, described run configs in resources/presets/<name>.json that a newcomer can launch without writing
+ * any. A preset holds a partial config (the schema's defaults fill the rest) and honest expected runtimes.
+ *
+ * Launch configs are resolved here too (preset or config file, then `--set` overrides), so that every error names the
+ * place the bad value came from: the preset, the file, or the `--set` flag that wrote it.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { applySets, parseAssignment } from './configOverrides';
+import { checkRunConfig, checkWith, ConfigValidationError, type ConfigIssue, type RunConfig, type RunConfigInput } from './configSchema';
+import { UserError } from '../userError';
+
+/** resources/presets, found from this file so that it resolves the same from the CLI, tests and tsx. */
+export const PRESETS_DIR = fileURLToPath(new URL('../../resources/presets/', import.meta.url));
+
+const PRESET_NAME = /^[a-z0-9][a-z0-9-]*$/;
+
+export const presetFileSchema = z.strictObject({
+  name: z.string().regex(PRESET_NAME, { error: 'lower-case letters, digits and dashes, as in the file name' }),
+  description: z.string().trim().min(1),
+  expectedRuntime: z.strictObject({
+    /** Wall-clock seconds for the whole run; null until someone has measured it. */
+    cpuSeconds: z.number().gt(0).nullable(),
+    gpuSeconds: z.number().gt(0).nullable(),
+    /** The machine and backend the figures come from, or why there are none. */
+    measuredOn: z.string().trim().min(1),
+  }),
+  // Checked separately against the run config schema, so its issues get that schema's own paths and messages.
+  config: z.record(z.string(), z.unknown()),
+});
+
+export interface Preset {
+  name: string;
+  description: string;
+  expectedRuntime: { cpuSeconds: number | null; gpuSeconds: number | null; measuredOn: string };
+  /** As written in the file (validated): fields left out take the schema's defaults. */
+  config: RunConfigInput;
+  file: string;
+}
+
+export class UnknownPresetError extends UserError {}
+
+function readJson(file: string, what: string): unknown {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new UserError(`${file}: cannot read ${what} (${code === 'ENOENT' ? 'no such file' : (err as Error).message})`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new UserError(`${file}: ${what} is not valid JSON (${(err as Error).message})`);
+  }
+}
+
+/** Reads and validates one preset file; every problem is reported with the file's name. */
+export function readPresetFile(file: string): Preset {
+  const raw = readJson(file, 'the preset');
+  const checked = checkWith(presetFileSchema, raw);
+  if (!checked.success) throw new ConfigValidationError(checked.issues, file);
+  const p = checked.data;
+  const issues: ConfigIssue[] = [];
+  const stem = path.basename(file, '.json');
+  if (p.name !== stem) {
+    issues.push({ path: 'name', message: `must equal the file name "${stem}" (presets are looked up by file name) — received ${JSON.stringify(p.name)}` });
+  }
+  const config = checkRunConfig(p.config);
+  if (!config.success) issues.push(...config.issues.map((i) => ({ path: i.path ? `config.${i.path}` : 'config', message: i.message })));
+  if (issues.length) throw new ConfigValidationError(issues, file);
+  return { ...p, config: p.config as RunConfigInput, file };
+}
+
+function presetFiles(dir: string): string[] {
+  if (!fs.existsSync(dir)) throw new UserError(`no presets folder at ${dir}`);
+  return fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort();
+}
+
+/** Every preset in `dir`, sorted by name. */
+export function listPresets(dir: string = PRESETS_DIR): Preset[] {
+  return presetFiles(dir).map((f) => readPresetFile(path.join(dir, f)));
+}
+
+export function loadPreset(name: string, dir: string = PRESETS_DIR): Preset {
+  const names = presetFiles(dir).map((f) => f.slice(0, -'.json'.length));
+  // Only names from the listing are opened, so a name like '../x' can never reach another file.
+  if (!names.includes(name)) {
+    throw new UnknownPresetError(`unknown preset '${name}'; available: ${names.join(', ') || '(none)'}`);
+  }
+  return readPresetFile(path.join(dir, `${name}.json`));
+}
+
+/** Whether field path `a` lies within `b` or `b` within `a`. */
+function overlaps(a: string, b: string): boolean {
+  return a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
+}
+
+/** Applies the `--set`s to `raw` and validates; each issue names the `--set` that wrote its field, or else `source`. */
+function resolveWithSets(raw: object, sets: readonly string[], source: string): RunConfig {
+  const withSets = applySets(raw, sets);
+  const checked = checkRunConfig(withSets);
+  if (checked.success) return checked.data;
+  const setPaths = sets.map((s) => ({ flag: `--set ${s}`, path: parseAssignment(s).path.join('.') }));
+  const sourceOf = (issuePath: string): string => {
+    const from = setPaths.filter((s) => issuePath !== '' && overlaps(issuePath, s.path)).pop();
+    return from ? from.flag : source;
+  };
+  throw new ConfigValidationError(checked.issues, sourceOf);
+}
+
+/** The preset's config with the `--set` overrides applied, validated, defaults filled in. */
+export function resolvePresetConfig(name: string, sets: readonly string[] = [], dir: string = PRESETS_DIR): RunConfig {
+  const preset = loadPreset(name, dir);
+  return resolveWithSets(preset.config, sets, `preset '${name}'`);
+}
+
+/** A config file (JSON, possibly partial) with the `--set` overrides applied, validated, defaults filled in. */
+export function resolveConfigFile(file: string, sets: readonly string[] = []): RunConfig {
+  const raw = readJson(file, 'the config');
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new UserError(`${file}: expected a JSON object with an "algorithm" field, got ${Array.isArray(raw) ? 'a list' : JSON.stringify(raw).slice(0, 60)}`);
+  }
+  return resolveWithSets(raw, sets, file);
+}

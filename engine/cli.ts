@@ -3,8 +3,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { Command, InvalidArgumentError, Option } from 'commander';
-import { BACKENDS, initBackend, type BackendName, type BackendReport } from './tensor/backend';
+import { Command, InvalidArgumentError } from 'commander';
+import { initBackend, type BackendName, type BackendReport } from './tensor/backend';
+import { registerEvalCommands } from './commands/evalCommands';
+import { backendOption, registerRunCommands } from './commands/runCommands';
 import { MODEL_SIZES, parameterCount, parseLlamaConfig, sizedConfig, type ModelSize } from './model/config';
 import { initHfTensors, modelFromHf } from './model/hfWeights';
 import { saveCheckpoint, loadCheckpoint } from './model/checkpoint';
@@ -13,9 +15,6 @@ import { Rng } from './random/prng';
 import { ENGINE_VERSION } from './version';
 import { UserError } from './userError';
 
-
-const backendOption = () =>
-  new Option('--backend <name>', 'force a TensorFlow.js backend instead of the automatic choice').choices([...BACKENDS]);
 
 function parseIds(value: string): number[] {
   const ids = value.split(',').map((s) => s.trim());
@@ -111,6 +110,8 @@ export function buildProgram(): Command {
       }
     });
 
+  registerRunCommands(program);
+  registerEvalCommands(program);
   return program;
 }
 

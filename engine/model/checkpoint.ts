@@ -8,16 +8,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { faultPoint } from '../faultPoints';
 import { UserError } from '../userError';
 import { parseLlamaConfig, toHfConfigJson } from './config';
 import { checkHfTensors, modelFromHf, modelToHf, type HostTensor } from './hfWeights';
 import type { LlamaModel } from './llama';
 import { encodeSafetensors, readSafetensorsFile } from './safetensors';
 
-export const CONFIG_FILE = 'config.json';
-export const WEIGHTS_FILE = 'model.safetensors';
-export const OPTIMIZER_FILE = 'optimizer.safetensors';
-export const TRAINER_STATE_FILE = 'trainer_state.json';
+import { CONFIG_FILE, OPTIMIZER_FILE, TRAINER_STATE_FILE, WEIGHTS_FILE } from './checkpointFiles';
+
+export { CONFIG_FILE, OPTIMIZER_FILE, TRAINER_STATE_FILE, WEIGHTS_FILE };
 
 export interface OptimizerState {
   step: number;
@@ -64,7 +64,10 @@ export function writeFolderAtomic(dir: string, files: Record<string, Uint8Array 
   const tmp = `${abs}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   fs.mkdirSync(tmp);
   try {
-    for (const [name, data] of Object.entries(files)) writeFileSynced(path.join(tmp, name), data);
+    for (const [name, data] of Object.entries(files)) {
+      writeFileSynced(path.join(tmp, name), data);
+      faultPoint('checkpoint-write');
+    }
     fsyncDir(tmp);
     let old: string | null = null;
     if (fs.existsSync(abs)) {

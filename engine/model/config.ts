@@ -116,8 +116,10 @@ export function parameterCount(c: LlamaConfig): number {
   return c.vocab_size * d * (c.tie_word_embeddings ? 1 : 2) + c.num_hidden_layers * perLayer + d;
 }
 
-/** Named sizes used by presets, tests and the benchmark. Parameter counts are for vocab 512. */
+/** Named sizes used by presets, tests and the benchmark. Parameter counts are for vocab 512 unless stated. */
 export const MODEL_SIZES = {
+  /** ~20k parameters at vocab 16: demos and tests that must train in seconds. */
+  micro: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2 },
   /** ~0.5M parameters. */
   tiny: { hidden_size: 128, intermediate_size: 344, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2 },
   /** ~10M parameters. */

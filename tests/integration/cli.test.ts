@@ -2,28 +2,16 @@
  * The commands other implementations use to check ours: `doctor`, `model init`, `model logits`, run as a user runs
  * them (the package's bin through Node), with their output checked against an independent reference.
  */
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseLlamaConfig } from '../../engine/model/config';
 import { readSafetensorsFile } from '../../engine/model/safetensors';
+import { cli as runCli } from '../helpers/cli';
 import { referenceLogits } from '../helpers/llamaReference';
 
-const run = promisify(execFile);
-const BIN = path.resolve('engine/bin/mars-lab.mjs');
-
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { maxBuffer: 64 << 20 });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const cli = (...args: string[]) => runCli(args);
 
 let dir: string;
 beforeAll(() => {

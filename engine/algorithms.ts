@@ -1,0 +1,15 @@
+/** The algorithms a run can use, by the name in its config's `algorithm` field. */
+import type { RunConfig } from './runs/configSchema';
+import type { Algorithm } from './runs/trainer';
+import { seqgrpo } from './seqgrpo/trainer';
+import { UserError } from './userError';
+
+const ALGORITHMS: { [K in RunConfig['algorithm']]: Algorithm<Extract<RunConfig, { algorithm: K }>> } = {
+  seqgrpo,
+};
+
+export function algorithmFor(config: RunConfig): Algorithm<RunConfig> {
+  const a = ALGORITHMS[config.algorithm] as Algorithm<RunConfig> | undefined;
+  if (!a) throw new UserError(`algorithm '${String(config.algorithm)}' is not implemented (known: ${Object.keys(ALGORITHMS).join(', ')})`);
+  return a;
+}

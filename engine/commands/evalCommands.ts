@@ -1,0 +1,60 @@
+/** `eval` and `compare`: checkpoints on a fixed held-out set, one at a time or side by side. */
+import { Command, Option } from 'commander';
+import { initBackend, type BackendName } from '../tensor/backend';
+import { checkpointConfig, compareCheckpoints, evaluateCheckpoint } from '../runs/evaluation';
+import { resolveHome } from '../runs/home';
+import { backendOption, homeOption } from './runCommands';
+
+const splitOption = () => new Option('--split <name>', 'which items: the held-out split, never trained on').choices(['heldout']).default('heldout');
+
+function pct(x: number): string {
+  return `${(100 * x).toFixed(1)}%`;
+}
+
+export function registerEvalCommands(program: Command): void {
+  program
+    .command('eval')
+    .description("evaluate a checkpoint on its run's held-out items; results are cached by (weights, evaluation)")
+    .requiredOption('--checkpoint <dir>', 'a checkpoint folder, e.g. <run>/checkpoints/200')
+    .addOption(splitOption())
+    .option('--json', 'print JSON (metrics, identity and per-item outcomes)')
+    .addOption(backendOption())
+    .addOption(homeOption())
+    .action(async (opts: { checkpoint: string; json?: boolean; backend?: BackendName; home?: string }) => {
+      const config = checkpointConfig(opts.checkpoint);
+      await initBackend({ force: opts.backend ?? (config.backend === 'auto' ? undefined : config.backend) });
+      const r = await evaluateCheckpoint(resolveHome({ home: opts.home }), opts.checkpoint, config);
+      if (opts.json) return console.log(JSON.stringify(r));
+      console.log(`${r.checkpoint}${r.cached ? ' (cached)' : ''}`);
+      console.log(`evaluation: ${Object.entries(r.identity).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+      for (const [k, v] of Object.entries(r.metrics)) console.log(`  ${k.padEnd(20)} ${v.toFixed(4)}`);
+      console.log(`per-item outcomes: ${r.file}`);
+    });
+
+  program
+    .command('compare')
+    .description('evaluate two checkpoints on the same held-out items and compare them item by item')
+    .argument('<a>', 'checkpoint folder A (its run config fixes the items)')
+    .argument('<b>', 'checkpoint folder B (same algorithm and task)')
+    .option('--json', 'print JSON')
+    .addOption(backendOption())
+    .addOption(homeOption())
+    .action(async (a: string, b: string, opts: { json?: boolean; backend?: BackendName; home?: string }) => {
+      const config = checkpointConfig(a);
+      await initBackend({ force: opts.backend ?? (config.backend === 'auto' ? undefined : config.backend) });
+      const c = await compareCheckpoints(resolveHome({ home: opts.home }), a, b);
+      if (opts.json) {
+        const { a: ea, b: eb, ...rest } = c;
+        return console.log(JSON.stringify({ ...rest, a: { checkpoint: ea.checkpoint, metrics: ea.metrics, cached: ea.cached }, b: { checkpoint: eb.checkpoint, metrics: eb.metrics, cached: eb.cached } }));
+      }
+      console.log(`A: ${c.a.checkpoint}${c.a.cached ? ' (cached)' : ''}\nB: ${c.b.checkpoint}${c.b.cached ? ' (cached)' : ''}`);
+      console.log(`items: ${c.a.items.length} (${Object.entries(c.identity).map(([k, v]) => `${k}=${v}`).join(' ')})\n`);
+      console.log(`${'metric'.padEnd(20)} ${'A'.padStart(9)} ${'B'.padStart(9)} ${'B − A'.padStart(9)}`);
+      for (const m of c.metrics) console.log(`${m.name.padEnd(20)} ${m.a.toFixed(4).padStart(9)} ${m.b.toFixed(4).padStart(9)} ${((m.diff >= 0 ? '+' : '') + m.diff.toFixed(4)).padStart(9)}`);
+      console.log(`\nflipped right → wrong: ${c.flippedToWrong.length}${c.flippedToWrong.length ? ` (${c.flippedToWrong.slice(0, 8).join(' | ')}${c.flippedToWrong.length > 8 ? ' …' : ''})` : ''}`);
+      console.log(`flipped wrong → right: ${c.flippedToRight.length}${c.flippedToRight.length ? ` (${c.flippedToRight.slice(0, 8).join(' | ')}${c.flippedToRight.length > 8 ? ' …' : ''})` : ''}`);
+      console.log(`McNemar exact test on the ${c.mcnemar.n01 + c.mcnemar.n10} discordant items: p = ${c.mcnemar.pValue.toPrecision(3)}`);
+      console.log(`score difference (B − A): ${c.scoreDiff.meanDiff.toFixed(4)}, 95% paired bootstrap interval [${c.scoreDiff.low.toFixed(4)}, ${c.scoreDiff.high.toFixed(4)}]`);
+      console.log(`accuracy: A ${pct(c.a.metrics.accuracy ?? NaN)}, B ${pct(c.b.metrics.accuracy ?? NaN)}`);
+    });
+}

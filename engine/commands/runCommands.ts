@@ -1,0 +1,236 @@
+/** `presets`, `train`, `resume`, `ls`, `show`, `export`: launching and inspecting runs from a terminal. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { BACKENDS, initBackend, type BackendName } from '../tensor/backend';
+import { UserError } from '../userError';
+import { parseRunConfig, type RunConfig } from '../runs/configSchema';
+import { metricsToCsv } from '../runs/exportCsv';
+import { resolveHome, runsDir } from '../runs/home';
+import { readJsonl } from '../runs/jsonl';
+import { metricLineProblem, toMetricPoint, type MetricPoint } from '../runs/metricPoint';
+import { listPresets, resolveConfigFile, resolvePresetConfig } from '../runs/presets';
+import { listCheckpoints, readRunMeta, runFilePaths } from '../runs/runFolder';
+import { openRunIndex } from '../runs/runIndex';
+import { resumeRun, startRun, type RunOptions, type RunOutcome } from '../runs/runLoop';
+import { pretrain } from '../runs/pretrain';
+import { progressSink } from './progress';
+
+export const homeOption = () => new Option('--home <dir>', 'the mars-lab home folder (default: $MARS_LAB_HOME, else ~/mars-lab)');
+export const backendOption = () =>
+  new Option('--backend <name>', 'force a TensorFlow.js backend instead of the automatic choice').choices([...BACKENDS]);
+
+function positiveInt(v: string): number {
+  if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError('expected a positive integer');
+  return Number(v);
+}
+
+/** A run by id, unique id prefix, or folder path. */
+export function resolveRun(home: string, spec: string): string {
+  if (fs.existsSync(path.join(spec, 'run.json'))) return path.resolve(spec);
+  const root = runsDir(home);
+  const direct = path.join(root, spec);
+  if (fs.existsSync(direct)) return direct;
+  const matches = fs.existsSync(root) ? fs.readdirSync(root).filter((n) => n.startsWith(spec)) : [];
+  if (matches.length === 1) return path.join(root, matches[0]!);
+  if (matches.length > 1) throw new UserError(`run '${spec}' is ambiguous: ${matches.slice(0, 5).join(', ')}${matches.length > 5 ? ', …' : ''}`);
+  throw new UserError(`no run '${spec}' in ${root} (see 'npx mars-lab ls'; pass --home if the runs live elsewhere)`);
+}
+
+/** Ctrl-C once: finish the step, checkpoint, stop. Twice: leave at once (the last checkpoint is still good). */
+function interruptible(): { signal: AbortSignal; done: () => void } {
+  const ctl = new AbortController();
+  const onSigint = () => {
+    if (ctl.signal.aborted) {
+      process.stderr.write('\nsecond Ctrl-C: exiting without a final checkpoint\n');
+      process.exit(130);
+    }
+    process.stderr.write('\nCtrl-C: finishing this step and writing a checkpoint (Ctrl-C again to quit at once)\n');
+    ctl.abort();
+  };
+  process.on('SIGINT', onSigint);
+  process.on('SIGTERM', onSigint);
+  return { signal: ctl.signal, done: () => (process.off('SIGINT', onSigint), process.off('SIGTERM', onSigint)) };
+}
+
+async function withProgress(json: boolean | undefined, keyMetric: string, run: (opts: RunOptions) => Promise<RunOutcome>): Promise<void> {
+  const sink = progressSink({ json, label: 'train', keyMetric });
+  const intr = interruptible();
+  let outcome: RunOutcome;
+  try {
+    outcome = await run({ onProgress: (p) => sink.update(p), signal: intr.signal });
+  } finally {
+    sink.stop();
+    intr.done();
+  }
+  const summary = { type: 'done', runId: outcome.runId, dir: outcome.dir, status: outcome.status, step: outcome.step, metrics: outcome.lastMetrics };
+  if (json) console.log(JSON.stringify(summary));
+  else if (Object.keys(outcome.lastMetrics).length === 0) {
+    console.log(`run ${outcome.runId} had already finished all ${outcome.step} steps; nothing to do\n  folder: ${outcome.dir}`);
+  } else {
+    const m = Object.entries(outcome.lastMetrics).filter(([k]) => k !== 'time' && k !== 'step');
+    console.log(`run ${outcome.runId} ${outcome.status} at step ${outcome.step}\n  ${m.map(([k, v]) => `${k} ${Number(v.toFixed(4))}`).join(', ')}\n  folder: ${outcome.dir}`);
+    if (outcome.status === 'stopped') console.log(`  continue with: npx mars-lab resume ${outcome.runId}`);
+  }
+}
+
+async function backendFor(config: RunConfig, flag?: BackendName): Promise<void> {
+  await initBackend({ force: flag ?? (config.backend === 'auto' ? undefined : config.backend) });
+}
+
+export function registerRunCommands(program: Command): void {
+  program
+    .command('presets')
+    .description('list the presets with their descriptions and expected runtimes')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const presets = listPresets();
+      if (opts.json) return console.log(JSON.stringify(presets, null, 2));
+      for (const p of presets) {
+        const rt = p.expectedRuntime;
+        const t = (s: number | null) => (s === null ? 'not measured' : s < 120 ? `≈${Math.round(s)} s` : `≈${Math.round(s / 60)} min`);
+        console.log(`${p.name}  (CPU ${t(rt.cpuSeconds)}, GPU ${t(rt.gpuSeconds)})\n  ${p.description.replace(/\s+/g, ' ')}\n`);
+      }
+    });
+
+  program
+    .command('train')
+    .description('start a run from a preset or a config file (Ctrl-C checkpoints and stops; resume continues it)')
+    .option('--preset <name>', 'a preset (see `mars-lab presets`)')
+    .option('--config <file>', 'a run config JSON file (instead of --preset)')
+    .option('--set <path=value>', 'override a config field, e.g. --set rl.lr=3e-4 (repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
+    .option('--steps <n>', 'training steps (same as --set budget.steps=N)', positiveInt)
+    .option('--json', 'progress as one JSON object per line on stdout')
+    .addOption(backendOption())
+    .addOption(homeOption())
+    .action(async (opts: { preset?: string; config?: string; set: string[]; steps?: number; json?: boolean; backend?: BackendName; home?: string }) => {
+      if (Boolean(opts.preset) === Boolean(opts.config)) throw new UserError('train: give exactly one of --preset NAME or --config FILE (see `npx mars-lab presets`)');
+      const sets = opts.steps ? [...opts.set, `budget.steps=${opts.steps}`] : opts.set;
+      const config = opts.preset ? resolvePresetConfig(opts.preset, sets) : resolveConfigFile(opts.config!, sets);
+      await backendFor(config, opts.backend);
+      const home = resolveHome({ home: opts.home });
+      await withProgress(opts.json, 'reward', (ro) => startRun(home, config, { ...ro, preset: opts.preset }));
+    });
+
+  program
+    .command('pretrain')
+    .description("supervised pretraining of a base model on the preset's pretraining data; RL runs can start from it")
+    .requiredOption('--preset <name>', 'a preset (see `mars-lab presets`)')
+    .option('--set <path=value>', 'override a config field, e.g. --set pretrain.steps=500 (repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
+    .option('--out <dir>', 'where to write the base checkpoint (default: <home>/base/<preset>)')
+    .option('--force', 'replace an existing base checkpoint')
+    .option('--json', 'progress as one JSON object per line on stdout')
+    .addOption(backendOption())
+    .addOption(homeOption())
+    .action(async (opts: { preset: string; set: string[]; out?: string; force?: boolean; json?: boolean; backend?: BackendName; home?: string }) => {
+      const config = resolvePresetConfig(opts.preset, opts.set);
+      await backendFor(config, opts.backend);
+      const out = path.resolve(opts.out ?? path.join(resolveHome({ home: opts.home }), 'base', opts.preset));
+      const sink = progressSink({ json: opts.json, label: 'pretrain', keyMetric: 'loss' });
+      const intr = interruptible();
+      let r: Awaited<ReturnType<typeof pretrain>>;
+      try {
+        r = await pretrain(config, out, { onProgress: (p) => sink.update(p), signal: intr.signal, force: opts.force });
+      } finally {
+        sink.stop();
+        intr.done();
+      }
+      const use = `--set 'model.from={"kind":"checkpoint","path":"${r.dir}"}'`;
+      if (opts.json) console.log(JSON.stringify({ type: 'done', dir: r.dir, steps: r.steps, loss: r.finalLoss }));
+      else console.log(`base checkpoint after ${r.steps} steps (loss ${r.finalLoss.toFixed(4)}): ${r.dir}\n  evaluate it: npx mars-lab eval --checkpoint ${r.dir}\n  train from it: npx mars-lab train --preset ${opts.preset} ${use}`);
+    });
+
+  program
+    .command('resume')
+    .description('continue a run from its last checkpoint, with the same random streams')
+    .argument('<run>', 'run id, unique id prefix, or run folder')
+    .option('--json', 'progress as one JSON object per line on stdout')
+    .addOption(backendOption())
+    .addOption(homeOption())
+    .action(async (spec: string, opts: { json?: boolean; backend?: BackendName; home?: string }) => {
+      const home = resolveHome({ home: opts.home });
+      const dir = resolveRun(home, spec);
+      const config = parseRunConfig(readRunMeta(dir).config, path.join(dir, 'run.json'));
+      await backendFor(config, opts.backend);
+      await withProgress(opts.json, 'reward', (ro) => resumeRun(home, dir, ro));
+    });
+
+  program
+    .command('ls')
+    .description('list runs with status, steps and key metrics')
+    .option('--json', 'print JSON')
+    .addOption(homeOption())
+    .action(async (opts: { json?: boolean; home?: string }) => {
+      const home = resolveHome({ home: opts.home });
+      const runs = openRunIndex(home).list();
+      if (opts.json) return console.log(JSON.stringify(runs, null, 2));
+      if (runs.length === 0) return console.log(`no runs in ${runsDir(home)} (start one with: npx mars-lab train --preset seqgrpo-copy)`);
+      const rows = runs.map((r) => {
+        const n = (x: number | null | undefined, d: number) => (x === null || x === undefined ? '–' : x.toFixed(d));
+        const rw = r.metrics.reward;
+        const ev = r.metrics['eval.accuracy'];
+        return [r.id, r.status, r.algorithm ?? '', r.preset ?? '', String(r.steps ?? 0), rw ? `${n(rw.last, 3)} (${n(rw.min, 2)}–${n(rw.max, 2)})` : '–', n(ev?.last, 3)];
+      });
+      const head = ['run', 'status', 'algorithm', 'preset', 'steps', 'reward last (min–max)', 'eval acc'];
+      const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+      for (const r of [head, ...rows]) console.log(r.map((c, i) => c.padEnd(w[i]!)).join('  '));
+    });
+
+  program
+    .command('show')
+    .description("a run's config, status, metrics summary and checkpoints")
+    .argument('<run>', 'run id, unique id prefix, or run folder')
+    .option('--json', 'print JSON')
+    .addOption(homeOption())
+    .action(async (spec: string, opts: { json?: boolean; home?: string }) => {
+      const dir = resolveRun(resolveHome({ home: opts.home }), spec);
+      const meta = readRunMeta(dir);
+      const { records, warnings } = readMetrics(dir);
+      const summary: Record<string, { last: number; min: number; max: number }> = {};
+      for (const rec of records) {
+        for (const [k, v] of Object.entries(rec)) {
+          if (k === 'step' || k === 'time' || !Number.isFinite(v)) continue;
+          const s = (summary[k] ??= { last: v, min: v, max: v });
+          s.last = v;
+          s.min = Math.min(s.min, v);
+          s.max = Math.max(s.max, v);
+        }
+      }
+      const checkpoints = listCheckpoints(dir).map((c) => c.step);
+      const out = { ...meta, dir, steps: records.at(-1)?.step ?? 0, metrics: summary, checkpoints, warnings };
+      if (opts.json) return console.log(JSON.stringify(out, null, 2));
+      console.log(`run ${meta.id}  [${meta.status}]  ${meta.algorithm}${meta.preset ? ` (preset ${meta.preset})` : ''}  created ${meta.createdAt}`);
+      console.log(`folder: ${dir}\nsteps: ${out.steps}; checkpoints: ${checkpoints.join(', ') || 'none'}`);
+      for (const [k, s] of Object.entries(summary)) console.log(`  ${k.padEnd(22)} last ${fmt(s.last)}  min ${fmt(s.min)}  max ${fmt(s.max)}`);
+      for (const w of warnings) console.error(`warning: ${w}`);
+      console.log(`config: ${JSON.stringify(meta.config)}`);
+    });
+
+  program
+    .command('export')
+    .description("write a run's full metrics (no decimation) as CSV")
+    .argument('<run>', 'run id, unique id prefix, or run folder')
+    .requiredOption('--csv', 'CSV (the only format so far)')
+    .option('--out <file>', 'write to a file instead of stdout')
+    .addOption(homeOption())
+    .action(async (spec: string, opts: { out?: string; home?: string }) => {
+      const dir = resolveRun(resolveHome({ home: opts.home }), spec);
+      const { records, warnings } = readMetrics(dir);
+      for (const w of warnings) console.error(`warning: ${w}`);
+      const csv = metricsToCsv(records);
+      if (opts.out) {
+        fs.writeFileSync(opts.out, csv);
+        console.error(`wrote ${records.length} rows to ${opts.out}`);
+      } else process.stdout.write(csv);
+    });
+}
+
+/** The whole metrics log of a run (a final read: a torn last line is reported). */
+function readMetrics(dir: string): { records: MetricPoint[]; warnings: string[] } {
+  const r = readJsonl<Record<string, unknown>>(runFilePaths(dir).metrics, { validate: metricLineProblem });
+  return { records: r.records.map(toMetricPoint), warnings: r.warnings };
+}
+
+function fmt(x: number): string {
+  return Number.isInteger(x) ? String(x) : x.toPrecision(5);
+}

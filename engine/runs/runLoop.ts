@@ -1,0 +1,207 @@
+/**
+ * Drives a trainer inside its run folder (DESIGN.md "Run folder", "Processes"): one metrics line per step, trajectory
+ * records, checkpoints and evaluations on their cadences, status in run.json and events.jsonl, a lock against a second
+ * writer, Ctrl-C as "checkpoint, then stop", and resume from the last checkpoint with the same random streams.
+ *
+ * Crash safety: every line is one write; a checkpoint records the byte length of metrics.jsonl and
+ * trajectories.jsonl at its step, and resume truncates both files to those lengths, so lines written after the last
+ * checkpoint (including a torn one) are dropped and recomputed identically, never duplicated.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { algorithmFor } from '../algorithms';
+import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint';
+import { faultPoint } from '../faultPoints';
+import { backendReport } from '../tensor/backend';
+import { UserError } from '../userError';
+import { ENGINE_VERSION } from '../version';
+import { parseRunConfig, type RunConfig } from './configSchema';
+import { JsonlAppender, truncateTo } from './jsonl';
+import { acquireRunLock, createRunFolder, listCheckpoints, readRunMeta, runFilePaths, updateStatus, writeRunMeta, type RunMeta } from './runFolder';
+import type { Trainer } from './trainer';
+
+export interface Progress {
+  runId: string;
+  step: number;
+  totalSteps: number;
+  /** This step's metrics (training, plus eval.* on evaluation steps). */
+  metrics: Record<string, number>;
+  tokensPerSec: number;
+  elapsedMs: number;
+}
+
+export interface RunOptions {
+  /** Called after every step. */
+  onProgress?: (p: Progress) => void;
+  /** Aborting stops after the step in flight, writes a checkpoint and marks the run 'stopped'. */
+  signal?: AbortSignal;
+  /** Stop (as if aborted) once this many steps are done in this process; for tests and `--steps`. */
+  stopAfterStep?: number;
+}
+
+export interface RunOutcome {
+  runId: string;
+  dir: string;
+  status: 'finished' | 'stopped';
+  step: number;
+  lastMetrics: Record<string, number>;
+}
+
+/** Offsets recorded in a checkpoint's trainer_state.json. */
+interface Offsets {
+  metrics: number;
+  trajectories: number;
+}
+
+interface CheckpointState {
+  step: number;
+  algorithm: string;
+  config: RunConfig;
+  offsets: Offsets;
+  [k: string]: unknown;
+}
+
+export async function startRun(home: string, config: RunConfig, opts: RunOptions & { preset?: string } = {}): Promise<RunOutcome> {
+  const { id, dir } = createRunFolder(home, {
+    algorithm: config.algorithm,
+    preset: opts.preset,
+    config,
+    engineVersion: ENGINE_VERSION,
+    backend: backendReport() ?? undefined,
+    seed: config.seed,
+    status: 'created',
+    tags: config.tags,
+    notes: config.notes,
+  });
+  const release = acquireRunLock(dir);
+  try {
+    const trainer = await algorithmFor(config).createTrainer(config);
+    return await drive(id, dir, config, trainer, opts);
+  } finally {
+    release();
+  }
+}
+
+export async function resumeRun(home: string, runDirPath: string, opts: RunOptions = {}): Promise<RunOutcome> {
+  const meta = readRunMeta(runDirPath);
+  const config = parseRunConfig(meta.config, path.join(runDirPath, 'run.json'));
+  const release = acquireRunLock(runDirPath);
+  try {
+    const files = runFilePaths(runDirPath);
+    const last = listCheckpoints(runDirPath).at(-1);
+    let trainer: Trainer;
+    if (last) {
+      const contents = await loadCheckpoint(last.path);
+      const state = contents.trainerState as Partial<CheckpointState> | undefined;
+      if (!state?.offsets) throw new UserError(`${last.path}/trainer_state.json: offsets are missing; this checkpoint cannot resume a run`);
+      truncateTo(files.metrics, state.offsets.metrics);
+      truncateTo(files.trajectories, state.offsets.trajectories);
+      trainer = await algorithmFor(config).createTrainer(config, contents);
+    } else {
+      truncateTo(files.metrics, 0);
+      truncateTo(files.trajectories, 0);
+      trainer = await algorithmFor(config).createTrainer(config);
+    }
+    if (trainer.step >= config.budget.steps) {
+      trainer.dispose();
+      return { runId: meta.id, dir: runDirPath, status: 'finished', step: trainer.step, lastMetrics: {} };
+    }
+    updateStatus(runDirPath, 'running', { resumedFrom: last?.step ?? 0 });
+    return await drive(meta.id, runDirPath, config, trainer, opts);
+  } finally {
+    release();
+  }
+}
+
+async function drive(runId: string, dir: string, config: RunConfig, trainer: Trainer, opts: RunOptions): Promise<RunOutcome> {
+  const files = runFilePaths(dir);
+  const metrics = new JsonlAppender(files.metrics);
+  const trajectories = new JsonlAppender(files.trajectories);
+  const total = config.budget.steps;
+  const t0 = Date.now();
+  let tokens = 0;
+  let lastMetrics: Record<string, number> = {};
+  let lastCheckpoint = trainer.step;
+  const stepsAtStart = trainer.step;
+
+  const checkpoint = async () => {
+    // Offsets must refer to lines that are on disk before the checkpoint that names them.
+    metrics.sync();
+    trajectories.sync();
+    const snap = await trainer.snapshot();
+    const state: CheckpointState = {
+      ...snap.state,
+      step: trainer.step,
+      algorithm: config.algorithm,
+      config,
+      offsets: { metrics: metrics.byteLength, trajectories: trajectories.byteLength },
+    };
+    await saveCheckpoint(path.join(dir, 'checkpoints', String(trainer.step)), snap.model, {
+      optimizer: snap.optimizer,
+      trainerState: state,
+      files: snap.files,
+    });
+    lastCheckpoint = trainer.step;
+    const meta = readRunMeta(dir);
+    writeRunMeta(dir, { ...meta, lastCheckpointStep: trainer.step });
+    pruneCheckpoints(dir, config.checkpoint.keep);
+  };
+
+  try {
+    updateStatus(dir, 'running', { pid: process.pid, step: trainer.step });
+    while (trainer.step < total) {
+      await yieldToEventLoop();
+      const out = await trainer.trainStep();
+      tokens += out.tokens;
+      const step = trainer.step;
+      const line: Record<string, number> = { step, time: Date.now() / 1000, ...out.metrics };
+      const evalDue = (config.eval.every > 0 && step % config.eval.every === 0) || step === total;
+      if (evalDue) {
+        const ev = await trainer.evaluate();
+        for (const [k, v] of Object.entries(ev.metrics)) line[`eval.${k}`] = v;
+      }
+      faultPoint('append', () => {
+        // What a kill in the middle of a write leaves behind: half a line.
+        const text = JSON.stringify(line);
+        fs.appendFileSync(files.metrics, text.slice(0, text.length >> 1));
+      });
+      metrics.append(line);
+      for (const t of out.trajectories) trajectories.append({ step, ...t });
+      lastMetrics = line;
+      const elapsedMs = Date.now() - t0;
+      opts.onProgress?.({ runId, step, totalSteps: total, metrics: line, tokensPerSec: tokens / Math.max(elapsedMs / 1000, 1e-9), elapsedMs });
+      const stopping = opts.signal?.aborted || (opts.stopAfterStep !== undefined && step - stepsAtStart >= opts.stopAfterStep);
+      if (step % config.checkpoint.every === 0 || step === total || stopping) await checkpoint();
+      if (stopping && step < total) {
+        updateStatus(dir, 'stopped', { step });
+        return { runId, dir, status: 'stopped', step, lastMetrics };
+      }
+    }
+    if (lastCheckpoint !== trainer.step) await checkpoint();
+    updateStatus(dir, 'finished', { step: trainer.step });
+    return { runId, dir, status: 'finished', step: trainer.step, lastMetrics };
+  } catch (err) {
+    updateStatus(dir, 'failed', { step: trainer.step, error: (err as Error).message });
+    throw err;
+  } finally {
+    metrics.close();
+    trajectories.close();
+    trainer.dispose();
+  }
+}
+
+/**
+ * On wasm and cpu every await in a step resolves as a microtask, so without this the event loop would never reach
+ * its I/O phase during training: no signal (Ctrl-C), timer or parent-process message would be handled.
+ */
+export function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+function pruneCheckpoints(dir: string, keep: number | 'all'): void {
+  if (keep === 'all') return;
+  const all = listCheckpoints(dir);
+  for (const c of all.slice(0, Math.max(0, all.length - keep))) fs.rmSync(c.path, { recursive: true, force: true });
+}
+
+export type { RunMeta };

@@ -1,0 +1,69 @@
+/**
+ * What an algorithm gives the run layer. The run loop (runLoop.ts) owns the folder, the cadences, checkpoints,
+ * progress and signals; a trainer owns its models, optimisers and random streams, and knows its task.
+ */
+import type { CheckpointContents, OptimizerState } from '../model/checkpoint';
+import type { LlamaModel } from '../model/llama';
+import type { Rng } from '../random/prng';
+
+export interface StepOutput {
+  /** Numbers logged on this step's line of metrics.jsonl. */
+  metrics: Record<string, number>;
+  /** Records appended to trajectories.jsonl (each gets the step added). */
+  trajectories: object[];
+  /** Tokens generated and trained on this step (for throughput). */
+  tokens: number;
+}
+
+export interface EvalItemOutcome {
+  id: string;
+  correct: boolean;
+  score: number;
+  output?: string;
+  target?: string;
+}
+
+export interface EvalResult {
+  /** Everything that fixes which items are evaluated and how: recorded with the results, part of the cache key. */
+  identity: Record<string, string | number | boolean>;
+  metrics: Record<string, number>;
+  items: EvalItemOutcome[];
+}
+
+/** What a checkpoint of a trainer holds beyond the model weights. */
+export interface TrainerSnapshot {
+  model: LlamaModel;
+  optimizer: OptimizerState;
+  /** JSON: the step, random stream states, anything else needed to continue exactly. */
+  state: Record<string, unknown>;
+  /** Extra files for the checkpoint folder (e.g. tokenizer.json). */
+  files: Record<string, string>;
+}
+
+export interface Trainer {
+  /** Steps completed. */
+  readonly step: number;
+  trainStep(): Promise<StepOutput>;
+  evaluate(): Promise<EvalResult>;
+  snapshot(): Promise<TrainerSnapshot>;
+  dispose(): void;
+}
+
+export interface Algorithm<C> {
+  name: string;
+  /** A fresh trainer, or one continuing from a checkpoint written by `snapshot`. */
+  createTrainer(config: C, from?: CheckpointContents): Promise<Trainer>;
+  /** What fixes the evaluation items and procedure for this config (the identity of `evaluate`'s results). */
+  evalIdentity(config: C): EvalResult['identity'];
+  /**
+   * Supervised examples for `mars-lab pretrain` (the base model), drawn from training data only: token sequences with
+   * a loss mask on what the model should learn to write. Absent when the algorithm has no pretraining stage.
+   */
+  pretrainBatch?(config: C, rng: Rng, size: number): { tokens: number[]; lossMask: number[] }[];
+  /** The model a pretraining starts from (random, per the config's model section). */
+  initialModel(config: C, rng: Rng): Promise<LlamaModel>;
+  /** Extra files a checkpoint of this algorithm carries (e.g. tokenizer.json). */
+  checkpointFiles(config: C): Record<string, string>;
+  /** Evaluate a model (e.g. a loaded checkpoint) on the config's held-out items. */
+  evaluate(config: C, model: LlamaModel): Promise<EvalResult>;
+}

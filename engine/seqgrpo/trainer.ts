@@ -1,0 +1,255 @@
+/**
+ * `seqgrpo`: one policy learns a sequence transformation by GRPO alone (ALGORITHMS.md §1: group z-score over the G
+ * rollouts of one prompt, ppoToken or gspo loss, Adam). The engine's smallest complete algorithm: the newcomer's first
+ * run, and the trainer the run layer's own tests drive.
+ */
+import { Adam } from '../rl/adam';
+import { groupZScore } from '../rl/advantages';
+import { adamVariables, policyUpdate } from '../rl/policyUpdate';
+import type { Sample } from '../rl/sample';
+import type { CheckpointContents } from '../model/checkpoint';
+import { sizedConfig, type LlamaConfig } from '../model/config';
+import { initHfTensors, modelFromHf } from '../model/hfWeights';
+import type { LlamaModel } from '../model/llama';
+import { generate } from '../model/sampler';
+import { Rng } from '../random/prng';
+import type { Algorithm, EvalResult, StepOutput, Trainer, TrainerSnapshot } from '../runs/trainer';
+import type { SeqGrpoConfig } from '../runs/configSchema';
+import { loadCheckpoint } from '../model/checkpoint';
+import { UserError } from '../userError';
+import { SeqTask, seqTokenizer, type SeqItem } from './task';
+
+function modelConfig(cfg: SeqGrpoConfig, vocab: number): LlamaConfig {
+  const { size, initStd: _s, from: _f, ...overrides } = cfg.model;
+  return sizedConfig(size, { max_position_embeddings: 64, ...overrides, vocab_size: vocab });
+}
+
+async function initialModel(cfg: SeqGrpoConfig, task: SeqTask, rng: Rng): Promise<LlamaModel> {
+  if (cfg.model.from.kind === 'checkpoint') {
+    const { model } = await loadCheckpoint(cfg.model.from.path);
+    if (model.config.vocab_size !== task.tokenizer.vocabSize) {
+      model.dispose();
+      throw new UserError(
+        `model.from.path ${cfg.model.from.path}: vocab_size ${model.config.vocab_size} does not match this task's vocabulary (${task.tokenizer.vocabSize} tokens for ${cfg.task.symbols} symbols)`,
+      );
+    }
+    return model;
+  }
+  const c = modelConfig(cfg, task.tokenizer.vocabSize);
+  return modelFromHf(c, initHfTensors(c, () => rng.normal(), cfg.model.initStd));
+}
+
+function adamFor(cfg: SeqGrpoConfig, model: LlamaModel): Adam {
+  const s = cfg.rl.schedule;
+  const lr =
+    s.kind === 'constant'
+      ? cfg.rl.lr
+      : s.kind === 'linearWarmup'
+        ? { kind: 'linearWarmup' as const, lr: cfg.rl.lr, warmupSteps: s.warmupSteps }
+        : { kind: 'cosine' as const, lr: cfg.rl.lr, minLr: s.minLr, warmupSteps: s.warmupSteps, totalSteps: cfg.budget.steps };
+  return new Adam(adamVariables(model), { lr, maxGradNorm: cfg.rl.gradClip });
+}
+
+interface Streams {
+  tokens: Rng;
+  task: Rng;
+  minibatch: Rng;
+}
+
+class SeqGrpoTrainer implements Trainer {
+  step: number;
+
+  constructor(
+    private readonly cfg: SeqGrpoConfig,
+    private readonly task: SeqTask,
+    private readonly model: LlamaModel,
+    private readonly optimizer: Adam,
+    private readonly streams: Streams,
+    step: number,
+  ) {
+    this.step = step;
+  }
+
+  async trainStep(): Promise<StepOutput> {
+    const { task, cfg } = this;
+    const G = cfg.task.groupSize;
+    const items: SeqItem[] = Array.from({ length: cfg.task.promptsPerStep }, () => task.sampleTrain(this.streams.task));
+    const prompts = items.flatMap((it) => Array.from({ length: G }, () => task.prompt(it)));
+    const gens = await generate(this.model, prompts, {
+      maxNewTokens: cfg.task.length,
+      temperature: cfg.sampler.temperature,
+      topP: cfg.sampler.topP,
+      rng: this.streams.tokens,
+    });
+    const samples: Sample[] = [];
+    const trajectories: object[] = [];
+    let rewardSum = 0;
+    let exactSum = 0;
+    let zeroAdv = 0;
+    items.forEach((item, q) => {
+      const group = gens.slice(q * G, (q + 1) * G);
+      const rewards = group.map((g) => task.positionScore(item, g.tokens));
+      const adv = groupZScore(rewards, { eps: cfg.rl.zscoreEps, singleton: cfg.rl.singleton, stdMode: cfg.rl.stdMode });
+      group.forEach((g, k) => {
+        const prompt = prompts[q * G + k]!;
+        samples.push({
+          role: 'node',
+          groupId: `q${q}`,
+          paramId: 'policy',
+          tokens: [...prompt, ...g.tokens],
+          lossMask: [...prompt.map(() => 0), ...g.tokens.map(() => 1)],
+          behaviourLogProbs: [...prompt.map(() => 0), ...g.logProbs],
+          reward: rewards[k]!,
+          advantage: adv[k]!,
+        });
+        rewardSum += rewards[k]!;
+        exactSum += rewards[k] === 1 ? 1 : 0;
+        if (adv[k] === 0) zeroAdv++;
+      });
+      trajectories.push({
+        kind: 'seqgrpo.group',
+        input: task.describe(task.prompt(item)),
+        target: item.target.map((v) => `s${v}`).join(' '),
+        rollouts: group.map((g, k) => ({ output: task.describe(g.tokens), reward: rewards[k], advantage: adv[k], logProbs: g.logProbs })),
+      });
+    });
+    const st = await policyUpdate(this.model, this.optimizer, samples, {
+      loss: { kind: cfg.rl.loss, clipLow: cfg.rl.clipLow, clipHigh: cfg.rl.clipHigh, klCoef: cfg.rl.klCoef, entCoef: cfg.rl.entCoef, tis: cfg.rl.tis },
+      temperature: cfg.sampler.temperature > 0 ? cfg.sampler.temperature : 1,
+      epochs: cfg.rl.epochs,
+      miniBatches: cfg.rl.miniBatches,
+      rng: this.streams.minibatch,
+    });
+    this.step++;
+    const n = samples.length;
+    return {
+      metrics: {
+        reward: rewardSum / n,
+        exact: exactSum / n,
+        zeroAdvantageShare: zeroAdv / n,
+        loss: st.total,
+        clipFraction: st.clipFraction,
+        gradNorm: st.gradNorm,
+        lr: st.lr,
+      },
+      trajectories,
+      tokens: samples.reduce((s, x) => s + x.tokens.length, 0),
+    };
+  }
+
+  evaluate(): Promise<EvalResult> {
+    return evaluateSeq(this.cfg, this.task, this.model);
+  }
+
+  async snapshot(): Promise<TrainerSnapshot> {
+    return {
+      model: this.model,
+      optimizer: await this.optimizer.exportState(),
+      state: {
+        step: this.step,
+        rng: { tokens: this.streams.tokens.state(), task: this.streams.task.state(), minibatch: this.streams.minibatch.state() },
+      },
+      files: seqgrpo.checkpointFiles(this.cfg),
+    };
+  }
+
+  dispose(): void {
+    this.model.dispose();
+    this.optimizer.dispose();
+  }
+}
+
+function evalIdentity(cfg: SeqGrpoConfig): EvalResult['identity'] {
+  return {
+    algorithm: 'seqgrpo',
+    split: 'heldout',
+    kind: cfg.task.kind,
+    symbols: cfg.task.symbols,
+    length: cfg.task.length,
+    evalSeed: cfg.task.evalSeed,
+    heldoutFraction: cfg.task.heldoutFraction,
+    items: cfg.eval.items,
+    temperature: cfg.eval.temperature,
+  };
+}
+
+async function evaluateSeq(cfg: SeqGrpoConfig, task: SeqTask, model: LlamaModel): Promise<EvalResult> {
+  if (model.config.vocab_size !== task.tokenizer.vocabSize) {
+    throw new UserError(
+      `this checkpoint's vocab_size is ${model.config.vocab_size}, but the ${cfg.task.kind} task with ${cfg.task.symbols} symbols needs ${task.tokenizer.vocabSize}: evaluate checkpoints trained on the same task`,
+    );
+  }
+  const items = task.evalItems(cfg.eval.items);
+  const gens = await generate(model, items.map((it) => task.prompt(it)), {
+    maxNewTokens: cfg.task.length,
+    temperature: cfg.eval.temperature,
+    rng: new Rng(cfg.task.evalSeed).split('eval-tokens'),
+  });
+  const outcomes = items.map((it, i) => {
+    const out = gens[i]!.tokens;
+    return {
+      id: it.input.join(','),
+      correct: task.exact(it, out),
+      score: task.positionScore(it, out),
+      output: task.describe(out),
+      target: it.target.map((v) => `s${v}`).join(' '),
+    };
+  });
+  const n = outcomes.length;
+  return {
+    identity: evalIdentity(cfg),
+    metrics: {
+      accuracy: outcomes.filter((o) => o.correct).length / n,
+      positionAccuracy: outcomes.reduce((s, o) => s + o.score, 0) / n,
+    },
+    items: outcomes,
+  };
+}
+
+function restoreRng(state: unknown, name: string): Rng {
+  const s = (state as { rng?: Record<string, number[]> })?.rng?.[name];
+  if (!Array.isArray(s)) throw new UserError(`trainer_state.json: rng.${name} is missing; the checkpoint cannot be resumed exactly`);
+  return Rng.fromState(s);
+}
+
+export const seqgrpo: Algorithm<SeqGrpoConfig> = {
+  name: 'seqgrpo',
+  async createTrainer(cfg, from) {
+    const task = new SeqTask(cfg.task);
+    const root = new Rng(cfg.seed);
+    if (!from) {
+      const model = await initialModel(cfg, task, root.split('init'));
+      // Training inputs come from task.trainSeed (the task's own stream); tokens and minibatches from the run seed.
+      const streams = { tokens: root.split('tokens'), task: new Rng(cfg.task.trainSeed).split('train-items'), minibatch: root.split('minibatch') };
+      return new SeqGrpoTrainer(cfg, task, model, adamFor(cfg, model), streams, 0);
+    }
+    const state = from.trainerState as { step?: number };
+    if (!Number.isInteger(state?.step)) throw new UserError('trainer_state.json: step is missing; the checkpoint cannot be resumed');
+    if (!from.optimizer) throw new UserError('optimizer.safetensors is missing; the checkpoint cannot be resumed exactly');
+    const optimizer = adamFor(cfg, from.model);
+    optimizer.importState(from.optimizer);
+    const streams = { tokens: restoreRng(state, 'tokens'), task: restoreRng(state, 'task'), minibatch: restoreRng(state, 'minibatch') };
+    return new SeqGrpoTrainer(cfg, task, from.model, optimizer, streams, state.step!);
+  },
+  evalIdentity,
+  initialModel(cfg, rng) {
+    return initialModel(cfg, new SeqTask(cfg.task), rng);
+  },
+  checkpointFiles(cfg) {
+    return { 'tokenizer.json': JSON.stringify(seqTokenizer(cfg.task.symbols).toJSON()) + '\n' };
+  },
+  pretrainBatch(cfg, rng, size) {
+    // The base model learns another transformation (task.pretrainKind) on training inputs only; RL must then find
+    // task.kind from it.
+    const source = new SeqTask({ ...cfg.task, kind: cfg.task.pretrainKind });
+    return Array.from({ length: size }, () => {
+      const item = source.sampleTrain(rng);
+      const prompt = source.prompt(item);
+      const answer = source.prompt({ input: item.target, target: [] }).slice(1, -1);
+      return { tokens: [...prompt, ...answer], lossMask: [...prompt.map(() => 0), ...answer.map(() => 1)] };
+    });
+  },
+  evaluate(cfg, model) {
+    return evaluateSeq(cfg, new SeqTask(cfg.task), model);
+  },
+};

@@ -1,0 +1,88 @@
+/**
+ * Every malformed input gets a clear message (naming the thing and the fix) and a non-zero exit, never a stack trace.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cli, spawnCli } from '../helpers/cli';
+import { quickConfig } from '../helpers/runFixtures';
+
+let home: string;
+let cfg: string;
+let runDir: string;
+
+function expectCleanFailure(r: { code: number; stderr: string }, message: RegExp): void {
+  expect(r.code).not.toBe(0);
+  expect(r.stderr).toMatch(message);
+  expect(r.stderr).not.toMatch(/^\s+at .+:\d+:\d+\)?$/m); // no stack trace
+}
+
+beforeAll(async () => {
+  home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-bad-'));
+  cfg = path.join(home, 'config.json');
+  fs.writeFileSync(cfg, JSON.stringify(quickConfig({ steps: 4, checkpointEvery: 2, evalEvery: 0 })));
+  const r = await cli(['train', '--config', cfg, '--home', home, '--json']);
+  expect(r.code).toBe(0);
+  runDir = JSON.parse(r.stdout.trim().split('\n').at(-1)!).dir;
+});
+afterAll(() => fs.rmSync(home, { recursive: true, force: true }));
+
+describe('bad input', () => {
+  it('an unknown preset lists the available ones', async () => {
+    expectCleanFailure(await cli(['train', '--preset', 'nope', '--home', home]), /unknown preset 'nope'; available: .*seqgrpo-copy/);
+  });
+
+  it('an invalid --set names the flag, the field, what is allowed and what was given', async () => {
+    expectCleanFailure(await cli(['train', '--preset', 'seqgrpo-copy', '--set', 'rl.loss=ppo', '--home', home]), /rl\.loss: expected one of "ppoToken" \| "gspo" — received "ppo"/);
+    expectCleanFailure(await cli(['train', '--preset', 'seqgrpo-copy', '--set', 'rl.lr', '--home', home]), /--set rl\.lr: expected path=value/);
+    expectCleanFailure(await cli(['train', '--preset', 'seqgrpo-copy', '--set', 'task.groupSize=1', '--home', home]), /task\.groupSize: must be ≥ 2/);
+  });
+
+  it('a config file that is not JSON is named', async () => {
+    const bad = path.join(home, 'bad.json');
+    fs.writeFileSync(bad, '{ "algorithm": "seqgrpo", ');
+    expectCleanFailure(await cli(['train', '--config', bad, '--home', home]), new RegExp(`${bad}.*not valid JSON`));
+  });
+
+  it('a checkpoint of another architecture is refused when evaluated against a task it does not fit', async () => {
+    const other = path.join(home, 'other-ckpt');
+    expect((await cli(['model', 'init', '--config', 'micro', '--out', other])).code).toBe(0); // vocab 512, no run config
+    expectCleanFailure(await cli(['eval', '--checkpoint', other, '--home', home]), /trainer_state\.json is missing/);
+    fs.cpSync(path.join(runDir, 'checkpoints', '4', 'trainer_state.json'), path.join(other, 'trainer_state.json'));
+    expectCleanFailure(await cli(['eval', '--checkpoint', other, '--home', home]), /vocab_size is 512.*needs 10/);
+    const fromOther = await cli(['train', '--config', cfg, '--set', `model.from={"kind":"checkpoint","path":"${other}"}`, '--home', home]);
+    expectCleanFailure(fromOther, /model\.from\.path .*vocab_size 512 does not match/);
+  });
+
+  it('a run folder with a missing or corrupted run.json is named', async () => {
+    const broken = path.join(home, 'runs', '20260101-000000-broken-0000');
+    fs.mkdirSync(broken, { recursive: true });
+    expectCleanFailure(await cli(['show', broken, '--home', home]), /no run|run\.json/);
+    fs.writeFileSync(path.join(broken, 'run.json'), '{"id": "x", ');
+    expectCleanFailure(await cli(['show', broken, '--home', home]), /run\.json/);
+    expectCleanFailure(await cli(['resume', broken, '--home', home]), /run\.json/);
+    const ls = await cli(['ls', '--home', home]);
+    expect(ls.code).toBe(0); // one damaged folder does not break the listing
+    expect(ls.stdout).toMatch(/broken.*corrupt/);
+  });
+
+  it('a second writer into a running run is refused by the lock, naming the process', async () => {
+    const marker = path.join(home, 'blocked');
+    const env = { MARS_LAB_FAULT_POINT: 'append', MARS_LAB_FAULT_HIT: '2', MARS_LAB_FAULT_MARKER: marker };
+    const long = path.join(home, 'long.json');
+    fs.writeFileSync(long, JSON.stringify(quickConfig({ steps: 50 })));
+    let runId = '';
+    const { child, exited } = spawnCli(['train', '--config', long, '--home', home, '--json'], env, (l) => (runId ||= JSON.parse(l).runId));
+    while (!fs.existsSync(marker)) await new Promise((r) => setTimeout(r, 20));
+    try {
+      expectCleanFailure(await cli(['resume', runId, '--home', home]), new RegExp(`already being written by process ${child.pid}`));
+    } finally {
+      child.kill('SIGKILL');
+      await exited;
+    }
+    // once the writer is gone (killed), its stale lock is taken over and the run continues
+    const after = await cli(['resume', runId, '--home', home, '--json']);
+    expect(after.code).toBe(0);
+  }, 60_000);
+});

@@ -1,11 +1,13 @@
 /** The algorithms a run can use, by the name in its config's `algorithm` field. */
 import type { RunConfig } from './runs/configSchema';
 import type { Algorithm } from './runs/trainer';
+import { mars } from './mars/trainer';
 import { seqgrpo } from './seqgrpo/trainer';
 import { UserError } from './userError';
 
 const ALGORITHMS: { [K in RunConfig['algorithm']]: Algorithm<Extract<RunConfig, { algorithm: K }>> } = {
   seqgrpo,
+  mars,
 };
 
 export function algorithmFor(config: RunConfig): Algorithm<RunConfig> {

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { faultPoint } from '../faultPoints';
 import { UserError } from '../userError';
-import { parseLlamaConfig, toHfConfigJson } from './config';
+import { parseLlamaConfig, toHfConfigJson, type LlamaConfig } from './config';
 import { checkHfTensors, modelFromHf, modelToHf, type HostTensor } from './hfWeights';
 import type { LlamaModel } from './llama';
 import { encodeSafetensors, readSafetensorsFile } from './safetensors';
@@ -25,6 +25,8 @@ export interface OptimizerState {
 }
 
 export interface CheckpointContents {
+  /** The folder it was loaded from (for files an algorithm adds). */
+  dir: string;
   model: LlamaModel;
   optimizer?: OptimizerState;
   trainerState?: unknown;
@@ -83,15 +85,29 @@ export function writeFolderAtomic(dir: string, files: Record<string, Uint8Array 
   }
 }
 
+/** A model's weights as safetensors bytes in Hugging Face's layout (for a second model inside one checkpoint). */
+export async function encodeModelWeights(model: LlamaModel): Promise<Uint8Array> {
+  return encodeSafetensors(await modelToHf(model), { format: 'pt' });
+}
+
+/** Load weights written by encodeModelWeights for a model of `config`'s architecture. */
+export async function loadModelWeights(file: string, config: LlamaConfig): Promise<LlamaModel> {
+  const weights = await readSafetensorsFile(file);
+  checkHfTensors(config, weights.tensors, file);
+  const host: Record<string, HostTensor> = {};
+  for (const [name, t] of Object.entries(weights.tensors)) host[name] = { shape: t.shape, data: t.data as Float32Array };
+  return modelFromHf(config, host);
+}
+
 export async function saveCheckpoint(
   dir: string,
   model: LlamaModel,
-  extra: { optimizer?: OptimizerState; trainerState?: unknown; files?: Record<string, string> } = {},
+  extra: { optimizer?: OptimizerState; trainerState?: unknown; files?: Record<string, string | Uint8Array> } = {},
 ): Promise<void> {
   const files: Record<string, Uint8Array | string> = {
     [CONFIG_FILE]: JSON.stringify(toHfConfigJson(model.config), null, 2) + '\n',
     // Hugging Face's loader insists on metadata format "pt" before it reads a safetensors file.
-    [WEIGHTS_FILE]: encodeSafetensors(await modelToHf(model), { format: 'pt' }),
+    [WEIGHTS_FILE]: await encodeModelWeights(model),
     ...extra.files,
   };
   if (extra.optimizer) files[OPTIMIZER_FILE] = encodeSafetensors(extra.optimizer.tensors, { step: String(extra.optimizer.step) });
@@ -122,12 +138,8 @@ export async function loadCheckpoint(dir: string): Promise<CheckpointContents> {
   if (!fs.existsSync(weightsPath)) {
     throw new CheckpointError(`${weightsPath}: missing (sharded checkpoints, model-0000x-of-0000y.safetensors, are not supported)`);
   }
-  const weights = await readSafetensorsFile(weightsPath);
-  checkHfTensors(config, weights.tensors, weightsPath);
-  const host: Record<string, HostTensor> = {};
-  for (const [name, t] of Object.entries(weights.tensors)) host[name] = { shape: t.shape, data: t.data as Float32Array };
-  const model = modelFromHf(config, host);
-  const out: CheckpointContents = { model };
+  const model = await loadModelWeights(weightsPath, config);
+  const out: CheckpointContents = { dir, model };
   const optPath = path.join(dir, OPTIMIZER_FILE);
   if (fs.existsSync(optPath)) {
     const opt = await readSafetensorsFile(optPath);

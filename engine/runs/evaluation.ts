@@ -68,7 +68,7 @@ export async function evaluateCheckpoint(home: string, dir: string, config: RunC
   }
   const { model } = await loadCheckpoint(dir);
   try {
-    const result = await algorithm.evaluate(config, model);
+    const result = await algorithm.evaluate(config, model, dir);
     writeFolderAtomic(cacheDir, { 'eval.json': JSON.stringify({ ...result, checkpoint: path.resolve(dir), weightsSha256: weights }, null, 1) + '\n' });
     return { ...result, checkpoint: path.resolve(dir), file, cached: false };
   } finally {

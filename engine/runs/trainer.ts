@@ -36,8 +36,8 @@ export interface TrainerSnapshot {
   optimizer: OptimizerState;
   /** JSON: the step, random stream states, anything else needed to continue exactly. */
   state: Record<string, unknown>;
-  /** Extra files for the checkpoint folder (e.g. tokenizer.json). */
-  files: Record<string, string>;
+  /** Extra files for the checkpoint folder (e.g. tokenizer.json, a second model's weights). */
+  files: Record<string, string | Uint8Array>;
 }
 
 export interface Trainer {
@@ -64,6 +64,9 @@ export interface Algorithm<C> {
   initialModel(config: C, rng: Rng): Promise<LlamaModel>;
   /** Extra files a checkpoint of this algorithm carries (e.g. tokenizer.json). */
   checkpointFiles(config: C): Record<string, string>;
-  /** Evaluate a model (e.g. a loaded checkpoint) on the config's held-out items. */
-  evaluate(config: C, model: LlamaModel): Promise<EvalResult>;
+  /**
+   * Evaluate a model on the config's held-out items. `checkpointDir`, when the model was loaded from a checkpoint,
+   * lets an algorithm read what else that checkpoint carries (e.g. a separate System 1's weights).
+   */
+  evaluate(config: C, model: LlamaModel, checkpointDir?: string): Promise<EvalResult>;
 }

@@ -1,0 +1,216 @@
+/**
+ * The dual-system rollout of MARS (ALGORITHMS.md §2.2, eqs. 1–4), batched: every step, all live trajectories' System 2
+ * turns go through one generation call, and all System 1 bins of all their searches through another.
+ */
+import type { LlamaModel } from '../model/llama';
+import { generate } from '../model/sampler';
+import type { Rng } from '../random/prng';
+import { exactMatch, f1 } from '../metrics/answerScoring';
+import { packItems, sys1Capacity, type Bin } from './binPacking';
+import type { MarsFormat } from './format';
+
+export interface MarsRolloutSettings {
+  maxTurns: number;
+  topK: number;
+  sys1PromptMax: number;
+  sys1ResponseMax: number;
+  sys2PromptMax: number;
+  sys2ResponseMax: number;
+  /** New tokens System 2 may write in one turn. */
+  sys2TurnMax: number;
+  purposeMax: number;
+  sepCost: number;
+  rawInfoBudget: number;
+  packing: 'ffd' | 'perDoc' | 'truncate';
+  /** 'off': no System 1; raw pages, concatenated in tool order, are truncated to rawInfoBudget inside <info> (§6.1). */
+  sys1: 'on' | 'off';
+  missingPurpose: 'query' | 'empty';
+  temperature: number;
+  topP: number;
+}
+
+export interface Document {
+  id: string;
+  text: string;
+}
+
+/** What a trajectory can search: the world its question belongs to. */
+export interface SearchEnv {
+  search(query: string, k: number): Document[];
+}
+
+export interface RolloutQuestion {
+  id: string;
+  family: string;
+  text: string;
+  answers: string[];
+  env: SearchEnv;
+}
+
+export interface Sys1Call {
+  /** The documents of the bin: page id and tokens kept. */
+  pages: { id: string; take: number }[];
+  used: number;
+  prompt: number[];
+  /** Generated tokens, the stop token included (what is trained). */
+  output: number[];
+  logProbs: number[];
+}
+
+export interface Sys2Turn {
+  /** Generated tokens of this turn and their behaviour log-probs. */
+  tokens: number[];
+  logProbs: number[];
+  query: string | null;
+  purpose: string | null;
+  answer: string | null;
+  /** Pages the search returned (id and token length), in rank order. */
+  results: { id: string; length: number }[];
+  sys1: Sys1Call[];
+  /** Tokens the environment inserted after the turn (mask 0). */
+  info: number[];
+}
+
+export type EndReason = 'answer' | 'maxTurns' | 'overflow';
+
+export interface Trajectory {
+  question: RolloutQuestion;
+  /** System 2's whole sequence x ⊕ y: prompt, every turn, every inserted <info> block. */
+  tokens: number[];
+  /** 1 exactly on tokens System 2 generated (§2.6). */
+  lossMask: number[];
+  behaviourLogProbs: number[];
+  promptLength: number;
+  turns: Sys2Turn[];
+  answer: string | null;
+  end: EndReason;
+  /** Exact match with a gold answer (§2.4): the shared reward. */
+  reward: number;
+  f1: number;
+}
+
+export interface RolloutModels {
+  sys2: LlamaModel;
+  /** The System 1 policy: the same model ('shared'), a copy ('separate', 'frozen'), or null when System 1 is off. */
+  sys1: LlamaModel | null;
+}
+
+/** Roll out one trajectory per entry of `questions` (repeat a question G times for a group). */
+export async function rolloutBatch(models: RolloutModels, format: MarsFormat, questions: RolloutQuestion[], s: MarsRolloutSettings, rng: Rng): Promise<Trajectory[]> {
+  const trajs: Trajectory[] = questions.map((q) => {
+    const prompt = format.sys2Prompt(q.text);
+    return {
+      question: q,
+      tokens: prompt.slice(),
+      lossMask: prompt.map(() => 0),
+      behaviourLogProbs: prompt.map(() => 0),
+      promptLength: prompt.length,
+      turns: [],
+      answer: null,
+      end: 'maxTurns',
+      reward: 0,
+      f1: 0,
+    };
+  });
+  const tokenRng = rng.split('tokens');
+  let live = trajs.filter((t) => t.promptLength <= s.sys2PromptMax || ((t.end = 'overflow'), false));
+  // maxTurns tool turns, then one last turn in which only an answer counts [D].
+  for (let turn = 0; turn <= s.maxTurns && live.length > 0; turn++) {
+    const room = live.map((t) => s.sys2ResponseMax - (t.tokens.length - t.promptLength));
+    const gens = await generate(models.sys2, live.map((t) => t.tokens), {
+      maxNewTokens: Math.max(1, Math.min(s.sys2TurnMax, ...room)),
+      temperature: s.temperature,
+      topP: s.topP,
+      stopTokens: format.sys2Stops,
+      rng: tokenRng,
+    });
+    const searching: { t: Trajectory; turn: Sys2Turn }[] = [];
+    live.forEach((t, i) => {
+      const g = gens[i]!;
+      const parsed = format.parseTurn(g.tokens);
+      const rec: Sys2Turn = {
+        tokens: g.tokens,
+        logProbs: g.logProbs,
+        query: parsed.query ? format.decode(parsed.query) : null,
+        purpose: parsed.purpose ? format.decode(parsed.purpose) : null,
+        answer: parsed.answer ? format.decode(parsed.answer) : null,
+        results: [],
+        sys1: [],
+        info: [],
+      };
+      t.turns.push(rec);
+      t.tokens.push(...g.tokens);
+      t.lossMask.push(...g.tokens.map(() => 1));
+      t.behaviourLogProbs.push(...g.logProbs);
+      if (rec.answer !== null) {
+        t.answer = rec.answer;
+        t.end = 'answer';
+      } else if (t.tokens.length - t.promptLength >= s.sys2ResponseMax) {
+        t.end = 'overflow';
+      } else if (turn < s.maxTurns) {
+        searching.push({ t, turn: rec });
+      }
+    });
+    await runTools(models, format, searching, s, tokenRng);
+    live = searching.map((x) => x.t).filter((t) => {
+      if (t.tokens.length - t.promptLength >= s.sys2ResponseMax) {
+        t.end = 'overflow'; // the inserted <info> filled System 2's budget (§2.2 overflow rule)
+        return false;
+      }
+      return true;
+    });
+  }
+  for (const t of trajs) {
+    const golds = t.question.answers;
+    t.reward = t.end === 'answer' && t.answer !== null && exactMatch(t.answer, golds) ? 1 : 0;
+    t.f1 = t.end === 'answer' && t.answer !== null ? f1(t.answer, golds) : 0;
+  }
+  return trajs;
+}
+
+/** Search for every trajectory that asked, pack the pages into System 1 windows, run System 1, insert <info>. */
+async function runTools(models: RolloutModels, format: MarsFormat, searching: { t: Trajectory; turn: Sys2Turn }[], s: MarsRolloutSettings, rng: Rng): Promise<void> {
+  const calls: { owner: Sys2Turn; call: Sys1Call }[] = [];
+  for (const { t, turn } of searching) {
+    // A malformed call (no closed <search>) or an empty query finds nothing: no System 1 call (§2.9).
+    const docs = turn.query && turn.query.trim() ? t.question.env.search(turn.query, s.topK) : [];
+    const docTokens = docs.map((d) => format.encode(d.text));
+    turn.results = docs.map((d, i) => ({ id: d.id, length: docTokens[i]!.length }));
+    if (docs.length === 0) continue;
+    if (s.sys1 === 'off') {
+      turn.info = [format.ids.info, ...docTokens.flat().slice(0, s.rawInfoBudget), format.ids.infoEnd];
+      continue;
+    }
+    const purposeText = turn.purpose ?? (s.missingPurpose === 'query' ? turn.query! : '');
+    const purpose = format.encode(purposeText).slice(0, s.purposeMax);
+    const C = sys1Capacity(s.sys1PromptMax, format.sys1TemplateLength, purpose.length);
+    const bins: Bin[] = packItems(s.packing, docTokens.map((d, index) => ({ index, length: d.length })), C, s.sepCost);
+    for (const bin of bins) {
+      const prompt = [...format.sys1Head(purpose), ...bin.items.flatMap((it) => [...docTokens[it.index]!.slice(0, it.take), format.ids.sep])];
+      calls.push({ owner: turn, call: { pages: bin.items.map((it) => ({ id: docs[it.index]!.id, take: it.take })), used: bin.used, prompt, output: [], logProbs: [] } });
+    }
+  }
+  if (calls.length > 0) {
+    const gens = await generate(models.sys1!, calls.map((c) => c.call.prompt), {
+      maxNewTokens: s.sys1ResponseMax,
+      temperature: s.temperature,
+      topP: s.topP,
+      stopTokens: [format.ids.eos],
+      rng,
+    });
+    calls.forEach((c, i) => {
+      c.call.output = gens[i]!.tokens;
+      c.call.logProbs = gens[i]!.logProbs;
+      c.owner.sys1.push(c.call);
+    });
+  }
+  for (const { t, turn } of searching) {
+    if (turn.info.length === 0) {
+      // Bins are combined in creation order with <sep> [D, §2.2]; the stop token is not part of õ.
+      turn.info = format.infoBlock(turn.sys1.map((c) => c.output.filter((id) => id !== format.ids.eos)));
+    }
+    t.tokens.push(...turn.info);
+    t.lossMask.push(...turn.info.map(() => 0));
+    t.behaviourLogProbs.push(...turn.info.map(() => 0));
+  }
+}

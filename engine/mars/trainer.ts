@@ -1,0 +1,482 @@
+/**
+ * The MARS trainer (ALGORITHMS.md §2.8): questions from training worlds, G dual-system rollouts each, two advantage
+ * pools, balanced System 1 samples, one clipped-loss update (or two, with separate System 1 parameters).
+ */
+import { encodeSafetensors, decodeSafetensors } from '../model/safetensors';
+import { encodeModelWeights, loadCheckpoint, loadModelWeights } from '../model/checkpoint';
+import { sizedConfig, type LlamaConfig } from '../model/config';
+import { cloneModel, initHfTensors, modelFromHf } from '../model/hfWeights';
+import type { LlamaModel } from '../model/llama';
+import { Rng } from '../random/prng';
+import { Adam } from '../rl/adam';
+import { adamVariables, policyUpdate, type PolicyUpdateStats } from '../rl/policyUpdate';
+import type { Sample } from '../rl/sample';
+import type { Algorithm, EvalResult, StepOutput, Trainer, TrainerSnapshot } from '../runs/trainer';
+import { UserError } from '../userError';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { MarsConfig } from './configSchema';
+import { MarsFormat, marsTokenizer } from './format';
+import { questionBatch } from './marsBatch';
+import { rolloutBatch, type MarsRolloutSettings, type RolloutQuestion, type Trajectory } from './rollout';
+import { marsVocabulary, generateWorld, type World } from './world';
+import { SearchIndex } from './search';
+import { evalWorldSeeds, trainWorldSeeds } from './worldSplits';
+import { QUESTION_FAMILIES, SINGLE_HOP_FAMILIES } from './questions';
+
+const SYS1_WEIGHTS = 'sys1.safetensors';
+const SYS1_OPTIMIZER = 'sys1_optimizer.safetensors';
+
+let cachedFormat: MarsFormat | null = null;
+/** One tokenizer for every world: the vocabulary does not depend on the seed. */
+export function marsFormat(): MarsFormat {
+  return (cachedFormat ??= new MarsFormat(marsTokenizer(marsVocabulary())));
+}
+
+interface WorldEnv {
+  world: World;
+  index: SearchIndex;
+}
+
+const worldCache = new Map<string, WorldEnv>();
+function worldEnv(seed: number, spec: MarsConfig['task']['world']): WorldEnv {
+  const key = `${seed}:${JSON.stringify(spec)}`;
+  let env = worldCache.get(key);
+  if (!env) {
+    const world = generateWorld(seed, spec);
+    env = { world, index: new SearchIndex(world.pages) };
+    worldCache.set(key, env);
+  }
+  return env;
+}
+
+function questionsOf(envs: WorldEnv[], families: readonly string[]): RolloutQuestion[] {
+  return envs.flatMap(({ world, index }) =>
+    world.questions
+      .filter((q) => families.includes(q.family))
+      .map((q) => ({
+        id: `w${world.seed}:${q.id}`,
+        family: q.family,
+        text: q.text,
+        answers: q.answers,
+        env: { search: (query: string, k: number) => index.search(query, k).map((p) => ({ id: p.id, text: p.text })) },
+      })),
+  );
+}
+
+function trainQuestions(cfg: MarsConfig): RolloutQuestion[] {
+  return questionsOf(trainWorldSeeds(cfg.task.worldSeed, cfg.task.trainWorlds).map((s) => worldEnv(s, cfg.task.world)), cfg.task.families);
+}
+
+/** The fixed evaluation set: round-robin over families, so every family is represented (deterministic). */
+export function evalQuestions(cfg: MarsConfig): RolloutQuestion[] {
+  const all = questionsOf(evalWorldSeeds(cfg.task.worldSeed, cfg.task.evalWorlds).map((s) => worldEnv(s, cfg.task.world)), cfg.task.families);
+  const byFamily = cfg.task.families.map((f) => all.filter((q) => q.family === f));
+  const out: RolloutQuestion[] = [];
+  for (let i = 0; out.length < cfg.eval.items && byFamily.some((qs) => i < qs.length); i++) {
+    for (const qs of byFamily) if (i < qs.length && out.length < cfg.eval.items) out.push(qs[i]!);
+  }
+  return out;
+}
+
+export function rolloutSettings(cfg: MarsConfig, temperature = cfg.sampler.temperature): MarsRolloutSettings {
+  const m = cfg.mars;
+  return {
+    maxTurns: m.maxTurns,
+    topK: m.topK,
+    sys1PromptMax: m.sys1PromptMax,
+    sys1ResponseMax: m.sys1ResponseMax,
+    sys2PromptMax: m.sys2PromptMax,
+    sys2ResponseMax: m.sys2ResponseMax,
+    sys2TurnMax: m.sys2TurnMax,
+    purposeMax: m.purposeMax,
+    sepCost: m.sepCost,
+    rawInfoBudget: m.rawInfoBudget,
+    packing: m.packing,
+    sys1: m.sys1Params === 'off' ? 'off' : 'on',
+    missingPurpose: m.missingPurpose,
+    temperature,
+    topP: cfg.sampler.topP,
+  };
+}
+
+function modelConfig(cfg: MarsConfig, vocab: number): LlamaConfig {
+  const { size, initStd: _s, from: _f, ...overrides } = cfg.model;
+  const m = cfg.mars;
+  const needed = Math.max(m.sys2PromptMax + m.sys2ResponseMax + m.sys2TurnMax, m.sys1PromptMax + m.sys1ResponseMax);
+  return sizedConfig(size, { max_position_embeddings: Math.max(1024, needed), ...overrides, vocab_size: vocab });
+}
+
+async function initialModel(cfg: MarsConfig, rng: Rng): Promise<LlamaModel> {
+  const vocab = marsFormat().tokenizer.vocabSize;
+  if (cfg.model.from.kind === 'checkpoint') {
+    const { model } = await loadCheckpoint(cfg.model.from.path);
+    if (model.config.vocab_size !== vocab) {
+      model.dispose();
+      throw new UserError(`model.from.path ${cfg.model.from.path}: vocab_size ${model.config.vocab_size} does not match the MARS vocabulary (${vocab} tokens)`);
+    }
+    return model;
+  }
+  const c = modelConfig(cfg, vocab);
+  return modelFromHf(c, initHfTensors(c, () => rng.normal(), cfg.model.initStd));
+}
+
+function adamFor(cfg: MarsConfig, model: LlamaModel): Adam {
+  const s = cfg.rl.schedule;
+  const lr =
+    s.kind === 'constant'
+      ? cfg.rl.lr
+      : s.kind === 'linearWarmup'
+        ? { kind: 'linearWarmup' as const, lr: cfg.rl.lr, warmupSteps: s.warmupSteps }
+        : { kind: 'cosine' as const, lr: cfg.rl.lr, minLr: s.minLr, warmupSteps: s.warmupSteps, totalSteps: cfg.budget.steps };
+  return new Adam(adamVariables(model), { lr, maxGradNorm: cfg.rl.gradClip });
+}
+
+interface Streams {
+  tokens: Rng;
+  questions: Rng;
+  balance: Rng;
+  minibatch: Rng;
+}
+
+const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+
+/** Per-episode statistics shared by training metrics and evaluation. */
+function episodeStats(trajs: Trajectory[]) {
+  const searches = trajs.map((t) => t.turns.filter((u) => u.query !== null).length);
+  const calls = trajs.flatMap((t) => t.turns.filter((u) => u.results.length > 0).map((u) => u.sys1.length));
+  return {
+    reward: mean(trajs.map((t) => t.reward)),
+    f1: mean(trajs.map((t) => t.f1)),
+    answered: mean(trajs.map((t) => (t.end === 'answer' ? 1 : 0))),
+    malformedTurns: mean(trajs.map((t) => t.turns.filter((u) => u.query === null && u.answer === null).length)),
+    overflow: mean(trajs.map((t) => (t.end === 'overflow' ? 1 : 0))),
+    searchesPerQuestion: mean(searches),
+    sys1CallsPerSearch: mean(calls),
+    sys2Tokens: mean(trajs.map((t) => t.lossMask.reduce((a, b) => a + b, 0))),
+    sys1Tokens: mean(trajs.map((t) => t.turns.reduce((s, u) => s + u.sys1.reduce((a, c) => a + c.output.length, 0), 0))),
+  };
+}
+
+function trajectoryRecord(t: Trajectory, format: MarsFormat, a2: number, a1: number[], kept: number[]) {
+  let j = 0;
+  return {
+    kind: 'mars.episode',
+    questionId: t.question.id,
+    family: t.question.family,
+    question: t.question.text,
+    gold: t.question.answers,
+    turns: t.turns.map((u) => ({
+      text: format.decode(u.tokens),
+      query: u.query,
+      purpose: u.purpose,
+      results: u.results,
+      bins: u.sys1.map((c) => {
+        const rec = { pages: c.pages, used: c.used, output: format.decode(c.output), advantage: a1[j], kept: kept[j] };
+        j++;
+        return rec;
+      }),
+      info: format.decode(u.info),
+    })),
+    answer: t.answer,
+    end: t.end,
+    reward: t.reward,
+    f1: t.f1,
+    advantage: a2,
+  };
+}
+
+/**
+ * Which parameter set trains on which samples (§2.1, §6.1–6.3): 'shared' trains one policy on both systems' samples;
+ * 'separate' trains θ2 on System 2 samples and θ1 on System 1 samples only; 'frozen', 'sharedUntrained' and 'off'
+ * train the policy on System 2 samples and drop System 1's.
+ */
+export function routeSamples(mode: MarsConfig['mars']['sys1Params'], sys2: Sample[], sys1: Sample[]): { policy: Sample[]; sys1Model: Sample[] } {
+  switch (mode) {
+    case 'shared':
+      return { policy: [...sys2, ...sys1], sys1Model: [] };
+    case 'separate':
+      return { policy: sys2, sys1Model: sys1 };
+    default:
+      return { policy: sys2, sys1Model: [] };
+  }
+}
+
+class MarsTrainer implements Trainer {
+  constructor(
+    private readonly cfg: MarsConfig,
+    private readonly questions: RolloutQuestion[],
+    private readonly policy: LlamaModel,
+    private readonly opt: Adam,
+    private readonly sys1: { model: LlamaModel; opt: Adam | null } | null,
+    private readonly streams: Streams,
+    public step: number,
+  ) {}
+
+  private get sys1Model(): LlamaModel | null {
+    const mode = this.cfg.mars.sys1Params;
+    if (mode === 'off') return null;
+    return this.sys1?.model ?? this.policy;
+  }
+
+  async trainStep(): Promise<StepOutput> {
+    const { cfg } = this;
+    const format = marsFormat();
+    const G = cfg.task.groupSize;
+    const picked = Array.from({ length: cfg.task.questionsPerStep }, () => this.questions[this.streams.questions.int(this.questions.length)]!);
+    const trajs = await rolloutBatch({ sys2: this.policy, sys1: this.sys1Model }, format, picked.flatMap((q) => Array.from({ length: G }, () => q)), rolloutSettings(cfg), this.streams.tokens);
+    const sys2: Sample[] = [];
+    const sys1: Sample[] = [];
+    const records: object[] = [];
+    let before = 0;
+    let unique = 0;
+    let zeroAdv = 0;
+    let dropped = 0;
+    picked.forEach((_, q) => {
+      const group = trajs.slice(q * G, (q + 1) * G);
+      const b = questionBatch(group, cfg.mars, cfg.rl.zscoreEps, this.streams.balance);
+      group.forEach((t, k) => records.push(trajectoryRecord(t, format, b.a2[k]!, b.a1[k]!, b.kept[k]!)));
+      if (cfg.mars.dropZeroAdvGroups && b.a2.every((a) => a === 0)) {
+        dropped++;
+        return;
+      }
+      sys2.push(...b.sys2);
+      sys1.push(...b.sys1);
+      before += b.sys1Before;
+      unique += b.kept.flat().filter((n) => n > 0).length;
+      zeroAdv += b.a2.filter((a) => a === 0).length;
+    });
+    const routed = routeSamples(cfg.mars.sys1Params, sys2, sys1);
+    const upd = (model: LlamaModel, opt: Adam, samples: Sample[]) =>
+      policyUpdate(model, opt, samples, {
+        loss: { kind: cfg.rl.loss, clipLow: cfg.rl.clipLow, clipHigh: cfg.rl.clipHigh, klCoef: cfg.rl.klCoef, tis: cfg.rl.tis },
+        temperature: cfg.sampler.temperature > 0 ? cfg.sampler.temperature : 1,
+        epochs: cfg.rl.epochs,
+        miniBatches: cfg.rl.miniBatches,
+        rng: this.streams.minibatch,
+      });
+    let st: PolicyUpdateStats | null = null;
+    let st1: PolicyUpdateStats | null = null;
+    if (routed.policy.length) st = await upd(this.policy, this.opt, routed.policy);
+    if (routed.sys1Model.length) st1 = await upd(this.sys1!.model, this.sys1!.opt!, routed.sys1Model);
+    this.step++;
+    const e = episodeStats(trajs);
+    const metrics: Record<string, number> = {
+      ...e,
+      sys1SamplesBeforeBalance: before / picked.length,
+      sys1DuplicateRatio: sys1.length ? 1 - unique / sys1.length : 0,
+      zeroAdvantageShare: sys2.length ? zeroAdv / sys2.length : 1,
+      droppedQuestions: dropped,
+      sys2Samples: sys2.length,
+      sys1Samples: routed.policy.length + routed.sys1Model.length - sys2.length,
+    };
+    if (st) Object.assign(metrics, { loss: st.total, clipFraction: st.clipFraction, gradNorm: st.gradNorm, lr: st.lr });
+    if (st1) Object.assign(metrics, { sys1Loss: st1.total, sys1GradNorm: st1.gradNorm });
+    return { metrics, trajectories: records, tokens: [...sys2, ...sys1].reduce((s, x) => s + x.tokens.length, 0) };
+  }
+
+  evaluate(): Promise<EvalResult> {
+    return evaluateMars(this.cfg, this.policy, this.sys1Model);
+  }
+
+  async snapshot(): Promise<TrainerSnapshot> {
+    const files: Record<string, string | Uint8Array> = { 'tokenizer.json': JSON.stringify(marsFormat().tokenizer.toJSON()) + '\n' };
+    if (this.sys1) {
+      files[SYS1_WEIGHTS] = await encodeModelWeights(this.sys1.model);
+      if (this.sys1.opt) {
+        const o = await this.sys1.opt.exportState();
+        files[SYS1_OPTIMIZER] = encodeSafetensors(o.tensors, { step: String(o.step) });
+      }
+    }
+    return {
+      model: this.policy,
+      optimizer: await this.opt.exportState(),
+      state: {
+        step: this.step,
+        rng: Object.fromEntries(Object.entries(this.streams).map(([k, r]) => [k, (r as Rng).state()])),
+      },
+      files,
+    };
+  }
+
+  dispose(): void {
+    this.policy.dispose();
+    this.opt.dispose();
+    this.sys1?.model.dispose();
+    this.sys1?.opt?.dispose();
+  }
+}
+
+async function evaluateMars(cfg: MarsConfig, policy: LlamaModel, sys1: LlamaModel | null): Promise<EvalResult> {
+  const format = marsFormat();
+  if (policy.config.vocab_size !== format.tokenizer.vocabSize) {
+    throw new UserError(`this checkpoint's vocab_size is ${policy.config.vocab_size}, but MARS needs ${format.tokenizer.vocabSize}: evaluate MARS checkpoints`);
+  }
+  const qs = evalQuestions(cfg);
+  const trajs = await rolloutBatch({ sys2: policy, sys1 }, format, qs, rolloutSettings(cfg, cfg.eval.temperature), new Rng(cfg.task.worldSeed).split('eval-tokens'));
+  const e = episodeStats(trajs);
+  const metrics: Record<string, number> = {
+    exactMatch: e.reward,
+    f1: e.f1,
+    answered: e.answered,
+    searchesPerQuestion: e.searchesPerQuestion,
+    sys1CallsPerSearch: e.sys1CallsPerSearch,
+    sys2TokensPerQuestion: e.sys2Tokens,
+    sys1TokensPerQuestion: e.sys1Tokens,
+  };
+  const byKind = (pred: (f: string) => boolean) => trajs.filter((t) => pred(t.question.family));
+  const single = byKind((f) => (SINGLE_HOP_FAMILIES as readonly string[]).includes(f));
+  const multi = byKind((f) => !(SINGLE_HOP_FAMILIES as readonly string[]).includes(f));
+  if (single.length) metrics.singleHopExactMatch = mean(single.map((t) => t.reward));
+  if (multi.length) metrics.multiHopExactMatch = mean(multi.map((t) => t.reward));
+  for (const f of QUESTION_FAMILIES) {
+    const ts = byKind((x) => x === f);
+    if (!ts.length) continue;
+    metrics[`exactMatch.${f}`] = mean(ts.map((t) => t.reward));
+    metrics[`f1.${f}`] = mean(ts.map((t) => t.f1));
+  }
+  return {
+    identity: marsEvalIdentity(cfg),
+    metrics,
+    items: trajs.map((t) => ({ id: t.question.id, correct: t.reward === 1, score: t.f1, output: t.answer ?? '', target: t.question.answers[0] })),
+  };
+}
+
+function marsEvalIdentity(cfg: MarsConfig): EvalResult['identity'] {
+  const m = cfg.mars;
+  return {
+    algorithm: 'mars',
+    split: 'heldout',
+    worldSeed: cfg.task.worldSeed,
+    evalWorlds: cfg.task.evalWorlds,
+    world: JSON.stringify(cfg.task.world),
+    families: cfg.task.families.join(','),
+    items: cfg.eval.items,
+    temperature: cfg.eval.temperature,
+    rollout: JSON.stringify({ maxTurns: m.maxTurns, topK: m.topK, sys1: m.sys1Params === 'off' ? 'off' : 'on', packing: m.packing, budgets: [m.sys1PromptMax, m.sys1ResponseMax, m.sys2PromptMax, m.sys2ResponseMax, m.sys2TurnMax, m.purposeMax, m.rawInfoBudget] }),
+  };
+}
+
+function restoreRng(state: unknown, name: string): Rng {
+  const s = (state as { rng?: Record<string, number[]> })?.rng?.[name];
+  if (!Array.isArray(s)) throw new UserError(`trainer_state.json: rng.${name} is missing; the checkpoint cannot be resumed exactly`);
+  return Rng.fromState(s);
+}
+
+/** The System 1 model a checkpoint of a 'separate' or 'frozen' run carries. */
+async function sys1FromCheckpoint(dir: string, config: LlamaConfig): Promise<LlamaModel> {
+  const file = path.join(dir, SYS1_WEIGHTS);
+  if (!fs.existsSync(file)) throw new UserError(`${file} is missing: a checkpoint of a run with separate or frozen System 1 parameters carries them`);
+  return loadModelWeights(file, config);
+}
+
+function randomWords(rng: Rng, pool: readonly string[], min: number, max: number): string {
+  return Array.from({ length: min + rng.int(max - min + 1) }, () => pool[rng.int(pool.length)]!).join(' ');
+}
+
+export const mars: Algorithm<MarsConfig> = {
+  name: 'mars',
+  async createTrainer(cfg, from) {
+    const questions = trainQuestions(cfg);
+    if (questions.length === 0) throw new UserError('task.families: the training worlds have no questions of these families');
+    const root = new Rng(cfg.seed);
+    const mode = cfg.mars.sys1Params;
+    if (!from) {
+      const policy = await initialModel(cfg, root.split('init'));
+      const sys1 =
+        mode === 'separate' ? { model: cloneModel(policy, true), opt: null as Adam | null } : mode === 'frozen' ? { model: cloneModel(policy, false), opt: null } : null;
+      if (sys1 && mode === 'separate') sys1.opt = adamFor(cfg, sys1.model);
+      const streams = { tokens: root.split('tokens'), questions: root.split('questions'), balance: root.split('balance'), minibatch: root.split('minibatch') };
+      return new MarsTrainer(cfg, questions, policy, adamFor(cfg, policy), sys1, streams, 0);
+    }
+    const state = from.trainerState as { step?: number };
+    if (!Number.isInteger(state?.step)) throw new UserError('trainer_state.json: step is missing; the checkpoint cannot be resumed');
+    if (!from.optimizer) throw new UserError('optimizer.safetensors is missing; the checkpoint cannot be resumed exactly');
+    const opt = adamFor(cfg, from.model);
+    opt.importState(from.optimizer);
+    let sys1: { model: LlamaModel; opt: Adam | null } | null = null;
+    if (mode === 'separate' || mode === 'frozen') {
+      const model = await sys1FromCheckpoint(from.dir, from.model.config);
+      sys1 = { model, opt: null };
+      if (mode === 'separate') {
+        const file = path.join(from.dir, SYS1_OPTIMIZER);
+        if (!fs.existsSync(file)) throw new UserError(`${file} is missing; the checkpoint cannot be resumed exactly`);
+        const decoded = decodeSafetensors(fs.readFileSync(file), file);
+        sys1.opt = adamFor(cfg, model);
+        sys1.opt.importState({
+          step: Number(decoded.metadata.step),
+          tensors: Object.fromEntries(Object.entries(decoded.tensors).map(([k, t]) => [k, { shape: t.shape, data: t.data as Float32Array }])),
+        });
+      }
+    }
+    const streams = { tokens: restoreRng(state, 'tokens'), questions: restoreRng(state, 'questions'), balance: restoreRng(state, 'balance'), minibatch: restoreRng(state, 'minibatch') };
+    return new MarsTrainer(cfg, questions, from.model, opt, sys1, streams, state.step!);
+  },
+  evalIdentity: marsEvalIdentity,
+  async evaluate(cfg, model, checkpointDir) {
+    const mode = cfg.mars.sys1Params;
+    if (mode === 'off') return evaluateMars(cfg, model, null);
+    if ((mode === 'separate' || mode === 'frozen') && checkpointDir) {
+      const sys1 = await sys1FromCheckpoint(checkpointDir, model.config);
+      try {
+        return await evaluateMars(cfg, model, sys1);
+      } finally {
+        sys1.dispose();
+      }
+    }
+    return evaluateMars(cfg, model, model);
+  },
+  initialModel(cfg, rng) {
+    return initialModel(cfg, rng);
+  },
+  checkpointFiles() {
+    return { 'tokenizer.json': JSON.stringify(marsFormat().tokenizer.toJSON()) + '\n' };
+  },
+  pretrainBatch(cfg, rng, size) {
+    // §"The base model": the training worlds' pages, plus a format primer whose queries, purposes, summaries and
+    // answers are drawn at random, so the base model knows the format and the language but not the task policy.
+    const format = marsFormat();
+    const envs = trainWorldSeeds(cfg.task.worldSeed, cfg.task.trainWorlds).map((s) => worldEnv(s, cfg.task.world));
+    const ids = format.ids;
+    const out: { tokens: number[]; lossMask: number[] }[] = [];
+    for (let n = 0; n < size; n++) {
+      const { world } = envs[rng.int(envs.length)]!;
+      const page = world.pages[rng.int(world.pages.length)]!;
+      const names = world.entities.map((e) => e.name);
+      const words = format.encode(page.text);
+      const kind = rng.int(4);
+      if (kind < 2) {
+        const tokens = [ids.bos, ...words, ids.eos];
+        out.push({ tokens, lossMask: tokens.map((_, i) => (i === 0 ? 0 : 1)) });
+      } else if (kind === 2) {
+        const q = world.questions[rng.int(world.questions.length)]!;
+        const tokens = format.sys2Prompt(q.text);
+        const mask = tokens.map(() => 0);
+        const turns = 1 + rng.int(cfg.mars.maxTurns);
+        for (let t = 0; t < turns; t++) {
+          const think = format.encode(randomWords(rng, names, 0, 3));
+          const purpose = format.encode(randomWords(rng, names, 1, 3));
+          const query = format.encode(randomWords(rng, names, 1, 2));
+          const turn = [ids.think, ...think, ids.thinkEnd, ids.purpose, ...purpose, ids.purposeEnd, ids.search, ...query, ids.searchEnd];
+          const info = format.infoBlock([format.encode(randomWords(rng, names, 1, 6))]);
+          tokens.push(...turn, ...info);
+          mask.push(...turn.map(() => 1), ...info.map(() => 0));
+        }
+        const answer = [ids.think, ids.thinkEnd, ids.answer, ...format.encode(names[rng.int(names.length)]!), ids.answerEnd];
+        tokens.push(...answer);
+        mask.push(...answer.map(() => 1));
+        out.push({ tokens, lossMask: mask });
+      } else {
+        const purpose = format.encode(randomWords(rng, names, 1, 3)).slice(0, cfg.mars.purposeMax);
+        const room = cfg.mars.sys1PromptMax - format.sys1TemplateLength - purpose.length - 1;
+        const prompt = [...format.sys1Head(purpose), ...words.slice(0, room), ids.sep];
+        // a random stretch of the page as the "summary": the language of extraction, not which part to extract
+        const start = rng.int(Math.max(1, words.length - 4));
+        const summary = [...words.slice(start, start + 2 + rng.int(8)), ids.eos];
+        out.push({ tokens: [...prompt, ...summary], lossMask: [...prompt.map(() => 0), ...summary.map(() => 1)] });
+      }
+    }
+    return out;
+  },
+};
+

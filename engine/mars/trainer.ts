@@ -3,13 +3,14 @@
  * pools, balanced System 1 samples, one clipped-loss update (or two, with separate System 1 parameters).
  */
 import { encodeSafetensors, decodeSafetensors } from '../model/safetensors';
-import { encodeModelWeights, loadCheckpoint, loadModelWeights } from '../model/checkpoint';
-import { sizedConfig, type LlamaConfig } from '../model/config';
-import { cloneModel, initHfTensors, modelFromHf } from '../model/hfWeights';
+import { encodeModelWeights, loadModelWeights } from '../model/checkpoint';
+import type { LlamaConfig } from '../model/config';
+import { cloneModel } from '../model/hfWeights';
 import type { LlamaModel } from '../model/llama';
 import { Rng } from '../random/prng';
-import { Adam } from '../rl/adam';
-import { adamVariables, policyUpdate, type PolicyUpdateStats } from '../rl/policyUpdate';
+import type { Adam } from '../rl/adam';
+import { policyUpdate, type PolicyUpdateStats } from '../rl/policyUpdate';
+import { configuredAdam, configuredInitialModel, configuredUpdate, restoreStreams, saveStreams } from '../runs/configuredTraining';
 import type { Sample } from '../rl/sample';
 import type { Algorithm, EvalResult, StepOutput, Trainer, TrainerSnapshot } from '../runs/trainer';
 import { UserError } from '../userError';
@@ -100,36 +101,14 @@ export function rolloutSettings(cfg: MarsConfig, temperature = cfg.sampler.tempe
   };
 }
 
-function modelConfig(cfg: MarsConfig, vocab: number): LlamaConfig {
-  const { size, initStd: _s, from: _f, ...overrides } = cfg.model;
+/** Positions a MARS rollout can reach: System 2's whole trajectory or one System 1 window and its answer. */
+function maxPositions(cfg: MarsConfig): number {
   const m = cfg.mars;
-  const needed = Math.max(m.sys2PromptMax + m.sys2ResponseMax + m.sys2TurnMax, m.sys1PromptMax + m.sys1ResponseMax);
-  return sizedConfig(size, { max_position_embeddings: Math.max(1024, needed), ...overrides, vocab_size: vocab });
+  return Math.max(1024, m.sys2PromptMax + m.sys2ResponseMax + m.sys2TurnMax, m.sys1PromptMax + m.sys1ResponseMax);
 }
 
-async function initialModel(cfg: MarsConfig, rng: Rng): Promise<LlamaModel> {
-  const vocab = marsFormat().tokenizer.vocabSize;
-  if (cfg.model.from.kind === 'checkpoint') {
-    const { model } = await loadCheckpoint(cfg.model.from.path);
-    if (model.config.vocab_size !== vocab) {
-      model.dispose();
-      throw new UserError(`model.from.path ${cfg.model.from.path}: vocab_size ${model.config.vocab_size} does not match the MARS vocabulary (${vocab} tokens)`);
-    }
-    return model;
-  }
-  const c = modelConfig(cfg, vocab);
-  return modelFromHf(c, initHfTensors(c, () => rng.normal(), cfg.model.initStd));
-}
-
-function adamFor(cfg: MarsConfig, model: LlamaModel): Adam {
-  const s = cfg.rl.schedule;
-  const lr =
-    s.kind === 'constant'
-      ? cfg.rl.lr
-      : s.kind === 'linearWarmup'
-        ? { kind: 'linearWarmup' as const, lr: cfg.rl.lr, warmupSteps: s.warmupSteps }
-        : { kind: 'cosine' as const, lr: cfg.rl.lr, minLr: s.minLr, warmupSteps: s.warmupSteps, totalSteps: cfg.budget.steps };
-  return new Adam(adamVariables(model), { lr, maxGradNorm: cfg.rl.gradClip });
+function initialModel(cfg: MarsConfig, rng: Rng): Promise<LlamaModel> {
+  return configuredInitialModel(cfg, marsFormat().tokenizer.vocabSize, { max_position_embeddings: maxPositions(cfg) }, rng, 'the MARS vocabulary');
 }
 
 interface Streams {
@@ -247,14 +226,7 @@ class MarsTrainer implements Trainer {
       zeroAdv += b.a2.filter((a) => a === 0).length;
     });
     const routed = routeSamples(cfg.mars.sys1Params, sys2, sys1);
-    const upd = (model: LlamaModel, opt: Adam, samples: Sample[]) =>
-      policyUpdate(model, opt, samples, {
-        loss: { kind: cfg.rl.loss, clipLow: cfg.rl.clipLow, clipHigh: cfg.rl.clipHigh, klCoef: cfg.rl.klCoef, tis: cfg.rl.tis },
-        temperature: cfg.sampler.temperature > 0 ? cfg.sampler.temperature : 1,
-        epochs: cfg.rl.epochs,
-        miniBatches: cfg.rl.miniBatches,
-        rng: this.streams.minibatch,
-      });
+    const upd = (model: LlamaModel, opt: Adam, samples: Sample[]) => policyUpdate(model, opt, samples, configuredUpdate(cfg, this.streams.minibatch));
     let st: PolicyUpdateStats | null = null;
     let st1: PolicyUpdateStats | null = null;
     if (routed.policy.length) st = await upd(this.policy, this.opt, routed.policy);
@@ -293,7 +265,7 @@ class MarsTrainer implements Trainer {
       optimizer: await this.opt.exportState(),
       state: {
         step: this.step,
-        rng: Object.fromEntries(Object.entries(this.streams).map(([k, r]) => [k, (r as Rng).state()])),
+        rng: saveStreams(this.streams),
       },
       files,
     };
@@ -357,12 +329,6 @@ function marsEvalIdentity(cfg: MarsConfig): EvalResult['identity'] {
   };
 }
 
-function restoreRng(state: unknown, name: string): Rng {
-  const s = (state as { rng?: Record<string, number[]> })?.rng?.[name];
-  if (!Array.isArray(s)) throw new UserError(`trainer_state.json: rng.${name} is missing; the checkpoint cannot be resumed exactly`);
-  return Rng.fromState(s);
-}
-
 /** The System 1 model a checkpoint of a 'separate' or 'frozen' run carries. */
 async function sys1FromCheckpoint(dir: string, config: LlamaConfig): Promise<LlamaModel> {
   const file = path.join(dir, SYS1_WEIGHTS);
@@ -385,14 +351,14 @@ export const mars: Algorithm<MarsConfig> = {
       const policy = await initialModel(cfg, root.split('init'));
       const sys1 =
         mode === 'separate' ? { model: cloneModel(policy, true), opt: null as Adam | null } : mode === 'frozen' ? { model: cloneModel(policy, false), opt: null } : null;
-      if (sys1 && mode === 'separate') sys1.opt = adamFor(cfg, sys1.model);
+      if (sys1 && mode === 'separate') sys1.opt = configuredAdam(cfg, sys1.model);
       const streams = { tokens: root.split('tokens'), questions: root.split('questions'), balance: root.split('balance'), minibatch: root.split('minibatch') };
-      return new MarsTrainer(cfg, questions, policy, adamFor(cfg, policy), sys1, streams, 0);
+      return new MarsTrainer(cfg, questions, policy, configuredAdam(cfg, policy), sys1, streams, 0);
     }
     const state = from.trainerState as { step?: number };
     if (!Number.isInteger(state?.step)) throw new UserError('trainer_state.json: step is missing; the checkpoint cannot be resumed');
     if (!from.optimizer) throw new UserError('optimizer.safetensors is missing; the checkpoint cannot be resumed exactly');
-    const opt = adamFor(cfg, from.model);
+    const opt = configuredAdam(cfg, from.model);
     opt.importState(from.optimizer);
     let sys1: { model: LlamaModel; opt: Adam | null } | null = null;
     if (mode === 'separate' || mode === 'frozen') {
@@ -402,14 +368,14 @@ export const mars: Algorithm<MarsConfig> = {
         const file = path.join(from.dir, SYS1_OPTIMIZER);
         if (!fs.existsSync(file)) throw new UserError(`${file} is missing; the checkpoint cannot be resumed exactly`);
         const decoded = decodeSafetensors(fs.readFileSync(file), file);
-        sys1.opt = adamFor(cfg, model);
+        sys1.opt = configuredAdam(cfg, model);
         sys1.opt.importState({
           step: Number(decoded.metadata.step),
           tensors: Object.fromEntries(Object.entries(decoded.tensors).map(([k, t]) => [k, { shape: t.shape, data: t.data as Float32Array }])),
         });
       }
     }
-    const streams = { tokens: restoreRng(state, 'tokens'), questions: restoreRng(state, 'questions'), balance: restoreRng(state, 'balance'), minibatch: restoreRng(state, 'minibatch') };
+    const streams = restoreStreams(state, ['tokens', 'questions', 'balance', 'minibatch'] as const);
     return new MarsTrainer(cfg, questions, from.model, opt, sys1, streams, state.step!);
   },
   evalIdentity: marsEvalIdentity,

@@ -86,6 +86,8 @@ export async function policyUpdate(
   // With one pass over one minibatch the policy has not moved yet, so ℓold is the training forward's own value
   // (the ratio is exactly 1) and the extra forward pass is saved.
   const onePass = epochs === 1 && miniBatches === 1;
+  // The entropy bonus needs the policy's per-token entropy; it costs a pass over the vocabulary, so only when used.
+  const wantEntropy = (opts.loss.entCoef ?? 0) !== 0;
 
   /** ℓold (and ℓref) per sample, computed before any update; rows keep each sample's own length. */
   const before = async (m: LlamaModel): Promise<Float32Array[]> => {
@@ -121,10 +123,11 @@ export async function policyUpdate(
       };
       let pl: ReturnType<typeof policyLoss> | undefined;
       const { value, grads } = tf.variableGrads(() => {
-        const logp = tokenLogProbs(model, toTokenBatch(packed), { temperature }).logp;
+        const { logp, entropy } = tokenLogProbs(model, toTokenBatch(packed), { temperature, entropy: wantEntropy });
         pl = policyLoss(
           {
             logp,
+            entropy,
             oldLogp: consts.old ?? stopGradient(logp),
             behLogp: consts.beh,
             refLogp: consts.ref ?? undefined,

@@ -3,52 +3,18 @@
  * rollouts of one prompt, ppoToken or gspo loss, Adam). The engine's smallest complete algorithm: the newcomer's first
  * run, and the trainer the run layer's own tests drive.
  */
-import { Adam } from '../rl/adam';
+import type { Adam } from '../rl/adam';
 import { groupZScore } from '../rl/advantages';
-import { adamVariables, policyUpdate } from '../rl/policyUpdate';
+import { policyUpdate } from '../rl/policyUpdate';
 import type { Sample } from '../rl/sample';
-import type { CheckpointContents } from '../model/checkpoint';
-import { sizedConfig, type LlamaConfig } from '../model/config';
-import { initHfTensors, modelFromHf } from '../model/hfWeights';
 import type { LlamaModel } from '../model/llama';
 import { generate } from '../model/sampler';
 import { Rng } from '../random/prng';
 import type { Algorithm, EvalResult, StepOutput, Trainer, TrainerSnapshot } from '../runs/trainer';
 import type { SeqGrpoConfig } from '../runs/configSchema';
-import { loadCheckpoint } from '../model/checkpoint';
+import { configuredAdam, configuredInitialModel, configuredUpdate, restoreStreams, saveStreams } from '../runs/configuredTraining';
 import { UserError } from '../userError';
 import { SeqTask, seqTokenizer, type SeqItem } from './task';
-
-function modelConfig(cfg: SeqGrpoConfig, vocab: number): LlamaConfig {
-  const { size, initStd: _s, from: _f, ...overrides } = cfg.model;
-  return sizedConfig(size, { max_position_embeddings: 64, ...overrides, vocab_size: vocab });
-}
-
-async function initialModel(cfg: SeqGrpoConfig, task: SeqTask, rng: Rng): Promise<LlamaModel> {
-  if (cfg.model.from.kind === 'checkpoint') {
-    const { model } = await loadCheckpoint(cfg.model.from.path);
-    if (model.config.vocab_size !== task.tokenizer.vocabSize) {
-      model.dispose();
-      throw new UserError(
-        `model.from.path ${cfg.model.from.path}: vocab_size ${model.config.vocab_size} does not match this task's vocabulary (${task.tokenizer.vocabSize} tokens for ${cfg.task.symbols} symbols)`,
-      );
-    }
-    return model;
-  }
-  const c = modelConfig(cfg, task.tokenizer.vocabSize);
-  return modelFromHf(c, initHfTensors(c, () => rng.normal(), cfg.model.initStd));
-}
-
-function adamFor(cfg: SeqGrpoConfig, model: LlamaModel): Adam {
-  const s = cfg.rl.schedule;
-  const lr =
-    s.kind === 'constant'
-      ? cfg.rl.lr
-      : s.kind === 'linearWarmup'
-        ? { kind: 'linearWarmup' as const, lr: cfg.rl.lr, warmupSteps: s.warmupSteps }
-        : { kind: 'cosine' as const, lr: cfg.rl.lr, minLr: s.minLr, warmupSteps: s.warmupSteps, totalSteps: cfg.budget.steps };
-  return new Adam(adamVariables(model), { lr, maxGradNorm: cfg.rl.gradClip });
-}
 
 interface Streams {
   tokens: Rng;
@@ -113,13 +79,7 @@ class SeqGrpoTrainer implements Trainer {
         rollouts: group.map((g, k) => ({ output: task.describe(g.tokens), reward: rewards[k], advantage: adv[k], logProbs: g.logProbs })),
       });
     });
-    const st = await policyUpdate(this.model, this.optimizer, samples, {
-      loss: { kind: cfg.rl.loss, clipLow: cfg.rl.clipLow, clipHigh: cfg.rl.clipHigh, klCoef: cfg.rl.klCoef, entCoef: cfg.rl.entCoef, tis: cfg.rl.tis },
-      temperature: cfg.sampler.temperature > 0 ? cfg.sampler.temperature : 1,
-      epochs: cfg.rl.epochs,
-      miniBatches: cfg.rl.miniBatches,
-      rng: this.streams.minibatch,
-    });
+    const st = await policyUpdate(this.model, this.optimizer, samples, configuredUpdate(cfg, this.streams.minibatch));
     this.step++;
     const n = samples.length;
     return {
@@ -147,7 +107,7 @@ class SeqGrpoTrainer implements Trainer {
       optimizer: await this.optimizer.exportState(),
       state: {
         step: this.step,
-        rng: { tokens: this.streams.tokens.state(), task: this.streams.task.state(), minibatch: this.streams.minibatch.state() },
+        rng: saveStreams(this.streams),
       },
       files: seqgrpo.checkpointFiles(this.cfg),
     };
@@ -206,34 +166,28 @@ async function evaluateSeq(cfg: SeqGrpoConfig, task: SeqTask, model: LlamaModel)
   };
 }
 
-function restoreRng(state: unknown, name: string): Rng {
-  const s = (state as { rng?: Record<string, number[]> })?.rng?.[name];
-  if (!Array.isArray(s)) throw new UserError(`trainer_state.json: rng.${name} is missing; the checkpoint cannot be resumed exactly`);
-  return Rng.fromState(s);
-}
-
 export const seqgrpo: Algorithm<SeqGrpoConfig> = {
   name: 'seqgrpo',
   async createTrainer(cfg, from) {
     const task = new SeqTask(cfg.task);
     const root = new Rng(cfg.seed);
     if (!from) {
-      const model = await initialModel(cfg, task, root.split('init'));
+      const model = await configuredInitialModel(cfg, task.tokenizer.vocabSize, { max_position_embeddings: 64 }, root.split('init'), `this task's vocabulary (${cfg.task.symbols} symbols)`);
       // Training inputs come from task.trainSeed (the task's own stream); tokens and minibatches from the run seed.
       const streams = { tokens: root.split('tokens'), task: new Rng(cfg.task.trainSeed).split('train-items'), minibatch: root.split('minibatch') };
-      return new SeqGrpoTrainer(cfg, task, model, adamFor(cfg, model), streams, 0);
+      return new SeqGrpoTrainer(cfg, task, model, configuredAdam(cfg, model), streams, 0);
     }
     const state = from.trainerState as { step?: number };
     if (!Number.isInteger(state?.step)) throw new UserError('trainer_state.json: step is missing; the checkpoint cannot be resumed');
     if (!from.optimizer) throw new UserError('optimizer.safetensors is missing; the checkpoint cannot be resumed exactly');
-    const optimizer = adamFor(cfg, from.model);
+    const optimizer = configuredAdam(cfg, from.model);
     optimizer.importState(from.optimizer);
-    const streams = { tokens: restoreRng(state, 'tokens'), task: restoreRng(state, 'task'), minibatch: restoreRng(state, 'minibatch') };
+    const streams = restoreStreams(state, ['tokens', 'task', 'minibatch'] as const);
     return new SeqGrpoTrainer(cfg, task, from.model, optimizer, streams, state.step!);
   },
   evalIdentity,
   initialModel(cfg, rng) {
-    return initialModel(cfg, new SeqTask(cfg.task), rng);
+    return configuredInitialModel(cfg, new SeqTask(cfg.task).tokenizer.vocabSize, { max_position_embeddings: 64 }, rng, `this task's vocabulary (${cfg.task.symbols} symbols)`);
   },
   checkpointFiles(cfg) {
     return { 'tokenizer.json': JSON.stringify(seqTokenizer(cfg.task.symbols).toJSON()) + '\n' };

@@ -87,3 +87,12 @@ describe('stop and resume a MARS run', () => {
     expect(episodes[0].turns.length).toBeGreaterThan(0);
   }, 120_000);
 });
+
+describe('loss options reach the update', () => {
+  it('an entropy bonus (rl.entCoef) trains and is logged through the run loop', async () => {
+    const config = parseRunConfig({ ...quickConfig({ steps: 2, checkpointEvery: 2, evalEvery: 0 }), rl: { lr: 3e-3, entCoef: 0.01, klCoef: 0 } });
+    const r = await startRun(home, config);
+    expect(r.status).toBe('finished');
+    expect(Number.isFinite(r.lastMetrics.loss)).toBe(true);
+  });
+});

@@ -1,0 +1,79 @@
+/**
+ * What every trainer builds the same way from the shared config sections: the initial model, Adam with its
+ * schedule, the policy-update options, and saved random streams. One place, so the algorithms cannot drift apart.
+ */
+import { loadCheckpoint } from '../model/checkpoint';
+import { sizedConfig, type LlamaConfig } from '../model/config';
+import { initHfTensors, modelFromHf } from '../model/hfWeights';
+import type { LlamaModel } from '../model/llama';
+import { Rng } from '../random/prng';
+import { Adam } from '../rl/adam';
+import { adamVariables, type PolicyUpdateOptions } from '../rl/policyUpdate';
+import { UserError } from '../userError';
+import type { CommonConfig } from './configSections';
+
+/**
+ * The model a run starts from: a checkpoint (`model.from`), which must fit the task's vocabulary, or random weights
+ * of `model.size` with the config's overrides. `vocabWhat` names the vocabulary in errors.
+ */
+export async function configuredInitialModel(
+  cfg: CommonConfig,
+  vocab: number,
+  defaults: Partial<LlamaConfig>,
+  rng: Rng,
+  vocabWhat: string,
+): Promise<LlamaModel> {
+  if (cfg.model.from.kind === 'checkpoint') {
+    const { model } = await loadCheckpoint(cfg.model.from.path);
+    if (model.config.vocab_size !== vocab) {
+      model.dispose();
+      throw new UserError(`model.from.path ${cfg.model.from.path}: vocab_size ${model.config.vocab_size} does not match ${vocabWhat} (${vocab} tokens)`);
+    }
+    return model;
+  }
+  const { size, initStd, from: _from, ...overrides } = cfg.model;
+  const c = sizedConfig(size, { ...defaults, ...overrides, vocab_size: vocab });
+  return modelFromHf(c, initHfTensors(c, () => rng.normal(), initStd));
+}
+
+/** Adam with the config's learning rate, schedule (over budget.steps) and gradient clip. */
+export function configuredAdam(cfg: CommonConfig, model: LlamaModel): Adam {
+  const { rl } = cfg;
+  const s = rl.schedule;
+  const lr =
+    s.kind === 'constant'
+      ? rl.lr
+      : s.kind === 'linearWarmup'
+        ? { kind: 'linearWarmup' as const, lr: rl.lr, warmupSteps: s.warmupSteps }
+        : { kind: 'cosine' as const, lr: rl.lr, minLr: s.minLr, warmupSteps: s.warmupSteps, totalSteps: cfg.budget.steps };
+  return new Adam(adamVariables(model), { lr, maxGradNorm: rl.gradClip });
+}
+
+/** policyUpdate's options from the rl and sampler sections. */
+export function configuredUpdate(cfg: CommonConfig, minibatchRng: Rng): PolicyUpdateOptions {
+  const { rl } = cfg;
+  return {
+    loss: { kind: rl.loss, clipLow: rl.clipLow, clipHigh: rl.clipHigh, klCoef: rl.klCoef, entCoef: rl.entCoef, tis: rl.tis },
+    temperature: cfg.sampler.temperature > 0 ? cfg.sampler.temperature : 1,
+    epochs: rl.epochs,
+    miniBatches: rl.miniBatches,
+    rng: minibatchRng,
+  };
+}
+
+/** Random streams as trainer_state.json stores them. */
+export function saveStreams<K extends string>(streams: Record<K, Rng>): Record<K, number[]> {
+  return Object.fromEntries(Object.entries(streams).map(([k, r]) => [k, (r as Rng).state()])) as Record<K, number[]>;
+}
+
+/** The streams of a checkpoint's trainer_state.json (`{rng: {name: state}}`), so a resumed run draws the same numbers. */
+export function restoreStreams<K extends string>(state: unknown, names: readonly K[]): Record<K, Rng> {
+  const saved = (state as { rng?: Record<string, unknown> } | undefined)?.rng;
+  return Object.fromEntries(
+    names.map((name) => {
+      const s = saved?.[name];
+      if (!Array.isArray(s)) throw new UserError(`trainer_state.json: rng.${name} is missing; the checkpoint cannot be resumed exactly`);
+      return [name, Rng.fromState(s as number[])];
+    }),
+  ) as Record<K, Rng>;
+}

@@ -3,7 +3,7 @@
  * turns go through one generation call, and all System 1 bins of all their searches through another.
  */
 import type { LlamaModel } from '../model/llama';
-import { generate } from '../model/sampler';
+import { DecodeSession, generate } from '../model/sampler';
 import type { Rng } from '../random/prng';
 import { exactMatch, f1 } from '../metrics/answerScoring';
 import { packItems, sys1Capacity, type Bin } from './binPacking';
@@ -114,51 +114,63 @@ export async function rolloutBatch(models: RolloutModels, format: MarsFormat, qu
   });
   const tokenRng = rng.split('tokens');
   let live = trajs.filter((t) => t.promptLength <= s.sys2PromptMax || ((t.end = 'overflow'), false));
-  // maxTurns tool turns, then one last turn in which only an answer counts [D].
-  for (let turn = 0; turn <= s.maxTurns && live.length > 0; turn++) {
-    const room = live.map((t) => s.sys2ResponseMax - (t.tokens.length - t.promptLength));
-    const gens = await generate(models.sys2, live.map((t) => t.tokens), {
-      maxNewTokens: Math.max(1, Math.min(s.sys2TurnMax, ...room)),
-      temperature: s.temperature,
-      topP: s.topP,
-      stopTokens: format.sys2Stops,
-      rng: tokenRng,
-    });
-    const searching: { t: Trajectory; turn: Sys2Turn }[] = [];
-    live.forEach((t, i) => {
-      const g = gens[i]!;
-      const parsed = format.parseTurn(g.tokens);
-      const rec: Sys2Turn = {
-        tokens: g.tokens,
-        logProbs: g.logProbs,
-        query: parsed.query ? format.decode(parsed.query) : null,
-        purpose: parsed.purpose ? format.decode(parsed.purpose) : null,
-        answer: parsed.answer ? format.decode(parsed.answer) : null,
-        results: [],
-        sys1: [],
-        info: [],
-      };
-      t.turns.push(rec);
-      t.tokens.push(...g.tokens);
-      t.lossMask.push(...g.tokens.map(() => 1));
-      t.behaviourLogProbs.push(...g.logProbs);
-      if (rec.answer !== null) {
-        t.answer = rec.answer;
-        t.end = 'answer';
-      } else if (t.tokens.length - t.promptLength >= s.sys2ResponseMax) {
-        t.end = 'overflow';
-      } else if (turn < s.maxTurns) {
-        searching.push({ t, turn: rec });
-      }
-    });
-    await runTools(models, format, searching, s, tokenRng);
-    live = searching.map((x) => x.t).filter((t) => {
-      if (t.tokens.length - t.promptLength >= s.sys2ResponseMax) {
-        t.end = 'overflow'; // the inserted <info> filled System 2's budget (§2.2 overflow rule)
-        return false;
-      }
-      return true;
-    });
+  // System 2's rows keep one KV cache across turns: each turn only its new tokens and the inserted <info> are computed.
+  const session = new DecodeSession(models.sys2);
+  try {
+    if (live.length > 0) await session.extend(live.map((t) => t.tokens));
+    // maxTurns tool turns, then one last turn in which only an answer counts [D].
+    for (let turn = 0; turn <= s.maxTurns && live.length > 0; turn++) {
+      const room = live.map((t) => s.sys2ResponseMax - (t.tokens.length - t.promptLength));
+      const gens = await session.sample({
+        maxNewTokens: Math.max(1, Math.min(s.sys2TurnMax, ...room)),
+        temperature: s.temperature,
+        topP: s.topP,
+        stopTokens: format.sys2Stops,
+        rng: tokenRng,
+        final: turn === s.maxTurns,
+      });
+      const searching: { t: Trajectory; turn: Sys2Turn; row: number }[] = [];
+      live.forEach((t, i) => {
+        const g = gens[i]!;
+        const parsed = format.parseTurn(g.tokens);
+        const rec: Sys2Turn = {
+          tokens: g.tokens,
+          logProbs: g.logProbs,
+          query: parsed.query ? format.decode(parsed.query) : null,
+          purpose: parsed.purpose ? format.decode(parsed.purpose) : null,
+          answer: parsed.answer ? format.decode(parsed.answer) : null,
+          results: [],
+          sys1: [],
+          info: [],
+        };
+        t.turns.push(rec);
+        t.tokens.push(...g.tokens);
+        t.lossMask.push(...g.tokens.map(() => 1));
+        t.behaviourLogProbs.push(...g.logProbs);
+        if (rec.answer !== null) {
+          t.answer = rec.answer;
+          t.end = 'answer';
+        } else if (t.tokens.length - t.promptLength >= s.sys2ResponseMax) {
+          t.end = 'overflow';
+        } else if (turn < s.maxTurns) {
+          searching.push({ t, turn: rec, row: i });
+        }
+      });
+      await runTools(models, format, searching, s, tokenRng);
+      const next = searching.filter(({ t }) => {
+        if (t.tokens.length - t.promptLength >= s.sys2ResponseMax) {
+          t.end = 'overflow'; // the inserted <info> filled System 2's budget (§2.2 overflow rule)
+          return false;
+        }
+        return true;
+      });
+      live = next.map((x) => x.t);
+      if (live.length === 0) break;
+      session.keep(next.map((x) => x.row));
+      await session.extend(next.map((x) => x.turn.info));
+    }
+  } finally {
+    session.dispose();
   }
   for (const t of trajs) {
     const golds = t.question.answers;
@@ -169,7 +181,7 @@ export async function rolloutBatch(models: RolloutModels, format: MarsFormat, qu
 }
 
 /** Search for every trajectory that asked, pack the pages into System 1 windows, run System 1, insert <info>. */
-async function runTools(models: RolloutModels, format: MarsFormat, searching: { t: Trajectory; turn: Sys2Turn }[], s: MarsRolloutSettings, rng: Rng): Promise<void> {
+async function runTools(models: RolloutModels, format: MarsFormat, searching: readonly { t: Trajectory; turn: Sys2Turn }[], s: MarsRolloutSettings, rng: Rng): Promise<void> {
   const calls: { owner: Sys2Turn; call: Sys1Call }[] = [];
   for (const { t, turn } of searching) {
     // A malformed call (no closed <search>) or an empty query finds nothing: no System 1 call (§2.9).

@@ -84,11 +84,185 @@ export function drawToken(
   return { id, logProb: logits[off + id]! / t - lse };
 }
 
-interface Row {
-  index: number;
-  prompt: number[];
-  out: Generation;
-  done: boolean;
+/**
+ * A batch of sequences that grows over several generation phases (e.g. the turns of a multi-turn rollout) while
+ * keeping one KV cache: `extend` appends given tokens to every row (ragged, left-padded inside the chunk, padding
+ * masked), `sample` draws new tokens, `keep` drops rows. Nothing is ever recomputed from the start.
+ */
+export class DecodeSession {
+  private cache: LayerCache[] | null = null;
+  /** Per row: may each cached position be attended to (0 for padding and for positions of rows that had stopped). */
+  private keyRows: number[][] = [];
+  /** Per row: every real token so far, in order. */
+  private seqs: number[][] = [];
+  /** Next-token logits of every row, [rows, V]. */
+  private logits: Float32Array | null = null;
+
+  constructor(private readonly model: LlamaModel) {}
+
+  get rows(): number {
+    return this.seqs.length;
+  }
+
+  /** Every real token of row `b` so far. */
+  tokens(b: number): readonly number[] {
+    return this.seqs[b]!;
+  }
+
+  private forward(ids: Int32Array, positions: Int32Array, keyMask: Uint8Array): Promise<Float32Array> {
+    let out: ForwardOutput | undefined;
+    const past = this.cache;
+    tf.tidy(() => {
+      out = this.model.forward({ ids, batch: this.rows, positions, keyMask, cache: past ?? undefined, lastOnly: true });
+      return [out.logits, ...out.cache.flatMap((c) => [c.k, c.v])];
+    });
+    if (past) for (const c of past) (c.k.dispose(), c.v.dispose());
+    this.cache = out!.cache;
+    const logits = out!.logits;
+    return logits.data().then((d) => {
+      logits.dispose();
+      return d as Float32Array;
+    });
+  }
+
+  /**
+   * Append `chunks[b]` to row b (on the first call this creates the rows; each needs at least one token then).
+   * A row given no tokens keeps its previous next-token logits.
+   */
+  async extend(chunks: readonly (readonly number[])[]): Promise<void> {
+    const first = this.rows === 0;
+    if (!first && chunks.length !== this.rows) throw new Error(`extend: ${chunks.length} chunks for ${this.rows} rows`);
+    const maxCtx = this.model.config.max_position_embeddings;
+    chunks.forEach((c, b) => {
+      if (first && c.length === 0) throw new Error(`prompt ${b} is empty: every prompt needs at least one token (e.g. the tokenizer's bos)`);
+      const len = (first ? 0 : this.seqs[b]!.length) + c.length;
+      if (len >= maxCtx) throw new Error(`row ${b} would have ${len} tokens; max_position_embeddings is ${maxCtx}`);
+    });
+    if (first) {
+      this.seqs = chunks.map(() => []);
+      this.keyRows = chunks.map(() => []);
+    }
+    const B = this.rows;
+    const W = Math.max(1, ...chunks.map((c) => c.length));
+    const ids = new Int32Array(B * W);
+    const positions = new Int32Array(B * W);
+    chunks.forEach((c, b) => {
+      const pad = W - c.length;
+      ids.set(c, b * W + pad);
+      const start = this.seqs[b]!.length;
+      for (let i = 0; i < c.length; i++) positions[b * W + pad + i] = start + i;
+      for (let i = 0; i < W; i++) this.keyRows[b]!.push(i >= pad ? 1 : 0);
+      this.seqs[b]!.push(...c);
+    });
+    const previous = this.logits;
+    const logits = await this.forward(ids, positions, Uint8Array.from(this.keyRows.flat()));
+    const V = this.model.config.vocab_size;
+    if (previous) chunks.forEach((c, b) => c.length === 0 && logits.set(previous.subarray(b * V, (b + 1) * V), b * V));
+    this.logits = logits;
+  }
+
+  /** Keep only these rows, in this order. */
+  keep(rows: readonly number[]): void {
+    if (rows.length === this.rows && rows.every((r, i) => r === i)) return;
+    if (this.cache) {
+      const idx = tf.tensor1d(Int32Array.from(rows), 'int32');
+      const old = this.cache;
+      this.cache = old.map((c) => ({ k: tf.gather(c.k, idx) as tf.Tensor4D, v: tf.gather(c.v, idx) as tf.Tensor4D }));
+      for (const c of old) (c.k.dispose(), c.v.dispose());
+      idx.dispose();
+    }
+    const V = this.model.config.vocab_size;
+    if (this.logits) {
+      const old = this.logits;
+      this.logits = new Float32Array(rows.length * V);
+      rows.forEach((r, i) => this.logits!.set(old.subarray(r * V, (r + 1) * V), i * V));
+    }
+    this.seqs = rows.map((r) => this.seqs[r]!);
+    this.keyRows = rows.map((r) => this.keyRows[r]!);
+  }
+
+  /**
+   * Draw up to `maxNewTokens` per row. Rows stop independently; a stopped row is fed masked padding until the others
+   * finish, so it stays in the batch for later phases. With `final`, the last drawn tokens are not fed back (nothing
+   * follows them) and stopped rows leave the batch, which saves their compute.
+   * The random stream is consumed in row order, by live rows only, at every step.
+   */
+  async sample(opts: SampleOptions & { final?: boolean }): Promise<Generation[]> {
+    if (!this.logits) throw new Error('sample: extend the session with prompts first');
+    const V = this.model.config.vocab_size;
+    const maxCtx = this.model.config.max_position_embeddings;
+    const temperature = opts.temperature ?? 1;
+    const topP = opts.topP ?? 1;
+    const stops = new Set(opts.stopTokens ?? []);
+    const out: Generation[] = this.seqs.map(() => ({ tokens: [], logProbs: [], finish: 'length' }));
+    // Batch row → output row; shrinks only in `final` mode.
+    let owner = this.seqs.map((_, b) => b);
+    const done = new Set<number>();
+    for (let n = 0; n < opts.maxNewTokens; n++) {
+      const fresh: number[] = [];
+      owner.forEach((o, b) => {
+        if (done.has(o)) return;
+        const { id, logProb } = drawToken(this.logits!, b, V, temperature, topP, opts.rng);
+        const g = out[o]!;
+        g.tokens.push(id);
+        g.logProbs.push(logProb);
+        fresh.push(b);
+        if (stops.has(id) || endsWithStopString(g.tokens, opts)) {
+          g.finish = 'stop';
+          done.add(o);
+        } else if (this.seqs[b]!.length + 1 >= maxCtx) {
+          g.finish = 'context';
+          done.add(o);
+        }
+      });
+      const last = n === opts.maxNewTokens - 1 || done.size === out.length;
+      if (opts.final) {
+        if (last) break;
+        // Only live rows remain in the batch, so every row was just drawn for; the stopped ones leave now.
+        const live = owner.map((o, b) => (done.has(o) ? -1 : b)).filter((b) => b >= 0);
+        this.keep(live);
+        owner = live.map((b) => owner[b]!);
+        await this.feed(owner.map((o) => out[o]!.tokens.at(-1)!), owner.map(() => true), opts);
+      } else {
+        const drawn = new Set(fresh);
+        await this.feed(owner.map((o, b) => (drawn.has(b) ? out[o]!.tokens.at(-1)! : 0)), owner.map((_, b) => drawn.has(b)), opts);
+        if (last) break;
+      }
+    }
+    return out;
+  }
+
+  /** Append one token per row (`real[b]` false: masked padding that takes no position). */
+  private async feed(tokens: number[], real: boolean[], opts: SampleOptions): Promise<void> {
+    if (opts.useCache === false) {
+      // Recompute everything from the start: the reference the cache is checked against, and a benchmark baseline.
+      tokens.forEach((t, b) => real[b] && this.seqs[b]!.push(t));
+      const seqs = this.seqs;
+      for (const c of this.cache ?? []) (c.k.dispose(), c.v.dispose());
+      this.cache = null;
+      this.seqs = [];
+      this.keyRows = [];
+      this.logits = null;
+      await this.extend(seqs);
+      return;
+    }
+    const ids = Int32Array.from(tokens);
+    const positions = Int32Array.from(tokens.map((_, b) => this.seqs[b]!.length));
+    tokens.forEach((t, b) => {
+      this.keyRows[b]!.push(real[b] ? 1 : 0);
+      if (real[b]) this.seqs[b]!.push(t);
+    });
+    const previous = this.logits!;
+    const logits = await this.forward(ids, positions, Uint8Array.from(this.keyRows.flat()));
+    const V = this.model.config.vocab_size;
+    real.forEach((r, b) => !r && logits.set(previous.subarray(b * V, (b + 1) * V), b * V));
+    this.logits = logits;
+  }
+
+  dispose(): void {
+    for (const c of this.cache ?? []) (c.k.dispose(), c.v.dispose());
+    this.cache = null;
+  }
 }
 
 /**
@@ -97,98 +271,14 @@ interface Row {
  * float differences in the logits.
  */
 export async function generate(model: LlamaModel, prompts: number[][], opts: SampleOptions): Promise<Generation[]> {
-  const V = model.config.vocab_size;
-  const maxCtx = model.config.max_position_embeddings;
-  const temperature = opts.temperature ?? 1;
-  const topP = opts.topP ?? 1;
-  const stops = new Set(opts.stopTokens ?? []);
-  prompts.forEach((p, i) => {
-    if (p.length === 0) throw new Error(`prompt ${i} is empty: every prompt needs at least one token (e.g. the tokenizer's bos)`);
-    if (p.length >= maxCtx) throw new Error(`prompt ${i} has ${p.length} tokens; max_position_embeddings is ${maxCtx}`);
-  });
-  const rows: Row[] = prompts.map((prompt, index) => ({ index, prompt, out: { tokens: [], logProbs: [], finish: 'length' }, done: false }));
-  if (prompts.length === 0 || opts.maxNewTokens <= 0) return rows.map((r) => r.out);
-
-  const width = Math.max(...prompts.map((p) => p.length));
-  let active = rows.slice();
-  // keyMask rows of the active batch over every position so far (prompt padding is 0, the rest 1).
-  let keyRows: number[][] = active.map((r) => Array.from({ length: width }, (_, t) => (t >= width - r.prompt.length ? 1 : 0)));
-  let cache: LayerCache[] | null = null;
-
-  const step = (ids: Int32Array, positions: Int32Array, keyMask: Uint8Array, past: LayerCache[] | null): ForwardOutput => {
-    let out: ForwardOutput | undefined;
-    tf.tidy(() => {
-      out = model.forward({ ids, batch: active.length, positions, keyMask, cache: past ?? undefined, lastOnly: true });
-      return [out.logits, ...out.cache.flatMap((c) => [c.k, c.v])];
-    });
-    return out!;
-  };
-
-  const fullInput = () => {
-    const w = keyRows[0]!.length;
-    const ids = new Int32Array(active.length * w);
-    const positions = new Int32Array(active.length * w);
-    active.forEach((r, b) => {
-      const seq = [...r.prompt, ...r.out.tokens];
-      const pad = w - seq.length;
-      ids.set(seq, b * w + pad);
-      for (let t = pad; t < w; t++) positions[b * w + t] = t - pad;
-    });
-    return { ids, positions, keyMask: Uint8Array.from(keyRows.flat()) };
-  };
-
-  let input = fullInput();
-  for (let n = 0; n < opts.maxNewTokens; n++) {
-    const res = step(input.ids, input.positions, input.keyMask, cache);
-    const logits = (await res.logits.data()) as Float32Array;
-    res.logits.dispose();
-    if (cache) for (const c of cache) (c.k.dispose(), c.v.dispose());
-    if (opts.useCache === false) {
-      for (const c of res.cache) (c.k.dispose(), c.v.dispose());
-      cache = null;
-    } else {
-      cache = res.cache;
-    }
-
-    active.forEach((r, b) => {
-      const { id, logProb } = drawToken(logits, b, V, temperature, topP, opts.rng);
-      r.out.tokens.push(id);
-      r.out.logProbs.push(logProb);
-      if (stops.has(id) || endsWithStopString(r.out.tokens, opts)) {
-        r.done = true;
-        r.out.finish = 'stop';
-      } else if (r.prompt.length + r.out.tokens.length >= maxCtx) {
-        r.done = true;
-        r.out.finish = 'context';
-      }
-    });
-    if (n === opts.maxNewTokens - 1) break;
-    const keep = active.map((r, b) => (r.done ? -1 : b)).filter((b) => b >= 0);
-    if (keep.length === 0) break;
-    if (keep.length < active.length) {
-      if (cache) {
-        const idx = tf.tensor1d(keep, 'int32');
-        const old: LayerCache[] = cache;
-        cache = old.map((c) => ({ k: tf.gather(c.k, idx) as tf.Tensor4D, v: tf.gather(c.v, idx) as tf.Tensor4D }));
-        for (const c of old) (c.k.dispose(), c.v.dispose());
-        idx.dispose();
-      }
-      active = keep.map((b) => active[b]!);
-      keyRows = keep.map((b) => keyRows[b]!);
-    }
-    keyRows.forEach((k) => k.push(1));
-    if (cache) {
-      input = {
-        ids: Int32Array.from(active.map((r) => r.out.tokens[r.out.tokens.length - 1]!)),
-        positions: Int32Array.from(active.map((r) => r.prompt.length + r.out.tokens.length - 1)),
-        keyMask: Uint8Array.from(keyRows.flat()),
-      };
-    } else {
-      input = fullInput();
-    }
+  if (prompts.length === 0 || opts.maxNewTokens <= 0) return prompts.map(() => ({ tokens: [], logProbs: [], finish: 'length' }));
+  const session = new DecodeSession(model);
+  try {
+    await session.extend(prompts);
+    return await session.sample({ ...opts, final: true });
+  } finally {
+    session.dispose();
   }
-  if (cache) for (const c of cache) (c.k.dispose(), c.v.dispose());
-  return rows.map((r) => r.out);
 }
 
 function endsWithStopString(tokens: number[], opts: SampleOptions): boolean {

@@ -11,6 +11,7 @@ import { MarsFormat, marsTokenizer } from '../../../engine/mars/format';
 import { rolloutBatch, type MarsRolloutSettings, type RolloutQuestion, type Trajectory } from '../../../engine/mars/rollout';
 import { Rng } from '../../../engine/random/prng';
 import { policyLoss } from '../../../engine/rl/losses';
+import { padBatch, tokenLogProbs } from '../../../engine/model/logProbs';
 import { tf } from '../../../engine/tensor/backend';
 import { useBackend } from '../../helpers/backends';
 
@@ -79,6 +80,16 @@ describe('MARS rollout', () => {
         expect(t.tokens[b - 1]).toBe(format.ids.infoEnd);
       }
     }
+  });
+
+  it("System 2's recorded log-probs (one KV cache across turns) equal a full forward over its whole sequence", async () => {
+    const sample = trajs.filter((t) => t.turns.some((u) => u.info.length > 0)).slice(0, 6);
+    const lp = tf.tidy(() => tokenLogProbs(model, padBatch(sample.map((t) => t.tokens))).logp);
+    const full = (await lp.array()) as number[][];
+    lp.dispose();
+    sample.forEach((t, b) => {
+      for (let i = 0; i < t.tokens.length; i++) if (t.lossMask[i]) expect(Math.abs(t.behaviourLogProbs[i]! - full[b]![i]!)).toBeLessThan(1e-4);
+    });
   });
 
   it('a malformed or unanswered trajectory gets reward 0; reward is exact match only on an answer', () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generate } from '../../../engine/model/sampler';
+import { DecodeSession, generate } from '../../../engine/model/sampler';
 import { padBatch, tokenLogProbs } from '../../../engine/model/logProbs';
 import { lastPositionLogits } from '../../../engine/model/inference';
 import type { LlamaModel } from '../../../engine/model/llama';
@@ -103,6 +103,34 @@ describe.each(['cpu', 'wasm'] as const)('policy model on %s', (backend) => {
     }
     const gens = await generate(model, Array.from({ length: 64 }, () => ids), { maxNewTokens: 1, rng: new Rng(8), topP: 0.5 });
     for (const g of gens) expect(nucleus.has(g.tokens[0]!)).toBe(true);
+  });
+
+  it('a decode session continued over turns (ragged inserted tokens, stopped rows kept) equals generating from scratch', async () => {
+    const stop = [0, 1];
+    const inserted = [[7, 8, 9], [10], [11, 12]];
+    const session = new DecodeSession(model);
+    const rngA = new Rng(21);
+    const rngB = new Rng(21);
+    await session.extend(prompts);
+    const turn1 = await session.sample({ maxNewTokens: 6, rng: rngA, stopTokens: stop, temperature: 1.2 });
+    const ref1 = await generate(model, prompts, { maxNewTokens: 6, rng: rngB, stopTokens: stop, temperature: 1.2 });
+    expect(turn1.map((g) => g.tokens)).toEqual(ref1.map((g) => g.tokens));
+    await session.extend(inserted);
+    const turn2 = await session.sample({ maxNewTokens: 6, rng: rngA, temperature: 1.2 });
+    const contexts = prompts.map((p, i) => [...p, ...turn1[i]!.tokens, ...inserted[i]!]);
+    const ref2 = await generate(model, contexts, { maxNewTokens: 6, rng: rngB, temperature: 1.2 });
+    turn2.forEach((g, i) => {
+      expect(g.tokens).toEqual(ref2[i]!.tokens);
+      expect(maxAbsDiff(g.logProbs, ref2[i]!.logProbs)).toBeLessThan(TOL);
+      expect(session.tokens(i)).toEqual([...contexts[i]!, ...g.tokens]);
+    });
+    // dropping a row keeps the others' state
+    session.keep([2, 0]);
+    await session.extend([[5], [6]]);
+    const turn3 = await session.sample({ maxNewTokens: 3, rng: new Rng(1), temperature: 0 });
+    const ref3 = await generate(model, [[...session.tokens(0)], [...session.tokens(1)]].map((t) => t.slice(0, -3)), { maxNewTokens: 3, rng: new Rng(1), temperature: 0 });
+    expect(turn3.map((g) => g.tokens)).toEqual(ref3.map((g) => g.tokens));
+    session.dispose();
   });
 
   it('the sampler frees every tensor it creates', async () => {

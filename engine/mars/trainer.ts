@@ -203,7 +203,9 @@ class MarsTrainer implements Trainer {
     const format = marsFormat();
     const G = cfg.task.groupSize;
     const picked = Array.from({ length: cfg.task.questionsPerStep }, () => this.questions[this.streams.questions.int(this.questions.length)]!);
+    const t0 = performance.now();
     const trajs = await rolloutBatch({ sys2: this.policy, sys1: this.sys1Model }, format, picked.flatMap((q) => Array.from({ length: G }, () => q)), rolloutSettings(cfg), this.streams.tokens);
+    const t1 = performance.now();
     const sys2: Sample[] = [];
     const sys1: Sample[] = [];
     const records: object[] = [];
@@ -231,6 +233,7 @@ class MarsTrainer implements Trainer {
     let st1: PolicyUpdateStats | null = null;
     if (routed.policy.length) st = await upd(this.policy, this.opt, routed.policy);
     if (routed.sys1Model.length) st1 = await upd(this.sys1!.model, this.sys1!.opt!, routed.sys1Model);
+    const t2 = performance.now();
     this.step++;
     const e = episodeStats(trajs);
     const metrics: Record<string, number> = {
@@ -241,6 +244,9 @@ class MarsTrainer implements Trainer {
       droppedQuestions: dropped,
       sys2Samples: sys2.length,
       sys1Samples: routed.policy.length + routed.sys1Model.length - sys2.length,
+      // wall-clock time of the step's phases (the only non-deterministic fields besides `time`)
+      'timing.rolloutMs': t1 - t0,
+      'timing.updateMs': t2 - t1,
     };
     if (st) Object.assign(metrics, { loss: st.total, clipFraction: st.clipFraction, gradNorm: st.gradNorm, lr: st.lr });
     if (st1) Object.assign(metrics, { sys1Loss: st1.total, sys1GradNorm: st1.gradNorm });

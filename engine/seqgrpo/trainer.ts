@@ -41,6 +41,7 @@ class SeqGrpoTrainer implements Trainer {
     const G = cfg.task.groupSize;
     const items: SeqItem[] = Array.from({ length: cfg.task.promptsPerStep }, () => task.sampleTrain(this.streams.task));
     const prompts = items.flatMap((it) => Array.from({ length: G }, () => task.prompt(it)));
+    const t0 = performance.now();
     const gens = await generate(this.model, prompts, {
       maxNewTokens: cfg.task.length,
       temperature: cfg.sampler.temperature,
@@ -79,7 +80,9 @@ class SeqGrpoTrainer implements Trainer {
         rollouts: group.map((g, k) => ({ output: task.describe(g.tokens), reward: rewards[k], advantage: adv[k], logProbs: g.logProbs })),
       });
     });
+    const t1 = performance.now();
     const st = await policyUpdate(this.model, this.optimizer, samples, configuredUpdate(cfg, this.streams.minibatch));
+    const t2 = performance.now();
     this.step++;
     const n = samples.length;
     return {
@@ -91,6 +94,9 @@ class SeqGrpoTrainer implements Trainer {
         clipFraction: st.clipFraction,
         gradNorm: st.gradNorm,
         lr: st.lr,
+        // wall-clock time of the step's phases (the only non-deterministic fields besides `time`)
+        'timing.rolloutMs': t1 - t0,
+        'timing.updateMs': t2 - t1,
       },
       trajectories,
       tokens: samples.reduce((s, x) => s + x.tokens.length, 0),

@@ -16,7 +16,7 @@ export function quickConfig(over: { steps?: number; checkpointEvery?: number; ev
   };
 }
 
-/** metrics.jsonl lines without their wall-clock time, for comparing runs. */
+/** metrics.jsonl lines without their wall-clock fields (time, timing.*), for comparing runs. */
 export function metricLines(file: string): Record<string, number>[] {
   return fs
     .readFileSync(file, 'utf8')
@@ -24,6 +24,6 @@ export function metricLines(file: string): Record<string, number>[] {
     .filter(Boolean)
     .map((l) => {
       const { time: _t, ...rest } = JSON.parse(l) as Record<string, number>;
-      return rest;
+      return Object.fromEntries(Object.entries(rest).filter(([k]) => !k.startsWith('timing.')));
     });
 }

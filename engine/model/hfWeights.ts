@@ -125,7 +125,8 @@ export function modelFromHf(c: LlamaConfig, t: Record<string, HostTensor>): Llam
   host.set('norm', { shape: [d], data: get('model.norm.weight') });
   if (!c.tie_word_embeddings) host.set('lm_head', { shape: [d, c.vocab_size], data: transpose2d(get('lm_head.weight'), c.vocab_size, d) });
   const params = new Map<string, tf.Variable>();
-  for (const [name, h] of host) params.set(name, tf.variable(tf.tensor(h.data, h.shape), true, `${name}_${uniq()}`));
+  // tf.variable shares the initial tensor's data and leaves the tensor itself alive: tidy disposes it.
+  for (const [name, h] of host) params.set(name, tf.tidy(() => tf.variable(tf.tensor(h.data, h.shape), true, `${name}_${uniq()}`)));
   return new LlamaModel(c, params);
 }
 

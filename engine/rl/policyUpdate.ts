@@ -22,6 +22,12 @@ export interface PolicyUpdateOptions {
   /** Frozen reference policy for the k3 KL term (needed when loss.klCoef > 0). */
   reference?: LlamaModel;
   padId?: number;
+  /**
+   * Most padded tokens (rows × longest row) one forward/backward pass may hold. A minibatch larger than this is cut
+   * into length-sorted chunks whose gradients are summed (weighted by chunk size) before the single optimiser step:
+   * the same update, in bounded memory and with less padding. Default 4096.
+   */
+  maxTokensPerPass?: number;
 }
 
 export interface PolicyUpdateStats extends PolicyLossStats {
@@ -56,17 +62,43 @@ function split<T>(xs: readonly T[], parts: number): T[][] {
   return out;
 }
 
-/** Mean of each numeric statistic over the minibatches (null stays null). */
-function meanStats(all: PolicyLossStats[]): PolicyLossStats {
-  const out = { ...all[0]! } as Record<string, number | null>;
-  for (const key of Object.keys(out)) {
-    const vals = all.map((s) => (s as unknown as Record<string, number | null>)[key]);
-    if (vals.every((v) => typeof v === 'number')) {
-      const sum = (vals as number[]).reduce((a, b) => a + b, 0);
-      out[key] = ['tokens', 'tisVetoed', 'emptySamples'].includes(key) ? sum : sum / vals.length;
+const SUMMED: ReadonlySet<string> = new Set(['tokens', 'tisVetoed', 'emptySamples']);
+const TOKEN_WEIGHTED: ReadonlySet<string> = new Set(['clipFraction', 'ratioMean', 'tisWeightMean']);
+
+/**
+ * Combine statistics of parts of one batch: counts add up, ratio extremes take min/max, token-level shares are
+ * weighted by tokens, and sample means by `weight` (each part's share of the samples). null stays null.
+ */
+function combineStats(parts: { stats: PolicyLossStats; weight: number }[]): PolicyLossStats {
+  const out: Record<string, number | null> = {};
+  const rec = (s: PolicyLossStats) => s as unknown as Record<string, number | null>;
+  const tokens = parts.reduce((a, p) => a + p.stats.tokens, 0);
+  for (const key of Object.keys(parts[0]!.stats)) {
+    const vals = parts.map((p) => rec(p.stats)[key]);
+    if (!vals.every((v) => typeof v === 'number')) {
+      out[key] = null;
+      continue;
     }
+    const xs = vals as number[];
+    if (SUMMED.has(key)) out[key] = xs.reduce((a, b) => a + b, 0);
+    else if (key === 'ratioMin') out[key] = Math.min(...xs);
+    else if (key === 'ratioMax') out[key] = Math.max(...xs);
+    else if (TOKEN_WEIGHTED.has(key)) out[key] = tokens > 0 ? parts.reduce((a, p, i) => a + xs[i]! * p.stats.tokens, 0) / tokens : xs[0]!;
+    else out[key] = parts.reduce((a, p, i) => a + xs[i]! * p.weight, 0);
   }
   return out as unknown as PolicyLossStats;
+}
+
+/** Indices cut into chunks of at most `maxTokens` padded tokens, longest first (so padding inside a chunk is small). */
+function lengthChunks(indices: readonly number[], lengthOf: (i: number) => number, maxTokens: number): number[][] {
+  const sorted = indices.slice().sort((a, b) => lengthOf(b) - lengthOf(a) || a - b);
+  const chunks: number[][] = [];
+  for (const i of sorted) {
+    const cur = chunks.at(-1);
+    if (cur && (cur.length + 1) * lengthOf(cur[0]!) <= maxTokens) cur.push(i);
+    else chunks.push([i]);
+  }
+  return chunks;
 }
 
 export async function policyUpdate(
@@ -89,65 +121,91 @@ export async function policyUpdate(
   // The entropy bonus needs the policy's per-token entropy; it costs a pass over the vocabulary, so only when used.
   const wantEntropy = (opts.loss.entCoef ?? 0) !== 0;
 
+  const maxTokens = opts.maxTokensPerPass ?? 4096;
+  const lengthOf = (i: number) => samples[i]!.tokens.length;
+  const all = samples.map((_, i) => i);
+
   /** ℓold (and ℓref) per sample, computed before any update; rows keep each sample's own length. */
   const before = async (m: LlamaModel): Promise<Float32Array[]> => {
-    const packed = packBatch(samples, { padId });
-    const t = tf.tidy(() => tokenLogProbs(m, toTokenBatch(packed), { temperature }).logp);
-    const data = (await t.data()) as Float32Array;
-    t.dispose();
-    return samples.map((_, b) => data.slice(b * packed.T, b * packed.T + samples[b]!.tokens.length));
+    const out: Float32Array[] = new Array(samples.length);
+    for (const chunk of lengthChunks(all, lengthOf, maxTokens)) {
+      const packed = packBatch(chunk.map((i) => samples[i]!), { padId });
+      const t = tf.tidy(() => tokenLogProbs(m, toTokenBatch(packed), { temperature }).logp);
+      const data = (await t.data()) as Float32Array;
+      t.dispose();
+      chunk.forEach((i, b) => (out[i] = data.slice(b * packed.T, b * packed.T + samples[i]!.tokens.length)));
+    }
+    return out;
   };
   const old = onePass ? null : await before(model);
   const ref = opts.reference && (opts.loss.klCoef ?? 0) > 0 ? await before(opts.reference) : null;
+
+  /** Gradients of `weight` × (the loss of these samples), and the loss statistics. */
+  const chunkGradients = async (chunk: number[], weight: number) => {
+    const packed = packBatch(chunk.map((i) => samples[i]!), { padId });
+    const rowsOf = (src: Float32Array[]) => {
+      const out = new Float32Array(packed.B * packed.T);
+      chunk.forEach((i, b) => out.set(src[i]!, b * packed.T));
+      return tf.tensor2d(out, [packed.B, packed.T]);
+    };
+    const consts = {
+      mask: tf.tensor2d(packed.mask, [packed.B, packed.T]),
+      beh: tf.tensor2d(packed.behaviourLogProbs, [packed.B, packed.T]),
+      adv: tf.tensor1d(packed.advantages),
+      old: old ? rowsOf(old) : null,
+      ref: ref ? rowsOf(ref) : null,
+    };
+    let pl: ReturnType<typeof policyLoss> | undefined;
+    const { value, grads } = tf.variableGrads(() => {
+      const { logp, entropy } = tokenLogProbs(model, toTokenBatch(packed), { temperature, entropy: wantEntropy });
+      pl = policyLoss(
+        {
+          logp,
+          entropy,
+          oldLogp: consts.old ?? stopGradient(logp),
+          behLogp: consts.beh,
+          refLogp: consts.ref ?? undefined,
+          mask: consts.mask,
+          advantages: consts.adv,
+        },
+        opts.loss,
+      );
+      return (weight === 1 ? pl.loss : tf.mul(pl.loss, weight)) as tf.Scalar;
+    }, model.variables());
+    value.dispose();
+    if (weight !== 1) pl!.loss.dispose(); // the unscaled loss outlives the gradient scope; the scaled one was `value`
+    tf.dispose([consts.mask, consts.beh, consts.adv, ...(consts.old ? [consts.old] : []), ...(consts.ref ? [consts.ref] : [])]);
+    return { grads, stats: await pl!.stats() };
+  };
 
   const stats: PolicyLossStats[] = [];
   let last: AdamStepResult | null = null;
   let skipped = 0;
   let steps = 0;
-  const indices = samples.map((_, i) => i);
   for (let e = 0; e < epochs; e++) {
-    const order = miniBatches > 1 ? shuffled(indices, opts.rng!) : indices;
+    const order = miniBatches > 1 ? shuffled(all, opts.rng!) : all;
     for (const mb of split(order, miniBatches)) {
-      const packed = packBatch(mb.map((i) => samples[i]!), { padId });
-      const rowsOf = (src: Float32Array[]) => {
-        const out = new Float32Array(packed.B * packed.T);
-        mb.forEach((i, b) => out.set(src[i]!, b * packed.T));
-        return tf.tensor2d(out, [packed.B, packed.T]);
-      };
-      const consts = {
-        mask: tf.tensor2d(packed.mask, [packed.B, packed.T]),
-        beh: tf.tensor2d(packed.behaviourLogProbs, [packed.B, packed.T]),
-        adv: tf.tensor1d(packed.advantages),
-        old: old ? rowsOf(old) : null,
-        ref: ref ? rowsOf(ref) : null,
-      };
-      let pl: ReturnType<typeof policyLoss> | undefined;
-      const { value, grads } = tf.variableGrads(() => {
-        const { logp, entropy } = tokenLogProbs(model, toTokenBatch(packed), { temperature, entropy: wantEntropy });
-        pl = policyLoss(
-          {
-            logp,
-            entropy,
-            oldLogp: consts.old ?? stopGradient(logp),
-            behLogp: consts.beh,
-            refLogp: consts.ref ?? undefined,
-            mask: consts.mask,
-            advantages: consts.adv,
-          },
-          opts.loss,
-        );
-        return pl.loss;
-      }, model.variables());
-      value.dispose();
+      let sum: Record<string, tf.Tensor> | null = null;
+      const parts: { stats: PolicyLossStats; weight: number }[] = [];
+      for (const chunk of lengthChunks(mb, lengthOf, maxTokens)) {
+        const weight = chunk.length / mb.length;
+        const { grads, stats: st } = await chunkGradients(chunk, weight);
+        parts.push({ stats: st, weight });
+        if (!sum) sum = grads;
+        else {
+          const prev: Record<string, tf.Tensor> = sum;
+          sum = Object.fromEntries(Object.entries(prev).map(([k, g]) => [k, tf.add(g, grads[k]!)]));
+          tf.dispose([...Object.values(prev), ...Object.values(grads)]);
+        }
+      }
       const named: Record<string, tf.Tensor> = {};
-      for (const [varName, g] of Object.entries(grads)) named[internalName.get(varName) ?? varName] = g;
+      for (const [varName, g] of Object.entries(sum!)) named[internalName.get(varName) ?? varName] = g;
       last = await optimizer.step(named);
       if (last.skipped) skipped++;
       else steps++;
-      tf.dispose(grads);
-      tf.dispose([consts.mask, consts.beh, consts.adv, ...(consts.old ? [consts.old] : []), ...(consts.ref ? [consts.ref] : [])]);
-      stats.push(await pl!.stats());
+      tf.dispose(Object.values(sum!));
+      stats.push(combineStats(parts));
     }
   }
-  return { ...meanStats(stats), gradNorm: last!.gradNorm, lr: last!.lr, optimizerSteps: steps, skippedSteps: skipped };
+  return { ...combineStats(stats.map((st) => ({ stats: st, weight: 1 / stats.length }))), gradNorm: last!.gradNorm, lr: last!.lr, optimizerSteps: steps, skippedSteps: skipped };
 }

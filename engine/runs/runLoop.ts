@@ -17,7 +17,7 @@ import { UserError } from '../userError';
 import { ENGINE_VERSION } from '../version';
 import { parseRunConfig, type RunConfig } from './configSchema';
 import { JsonlAppender, truncateTo } from './jsonl';
-import { acquireRunLock, createRunFolder, listCheckpoints, readRunMeta, runFilePaths, updateStatus, writeRunMeta, type RunMeta } from './runFolder';
+import { acquireRunLock, appendEvent, createRunFolder, listCheckpoints, readRunMeta, runFilePaths, updateStatus, writeRunMeta, type RunMeta } from './runFolder';
 import type { Trainer } from './trainer';
 
 export interface Progress {
@@ -106,7 +106,7 @@ export async function resumeRun(home: string, runDirPath: string, opts: RunOptio
       trainer.dispose();
       return { runId: meta.id, dir: runDirPath, status: 'finished', step: trainer.step, lastMetrics: {} };
     }
-    updateStatus(runDirPath, 'running', { resumedFrom: last?.step ?? 0 });
+    appendEvent(runDirPath, { type: 'resumed', fromStep: last?.step ?? 0, pid: process.pid });
     return await drive(meta.id, runDirPath, config, trainer, opts);
   } finally {
     release();

@@ -3,7 +3,7 @@ import { Command, Option } from 'commander';
 import { initBackend, type BackendName } from '../tensor/backend';
 import { checkpointConfig, compareCheckpoints, evaluateCheckpoint } from '../runs/evaluation';
 import { resolveHome } from '../runs/home';
-import { backendOption, homeOption } from './runCommands';
+import { backendOption, homeOption } from './options';
 
 const splitOption = () => new Option('--split <name>', 'which items: the held-out split, never trained on').choices(['heldout']).default('heldout');
 

@@ -1,8 +1,8 @@
 /** `presets`, `train`, `resume`, `ls`, `show`, `export`: launching and inspecting runs from a terminal. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { Command, InvalidArgumentError, Option } from 'commander';
-import { BACKENDS, initBackend, type BackendName } from '../tensor/backend';
+import { Command, InvalidArgumentError } from 'commander';
+import { initBackend, type BackendName } from '../tensor/backend';
 import { UserError } from '../userError';
 import { parseRunConfig, type RunConfig } from '../runs/configSchema';
 import { metricsToCsv } from '../runs/exportCsv';
@@ -14,11 +14,9 @@ import { listCheckpoints, readRunMeta, runFilePaths } from '../runs/runFolder';
 import { openRunIndex } from '../runs/runIndex';
 import { resumeRun, startRun, type RunOptions, type RunOutcome } from '../runs/runLoop';
 import { pretrain } from '../runs/pretrain';
+import { backendOption, homeOption } from './options';
 import { progressSink } from './progress';
 
-export const homeOption = () => new Option('--home <dir>', 'the mars-lab home folder (default: $MARS_LAB_HOME, else ~/mars-lab)');
-export const backendOption = () =>
-  new Option('--backend <name>', 'force a TensorFlow.js backend instead of the automatic choice').choices([...BACKENDS]);
 
 function positiveInt(v: string): number {
   if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError('expected a positive integer');

@@ -11,7 +11,7 @@
  */
 import { tf } from '../tensor/backend';
 import { mm, transposeLast } from '../tensor/matMul';
-import { oneHotF32 } from '../tensor/oneHot';
+import { gatherRows } from '../tensor/rows';
 import { headDim, type LlamaConfig } from './config';
 
 /** Keys and values of earlier positions for one layer: [B, numKvHeads, Tcache, headDim], after RoPE. */
@@ -29,10 +29,12 @@ export interface ForwardInput {
   /** 1 where a key may be attended to, over cached + new positions: [B, Tcache + Tn]. Causality is added here. */
   keyMask: Uint8Array;
   cache?: LayerCache[];
-  /** Differentiable embedding lookup (one-hot × matrix): wasm has no gradient for gather. */
+  /** Differentiable embedding lookup (gather whose gradient is a scatter: wasm has no kernel for gather's own). */
   differentiable?: boolean;
   /** Return logits of the last position of each row only ([B, V]) instead of all ([B·Tn, V]). */
   lastOnly?: boolean;
+  /** Return logits only at these flat positions of [B·Tn] ([M, V]): the vocabulary-wide head is the costliest layer. */
+  headRows?: Int32Array;
 }
 
 export interface ForwardOutput {
@@ -146,9 +148,7 @@ export class LlamaModel {
 
     const ids = tf.tensor1d(input.ids, 'int32');
     const embed = this.p('embed');
-    let x: tf.Tensor2D = input.differentiable
-      ? mm(oneHotF32(ids, c.vocab_size), embed as tf.Tensor2D)
-      : (tf.gather(embed, ids) as tf.Tensor2D);
+    let x: tf.Tensor2D = input.differentiable ? gatherRows(embed as tf.Tensor2D, ids) : (tf.gather(embed, ids) as tf.Tensor2D);
 
     const [cos, sin] = this.ropeTables(input.positions, B, tn);
     const bias = this.attentionBias(input.keyMask, B, tn, tk);
@@ -182,7 +182,8 @@ export class LlamaModel {
       x = tf.add(x, mm(act, this.p(`layers.${l}.wd`) as tf.Tensor2D));
     }
 
-    if (input.lastOnly) x = tf.reshape(tf.slice(tf.reshape(x, [B, tn, c.hidden_size]), [0, tn - 1, 0], [B, 1, c.hidden_size]), [B, c.hidden_size]);
+    if (input.headRows) x = gatherRows(x, tf.tensor1d(input.headRows, 'int32'));
+    else if (input.lastOnly) x = tf.reshape(tf.slice(tf.reshape(x, [B, tn, c.hidden_size]), [0, tn - 1, 0], [B, 1, c.hidden_size]), [B, c.hidden_size]);
     x = this.rmsNorm(x, this.p('norm'));
     const head = c.tie_word_embeddings ? transposeLast(embed) : this.p('lm_head');
     return { logits: mm(x, head as tf.Tensor2D), cache };

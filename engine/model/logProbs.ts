@@ -3,6 +3,7 @@
  */
 import { tf } from '../tensor/backend';
 import { oneHotF32 } from '../tensor/oneHot';
+import { scatterRows } from '../tensor/rows';
 import { rightPaddedLayout, type LlamaModel } from './llama';
 
 export interface TokenBatch {
@@ -26,6 +27,11 @@ export interface LogProbOptions {
   temperature?: number;
   /** Also return the per-token entropy of that distribution. */
   entropy?: boolean;
+  /**
+   * Row-major [B, T] 0/1: compute log-probs (and entropy) only where it is 1 and return 0 elsewhere. The head and
+   * the softmax over the vocabulary then run on the trained tokens only, not on prompts and inserted text.
+   */
+  only?: ArrayLike<number>;
 }
 
 /**
@@ -45,13 +51,25 @@ export function tokenLogProbs(model: LlamaModel, batch: TokenBatch, opts: LogPro
     targets.set(batch.ids.subarray(b * T + 1, b * T + T), b * (T - 1));
   }
   const { positions, keyMask } = rightPaddedLayout(batch.lengths, T - 1);
-  const { logits } = model.forward({ ids: inIds, batch: B, positions, keyMask, differentiable: true });
+  // Flat positions of [B, T−1] whose next token is wanted (column t−1 predicts token t).
+  let rows: Int32Array | undefined;
+  if (opts.only) {
+    const sel: number[] = [];
+    for (let b = 0; b < B; b++) for (let t = 1; t < T; t++) if (opts.only[b * T + t]) sel.push(b * (T - 1) + t - 1);
+    rows = Int32Array.from(sel.length ? sel : [0]);
+  }
+  const { logits } = model.forward({ ids: inIds, batch: B, positions, keyMask, differentiable: true, headRows: rows });
   const temperature = opts.temperature ?? 1;
   const scaled = temperature === 1 ? logits : tf.div(logits, temperature);
   const logSm = tf.logSoftmax(scaled);
-  const picked = tf.sum(tf.mul(logSm, oneHotF32(tf.tensor1d(targets, 'int32'), V)), -1);
-  const logp = tf.pad(tf.reshape(picked, [B, T - 1]), [[0, 0], [1, 0]]) as tf.Tensor2D;
+  const wanted = rows ? Int32Array.from(rows, (r) => targets[r]!) : targets;
+  const picked = tf.sum(tf.mul(logSm, oneHotF32(tf.tensor1d(wanted, 'int32'), V)), -1);
+  const rowsT = rows ? tf.tensor1d(rows, 'int32') : null;
+  // Back to [B, T]: zero where nothing was computed (and at column 0, which nothing predicts).
+  const full = (perRow: tf.Tensor1D) =>
+    tf.pad(tf.reshape(rowsT ? scatterRows(perRow, rowsT, B * (T - 1)) : perRow, [B, T - 1]), [[0, 0], [1, 0]]) as tf.Tensor2D;
+  const logp = full(picked as tf.Tensor1D);
   if (!opts.entropy) return { logp };
   const ent = tf.neg(tf.sum(tf.mul(tf.exp(logSm), logSm), -1));
-  return { logp, entropy: tf.pad(tf.reshape(ent, [B, T - 1]), [[0, 0], [1, 0]]) as tf.Tensor2D };
+  return { logp, entropy: full(ent as tf.Tensor1D) };
 }

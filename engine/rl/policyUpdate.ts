@@ -130,7 +130,7 @@ export async function policyUpdate(
     const out: Float32Array[] = new Array(samples.length);
     for (const chunk of lengthChunks(all, lengthOf, maxTokens)) {
       const packed = packBatch(chunk.map((i) => samples[i]!), { padId });
-      const t = tf.tidy(() => tokenLogProbs(m, toTokenBatch(packed), { temperature }).logp);
+      const t = tf.tidy(() => tokenLogProbs(m, toTokenBatch(packed), { temperature, only: packed.mask }).logp);
       const data = (await t.data()) as Float32Array;
       t.dispose();
       chunk.forEach((i, b) => (out[i] = data.slice(b * packed.T, b * packed.T + samples[i]!.tokens.length)));
@@ -157,7 +157,7 @@ export async function policyUpdate(
     };
     let pl: ReturnType<typeof policyLoss> | undefined;
     const { value, grads } = tf.variableGrads(() => {
-      const { logp, entropy } = tokenLogProbs(model, toTokenBatch(packed), { temperature, entropy: wantEntropy });
+      const { logp, entropy } = tokenLogProbs(model, toTokenBatch(packed), { temperature, entropy: wantEntropy, only: packed.mask });
       pl = policyLoss(
         {
           logp,

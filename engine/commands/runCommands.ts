@@ -150,7 +150,7 @@ export function registerRunCommands(program: Command): void {
       const dir = resolveRun(home, spec);
       const config = parseRunConfig(readRunMeta(dir).config, path.join(dir, 'run.json'));
       await backendFor(config, opts.backend);
-      await withProgress(opts.json, 'reward', (ro) => resumeRun(home, dir, ro));
+      await withProgress(opts.json, 'reward', (ro) => resumeRun(dir, ro));
     });
 
   program

@@ -82,7 +82,7 @@ export async function startRun(home: string, config: RunConfig, opts: RunOptions
   }
 }
 
-export async function resumeRun(home: string, runDirPath: string, opts: RunOptions = {}): Promise<RunOutcome> {
+export async function resumeRun(runDirPath: string, opts: RunOptions = {}): Promise<RunOutcome> {
   const meta = readRunMeta(runDirPath);
   const config = parseRunConfig(meta.config, path.join(runDirPath, 'run.json'));
   const release = acquireRunLock(runDirPath);

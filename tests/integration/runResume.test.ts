@@ -32,7 +32,7 @@ describe('stop and resume', () => {
     // Ctrl-C wrote a checkpoint at the step it stopped on, off the regular cadence.
     expect(listCheckpoints(part.dir).map((c) => c.step)).toEqual([4, 5]);
 
-    const resumed = await resumeRun(home, part.dir);
+    const resumed = await resumeRun(part.dir);
     expect(resumed).toMatchObject({ status: 'finished', step: 12 });
 
     const [a, b] = [runFilePaths(whole.dir), runFilePaths(part.dir)];
@@ -53,7 +53,7 @@ describe('stop and resume', () => {
     const files = runFilePaths(part.dir);
     // what a crash after step 3's checkpoint could leave: a whole line for step 4 and a torn one for step 5
     fs.appendFileSync(files.metrics, JSON.stringify({ step: 4, time: 0, reward: 9 }) + '\n{"step":5,"ti');
-    await resumeRun(home, part.dir);
+    await resumeRun(part.dir);
     const steps = metricLines(files.metrics).map((l) => l.step);
     expect(steps).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     expect(metricLines(files.metrics)[3]!.reward).not.toBe(9);
@@ -77,7 +77,7 @@ describe('stop and resume a MARS run', () => {
     const whole = await startRun(home, config);
     const part = await startRun(home, config, { stopAfterStep: 2 });
     expect(part.status).toBe('stopped');
-    await resumeRun(home, part.dir);
+    await resumeRun(part.dir);
     const [a, b] = [runFilePaths(whole.dir), runFilePaths(part.dir)];
     expect(metricLines(b.metrics)).toEqual(metricLines(a.metrics));
     expect(fs.readFileSync(b.trajectories, 'utf8')).toBe(fs.readFileSync(a.trajectories, 'utf8'));

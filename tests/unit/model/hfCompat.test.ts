@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { initHfTensors, modelFromHf, modelToHf } from '../../../engine/model/hfWeights';
 import { lastPositionLogits } from '../../../engine/model/inference';
 import { padBatch, tokenLogProbs } from '../../../engine/model/logProbs';

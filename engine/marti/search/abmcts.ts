@@ -106,8 +106,8 @@ export interface SelectionStep {
 }
 
 export interface AgentChoiceTrace {
-  /** 'only' when K = 1 (no draw is made). */
-  method: 'only' | AgentSelect;
+  /** 'only' when K = 1 (no draw is made); 'forced' for `forceExpansion` (replay, tests). */
+  method: 'only' | 'forced' | AgentSelect;
   /** Per agent in config order: its tree-wide statistics and the value compared (a Thompson draw or a UCB index;
    * null stands for +∞, an untried agent under UCB, so the trace stays JSON). */
   candidates: { agentId: string; n: number; posterior: PosteriorSummary; value: number | null }[];
@@ -380,6 +380,42 @@ export function selectExpansions(trees: readonly SearchTree<unknown>[], rng: Rng
 /** Matched by tree and node id, so an expansion that went through a copy (e.g. a worker message) still completes. */
 function isPending(tree: SearchTree<unknown>, e: Expansion): boolean {
   return tree.pending !== null && e.treeId === tree.treeId && e.nodeId === tree.pending.nodeId;
+}
+
+/**
+ * Marks an expansion of `parentId` by `agentId` pending without any selection or draw: for replaying a recorded tree
+ * (e.g. from trajectories.jsonl) and for building hand-made trees in tests. `addNode` then backpropagates as usual.
+ */
+export function forceExpansion(tree: SearchTree<unknown>, parentId: number, agentId: string): Expansion {
+  if (tree.pending) throw new Error(`forceExpansion: tree '${tree.treeId}' already has a pending expansion.`);
+  if (isComplete(tree)) throw new Error(`forceExpansion: tree '${tree.treeId}' has spent its budget of ${tree.config.nodesPerTree} nodes.`);
+  const v = tree.nodes[parentId];
+  if (!v) throw new Error(`forceExpansion: tree '${tree.treeId}' has no node ${parentId}.`);
+  if (!tree.config.agents.includes(agentId)) throw new Error(`forceExpansion: unknown agent '${agentId}'.`);
+  const expansion: Expansion = {
+    treeId: tree.treeId,
+    parentId,
+    agentId,
+    kind: parentId === 0 ? 'root' : 'refine',
+    nodeId: tree.nodes.length,
+    depth: v.depth + 1,
+    trace: {
+      path: [],
+      forcedGen: false,
+      agent: {
+        method: 'forced',
+        candidates: tree.config.agents.map((a) => ({
+          agentId: a,
+          n: tree.rewardsByAgent[a]!.length,
+          posterior: summarizePosterior(tree.agentPosteriors[a]!, tree.config.posterior),
+          value: null,
+        })),
+        chosen: agentId,
+      },
+    },
+  };
+  tree.pending = expansion;
+  return expansion;
 }
 
 /** Drops the pending expansion without adding a node (e.g. the generation call failed and will be retried). */

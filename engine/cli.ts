@@ -7,6 +7,8 @@ import { registerDoctorCommand } from './commands/doctorCommand';
 import { registerEvalCommands } from './commands/evalCommands';
 import { registerModelCommands } from './commands/modelCommands';
 import { registerRunCommands } from './commands/runCommands';
+import { registerServeCommand } from './commands/serveCommand';
+import { registerWorkerCommand } from './commands/workerCommand';
 import { UserError } from './userError';
 import { ENGINE_VERSION } from './version';
 
@@ -18,6 +20,8 @@ export function buildProgram(): Command {
   registerModelCommands(program);
   registerRunCommands(program);
   registerEvalCommands(program);
+  registerServeCommand(program);
+  registerWorkerCommand(program);
   return program;
 }
 

@@ -61,7 +61,13 @@ interface CheckpointState {
   [k: string]: unknown;
 }
 
-export async function startRun(home: string, config: RunConfig, opts: RunOptions & { preset?: string } = {}): Promise<RunOutcome> {
+export interface StartOptions extends RunOptions {
+  preset?: string;
+  /** Called once the run folder exists, before the (possibly slow) trainer is built: a host learns the run's id early. */
+  onCreated?: (run: { runId: string; dir: string }) => void;
+}
+
+export async function startRun(home: string, config: RunConfig, opts: StartOptions = {}): Promise<RunOutcome> {
   const { id, dir } = createRunFolder(home, {
     algorithm: config.algorithm,
     preset: opts.preset,
@@ -74,6 +80,7 @@ export async function startRun(home: string, config: RunConfig, opts: RunOptions
     notes: config.notes,
   });
   const release = acquireRunLock(dir);
+  opts.onCreated?.({ runId: id, dir });
   try {
     const trainer = await algorithmFor(config).createTrainer(config);
     return await drive(id, dir, config, trainer, opts);

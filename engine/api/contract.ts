@@ -1,0 +1,288 @@
+/**
+ * The contract between the host (Electron main, or the web server of `mars-lab serve`) and the window: every request and
+ * its response, and the events the host pushes, as zod schemas (DESIGN.md "The shape of the house": engine/api/).
+ *
+ * The host validates every request against these schemas before it acts, whichever transport carried it (IPC or the
+ * web-mode socket). The renderer imports only *types* from here, so zod never reaches the page; the preload imports
+ * only methods.ts. Keep this file free of Node, DOM and Electron imports.
+ *
+ * Values that JSON cannot carry are normalised by the host before they leave it: a metric that was NaN or infinite is
+ * sent as null (both transports then carry the same thing).
+ */
+import { z } from 'zod';
+import { API_KEYS, API_METHODS, type ApiMethod } from './methods';
+
+export { API_EVENT_CHANNEL, API_KEYS, API_METHODS, apiChannel, isApiMethod, type ApiMethod } from './methods';
+
+// ---- shared pieces ---------------------------------------------------------------------------------------------------
+
+/** A run id is a folder name under runs/ (engine/runs/home.ts runDir): it may never climb out of it. */
+export const runIdSchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { error: 'a run id: letters, digits, ".", "_" and "-"' })
+  .refine((s) => !s.includes('..'), { error: 'a run id may not contain ".."' });
+
+export const runStatusSchema = z.enum(['created', 'running', 'stopped', 'finished', 'failed', 'interrupted']);
+export type RunStatus = z.infer<typeof runStatusSchema>;
+
+/** run.json (engine/runs/runFolder.ts RunMeta). */
+export const runMetaSchema = z.object({
+  id: z.string(),
+  createdAt: z.string(),
+  algorithm: z.string(),
+  preset: z.string().optional(),
+  config: z.unknown(),
+  engineVersion: z.string(),
+  backend: z.custom<object>((v) => typeof v === 'object' && v !== null).optional(),
+  seed: z.number(),
+  status: runStatusSchema,
+  statusAt: z.string(),
+  pid: z.number().int().optional(),
+  tags: z.array(z.string()),
+  notes: z.string(),
+  lastCheckpointStep: z.number().int().nonnegative().optional(),
+});
+export type ApiRunMeta = z.infer<typeof runMetaSchema>;
+
+/** A metric value as sent: null where the run logged NaN or an infinity. */
+const metricValue = z.number().nullable();
+
+/** One line of metrics.jsonl as sent: step, time (seconds since the epoch) and the metrics. */
+export const metricPointSchema = z.object({ step: z.number(), time: metricValue }).catchall(metricValue);
+export type ApiMetricPoint = z.infer<typeof metricPointSchema>;
+
+const metricStatsSchema = z.object({ last: z.number().nullable(), min: z.number().nullable(), max: z.number().nullable() });
+
+/** One row of the run list (engine/runs/runIndex.ts RunSummary). */
+export const runSummarySchema = z.object({
+  id: z.string(),
+  status: z.union([runStatusSchema, z.literal('corrupt')]),
+  error: z.string().optional(),
+  algorithm: z.string().optional(),
+  preset: z.string().optional(),
+  createdAt: z.string().optional(),
+  statusAt: z.string().optional(),
+  steps: z.number().nullable(),
+  metrics: z.record(z.string(), metricStatsSchema),
+  tags: z.array(z.string()),
+  notes: z.string(),
+  checkpoints: z.number(),
+  lastCheckpointStep: z.number().optional(),
+  mtime: z.number(),
+});
+export type ApiRunSummary = z.infer<typeof runSummarySchema>;
+
+export const configIssueSchema = z.object({ path: z.string(), message: z.string() });
+export type ApiConfigIssue = z.infer<typeof configIssueSchema>;
+
+/** A config as the form or a file gives it: an object, validated by the run config schema on the host. */
+const rawConfigSchema = z.record(z.string(), z.unknown());
+
+/** What to launch: a preset, a config, or both (the config then is the preset's, edited; the preset names the run). */
+const launchSchema = z.strictObject({
+  preset: z.string().min(1).max(100).optional(),
+  config: rawConfigSchema.optional(),
+  /** `path=value` overrides, exactly as the CLI's `--set` takes them. */
+  sets: z.array(z.string().max(10_000)).max(200).optional(),
+});
+
+const checkpointRefSchema = z.strictObject({ runId: runIdSchema, step: z.number().int().nonnegative() });
+
+const evalItemSchema = z.looseObject({
+  id: z.string(),
+  correct: z.boolean(),
+  score: z.number(),
+  output: z.string().optional(),
+  target: z.string().optional(),
+});
+
+export const checkpointEvalSchema = z.object({
+  checkpoint: z.string(),
+  runId: z.string(),
+  step: z.number(),
+  identity: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+  metrics: z.record(z.string(), z.number().nullable()),
+  items: z.array(evalItemSchema),
+  cached: z.boolean(),
+});
+export type ApiCheckpointEval = z.infer<typeof checkpointEvalSchema>;
+
+const presetInfoSchema = z.object({
+  name: z.string(),
+  description: z.string(),
+  algorithm: z.string(),
+  expectedRuntime: z.object({ cpuSeconds: z.number().nullable(), gpuSeconds: z.number().nullable(), measuredOn: z.string() }),
+  /** The preset's partial config as written; the schema's defaults fill the rest. */
+  config: rawConfigSchema,
+});
+export type ApiPreset = z.infer<typeof presetInfoSchema>;
+
+const seriesSchema = z.object({
+  /** Bucket x (the step or the time of the bucket's last point) and its min, max and last value (decimate.ts). */
+  x: z.array(z.number()),
+  min: z.array(z.number()),
+  max: z.array(z.number()),
+  last: z.array(z.number()),
+});
+export type ApiSeries = z.infer<typeof seriesSchema>;
+
+// ---- methods ---------------------------------------------------------------------------------------------------------
+
+const empty = z.strictObject({});
+
+/** Every method's request and response. Adding a method: add it here and to methods.ts, then implement it in host.ts. */
+export const apiSchemas = {
+  /** The host's engine version and home folder; proves the bridge and the host are alive. */
+  ping: {
+    request: empty,
+    response: z.object({ engineVersion: z.string(), home: z.string(), transport: z.enum(['electron', 'web']) }),
+  },
+  listPresets: { request: empty, response: z.object({ presets: z.array(presetInfoSchema) }) },
+  /** The run config as JSON Schema (draft 2020-12), from which the launch form is drawn. */
+  configSchema: { request: empty, response: z.object({ schema: z.record(z.string(), z.unknown()) }) },
+  /** The config a launch would run, with defaults filled in, or every issue with its dotted field path. */
+  validateConfig: {
+    request: launchSchema,
+    response: z.discriminatedUnion('ok', [
+      z.object({ ok: z.literal(true), config: rawConfigSchema }),
+      z.object({ ok: z.literal(false), issues: z.array(configIssueSchema) }),
+    ]),
+  },
+  /** Starts a run in its own process; answers once its folder exists. An invalid config is refused with its issues. */
+  startRun: { request: launchSchema, response: z.object({ runId: z.string() }) },
+  /** Asks the run's process to finish its step, write a checkpoint and stop (as Ctrl-C does in a terminal). */
+  stopRun: {
+    request: z.strictObject({ runId: runIdSchema }),
+    response: z.object({ stopping: z.boolean(), message: z.string() }),
+  },
+  /** Continues a stopped, failed or interrupted run from its last checkpoint, in a new process. */
+  resumeRun: { request: z.strictObject({ runId: runIdSchema }), response: z.object({ runId: z.string() }) },
+  listRuns: { request: empty, response: z.object({ home: z.string(), runs: z.array(runSummarySchema) }) },
+  /** One run: run.json, its summary, checkpoints, the latest events, what its logs hold. Metrics: getMetricSeries. */
+  getRun: {
+    request: z.strictObject({ runId: runIdSchema, eventsLimit: z.number().int().min(0).max(5000).optional() }),
+    response: z.object({
+      meta: runMetaSchema,
+      summary: runSummarySchema.optional(),
+      checkpoints: z.array(z.object({ step: z.number() })),
+      /** The last `eventsLimit` (default 200) lines of events.jsonl, oldest first; eventsTotal counts them all. */
+      events: z.array(z.record(z.string(), z.unknown())),
+      eventsTotal: z.number(),
+      metricNames: z.array(z.string()),
+      metricPoints: z.number(),
+      trajectories: z.number(),
+      /** Whether this host launched the process now running it (stop works for terminal runs too, by their pid). */
+      hostProcess: z.boolean(),
+    }),
+  },
+  /**
+   * Metric series decimated to at most `width` buckets of min/max/last (engine/runs/decimate.ts), over the whole run or
+   * the zoomed range [xMin, xMax]; x is the step or the time (seconds since the epoch).
+   */
+  getMetricSeries: {
+    request: z.strictObject({
+      runId: runIdSchema,
+      names: z.array(z.string().max(200)).max(100).optional(),
+      x: z.enum(['step', 'time']).default('step'),
+      width: z.number().int().min(1).max(20_000).default(1000),
+      xMin: z.number().optional(),
+      xMax: z.number().optional(),
+    }),
+    response: z.object({ points: z.number(), lastStep: z.number().nullable(), series: z.record(z.string(), seriesSchema) }),
+  },
+  /** Lines of trajectories.jsonl by position (0 = the first), for inspectors; `total` is the count so far. */
+  getTrajectories: {
+    request: z.strictObject({
+      runId: runIdSchema,
+      offset: z.number().int().min(0).default(0),
+      limit: z.number().int().min(1).max(500).default(20),
+    }),
+    response: z.object({ total: z.number(), offset: z.number(), records: z.array(z.unknown()) }),
+  },
+  /** Replaces a run's tags and/or notes in run.json. */
+  setRunLabels: {
+    request: z.strictObject({
+      runId: runIdSchema,
+      tags: z.array(z.string().trim().min(1).max(64)).max(32).optional(),
+      notes: z.string().max(10_000).optional(),
+    }),
+    response: z.object({ meta: runMetaSchema }),
+  },
+  /** Scores a checkpoint on its run's held-out items, in a separate process; cached under <home>/evals/. */
+  evaluateCheckpoint: { request: checkpointRefSchema, response: checkpointEvalSchema },
+  /** Both checkpoints on the same held-out items (A's): metric table, flipped items, McNemar, paired bootstrap. */
+  compareCheckpoints: {
+    request: z.strictObject({ a: checkpointRefSchema, b: checkpointRefSchema }),
+    response: z.object({
+      identity: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+      a: checkpointEvalSchema,
+      b: checkpointEvalSchema,
+      metrics: z.array(z.object({ name: z.string(), a: z.number().nullable(), b: z.number().nullable(), diff: z.number().nullable() })),
+      flippedToWrong: z.array(z.string()),
+      flippedToRight: z.array(z.string()),
+      mcnemar: z.object({ n01: z.number(), n10: z.number(), pValue: z.number() }),
+      scoreDiff: z.object({ meanDiff: z.number(), low: z.number(), high: z.number() }),
+    }),
+  },
+} as const satisfies Record<ApiMethod, { request: z.ZodType; response: z.ZodType }>;
+
+export type ApiRequest<M extends ApiMethod> = z.input<(typeof apiSchemas)[M]['request']>;
+export type ApiParsedRequest<M extends ApiMethod> = z.output<(typeof apiSchemas)[M]['request']>;
+export type ApiResponse<M extends ApiMethod> = z.output<(typeof apiSchemas)[M]['response']>;
+
+// ---- events ----------------------------------------------------------------------------------------------------------
+
+/**
+ * What the host pushes: 'host-ready', the home watcher's RunEvent union (engine/runs/watcher.ts; host.ts checks at
+ * compile time that every RunEvent fits here), and notices about the run processes this host started.
+ */
+export const apiEventSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('host-ready'), engineVersion: z.string() }),
+  z.object({ type: z.literal('runCreated'), runId: z.string(), meta: runMetaSchema }),
+  z.object({ type: z.literal('runStatus'), runId: z.string(), status: runStatusSchema, meta: runMetaSchema }),
+  z.object({ type: z.literal('runMeta'), runId: z.string(), meta: runMetaSchema }),
+  z.object({ type: z.literal('runRemoved'), runId: z.string() }),
+  z.object({ type: z.literal('metrics'), runId: z.string(), points: z.array(metricPointSchema) }),
+  z.object({ type: z.literal('trajectories'), runId: z.string(), records: z.array(z.unknown()) }),
+  z.object({ type: z.literal('event'), runId: z.string(), record: z.record(z.string(), z.unknown()) }),
+  z.object({ type: z.literal('checkpointAdded'), runId: z.string(), step: z.number(), path: z.string() }),
+  z.object({ type: z.literal('checkpointRemoved'), runId: z.string(), step: z.number() }),
+  z.object({ type: z.literal('fileReset'), runId: z.string(), file: z.enum(['metrics.jsonl', 'trajectories.jsonl', 'events.jsonl']) }),
+  z.object({ type: z.literal('warning'), runId: z.string().optional(), message: z.string() }),
+  /** A process this host started for a run (training, resume) ended; `error` holds the end of its stderr on failure. */
+  z.object({
+    type: z.literal('runProcessExit'),
+    runId: z.string(),
+    code: z.number().nullable(),
+    error: z.string().optional(),
+  }),
+]);
+export type ApiEvent = z.infer<typeof apiEventSchema>;
+
+// ---- what window.api is --------------------------------------------------------------------------------------------
+
+type MethodOf<M extends ApiMethod> = {} extends ApiRequest<M>
+  ? (request?: ApiRequest<M>) => Promise<ApiResponse<M>>
+  : (request: ApiRequest<M>) => Promise<ApiResponse<M>>;
+
+/**
+ * What the page may call: one method per capability and one subscription, nothing generic (no channel names, no
+ * ipcRenderer). A call rejects with an Error whose message says what was wrong (an invalid request names the field).
+ */
+export type MarsLabApi = { [M in ApiMethod]: MethodOf<M> } & {
+  /** Subscribes to host events; returns the function that unsubscribes. */
+  onEvent(listener: (event: ApiEvent) => void): () => void;
+};
+
+// Compile-time proof that API_KEYS and MarsLabApi name the same members.
+type MissingFromKeys = Exclude<keyof MarsLabApi, (typeof API_KEYS)[number]>;
+type UnknownInKeys = Exclude<(typeof API_KEYS)[number], keyof MarsLabApi>;
+const keysMatchContract: [MissingFromKeys, UnknownInKeys] extends [never, never] ? true : false = true;
+void keysMatchContract;
+void API_METHODS;
+
+/** The error a rejected call carries across a transport: a message, and for configs the issues by field path. */
+export const apiErrorSchema = z.object({ message: z.string(), issues: z.array(configIssueSchema).optional() });
+export type ApiErrorPayload = z.infer<typeof apiErrorSchema>;

@@ -1,0 +1,483 @@
+/**
+ * The host side of the contract (contract.ts) over one home folder: Electron main and `mars-lab serve` both create one
+ * and differ only in transport and in how they start processes (runLauncher.ts).
+ *
+ * The host never trains or evaluates (DESIGN.md "Processes"): runs and evaluations go to `run-worker` processes, and
+ * what windows see of runs comes from the folders, through the home watcher, so runs started from a terminal show up
+ * exactly like the host's own.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { applySets } from '../runs/configOverrides';
+import { runConfigJsonSchema } from '../runs/configJsonSchema';
+import { checkRunConfig, ConfigValidationError, type Checked, type ConfigIssue, type RunConfig } from '../runs/configSchema';
+import { decimate, metricSeries } from '../runs/decimate';
+import { RUN_FILES, runDir } from '../runs/home';
+import { readJsonl } from '../runs/jsonl';
+import { metricLineProblem, metricNames, toMetricPoint, type MetricPoint } from '../runs/metricPoint';
+import { listPresets, loadPreset, PRESETS_DIR } from '../runs/presets';
+import { isCompleteCheckpoint, listCheckpoints, readRunMeta, writeRunMeta, type RunMeta } from '../runs/runFolder';
+import { openRunIndex } from '../runs/runIndex';
+import { watchHome, type HomeWatcher, type RunEvent } from '../runs/watcher';
+import { UserError } from '../userError';
+import { ENGINE_VERSION } from '../version';
+import type { ApiEvent, ApiMethod, ApiMetricPoint, ApiParsedRequest, ApiResponse } from './contract';
+import type { RunLauncher, RunProcess } from './runLauncher';
+import type { WorkerJob } from './runWorker';
+
+export interface HostOptions {
+  home: string;
+  launcher: RunLauncher;
+  transport: 'electron' | 'web';
+  presetsDir?: string;
+}
+
+export type ApiHandlers = { [M in ApiMethod]: (request: ApiParsedRequest<M>) => Promise<ApiResponse<M>> };
+
+export interface Host {
+  readonly home: string;
+  readonly handlers: ApiHandlers;
+  /** Every event for every window; returns the unsubscribe function. */
+  subscribe(listener: (event: ApiEvent) => void): () => void;
+  /** Stops watching; run processes keep running (they belong to their run folders, not to the window). */
+  close(): Promise<void>;
+}
+
+/** A launch the contract refuses: the config's issues travel with it (the form shows them by field). */
+export class LaunchRefusedError extends ConfigValidationError {}
+
+// Compile-time tie between the watcher's events and the contract's: every RunEvent, with its metrics made JSON-safe,
+// is an ApiEvent. If the watcher grows a member, this fails until contract.ts describes it.
+type JsonSafe<E> = E extends { type: 'metrics'; points: MetricPoint[] } ? Omit<E, 'points'> & { points: ApiMetricPoint[] } : E;
+const runEventFits: (event: JsonSafe<RunEvent>) => ApiEvent = (event) => event;
+void runEventFits;
+
+/** NaN and infinities become null, as JSON would make them, so IPC and the socket carry the same values. */
+function jsonSafePoint(point: MetricPoint): ApiMetricPoint {
+  const out: ApiMetricPoint = { step: point.step, time: Number.isFinite(point.time) ? point.time : null };
+  for (const [name, value] of Object.entries(point)) {
+    if (name !== 'step' && name !== 'time') out[name] = Number.isFinite(value) ? value : null;
+  }
+  return out;
+}
+
+function jsonSafeNumbers<T extends Record<string, number>>(record: T): Record<string, number | null> {
+  return Object.fromEntries(Object.entries(record).map(([k, v]) => [k, Number.isFinite(v) ? v : null]));
+}
+
+function toApiEvent(event: RunEvent): ApiEvent {
+  if (event.type === 'metrics') return { ...event, points: event.points.map(jsonSafePoint) };
+  return event;
+}
+
+/** What was read of one run's metrics.jsonl so far, extended by each request (the log only grows, until a resume). */
+interface MetricsCache {
+  ino: number;
+  offset: number;
+  nextLine: number | undefined;
+  points: MetricPoint[];
+}
+
+/** Byte offsets of the lines of one run's trajectories.jsonl, found so far. */
+interface LineIndex {
+  ino: number;
+  scanned: number;
+  starts: number[];
+  ends: number[];
+}
+
+interface Launched {
+  process: RunProcess;
+  stderr: string;
+}
+
+const STDERR_KEEP = 4000;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The lock file's holder, if it is a process on this machine (engine/runs/runFolder.ts writes it). */
+function lockHolder(dir: string): number | null {
+  try {
+    const lock = JSON.parse(fs.readFileSync(path.join(dir, RUN_FILES.lock), 'utf8')) as { pid?: unknown; host?: unknown };
+    return typeof lock.pid === 'number' && lock.host === os.hostname() ? lock.pid : null;
+  } catch {
+    return null;
+  }
+}
+
+function lastLines(text: string): string {
+  return text.trim().split('\n').slice(-8).join('\n');
+}
+
+export async function createHost(opts: HostOptions): Promise<Host> {
+  const home = path.resolve(opts.home);
+  const presetsDir = opts.presetsDir ?? PRESETS_DIR;
+  const listeners = new Set<(event: ApiEvent) => void>();
+  const broadcast = (event: ApiEvent): void => {
+    for (const listener of listeners) {
+      try {
+        listener(event);
+      } catch {
+        // One window failing to take an event (closed socket) must not keep it from the others.
+      }
+    }
+  };
+  const watcher: HomeWatcher = await watchHome(home, (event) => broadcast(toApiEvent(event)));
+  const index = openRunIndex(home);
+  const metricsCaches = new Map<string, MetricsCache>();
+  const trajectoryIndexes = new Map<string, LineIndex>();
+  /** Run processes this host started, by run id, while they live. */
+  const running = new Map<string, Launched>();
+
+  const dirOf = (runId: string): string => {
+    const dir = runDir(home, runId);
+    if (!fs.existsSync(path.join(dir, RUN_FILES.meta))) throw new UserError(`no run '${runId}' in ${path.dirname(dir)}`);
+    return dir;
+  };
+
+  const metricsOf = (runId: string): MetricPoint[] => {
+    const file = path.join(dirOf(runId), RUN_FILES.metrics);
+    let ino: number;
+    try {
+      ino = fs.statSync(file).ino;
+    } catch {
+      return [];
+    }
+    let cache = metricsCaches.get(runId);
+    if (!cache || cache.ino !== ino) cache = { ino, offset: 0, nextLine: 1, points: [] };
+    let read = readJsonl<Record<string, unknown>>(file, { from: cache.offset, firstLine: cache.nextLine, tail: true, validate: metricLineProblem });
+    if (read.shrunk) {
+      // A resume cut the log back to its last checkpoint: read it again.
+      cache = { ino, offset: 0, nextLine: 1, points: [] };
+      read = readJsonl(file, { tail: true, validate: metricLineProblem });
+    }
+    for (const record of read.records) cache.points.push(toMetricPoint(record));
+    cache.offset = read.end;
+    cache.nextLine = read.nextLine;
+    metricsCaches.set(runId, cache);
+    return cache.points;
+  };
+
+  const trajectoryLines = (runId: string): { file: string; index: LineIndex } => {
+    const file = path.join(dirOf(runId), RUN_FILES.trajectories);
+    let stat: fs.Stats;
+    try {
+      stat = fs.statSync(file);
+    } catch {
+      return { file, index: { ino: 0, scanned: 0, starts: [], ends: [] } };
+    }
+    let index = trajectoryIndexes.get(runId);
+    if (!index || index.ino !== stat.ino || stat.size < index.scanned) index = { ino: stat.ino, scanned: 0, starts: [], ends: [] };
+    if (stat.size > index.scanned) {
+      const fd = fs.openSync(file, 'r');
+      try {
+        const buf = Buffer.allocUnsafe(1 << 20);
+        let lineStart = index.scanned;
+        let pos = index.scanned;
+        while (pos < stat.size) {
+          const n = fs.readSync(fd, buf, 0, Math.min(buf.length, stat.size - pos), pos);
+          if (n === 0) break;
+          for (let i = buf.indexOf(0x0a, 0); i !== -1 && i < n; i = buf.indexOf(0x0a, i + 1)) {
+            const end = pos + i;
+            if (end > lineStart) {
+              index.starts.push(lineStart);
+              index.ends.push(end);
+            }
+            lineStart = end + 1;
+          }
+          pos += n;
+        }
+        // An unfinished last line is scanned again next time.
+        index.scanned = lineStart;
+      } finally {
+        fs.closeSync(fd);
+      }
+    }
+    trajectoryIndexes.set(runId, index);
+    return { file, index };
+  };
+
+  /** The config a launch request describes, validated; never throws for a user's mistake. */
+  const resolveLaunch = (req: ApiParsedRequest<'validateConfig'>): Checked<RunConfig> => {
+    let base: object;
+    if (req.config) base = req.config;
+    else if (req.preset) {
+      try {
+        base = loadPreset(req.preset, presetsDir).config;
+      } catch (err) {
+        if (err instanceof UserError) return { success: false, issues: [{ path: '', message: err.message }] };
+        throw err;
+      }
+    } else return { success: false, issues: [{ path: '', message: 'give a preset or a config to launch' }] };
+    if (req.preset && req.config) {
+      try {
+        loadPreset(req.preset, presetsDir);
+      } catch (err) {
+        if (err instanceof UserError) return { success: false, issues: [{ path: '', message: err.message }] };
+        throw err;
+      }
+    }
+    let withSets: object;
+    try {
+      withSets = applySets(base, req.sets ?? []);
+    } catch (err) {
+      if (err instanceof UserError) return { success: false, issues: [{ path: '', message: err.message }] };
+      throw err;
+    }
+    return checkRunConfig(withSets);
+  };
+
+  /** Start a worker; resolves with the first line satisfying `until`, or rejects with its stderr when it exits first. */
+  const launchWorker = <T>(
+    job: WorkerJob,
+    until: (line: Record<string, unknown>) => T | undefined,
+    onRunKnown?: (runId: string, launched: Launched) => void,
+  ): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      let settled = false;
+      let runId: string | undefined;
+      const launched: Launched = { process: undefined as unknown as RunProcess, stderr: '' };
+      launched.process = opts.launcher.launch(['run-worker', JSON.stringify(job)], {
+        onStdoutLine(line) {
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(line);
+          } catch {
+            return; // something else printed to stdout (a library's notice)
+          }
+          if (!isRecord(parsed)) return;
+          if (parsed.type === 'created' && typeof parsed.runId === 'string' && runId === undefined) {
+            runId = parsed.runId;
+            running.set(runId, launched);
+            onRunKnown?.(runId, launched);
+          }
+          const value = settled ? undefined : until(parsed);
+          if (value !== undefined) {
+            settled = true;
+            resolve(value);
+          }
+        },
+        onStderr(text) {
+          launched.stderr = (launched.stderr + text).slice(-STDERR_KEEP);
+        },
+        onExit(code) {
+          if (runId !== undefined && running.get(runId) === launched) running.delete(runId);
+          const error = code === 0 ? undefined : lastLines(launched.stderr) || `the process ended with code ${code}`;
+          if (runId !== undefined) broadcast({ type: 'runProcessExit', runId, code, ...(error ? { error } : {}) });
+          if (!settled) {
+            settled = true;
+            reject(new Error(error ?? 'the process ended without answering'));
+          }
+        },
+      });
+    });
+
+  const checkpointDir = (ref: { runId: string; step: number }): string => {
+    const dir = path.join(dirOf(ref.runId), RUN_FILES.checkpoints, String(ref.step));
+    if (!isCompleteCheckpoint(dir)) {
+      const have = listCheckpoints(dirOf(ref.runId)).map((c) => c.step);
+      throw new UserError(`run ${ref.runId} has no checkpoint at step ${ref.step} (it has: ${have.join(', ') || 'none'})`);
+    }
+    return dir;
+  };
+
+  const evalOut = (value: unknown, ref: { runId: string; step: number }): ApiResponse<'evaluateCheckpoint'> => {
+    const r = value as { checkpoint: string; identity: Record<string, string | number | boolean>; metrics: Record<string, number>; items: ApiResponse<'evaluateCheckpoint'>['items']; cached: boolean };
+    return { checkpoint: r.checkpoint, runId: ref.runId, step: ref.step, identity: r.identity, metrics: jsonSafeNumbers(r.metrics), items: r.items, cached: r.cached };
+  };
+
+  const handlers: ApiHandlers = {
+    async ping() {
+      return { engineVersion: ENGINE_VERSION, home, transport: opts.transport };
+    },
+
+    async listPresets() {
+      return {
+        presets: listPresets(presetsDir).map((p) => ({
+          name: p.name,
+          description: p.description,
+          algorithm: String((p.config as { algorithm?: unknown }).algorithm ?? ''),
+          expectedRuntime: p.expectedRuntime,
+          config: p.config as Record<string, unknown>,
+        })),
+      };
+    },
+
+    async configSchema() {
+      return { schema: runConfigJsonSchema() as Record<string, unknown> };
+    },
+
+    async validateConfig(req) {
+      const checked = resolveLaunch(req);
+      return checked.success ? { ok: true, config: checked.data as Record<string, unknown> } : { ok: false, issues: checked.issues };
+    },
+
+    async startRun(req) {
+      const checked = resolveLaunch(req);
+      if (!checked.success) throw new LaunchRefusedError(checked.issues, req.preset ? `preset '${req.preset}'` : 'the config');
+      const job: WorkerJob = { kind: 'start', home, config: checked.data, ...(req.preset ? { preset: req.preset } : {}) };
+      const runId = await launchWorker(job, (line) => (line.type === 'created' && typeof line.runId === 'string' ? line.runId : undefined));
+      return { runId };
+    },
+
+    async stopRun({ runId }) {
+      const ours = running.get(runId);
+      if (ours) {
+        ours.process.terminate();
+        return { stopping: true, message: 'stopping after the current step (a checkpoint is written first)' };
+      }
+      const dir = dirOf(runId);
+      const meta = readRunMeta(dir);
+      if (meta.status !== 'running') return { stopping: false, message: `run ${runId} is ${meta.status}, not running` };
+      const pid = lockHolder(dir);
+      if (pid === null || pid !== meta.pid || !pidAlive(pid)) {
+        return { stopping: false, message: `run ${runId} says it is running, but no process on this machine holds it (it was probably killed): resume it instead` };
+      }
+      // A run started from a terminal: SIGTERM is its Ctrl-C (engine/commands/runCommands.ts).
+      process.kill(pid, 'SIGTERM');
+      return { stopping: true, message: `asked process ${pid} to stop after its current step` };
+    },
+
+    async resumeRun({ runId }) {
+      const dir = dirOf(runId);
+      if (running.has(runId)) throw new UserError(`run ${runId} is already running in a process this app started`);
+      const meta = readRunMeta(dir);
+      const holder = lockHolder(dir);
+      if (meta.status === 'running' && holder !== null && pidAlive(holder)) {
+        throw new UserError(`run ${runId} is running in process ${holder}; stop it before resuming`);
+      }
+      await launchWorker({ kind: 'resume', runDir: dir }, (line) => (line.type === 'created' ? true : undefined));
+      return { runId };
+    },
+
+    async listRuns() {
+      return { home, runs: index.list() };
+    },
+
+    async getRun({ runId, eventsLimit }) {
+      const dir = dirOf(runId);
+      const meta = readRunMeta(dir);
+      const summary = index.list().find((s) => s.id === runId);
+      const events = readJsonl<Record<string, unknown>>(path.join(dir, RUN_FILES.events), {
+        tail: true,
+        validate: (v) => (isRecord(v) ? undefined : 'is not a JSON object'),
+      }).records;
+      const points = metricsOf(runId);
+      const names = new Set<string>();
+      for (const p of points) for (const name of metricNames(p)) names.add(name);
+      const limit = eventsLimit ?? 200;
+      return {
+        meta,
+        ...(summary ? { summary } : {}),
+        checkpoints: listCheckpoints(dir).map((c) => ({ step: c.step })),
+        events: limit === 0 ? [] : events.slice(-limit),
+        eventsTotal: events.length,
+        metricNames: [...names].sort(),
+        metricPoints: points.length,
+        trajectories: trajectoryLines(runId).index.starts.length,
+        hostProcess: running.has(runId),
+      };
+    },
+
+    async getMetricSeries({ runId, names, x, width, xMin, xMax }) {
+      const points = metricsOf(runId);
+      const wanted = names ?? [...new Set(points.flatMap((p) => metricNames(p)))];
+      const series: ApiResponse<'getMetricSeries'>['series'] = {};
+      for (const name of wanted) {
+        const buckets = decimate(metricSeries(points, name, { x }), width, { xMin, xMax });
+        series[name] = { x: buckets.map((b) => b.x), min: buckets.map((b) => b.min), max: buckets.map((b) => b.max), last: buckets.map((b) => b.last) };
+      }
+      return { points: points.length, lastStep: points.at(-1)?.step ?? null, series };
+    },
+
+    async getTrajectories({ runId, offset, limit }) {
+      const { file, index: lines } = trajectoryLines(runId);
+      const total = lines.starts.length;
+      const records: unknown[] = [];
+      const end = Math.min(total, offset + limit);
+      if (offset < end) {
+        const from = lines.starts[offset]!;
+        const to = lines.ends[end - 1]!;
+        const fd = fs.openSync(file, 'r');
+        try {
+          const buf = Buffer.alloc(to - from);
+          fs.readSync(fd, buf, 0, buf.length, from);
+          for (let i = offset; i < end; i++) {
+            const text = buf.subarray(lines.starts[i]! - from, lines.ends[i]! - from).toString('utf8');
+            try {
+              records.push(JSON.parse(text));
+            } catch {
+              records.push({ unreadable: true, line: i + 1 });
+            }
+          }
+        } finally {
+          fs.closeSync(fd);
+        }
+      }
+      return { total, offset, records };
+    },
+
+    async setRunLabels({ runId, tags, notes }) {
+      const dir = dirOf(runId);
+      // Read-modify-write of run.json; a running run rewrites it at each checkpoint, which could (rarely) undo an
+      // edit made in the same few milliseconds.
+      const meta = readRunMeta(dir);
+      const next: RunMeta = { ...meta, ...(tags ? { tags: [...new Set(tags)] } : {}), ...(notes !== undefined ? { notes } : {}) };
+      writeRunMeta(dir, next);
+      return { meta: next };
+    },
+
+    async evaluateCheckpoint(ref) {
+      const result = await launchWorker({ kind: 'evaluate', home, checkpoint: checkpointDir(ref) }, (line) => (line.type === 'result' ? { value: line.result } : undefined));
+      return evalOut(result.value, ref);
+    },
+
+    async compareCheckpoints({ a, b }) {
+      const result = await launchWorker(
+        { kind: 'compare', home, a: checkpointDir(a), b: checkpointDir(b) },
+        (line) => (line.type === 'result' ? { value: line.result } : undefined),
+      );
+      const c = result.value as Omit<ApiResponse<'compareCheckpoints'>, 'a' | 'b' | 'metrics'> & { a: unknown; b: unknown; metrics: { name: string; a: number; b: number; diff: number }[] };
+      const finite = (v: number): number | null => (Number.isFinite(v) ? v : null);
+      return {
+        identity: c.identity,
+        a: evalOut(c.a, a),
+        b: evalOut(c.b, b),
+        metrics: c.metrics.map((m) => ({ name: m.name, a: finite(m.a), b: finite(m.b), diff: finite(m.diff) })),
+        flippedToWrong: c.flippedToWrong,
+        flippedToRight: c.flippedToRight,
+        mcnemar: c.mcnemar,
+        scoreDiff: c.scoreDiff,
+      };
+    },
+  };
+
+  return {
+    home,
+    handlers,
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => {
+        listeners.delete(listener);
+      };
+    },
+    async close() {
+      listeners.clear();
+      await watcher.close();
+    },
+  };
+}
+
+export type { ConfigIssue };

@@ -1,0 +1,221 @@
+/**
+ * Seeded MARTI coding tasks (ALGORITHMS.md §3.2–3.3): a hidden target program of 2–5 operations (ops.ts), a statement
+ * describing the operations in order ("keep the even numbers then multiply each by 2 then add them up"), public tests
+ * shown to agents and private tests used only for metrics.
+ *
+ * A target is rejected and redrawn when it is degenerate on its own tests:
+ *   - its output is the same for every test, or the public tests show fewer than two distinct outputs;
+ *   - some proper sub-pipeline (ops removed, order kept; the empty one is the identity) gives the same outputs on every
+ *     test, so an op would be invisible (e.g. "sort" before "sum");
+ *   - it errors on the inputs: inputs it fails on are redrawn, and the target is dropped when too few inputs work.
+ *
+ * Splits: a task seed belongs to one split (taskSeeds, mirroring worldSplits.ts), and the target's canonical text is
+ * hashed to a side, so no held-out target text can ever be a training target (nor a pretraining-corpus program) at any
+ * sizes. Within a split, `generateTasks` skips repeated targets.
+ */
+import { Rng } from '../../random/prng';
+import { run } from '../../marti/lang/interpreter';
+import { parse } from '../../marti/lang/parser';
+import { printProgram } from '../../marti/lang/printer';
+import { joinTokens, textTokens } from '../../marti/lang/text';
+import { valueEquals, valueKey, valueTokens, type Value } from '../../marti/lang/values';
+import { TEXT_WORDS, drawOp, opId, type OpInstance, type TaskType } from './ops';
+
+export const TASK_SPLITS = ['train', 'heldout'] as const;
+export type TaskSplit = (typeof TASK_SPLITS)[number];
+
+export interface TestCase {
+  input: Value;
+  expected: Value;
+}
+
+export interface MartiTask {
+  /** `${split}-${index}` from generateTasks, or `task-${seed}`. */
+  id: string;
+  split: TaskSplit;
+  seed: number;
+  inputKind: 'numbers' | 'text';
+  statement: string;
+  /** The hidden target's canonical text (printer.ts). */
+  target: string;
+  /** The target's ops in order, e.g. ["evens", "times2", "sum"]. */
+  ops: string[];
+  publicTests: TestCase[];
+  privateTests: TestCase[];
+}
+
+export interface TaskSpec {
+  minOps: number;
+  maxOps: number;
+  publicTests: number;
+  privateTests: number;
+  /** Share of tasks whose input is a list of numbers (the rest take a text). */
+  numbersShare: number;
+  /** Input list length [min, max] and values 0…maxValue. */
+  listLength: [number, number];
+  maxValue: number;
+  /** Words in a text input [min, max]. */
+  textWords: [number, number];
+  /** Apply the degeneracy checks (the pretraining corpus turns them off). */
+  rejectDegenerate: boolean;
+  /** Longest displayed output, in tokens; longer targets are redrawn so prompts stay short. */
+  maxOutputTokens: number;
+}
+
+export const DEFAULT_TASK_SPEC: Readonly<TaskSpec> = Object.freeze({
+  minOps: 2,
+  maxOps: 5,
+  publicTests: 3,
+  privateTests: 10,
+  numbersShare: 0.7,
+  listLength: [3, 7] as [number, number],
+  maxValue: 9,
+  textWords: [3, 6] as [number, number],
+  rejectDegenerate: true,
+  maxOutputTokens: 24,
+});
+
+const MAX_PROGRAM_DRAWS = 10_000;
+
+/** FNV-1a of the target text: its lowest bit is the side (0 train, 1 held-out). */
+export function targetSide(target: string): 0 | 1 {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < target.length; i++) {
+    h ^= target.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  h ^= h >>> 16;
+  return (h & 1) as 0 | 1;
+}
+
+export function sideOfSplit(split: TaskSplit): 0 | 1 {
+  return split === 'train' ? 0 : 1;
+}
+
+function drawChain(rng: Rng, start: TaskType, n: number): OpInstance[] | null {
+  const chain: OpInstance[] = [];
+  let type = start;
+  for (let i = 0; i < n; i++) {
+    const o = drawOp(rng, type, chain.length > 0 ? chain[chain.length - 1]!.spec.name : null);
+    if (o === null) return null;
+    chain.push(o);
+    type = o.spec.to;
+  }
+  return chain;
+}
+
+function drawInput(rng: Rng, kind: 'numbers' | 'text', spec: TaskSpec): Value {
+  if (kind === 'numbers') {
+    const [lo, hi] = spec.listLength;
+    const n = lo + rng.int(hi - lo + 1);
+    return Array.from({ length: n }, () => rng.int(spec.maxValue + 1));
+  }
+  const [lo, hi] = spec.textWords;
+  const n = lo + rng.int(hi - lo + 1);
+  return Array.from({ length: n }, () => TEXT_WORDS[rng.int(TEXT_WORDS.length)]!).join(' ');
+}
+
+function programText(chain: readonly OpInstance[]): string {
+  const p = parse(chain.map((o) => o.spec.code(o.param)).join(' | '));
+  if (!p.ok) throw new Error(`MARTI op catalogue writes a program that does not parse: ${p.error.message}`);
+  return printProgram(p.program);
+}
+
+/** Draws distinct inputs on which `target` runs without error; null when too few inputs work. */
+function drawTests(rng: Rng, target: string, kind: 'numbers' | 'text', count: number, spec: TaskSpec): TestCase[] | null {
+  const tests: TestCase[] = [];
+  const seen = new Set<string>();
+  for (let tries = 0; tries < count * 6 && tests.length < count; tries++) {
+    const input = drawInput(rng, kind, spec);
+    const key = valueKey(input);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const r = run(target, input);
+    if (!r.ok || valueTokens(r.value).length > spec.maxOutputTokens) continue;
+    tests.push({ input, expected: r.value });
+  }
+  return tests.length === count ? tests : null;
+}
+
+function isDegenerate(chain: readonly OpInstance[], tests: readonly TestCase[], publicCount: number): boolean {
+  const outs = tests.map((t) => valueKey(t.expected));
+  if (new Set(outs).size < 2) return true;
+  if (new Set(outs.slice(0, publicCount)).size < 2) return true;
+  const n = chain.length;
+  for (let mask = 0; mask < (1 << n) - 1; mask++) {
+    const sub = chain.filter((_, i) => (mask >> i) & 1);
+    const text = sub.length === 0 ? null : programText(sub);
+    const same = tests.every((t) => {
+      if (text === null) return valueEquals(t.input, t.expected);
+      const r = run(text, t.input);
+      return r.ok && valueEquals(r.value, t.expected);
+    });
+    if (same) return true;
+  }
+  return false;
+}
+
+/** One task from one seed, on the side of `split`. Deterministic in (seed, split, spec). */
+export function generateTask(seed: number, split: TaskSplit, spec: TaskSpec = DEFAULT_TASK_SPEC, id = `task-${seed}`): MartiTask {
+  const rng = new Rng(seed).split('marti-task');
+  const side = sideOfSplit(split);
+  const total = spec.publicTests + spec.privateTests;
+  // Input kind and length are drawn once, so rejection does not tilt the mix toward short targets and numbers.
+  const kind = rng.next() < spec.numbersShare ? 'numbers' : 'text';
+  const n = spec.minOps + rng.int(spec.maxOps - spec.minOps + 1);
+  for (let draw = 0; draw < MAX_PROGRAM_DRAWS; draw++) {
+    const chain = drawChain(rng, kind, n);
+    if (chain === null) continue;
+    const target = programText(chain);
+    if (targetSide(target) !== side) continue;
+    const tests = drawTests(rng, target, kind, total, spec);
+    if (tests === null) continue;
+    if (spec.rejectDegenerate && isDegenerate(chain, tests, spec.publicTests)) continue;
+    return {
+      id,
+      split,
+      seed,
+      inputKind: kind,
+      statement: joinTokens(textTokens(chain.map((o) => o.spec.phrase(o.param)).join(' then '))),
+      target,
+      ops: chain.map(opId),
+      publicTests: tests.slice(0, spec.publicTests),
+      privateTests: tests.slice(spec.publicTests),
+    };
+  }
+  throw new Error(`MARTI task seed ${seed}: no acceptable target in ${MAX_PROGRAM_DRAWS} draws; check the task spec (minOps ${spec.minOps}, maxOps ${spec.maxOps})`);
+}
+
+/** Named seed streams per split, disjoint by parity (as worldSplits.ts); a list is a prefix of any longer one. */
+function* seedStream(baseSeed: number, stream: string, parity: 0 | 1): Generator<number> {
+  const rng = new Rng(baseSeed).split(stream);
+  const seen = new Set<number>();
+  for (;;) {
+    const seed = ((rng.nextUint32() & ~1) >>> 0) + parity;
+    if (seen.has(seed)) continue;
+    seen.add(seed);
+    yield seed;
+  }
+}
+
+export function taskSeedStream(baseSeed: number, split: TaskSplit): Generator<number> {
+  return split === 'train' ? seedStream(baseSeed, 'marti-train-tasks', 0) : seedStream(baseSeed, 'marti-heldout-tasks', 1);
+}
+
+/**
+ * The first `n` tasks of a split, with distinct targets. Asking for more never changes the first ones. Training and
+ * held-out tasks never share a target text (targetSide).
+ */
+export function generateTasks(split: TaskSplit, baseSeed: number, n: number, spec: TaskSpec = DEFAULT_TASK_SPEC): MartiTask[] {
+  if (!(Number.isInteger(n) && n >= 0)) throw new RangeError(`MARTI task count must be an integer ≥ 0, got ${n}`);
+  const out: MartiTask[] = [];
+  const targets = new Set<string>();
+  for (const seed of taskSeedStream(baseSeed, split)) {
+    if (out.length >= n) break;
+    const task = generateTask(seed, split, spec, `${split}-${out.length}`);
+    if (targets.has(task.target)) continue;
+    targets.add(task.target);
+    out.push(task);
+  }
+  return out;
+}

@@ -1,6 +1,6 @@
 /// <reference types="svelte" />
 /// <reference types="vite/client" />
-import type { MarsLabApi } from '../../preload/contract';
+import type { MarsLabApi } from '../../engine/api/contract';
 
 declare global {
   interface Window {

@@ -3,11 +3,13 @@
  * machines): plain modules are called directly, and main/index.ts and preload/index.ts are loaded against a fake
  * `electron` module that records what they register.
  */
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it, vi, type Mock } from 'vitest';
-import { API_CHANNELS, API_KEYS, type ApiEvent, type MarsLabApi } from '../../preload/contract';
+import { API_EVENT_CHANNEL, API_KEYS, API_METHODS, apiChannel, type ApiEvent, type MarsLabApi } from '../../engine/api/contract';
+import { ENGINE_VERSION } from '../../engine/version';
 import { isAppUrl, resolveAppLocation, type AppLocation } from '../../main/appLocation';
 import {
   CONTENT_SECURITY_POLICY,
@@ -45,6 +47,9 @@ const fake = vi.hoisted(() => {
     }
     readonly webContents = new FakeWebContents();
     loaded: { file?: string; url?: string } | null = null;
+    isDestroyed(): boolean {
+      return false;
+    }
     constructor(readonly options: { webPreferences?: Record<string, unknown> }) {
       FakeBrowserWindow.all.push(this);
     }
@@ -61,6 +66,27 @@ const fake = vi.hoisted(() => {
       return Promise.resolve();
     }
   }
+  /** A utilityProcess child whose stdout the test writes to, as a run-worker would. */
+  class FakeUtilityProcess {
+    static readonly forked: Array<{ modulePath: string; args: string[]; options: unknown; child: FakeUtilityProcess }> = [];
+    readonly pid = 4242;
+    readonly stdoutListeners: Array<(chunk: Buffer) => void> = [];
+    readonly exitListeners: Array<(code: number) => void> = [];
+    killed = false;
+    readonly stdout = { on: (_name: string, listener: (chunk: Buffer) => void) => void this.stdoutListeners.push(listener) };
+    readonly stderr = { on: () => undefined };
+    once(name: string, listener: (code: number) => void): this {
+      if (name === 'exit') this.exitListeners.push(listener);
+      return this;
+    }
+    kill(): boolean {
+      this.killed = true;
+      return true;
+    }
+    writeLine(value: unknown): void {
+      for (const listener of this.stdoutListeners) listener(Buffer.from(JSON.stringify(value) + '\n'));
+    }
+  }
   const ipcHandlers = new Map<string, Listener>();
   const electron = {
     app: {
@@ -73,6 +99,13 @@ const fake = vi.hoisted(() => {
       exit: vi.fn(),
     },
     BrowserWindow: FakeBrowserWindow,
+    utilityProcess: {
+      fork: vi.fn((modulePath: string, args: string[], options: unknown) => {
+        const child = new FakeUtilityProcess();
+        FakeUtilityProcess.forked.push({ modulePath, args, options, child });
+        return child;
+      }),
+    },
     ipcMain: { handle: vi.fn((channel: string, handler: Listener) => void ipcHandlers.set(channel, handler)) },
     session: {
       defaultSession: {
@@ -82,12 +115,12 @@ const fake = vi.hoisted(() => {
     },
     contextBridge: { exposeInMainWorld: vi.fn() },
     ipcRenderer: {
-      invoke: vi.fn((_channel: string) => Promise.resolve('0.1.0-test')),
+      invoke: vi.fn((channel: string, _request: unknown) => Promise.resolve(`answer of ${channel}`)),
       on: vi.fn(),
       removeListener: vi.fn(),
     },
   };
-  return { electron, FakeBrowserWindow, ipcHandlers };
+  return { electron, FakeBrowserWindow, FakeUtilityProcess, ipcHandlers };
 });
 
 vi.mock('electron', () => fake.electron);
@@ -264,11 +297,19 @@ describe('IPC sender check', () => {
 describe('main/index.ts wiring (fake electron)', () => {
   beforeAll(async () => {
     delete process.env['ELECTRON_RENDERER_URL'];
+    // The host main creates watches this home; an empty temporary one keeps the test away from ~/mars-lab.
+    process.env['MARS_LAB_HOME'] = mkdtempSync(join(tmpdir(), 'mars-lab-shell-'));
     await import('../../main/index');
     await vi.waitFor(() => expect(fake.FakeBrowserWindow.all).toHaveLength(1));
   });
 
   const window = () => fake.FakeBrowserWindow.all[0]!;
+  type Handler = (event: IpcSender, request?: unknown) => Promise<unknown>;
+  const handler = (method: (typeof API_METHODS)[number]): Handler => {
+    const h = fake.ipcHandlers.get(apiChannel(method));
+    expect(h, method).toBeDefined();
+    return h as unknown as Handler;
+  };
 
   it('sandboxes all renderers and opens the window with the secure options', () => {
     expect(fake.electron.app.enableSandbox).toHaveBeenCalled();
@@ -303,18 +344,53 @@ describe('main/index.ts wiring (fake electron)', () => {
     expect(permissions).toHaveBeenCalledWith(denyPermissionRequest);
   });
 
-  it('answers api:ping for the app page only', () => {
-    const ping = fake.ipcHandlers.get(API_CHANNELS.ping) as ((event: IpcSender) => unknown) | undefined;
-    expect(ping).toBeDefined();
-    expect(() => ping!(sender('https://example.com/'))).toThrow(UntrustedSenderError);
-    expect(ping!(sender(APP_FILE_URL))).toBe('0.1.0-test');
+  it('registers exactly one handler per contract method, and nothing else', () => {
+    expect([...fake.ipcHandlers.keys()].sort()).toEqual(API_METHODS.map(apiChannel).sort());
+  });
+
+  it('refuses every method to a sender that is not the app page, before looking at the request', () => {
+    for (const method of API_METHODS) {
+      for (const url of ['https://example.com/', 'file:///tmp/evil.html', null]) {
+        expect(() => handler(method)(sender(url), {}), `${method} from ${url}`).toThrow(UntrustedSenderError);
+      }
+    }
+  });
+
+  it('answers ping for the app page', async () => {
+    await expect(handler('ping')(sender(APP_FILE_URL))).resolves.toMatchObject({ engineVersion: ENGINE_VERSION, transport: 'electron' });
+  });
+
+  it('validates each request against the engine/api schemas', async () => {
+    const app = sender(APP_FILE_URL);
+    await expect(handler('getRun')(app, { runId: '../../etc' })).rejects.toThrow(/getRun: invalid request \(runId/);
+    await expect(handler('getRun')(app, { runId: 'x', extra: 1 })).rejects.toThrow(/invalid request/);
+    await expect(handler('stopRun')(app, 'not an object')).rejects.toThrow(/invalid request/);
+    await expect(handler('getTrajectories')(app, { runId: 'x', limit: 10_000 })).rejects.toThrow(/limit/);
+    await expect(handler('startRun')(app, { preset: 'seqgrpo-copy', sets: ['budget.steps=0'] })).rejects.toThrow(/budget\.steps: must be ≥ 1/);
+    await expect(handler('listRuns')(app, {})).resolves.toMatchObject({ runs: [] });
+  });
+
+  it('starts runs in a utilityProcess running the CLI run-worker, and stops them with kill', async () => {
+    const app = sender(APP_FILE_URL);
+    const started = handler('startRun')(app, { preset: 'seqgrpo-copy', sets: ['budget.steps=3'] });
+    await vi.waitFor(() => expect(fake.FakeUtilityProcess.forked).toHaveLength(1));
+    const { modulePath, args, options, child } = fake.FakeUtilityProcess.forked[0]!;
+    expect(modulePath).toMatch(/engine[\\/]bin[\\/]mars-lab\.mjs$/);
+    expect(args[0]).toBe('run-worker');
+    expect(JSON.parse(args[1]!)).toMatchObject({ kind: 'start', preset: 'seqgrpo-copy', config: { algorithm: 'seqgrpo', budget: { steps: 3 } } });
+    expect(options).toMatchObject({ stdio: 'pipe' });
+    child.writeLine({ type: 'created', runId: 'r1', dir: '/x/runs/r1' });
+    await expect(started).resolves.toEqual({ runId: 'r1' });
+    await expect(handler('stopRun')(app, { runId: 'r1' })).resolves.toMatchObject({ stopping: true });
+    expect(child.killed).toBe(true);
+    for (const listener of child.exitListeners) listener(0);
   });
 
   it('tells the page the host is ready once it has loaded', () => {
     const contents = window().webContents;
     for (const listener of contents.listeners.get('did-finish-load') ?? []) (listener as () => void)();
-    const ready: ApiEvent = { type: 'host-ready', engineVersion: '0.1.0-test' };
-    expect(contents.sent).toEqual([[API_CHANNELS.event, ready]]);
+    const ready: ApiEvent = { type: 'host-ready', engineVersion: ENGINE_VERSION };
+    expect(contents.sent).toContainEqual([API_EVENT_CHANNEL, ready]);
   });
 });
 
@@ -334,9 +410,15 @@ describe('preload (fake electron)', () => {
     for (const key of API_KEYS) expect(typeof exposed[key]).toBe('function');
   });
 
-  it('ping invokes the ping channel', async () => {
-    await expect(exposed.ping()).resolves.toBe('0.1.0-test');
-    expect(fake.electron.ipcRenderer.invoke).toHaveBeenCalledWith(API_CHANNELS.ping);
+  it('each method invokes its own channel with the request', async () => {
+    await expect(exposed.ping()).resolves.toBe('answer of api:ping');
+    expect(fake.electron.ipcRenderer.invoke).toHaveBeenCalledWith('api:ping', {});
+    await exposed.getRun({ runId: 'r1' });
+    expect(fake.electron.ipcRenderer.invoke).toHaveBeenCalledWith('api:getRun', { runId: 'r1' });
+    for (const method of API_METHODS) {
+      await (exposed[method] as (request: unknown) => Promise<unknown>)({});
+      expect(fake.electron.ipcRenderer.invoke).toHaveBeenLastCalledWith(apiChannel(method), {});
+    }
   });
 
   it('onEvent hands the page only the payload, and unsubscribes', () => {
@@ -345,11 +427,11 @@ describe('preload (fake electron)', () => {
     const on = fake.electron.ipcRenderer.on;
     expect(on).toHaveBeenCalledTimes(1);
     const [channel, forward] = on.mock.calls[0] as unknown as [string, (event: unknown, payload: ApiEvent) => void];
-    expect(channel).toBe(API_CHANNELS.event);
+    expect(channel).toBe(API_EVENT_CHANNEL);
     const payload: ApiEvent = { type: 'host-ready', engineVersion: '0.1.0-test' };
     forward({ sender: fake.electron.ipcRenderer }, payload);
     expect(received).toEqual([payload]);
     unsubscribe();
-    expect(fake.electron.ipcRenderer.removeListener).toHaveBeenCalledWith(API_CHANNELS.event, forward);
+    expect(fake.electron.ipcRenderer.removeListener).toHaveBeenCalledWith(API_EVENT_CHANNEL, forward);
   });
 });

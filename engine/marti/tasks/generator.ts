@@ -3,6 +3,10 @@
  * describing the operations in order ("keep the even numbers then multiply each by 2 then add them up"), public tests
  * shown to agents and private tests used only for metrics.
  *
+ * With probability `vagueShare` an op's parameter is left out of the statement ("add some number to each"); the
+ * public examples show it. This is what makes feedback worth reading: a program with the right operations and a wrong
+ * constant is one edit from the target, and "correct for k of M" says when a constant is right (repairProbe.ts).
+ *
  * A target is rejected and redrawn when it is degenerate on its own tests:
  *   - its output is the same for every test, or the public tests show fewer than two distinct outputs;
  *   - some proper sub-pipeline (ops removed, order kept; the empty one is the identity) gives the same outputs on every
@@ -40,6 +44,8 @@ export interface MartiTask {
   target: string;
   /** The target's ops in order, e.g. ["evens", "times2", "sum"]. */
   ops: string[];
+  /** Per op: whether the statement leaves its parameter out ("add some number to each"). */
+  vague: boolean[];
   publicTests: TestCase[];
   privateTests: TestCase[];
 }
@@ -60,6 +66,8 @@ export interface TaskSpec {
   rejectDegenerate: boolean;
   /** Longest displayed output, in tokens; longer targets are redrawn so prompts stay short. */
   maxOutputTokens: number;
+  /** Chance that an op's parameter is left out of the statement, to be read off the public examples. */
+  vagueShare: number;
 }
 
 export const DEFAULT_TASK_SPEC: Readonly<TaskSpec> = Object.freeze({
@@ -73,6 +81,7 @@ export const DEFAULT_TASK_SPEC: Readonly<TaskSpec> = Object.freeze({
   textWords: [3, 6] as [number, number],
   rejectDegenerate: true,
   maxOutputTokens: 24,
+  vagueShare: 0.3,
 });
 
 const MAX_PROGRAM_DRAWS = 10_000;
@@ -115,7 +124,8 @@ function drawInput(rng: Rng, kind: 'numbers' | 'text', spec: TaskSpec): Value {
   return Array.from({ length: n }, () => TEXT_WORDS[rng.int(TEXT_WORDS.length)]!).join(' ');
 }
 
-function programText(chain: readonly OpInstance[]): string {
+/** Canonical program text of an op chain. */
+export function programText(chain: readonly OpInstance[]): string {
   const p = parse(chain.map((o) => o.spec.code(o.param)).join(' | '));
   if (!p.ok) throw new Error(`MARTI op catalogue writes a program that does not parse: ${p.error.message}`);
   return printProgram(p.program);
@@ -171,14 +181,16 @@ export function generateTask(seed: number, split: TaskSplit, spec: TaskSpec = DE
     const tests = drawTests(rng, target, kind, total, spec);
     if (tests === null) continue;
     if (spec.rejectDegenerate && isDegenerate(chain, tests, spec.publicTests)) continue;
+    const vague = chain.map((o) => o.spec.vague !== undefined && rng.next() < spec.vagueShare);
     return {
       id,
       split,
       seed,
       inputKind: kind,
-      statement: joinTokens(textTokens(chain.map((o) => o.spec.phrase(o.param)).join(' then '))),
+      statement: joinTokens(textTokens(chain.map((o, i) => (vague[i] ? o.spec.vague! : o.spec.phrase(o.param))).join(' then '))),
       target,
       ops: chain.map(opId),
+      vague,
       publicTests: tests.slice(0, spec.publicTests),
       privateTests: tests.slice(spec.publicTests),
     };

@@ -22,33 +22,36 @@ export interface OpSpec {
   params: readonly (number | string)[];
   code: (p: number | string) => string;
   phrase: (p: number | string) => string;
+  /** The phrase with the parameter left out ("add some number to each"), for ops that have one: the public examples
+   * then carry what the statement does not say, which is what makes feedback worth reading (repairProbe.ts). */
+  vague?: string;
 }
 
 const range = (lo: number, hi: number): number[] => Array.from({ length: hi - lo + 1 }, (_, i) => lo + i);
 const none: readonly (number | string)[] = [];
 
-function op(name: string, from: TaskType, to: TaskType, params: readonly (number | string)[], code: OpSpec['code'], phrase: OpSpec['phrase']): OpSpec {
-  return { name, from, to, params, code, phrase };
+function op(name: string, from: TaskType, to: TaskType, params: readonly (number | string)[], code: OpSpec['code'], phrase: OpSpec['phrase'], vague?: string): OpSpec {
+  return vague === undefined ? { name, from, to, params, code, phrase } : { name, from, to, params, code, phrase, vague };
 }
 
 export const OPS: readonly OpSpec[] = [
   // numbers → numbers
   op('evens', 'numbers', 'numbers', none, () => 'filter (x mod 2 = 0)', () => 'keep the even numbers'),
   op('odds', 'numbers', 'numbers', none, () => 'filter (x mod 2 = 1)', () => 'keep the odd numbers'),
-  op('above', 'numbers', 'numbers', range(1, 8), (k) => `filter (x > ${k})`, (k) => `keep the numbers above ${k}`),
-  op('below', 'numbers', 'numbers', range(2, 9), (k) => `filter (x < ${k})`, (k) => `keep the numbers below ${k}`),
-  op('without', 'numbers', 'numbers', range(0, 9), (k) => `filter (not x = ${k})`, (k) => `remove every ${k}`),
-  op('times', 'numbers', 'numbers', range(2, 5), (k) => `map (x * ${k})`, (k) => `multiply each by ${k}`),
-  op('plus', 'numbers', 'numbers', range(1, 9), (k) => `map (x + ${k})`, (k) => `add ${k} to each`),
-  op('minus', 'numbers', 'numbers', range(1, 9), (k) => `map (x - ${k})`, (k) => `subtract ${k} from each`),
-  op('remainder', 'numbers', 'numbers', range(2, 5), (k) => `map (x mod ${k})`, (k) => `replace each by its remainder mod ${k}`),
-  op('divide', 'numbers', 'numbers', range(2, 4), (k) => `map (x div ${k})`, (k) => `divide each by ${k}`),
+  op('above', 'numbers', 'numbers', range(1, 8), (k) => `filter (x > ${k})`, (k) => `keep the numbers above ${k}`, 'keep the numbers above some number'),
+  op('below', 'numbers', 'numbers', range(2, 9), (k) => `filter (x < ${k})`, (k) => `keep the numbers below ${k}`, 'keep the numbers below some number'),
+  op('without', 'numbers', 'numbers', range(0, 9), (k) => `filter (not x = ${k})`, (k) => `remove every ${k}`, 'remove every copy of some number'),
+  op('times', 'numbers', 'numbers', range(2, 5), (k) => `map (x * ${k})`, (k) => `multiply each by ${k}`, 'multiply each by some number'),
+  op('plus', 'numbers', 'numbers', range(1, 9), (k) => `map (x + ${k})`, (k) => `add ${k} to each`, 'add some number to each'),
+  op('minus', 'numbers', 'numbers', range(1, 9), (k) => `map (x - ${k})`, (k) => `subtract ${k} from each`, 'subtract some number from each'),
+  op('remainder', 'numbers', 'numbers', range(2, 5), (k) => `map (x mod ${k})`, (k) => `replace each by its remainder mod ${k}`, 'replace each by its remainder mod some number'),
+  op('divide', 'numbers', 'numbers', range(2, 4), (k) => `map (x div ${k})`, (k) => `divide each by ${k}`, 'divide each by some number'),
   op('square', 'numbers', 'numbers', none, () => 'map (x * x)', () => 'square each'),
-  op('cap', 'numbers', 'numbers', range(2, 8), (k) => `map (if x > ${k} then ${k} else x)`, (k) => `cap each at ${k}`),
+  op('cap', 'numbers', 'numbers', range(2, 8), (k) => `map (if x > ${k} then ${k} else x)`, (k) => `cap each at ${k}`, 'cap each at some number'),
   op('sort', 'numbers', 'numbers', none, () => 'sort', () => 'sort them'),
   op('reverse', 'numbers', 'numbers', none, () => 'reverse', () => 'reverse the order'),
-  op('take', 'numbers', 'numbers', range(1, 4), (k) => `take ${k}`, (k) => `keep the first ${k}`),
-  op('drop', 'numbers', 'numbers', range(1, 3), (k) => `drop ${k}`, (k) => `drop the first ${k}`),
+  op('take', 'numbers', 'numbers', range(1, 4), (k) => `take ${k}`, (k) => `keep the first ${k}`, 'keep the first few'),
+  op('drop', 'numbers', 'numbers', range(1, 3), (k) => `drop ${k}`, (k) => `drop the first ${k}`, 'drop the first few'),
   op('unique', 'numbers', 'numbers', none, () => 'unique', () => 'remove duplicates'),
   // numbers → number
   op('sum', 'numbers', 'number', none, () => 'sum', () => 'add them up'),
@@ -58,10 +61,10 @@ export const OPS: readonly OpSpec[] = [
   op('first', 'numbers', 'number', none, () => 'first', () => 'take the first one'),
   op('last', 'numbers', 'number', none, () => 'last', () => 'take the last one'),
   // number → number, number → bool
-  op('add', 'number', 'number', range(1, 9), (k) => `apply (x + ${k})`, (k) => `add ${k}`),
-  op('multiply', 'number', 'number', range(2, 5), (k) => `apply (x * ${k})`, (k) => `multiply by ${k}`),
-  op('mod', 'number', 'number', range(2, 5), (k) => `apply (x mod ${k})`, (k) => `take the remainder mod ${k}`),
-  op('isAbove', 'number', 'bool', range(1, 20), (k) => `apply (x > ${k})`, (k) => `check if it is above ${k}`),
+  op('add', 'number', 'number', range(1, 9), (k) => `apply (x + ${k})`, (k) => `add ${k}`, 'add some number'),
+  op('multiply', 'number', 'number', range(2, 5), (k) => `apply (x * ${k})`, (k) => `multiply by ${k}`, 'multiply by some number'),
+  op('mod', 'number', 'number', range(2, 5), (k) => `apply (x mod ${k})`, (k) => `take the remainder mod ${k}`, 'take the remainder mod some number'),
+  op('isAbove', 'number', 'bool', range(1, 20), (k) => `apply (x > ${k})`, (k) => `check if it is above ${k}`, 'check if it is above some number'),
   op('isEven', 'number', 'bool', none, () => 'apply (x mod 2 = 0)', () => 'check if it is even'),
   // text → …
   op('split', 'text', 'words', none, () => 'split', () => 'split into words'),
@@ -70,13 +73,13 @@ export const OPS: readonly OpSpec[] = [
   // words → …
   op('sortWords', 'words', 'words', none, () => 'sort', () => 'sort them'),
   op('reverseWords', 'words', 'words', none, () => 'reverse', () => 'reverse the order'),
-  op('takeWords', 'words', 'words', range(1, 4), (k) => `take ${k}`, (k) => `keep the first ${k}`),
-  op('dropWords', 'words', 'words', range(1, 3), (k) => `drop ${k}`, (k) => `drop the first ${k}`),
+  op('takeWords', 'words', 'words', range(1, 4), (k) => `take ${k}`, (k) => `keep the first ${k}`, 'keep the first few'),
+  op('dropWords', 'words', 'words', range(1, 3), (k) => `drop ${k}`, (k) => `drop the first ${k}`, 'drop the first few'),
   op('uniqueWords', 'words', 'words', none, () => 'unique', () => 'remove duplicates'),
-  op('keepWord', 'words', 'words', TEXT_WORDS, (w) => `filter (x = "${w}")`, (w) => `keep only the word ${w}`),
-  op('dropWord', 'words', 'words', TEXT_WORDS, (w) => `filter (not x = "${w}")`, (w) => `remove the word ${w}`),
-  op('longer', 'words', 'words', range(2, 4), (k) => `filter (len x > ${k})`, (k) => `keep the words longer than ${k} letters`),
-  op('shorter', 'words', 'words', range(3, 5), (k) => `filter (len x < ${k})`, (k) => `keep the words shorter than ${k} letters`),
+  op('keepWord', 'words', 'words', TEXT_WORDS, (w) => `filter (x = "${w}")`, (w) => `keep only the word ${w}`, 'keep only some word'),
+  op('dropWord', 'words', 'words', TEXT_WORDS, (w) => `filter (not x = "${w}")`, (w) => `remove the word ${w}`, 'remove some word'),
+  op('longer', 'words', 'words', range(2, 4), (k) => `filter (len x > ${k})`, (k) => `keep the words longer than ${k} letters`, 'keep the words longer than some length'),
+  op('shorter', 'words', 'words', range(3, 5), (k) => `filter (len x < ${k})`, (k) => `keep the words shorter than ${k} letters`, 'keep the words shorter than some length'),
   op('upperEach', 'words', 'words', none, () => 'map (upper x)', () => 'make each word upper case'),
   op('lengths', 'words', 'numbers', none, () => 'map (len x)', () => 'replace each word by its length'),
   op('join', 'words', 'text', none, () => 'join', () => 'join the words'),
@@ -114,6 +117,26 @@ export function statementWords(): string[] {
     for (const p of o.params.length === 0 ? [0] : o.params) {
       for (const w of o.phrase(p).split(' ')) if (!/^[0-9]+$/.test(w)) words.add(w);
     }
+    for (const w of o.vague?.split(' ') ?? []) words.add(w);
   }
   return [...words];
+}
+
+let byId: Map<string, OpInstance> | null = null;
+
+/** The op instance an id names ("above3" → above with 3); inverse of opId. */
+export function opById(id: string): OpInstance {
+  if (byId === null) {
+    byId = new Map();
+    for (const spec of OPS) {
+      for (const param of spec.params.length === 0 ? [0] : spec.params) {
+        const o = { spec, param };
+        if (byId.has(opId(o))) throw new Error(`MARTI op catalogue has two ops with id ${opId(o)}`);
+        byId.set(opId(o), o);
+      }
+    }
+  }
+  const o = byId.get(id);
+  if (o === undefined) throw new Error(`unknown MARTI op id ${JSON.stringify(id)}`);
+  return o;
 }

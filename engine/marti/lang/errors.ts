@@ -29,5 +29,5 @@ export const ERROR_WORDS = [
   'expected', 'found', 'end', 'of', 'program', 'number', 'word', 'text', 'list', 'bool', 'unknown', 'character',
   'too', 'long', 'deep', 'nesting', 'stage', 'expression', 'needs', 'a', 'an', 'empty', 'by', 'zero', 'division',
   'large', 'many', 'cells', 'step', 'budget', 'used', 'up', 'letters', 'in', 'numbers', 'words', 'or', 'same',
-  'type', 'below', 'nonempty', 'value', 'at', 'least', 'stack', 'closing', 'quote', 'only', 'internal',
+  'type', 'below', 'two', 'lists', 'texts', 'nonempty', 'value', 'at', 'least', 'stack', 'closing', 'quote', 'only', 'internal',
 ] as const;

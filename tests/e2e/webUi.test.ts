@@ -1,0 +1,168 @@
+/**
+ * The app's views in a real headless Chromium (Debian's, driven by playwright-core; never a browser download) against
+ * web mode on a temporary home: launch seqgrpo-copy from the form with a shortened budget and watch its chart receive
+ * points live; a run started from the command line appears in the open Runs view without a reload.
+ *
+ * Needs the built renderer (`npm run build`, as .ci/run does before `npm test`). Screenshots of each view, and the
+ * measured append→chart latency (a figure, never asserted), go to tests/output/e2e/ (git-ignored).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { createHost, type Host } from '../../engine/api/host';
+import { nodeRunLauncher } from '../../engine/api/runLauncher';
+import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/webServer';
+import { spawnCli } from '../helpers/cli';
+
+const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
+const haveChromium = fs.existsSync(CHROMIUM);
+const OUTPUT = path.resolve('tests/output/e2e');
+const STEPS = 60;
+
+if (!haveChromium) {
+  console.warn(`tests/e2e/webUi.test.ts skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
+}
+
+let home: string;
+let host: Host;
+let server: WebServer;
+let browser: Browser;
+let page: Page;
+const pageErrors: string[] = [];
+
+async function shot(name: string): Promise<void> {
+  await page.screenshot({ path: path.join(OUTPUT, `${name}.png`), fullPage: true });
+}
+
+describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
+  beforeAll(async () => {
+    const index = path.join(DEFAULT_RENDERER_DIR, 'index.html');
+    if (!fs.existsSync(index)) {
+      throw new Error(`the built renderer is missing (${index}): run \`npm run build\` before these tests (.ci/run does)`);
+    }
+    fs.mkdirSync(OUTPUT, { recursive: true });
+    home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-e2e-'));
+    host = await createHost({ home, launcher: nodeRunLauncher(), transport: 'web' });
+    server = await startWebServer({ host, port: 0 });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    });
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    // Record every change of a chart's point count with the page's clock, from before the first chart exists.
+    await page.addInitScript(() => {
+      const seen: { name: string; points: number; at: number }[] = [];
+      (window as unknown as { __chartUpdates: typeof seen }).__chartUpdates = seen;
+      new MutationObserver((records) => {
+        for (const r of records) {
+          const el = r.target as HTMLElement;
+          if (r.attributeName === 'data-points' && el.dataset.testid) {
+            seen.push({ name: el.dataset.testid, points: Number(el.dataset.points), at: Date.now() });
+          }
+        }
+      }).observe(document, { attributes: true, attributeFilter: ['data-points'], subtree: true });
+    });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+    await host?.close();
+    if (home) fs.rmSync(home, { recursive: true, force: true });
+  });
+
+  it('shows what to do first when there are no runs', async () => {
+    await page.goto(`${server.url}#/runs`);
+    await page.getByTestId('runs-empty').waitFor();
+    await expect(page.getByTestId('host-status').getAttribute('data-state')).resolves.toBe('open');
+    expect(await page.getByTestId('runs-empty').textContent()).toContain('seqgrpo-copy');
+    await shot('runs-empty');
+  });
+
+  it('launches seqgrpo-copy from the form with a shortened budget, and its chart receives points live', async () => {
+    await page.goto(`${server.url}#/launch`);
+    await page.getByTestId('launch-empty').waitFor();
+    await shot('launch-empty');
+    await page.getByTestId('preset-seqgrpo-copy').click();
+    const steps = page.locator('#field-budget-steps');
+    await steps.waitFor();
+    expect(await steps.inputValue()).toBe('150');
+
+    // Inline validation from the host: an impossible budget is named beside its field and blocks the start.
+    await steps.fill('0');
+    const error = page.locator('[data-path="budget.steps"] [data-testid="field-error"]');
+    await error.waitFor();
+    expect(await error.textContent()).toContain('must be ≥ 1');
+    expect(await page.getByTestId('start-run').isDisabled()).toBe(true);
+    await shot('launch-invalid');
+
+    await steps.fill(String(STEPS));
+    await error.waitFor({ state: 'detached' });
+    await page.getByText('settings are valid').waitFor();
+    await shot('launch');
+    await page.getByTestId('start-run').click();
+    await page.waitForURL(/#\/run\//);
+    const runId = decodeURIComponent(new URL(page.url()).hash.replace('#/run/', ''));
+
+    const chart = page.getByTestId('chart-reward');
+    await chart.waitFor();
+    await page.waitForFunction((n) => document.querySelector('[data-testid="chart-reward"]')?.getAttribute('data-points') === String(n), STEPS, { timeout: 100_000 });
+    await page.locator('[data-testid="run-status"]', { hasText: 'finished' }).waitFor({ timeout: 30_000 });
+    await shot('run');
+
+    // Points arrived while the page was open, in several updates (pushed events), not all in the first load.
+    const updates = await page.evaluate(() => (window as unknown as { __chartUpdates: { name: string; points: number; at: number }[] }).__chartUpdates);
+    const reward = updates.filter((u) => u.name === 'chart-reward' && u.points > 0);
+    expect(reward.length).toBeGreaterThan(1);
+    for (let i = 1; i < reward.length; i++) expect(reward[i]!.points).toBeGreaterThan(reward[i - 1]!.points);
+    expect(reward.at(-1)!.points).toBe(STEPS);
+
+    // The benchmark figure: from a metrics line's time (written just before its append) to the chart drawing it.
+    const lines = fs.readFileSync(path.join(home, 'runs', runId, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { step: number; time: number });
+    const latencies = reward
+      .map((u) => ({ u, line: lines.find((l) => l.step === u.points) }))
+      .filter((x) => x.line && x.u.points > reward[0]!.points)
+      .map((x) => x.u.at - x.line!.time * 1000)
+      .sort((a, b) => a - b);
+    const figure = {
+      updates: latencies.length,
+      medianMs: latencies[Math.floor(latencies.length / 2)] ?? null,
+      p90Ms: latencies[Math.floor(latencies.length * 0.9)] ?? null,
+      maxMs: latencies.at(-1) ?? null,
+    };
+    fs.writeFileSync(path.join(OUTPUT, 'append-to-chart-latency.json'), JSON.stringify(figure, null, 2) + '\n');
+    console.log(`append→chart latency over ${figure.updates} live updates: median ${figure.medianMs} ms, p90 ${figure.p90Ms} ms, max ${figure.maxMs} ms`);
+
+    // Clone: the form comes back with this run's settings.
+    await page.goto(`${server.url}#/launch?from=${encodeURIComponent(runId)}`);
+    await page.locator('#field-budget-steps').waitFor();
+    await page.waitForFunction((n) => (document.querySelector('#field-budget-steps') as HTMLInputElement | null)?.value === String(n), STEPS);
+    expect(await page.getByTestId('launch-form').textContent()).toContain(runId);
+  });
+
+  it('shows a run started from the command line without a reload', async () => {
+    await page.goto(`${server.url}#/runs`);
+    await page.getByTestId('runs-table').waitFor();
+    const rowsBefore = await page.locator('[data-testid="runs-table"] tbody tr[data-run-id]').count();
+    await page.evaluate(() => ((window as unknown as { __sameDocument: boolean }).__sameDocument = true));
+
+    let runId: string | undefined;
+    const cli = spawnCli(['train', '--preset', 'seqgrpo-increment', '--steps', '5', '--home', home, '--json'], {}, (line) => {
+      const message = JSON.parse(line) as { runId?: string };
+      runId ??= message.runId;
+    });
+    expect(await cli.exited).toBe(0);
+    expect(runId).toBeDefined();
+    const row = page.locator(`tr[data-run-id="${runId}"]`);
+    await row.waitFor();
+    await row.locator('.badge', { hasText: 'finished' }).waitFor();
+    expect(await page.locator('[data-testid="runs-table"] tbody tr[data-run-id]').count()).toBe(rowsBefore + 1);
+    expect(await row.textContent()).toContain('seqgrpo-increment');
+    expect(await page.evaluate(() => (window as unknown as { __sameDocument?: boolean }).__sameDocument)).toBe(true);
+    await shot('runs');
+    expect(pageErrors).toEqual([]);
+  });
+});

@@ -53,17 +53,19 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.on('pageerror', (error) => pageErrors.push(error.message));
     // Record every change of a chart's point count with the page's clock, from before the first chart exists.
-    await page.addInitScript(() => {
-      const seen: { name: string; points: number; at: number }[] = [];
-      (window as unknown as { __chartUpdates: typeof seen }).__chartUpdates = seen;
-      new MutationObserver((records) => {
-        for (const r of records) {
-          const el = r.target as HTMLElement;
-          if (r.attributeName === 'data-points' && el.dataset.testid) {
-            seen.push({ name: el.dataset.testid, points: Number(el.dataset.points), at: Date.now() });
+    // (Given as text: this file is type-checked without the DOM library. An init script is not subject to the page's
+    // CSP; evaluating strings later would be, and is refused: no 'unsafe-eval'.)
+    await page.addInitScript({
+      content: `
+        window.__chartUpdates = [];
+        new MutationObserver((records) => {
+          for (const r of records) {
+            if (r.attributeName === 'data-points' && r.target.dataset.testid) {
+              window.__chartUpdates.push({ name: r.target.dataset.testid, points: Number(r.target.dataset.points), at: Date.now() });
+            }
           }
-        }
-      }).observe(document, { attributes: true, attributeFilter: ['data-points'], subtree: true });
+        }).observe(document, { attributes: true, attributeFilter: ['data-points'], subtree: true });
+      `,
     });
   });
 
@@ -109,12 +111,12 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
 
     const chart = page.getByTestId('chart-reward');
     await chart.waitFor();
-    await page.waitForFunction((n) => document.querySelector('[data-testid="chart-reward"]')?.getAttribute('data-points') === String(n), STEPS, { timeout: 100_000 });
+    await expect.poll(() => chart.getAttribute('data-points'), { timeout: 100_000, interval: 200 }).toBe(String(STEPS));
     await page.locator('[data-testid="run-status"]', { hasText: 'finished' }).waitFor({ timeout: 30_000 });
     await shot('run');
 
     // Points arrived while the page was open, in several updates (pushed events), not all in the first load.
-    const updates = await page.evaluate(() => (window as unknown as { __chartUpdates: { name: string; points: number; at: number }[] }).__chartUpdates);
+    const updates = (await page.evaluate(() => (globalThis as Record<string, unknown>)['__chartUpdates'])) as { name: string; points: number; at: number }[];
     const reward = updates.filter((u) => u.name === 'chart-reward' && u.points > 0);
     expect(reward.length).toBeGreaterThan(1);
     for (let i = 1; i < reward.length; i++) expect(reward[i]!.points).toBeGreaterThan(reward[i - 1]!.points);
@@ -139,7 +141,7 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     // Clone: the form comes back with this run's settings.
     await page.goto(`${server.url}#/launch?from=${encodeURIComponent(runId)}`);
     await page.locator('#field-budget-steps').waitFor();
-    await page.waitForFunction((n) => (document.querySelector('#field-budget-steps') as HTMLInputElement | null)?.value === String(n), STEPS);
+    await expect.poll(() => page.locator('#field-budget-steps').inputValue(), { timeout: 20_000, interval: 200 }).toBe(String(STEPS));
     expect(await page.getByTestId('launch-form').textContent()).toContain(runId);
   });
 
@@ -147,7 +149,7 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     await page.goto(`${server.url}#/runs`);
     await page.getByTestId('runs-table').waitFor();
     const rowsBefore = await page.locator('[data-testid="runs-table"] tbody tr[data-run-id]').count();
-    await page.evaluate(() => ((window as unknown as { __sameDocument: boolean }).__sameDocument = true));
+    await page.evaluate(() => void ((globalThis as Record<string, unknown>)['__sameDocument'] = true));
 
     let runId: string | undefined;
     const cli = spawnCli(['train', '--preset', 'seqgrpo-increment', '--steps', '5', '--home', home, '--json'], {}, (line) => {
@@ -161,7 +163,7 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     await row.locator('.badge', { hasText: 'finished' }).waitFor();
     expect(await page.locator('[data-testid="runs-table"] tbody tr[data-run-id]').count()).toBe(rowsBefore + 1);
     expect(await row.textContent()).toContain('seqgrpo-increment');
-    expect(await page.evaluate(() => (window as unknown as { __sameDocument?: boolean }).__sameDocument)).toBe(true);
+    expect(await page.evaluate(() => (globalThis as Record<string, unknown>)['__sameDocument'])).toBe(true);
     await shot('runs');
     expect(pageErrors).toEqual([]);
   });

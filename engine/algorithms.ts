@@ -2,12 +2,14 @@
 import type { RunConfig } from './runs/configSchema';
 import type { Algorithm } from './runs/trainer';
 import { mars } from './mars/trainer';
+import { marti } from './marti/trainer';
 import { seqgrpo } from './seqgrpo/trainer';
 import { UserError } from './userError';
 
 const ALGORITHMS: { [K in RunConfig['algorithm']]: Algorithm<Extract<RunConfig, { algorithm: K }>> } = {
   seqgrpo,
   mars,
+  marti,
 };
 
 export function algorithmFor(config: RunConfig): Algorithm<RunConfig> {

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { marsConfigSchema } from '../mars/configSchema';
+import { martiConfigSchema } from '../marti/configSchema';
 import { seqgrpoConfigSchema } from '../seqgrpo/configSchema';
 import { UserError } from '../userError';
 import { budgetSchema, checkpointSchema, evalSchema, modelSchema, modelSourceSchema, pretrainSchema, rlSchema, samplerSchema, scheduleSchema } from './configSections';
@@ -12,11 +13,12 @@ import { budgetSchema, checkpointSchema, evalSchema, modelSchema, modelSourceSch
 export * from './configSections';
 export { seqgrpoConfigSchema, seqgrpoTaskSchema, type SeqGrpoConfig, type SeqGrpoTaskConfig } from '../seqgrpo/configSchema';
 export { marsConfigSchema, type MarsConfig } from '../mars/configSchema';
+export { martiConfigSchema, type MartiConfig } from '../marti/configSchema';
 
 // ---- the union --------------------------------------------------------------------------------------------------------
 
 export const runConfigSchema = z
-  .discriminatedUnion('algorithm', [seqgrpoConfigSchema, marsConfigSchema])
+  .discriminatedUnion('algorithm', [seqgrpoConfigSchema, marsConfigSchema, martiConfigSchema])
   .meta({ title: 'mars-lab run configuration', description: 'Everything a training run needs; fields left out take their defaults.' });
 
 export type RunConfig = z.output<typeof runConfigSchema>;

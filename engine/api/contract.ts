@@ -172,6 +172,8 @@ export const apiSchemas = {
       eventsTotal: z.number(),
       metricNames: z.array(z.string()),
       metricPoints: z.number(),
+      /** Step of the last metrics line; null before the first. */
+      lastStep: z.number().nullable(),
       trajectories: z.number(),
       /** Whether this host launched the process now running it (stop works for terminal runs too, by their pid). */
       hostProcess: z.boolean(),

@@ -386,6 +386,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
         eventsTotal: events.length,
         metricNames: [...names].sort(),
         metricPoints: points.length,
+        lastStep: points.at(-1)?.step ?? null,
         trajectories: trajectoryLines(runId).index.starts.length,
         hostProcess: running.has(runId),
       };

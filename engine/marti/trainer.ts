@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { decodeSafetensors, encodeSafetensors } from '../model/safetensors';
-import { encodeModelWeights, loadModelWeights } from '../model/checkpoint';
+import { encodeModelWeights, loadModelWeights, type CheckpointContents } from '../model/checkpoint';
 import { parseLlamaConfig, toHfConfigJson } from '../model/config';
 import { cloneModel } from '../model/hfWeights';
 import type { LlamaModel } from '../model/llama';
@@ -478,53 +478,56 @@ async function loadAgentModel(dir: string, id: string): Promise<LlamaModel> {
   return loadModelWeights(file, parseLlamaConfig(JSON.parse(fs.readFileSync(cfgFile, 'utf8')), cfgFile));
 }
 
-export const marti: Algorithm<MartiConfig> & {
-  createTrainer(cfg: MartiConfig, from?: Parameters<Algorithm<MartiConfig>['createTrainer']>[1]): Promise<MartiTrainer>;
-} = {
-  name: 'marti',
-  async createTrainer(cfg, from) {
-    const pool = tasksOf(cfg, 'train', cfg.task.trainTasks);
-    const root = new Rng(cfg.seed);
-    const ids = paramIdsOf(cfg);
-    const kl = cfg.rl.klCoef > 0;
-    const sets: ParamSet[] = [];
-    try {
-      if (!from) {
-        for (const [i, id] of ids.entries()) {
-          const model = await initialParamModel(cfg, i, id, root);
-          sets.push({ id, model, opt: configuredAdam(cfg, model), ref: kl ? cloneModel(model, false) : null, buffer: [], updates: 0 });
-        }
-        const streams = Object.fromEntries(STREAMS.map((s) => [s, root.split(s)])) as unknown as Streams;
-        return new MartiTrainer(cfg, pool, sets, streams, 0);
-      }
-      const state = from.trainerState as { step?: number; paramSets?: { id: string; updates: number; buffer: Sample[] }[] };
-      if (!Number.isInteger(state?.step)) throw new UserError('trainer_state.json: step is missing; the checkpoint cannot be resumed');
-      if (!from.optimizer) throw new UserError('optimizer.safetensors is missing; the checkpoint cannot be resumed exactly');
+/** A fresh MARTI trainer, or one continuing from a checkpoint (the class type, for tests that inspect its sets). */
+export async function createMartiTrainer(cfg: MartiConfig, from?: CheckpointContents): Promise<MartiTrainer> {
+  const pool = tasksOf(cfg, 'train', cfg.task.trainTasks);
+  const root = new Rng(cfg.seed);
+  const ids = paramIdsOf(cfg);
+  const kl = cfg.rl.klCoef > 0;
+  const sets: ParamSet[] = [];
+  try {
+    if (!from) {
       for (const [i, id] of ids.entries()) {
-        const model = i === 0 ? from.model : await loadAgentModel(from.dir, id);
-        const opt = configuredAdam(cfg, model);
-        if (i === 0) opt.importState(from.optimizer);
-        else {
-          const file = path.join(from.dir, agentOptFile(id));
-          if (!fs.existsSync(file)) throw new UserError(`${file} is missing; the checkpoint cannot be resumed exactly`);
-          const decoded = decodeSafetensors(fs.readFileSync(file), file);
-          opt.importState({ step: Number(decoded.metadata.step), tensors: Object.fromEntries(Object.entries(decoded.tensors).map(([k, t]) => [k, { shape: t.shape, data: t.data as Float32Array }])) });
-        }
-        // the KL reference is the set's initial weights, rebuilt exactly as a fresh run builds them
-        const ref = kl ? await initialParamModel(cfg, i, id, root) : null;
-        const saved = state.paramSets?.find((p) => p.id === id);
-        sets.push({ id, model, opt, ref, buffer: saved?.buffer ?? [], updates: saved?.updates ?? 0 });
+        const model = await initialParamModel(cfg, i, id, root);
+        sets.push({ id, model, opt: configuredAdam(cfg, model), ref: kl ? cloneModel(model, false) : null, buffer: [], updates: 0 });
       }
-      return new MartiTrainer(cfg, pool, sets, restoreStreams(state, STREAMS), state.step!);
-    } catch (err) {
-      for (const s of sets) {
-        if (s.model !== from?.model) s.model.dispose();
-        s.opt.dispose();
-        s.ref?.dispose();
-      }
-      throw err;
+      const streams = Object.fromEntries(STREAMS.map((s) => [s, root.split(s)])) as unknown as Streams;
+      return new MartiTrainer(cfg, pool, sets, streams, 0);
     }
-  },
+    const state = from.trainerState as { step?: number; paramSets?: { id: string; updates: number; buffer: Sample[] }[] };
+    if (!Number.isInteger(state?.step)) throw new UserError('trainer_state.json: step is missing; the checkpoint cannot be resumed');
+    if (!from.optimizer) throw new UserError('optimizer.safetensors is missing; the checkpoint cannot be resumed exactly');
+    for (const [i, id] of ids.entries()) {
+      const model = i === 0 ? from.model : await loadAgentModel(from.dir, id);
+      const opt = configuredAdam(cfg, model);
+      if (i === 0) opt.importState(from.optimizer);
+      else {
+        const file = path.join(from.dir, agentOptFile(id));
+        if (!fs.existsSync(file)) throw new UserError(`${file} is missing; the checkpoint cannot be resumed exactly`);
+        const decoded = decodeSafetensors(fs.readFileSync(file), file);
+        opt.importState({ step: Number(decoded.metadata.step), tensors: Object.fromEntries(Object.entries(decoded.tensors).map(([k, t]) => [k, { shape: t.shape, data: t.data as Float32Array }])) });
+      }
+      // the KL reference is the set's initial weights, rebuilt exactly as a fresh run builds them
+      const ref = kl ? await initialParamModel(cfg, i, id, root) : null;
+      const saved = state.paramSets?.find((p) => p.id === id);
+      sets.push({ id, model, opt, ref, buffer: saved?.buffer ?? [], updates: saved?.updates ?? 0 });
+    }
+    return new MartiTrainer(cfg, pool, sets, restoreStreams(state, STREAMS), state.step!);
+  } catch (err) {
+    for (const s of sets) {
+      if (s.model !== from?.model) s.model.dispose();
+      s.opt.dispose();
+      s.ref?.dispose();
+    }
+    throw err;
+  }
+}
+
+export type { MartiTrainer };
+
+export const marti: Algorithm<MartiConfig> = {
+  name: 'marti',
+  createTrainer: createMartiTrainer,
   evalIdentity: martiEvalIdentity,
   async evaluate(cfg, model, checkpointDir) {
     const ids = paramIdsOf(cfg);

@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseRunConfig, type RunConfigInput } from '../../../engine/runs/configSchema';
 import type { MartiConfig } from '../../../engine/marti/configSchema';
-import { marti, teamOf } from '../../../engine/marti/trainer';
+import { createMartiTrainer, teamOf } from '../../../engine/marti/trainer';
 import type { Sample } from '../../../engine/rl/sample';
 import { tf } from '../../../engine/tensor/backend';
 import { useBackend } from '../../helpers/backends';
@@ -35,7 +35,7 @@ describe('MARTI parameter sets', () => {
   it('homogeneous: both agents write with, and train, the same single parameter set', async () => {
     const cfg = config({ configuration: 'homogeneous' });
     expect(teamOf(cfg).map((a) => a.paramId)).toEqual(['shared', 'shared']);
-    const tr = await marti.createTrainer(cfg);
+    const tr = await createMartiTrainer(cfg);
     try {
       expect(tr.parameterSets.map((s) => s.id)).toEqual(['shared']);
       const snap = await tr.snapshot();
@@ -47,7 +47,7 @@ describe('MARTI parameter sets', () => {
   });
 
   it('heterogeneous: two sets with disjoint variables; changing one leaves the other as it was', async () => {
-    const tr = await marti.createTrainer(config({ configuration: 'heterogeneous' }));
+    const tr = await createMartiTrainer(config({ configuration: 'heterogeneous' }));
     try {
       const sets = tr.parameterSets;
       expect(sets.map((s) => s.id)).toEqual(['alpha', 'beta']);
@@ -66,7 +66,7 @@ describe('MARTI parameter sets', () => {
   });
 
   it('single: one set, and only the first agent writes', async () => {
-    const tr = await marti.createTrainer(config({ configuration: 'single' }));
+    const tr = await createMartiTrainer(config({ configuration: 'single' }));
     try {
       expect(tr.parameterSets.map((s) => s.id)).toEqual(['policy']);
       const out = await tr.trainStep();
@@ -81,7 +81,7 @@ describe('MARTI parameter sets', () => {
 describe('MARTI routing of a real step', () => {
   for (const configuration of ['heterogeneous', 'homogeneous'] as const) {
     it(`${configuration}: every node's sample is in the buffer of its writer's parameter set, with the tree's advantage`, async () => {
-      const tr = await marti.createTrainer(config({ configuration, agentSelect: 'ucb' }));
+      const tr = await createMartiTrainer(config({ configuration, agentSelect: 'ucb' }));
       try {
         const out = await tr.trainStep();
         const trees = out.trajectories as TreeRec[];

@@ -113,17 +113,20 @@ export function registerRunCommands(program: Command): void {
   program
     .command('pretrain')
     .description("supervised pretraining of a base model on the preset's pretraining data; RL runs can start from it")
-    .requiredOption('--preset <name>', 'a preset (see `mars-lab presets`)')
+    .option('--preset <name>', 'a preset (see `mars-lab presets`)')
+    .option('--config <file>', 'a run config JSON file (instead of --preset)')
     .option('--set <path=value>', 'override a config field, e.g. --set pretrain.steps=500 (repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
-    .option('--out <dir>', 'where to write the base checkpoint (default: <home>/base/<preset>)')
+    .option('--out <dir>', 'where to write the base checkpoint (default: <home>/base/<preset or config file name>)')
     .option('--force', 'replace an existing base checkpoint')
     .option('--json', 'progress as one JSON object per line on stdout')
     .addOption(backendOption())
     .addOption(homeOption())
-    .action(async (opts: { preset: string; set: string[]; out?: string; force?: boolean; json?: boolean; backend?: BackendName; home?: string }) => {
-      const config = resolvePresetConfig(opts.preset, opts.set);
+    .action(async (opts: { preset?: string; config?: string; set: string[]; out?: string; force?: boolean; json?: boolean; backend?: BackendName; home?: string }) => {
+      if (Boolean(opts.preset) === Boolean(opts.config)) throw new UserError('pretrain: give exactly one of --preset NAME or --config FILE (see `npx mars-lab presets`)');
+      const config = opts.preset ? resolvePresetConfig(opts.preset, opts.set) : resolveConfigFile(opts.config!, opts.set);
       await backendFor(config, opts.backend);
-      const out = path.resolve(opts.out ?? path.join(resolveHome({ home: opts.home }), 'base', opts.preset));
+      const name = opts.preset ?? path.basename(opts.config!, '.json');
+      const out = path.resolve(opts.out ?? path.join(resolveHome({ home: opts.home }), 'base', name));
       const sink = progressSink({ json: opts.json, label: 'pretrain', keyMetric: 'loss' });
       const intr = interruptible();
       let r: Awaited<ReturnType<typeof pretrain>>;
@@ -135,7 +138,10 @@ export function registerRunCommands(program: Command): void {
       }
       const use = `--set 'model.from={"kind":"checkpoint","path":"${r.dir}"}'`;
       if (opts.json) console.log(JSON.stringify({ type: 'done', dir: r.dir, steps: r.steps, loss: r.finalLoss }));
-      else console.log(`base checkpoint after ${r.steps} steps (loss ${r.finalLoss.toFixed(4)}): ${r.dir}\n  evaluate it: npx mars-lab eval --checkpoint ${r.dir}\n  train from it: npx mars-lab train --preset ${opts.preset} ${use}`);
+      else {
+        const source = opts.preset ? `--preset ${opts.preset}` : `--config ${opts.config}`;
+        console.log(`base checkpoint after ${r.steps} steps (loss ${r.finalLoss.toFixed(4)}): ${r.dir}\n  evaluate it: npx mars-lab eval --checkpoint ${r.dir}\n  train from it: npx mars-lab train ${source} ${use}`);
+      }
     });
 
   program

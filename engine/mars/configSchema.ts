@@ -9,6 +9,11 @@ import { NAME_POOL_SIZES } from './namePool';
 export const MARS_FAMILIES = ['direct', 'paraphrase', 'longTail', 'bridge', 'comparison', 'threeHop', 'compositional'] as const;
 
 const count = (min: number, max: number, dflt: number) => z.int().min(min).max(max).default(dflt);
+const range = (min: number, max: number, dflt: [number, number]) =>
+  z
+    .tuple([z.int().min(min).max(max), z.int().min(min).max(max)])
+    .refine(([a, b]) => a <= b, { error: 'must be [min, max] with min ≤ max' })
+    .default(dflt);
 
 export const marsWorldSchema = z.strictObject({
   // Upper bounds: the shared name pool has this many names of each type.
@@ -17,6 +22,13 @@ export const marsWorldSchema = z.strictObject({
   countries: field(count(2, NAME_POOL_SIZES.country, 6), 'Countries', 'Countries per generated world.'),
   organisations: field(count(2, NAME_POOL_SIZES.organisation, 12), 'Organisations', 'Organisations per generated world.'),
   works: field(count(2, NAME_POOL_SIZES.work, 16), 'Works', 'Works (books, films…) per generated world.'),
+  fillerSentencesPerPage: field(
+    range(0, 100, [3, 8]),
+    'Filler sentences',
+    'Sentences without facts drawn for each entity page, [min, max]: the haystack around the needles.',
+  ),
+  pageTokens: field(range(0, 10_000, [40, 120]), 'Page length', 'Target length of entity pages in tokens, [min, max] (a page whose facts alone are longer stays longer).'),
+  distractorMentions: field(count(0, 100, 2), 'Distractor mentions', 'Short pages that name an entity without stating its facts, per entity.'),
 });
 
 export const marsTaskSchema = z

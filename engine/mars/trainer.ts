@@ -24,6 +24,7 @@ import { marsVocabulary, generateWorld, type World } from './world';
 import { SearchIndex } from './search';
 import { evalWorldSeeds, trainWorldSeeds } from './worldSplits';
 import { QUESTION_FAMILIES, SINGLE_HOP_FAMILIES } from './questions';
+import { pretrainExamples } from './pretrainData';
 
 const SYS1_WEIGHTS = 'sys1.safetensors';
 const SYS1_OPTIMIZER = 'sys1_optimizer.safetensors';
@@ -138,6 +139,7 @@ function episodeStats(trajs: Trajectory[]) {
 }
 
 function trajectoryRecord(t: Trajectory, format: MarsFormat, a2: number, a1: number[], kept: number[]) {
+  const tokenTexts = (ids: readonly number[]) => ids.map((id) => format.decode([id]));
   let j = 0;
   return {
     kind: 'mars.episode',
@@ -147,11 +149,14 @@ function trajectoryRecord(t: Trajectory, format: MarsFormat, a2: number, a1: num
     gold: t.question.answers,
     turns: t.turns.map((u) => ({
       text: format.decode(u.tokens),
+      // per generated token: its text and its log-probability under the behaviour policy (the inspector's token view)
+      tokens: tokenTexts(u.tokens),
+      logProbs: u.logProbs,
       query: u.query,
       purpose: u.purpose,
       results: u.results,
       bins: u.sys1.map((c) => {
-        const rec = { pages: c.pages, used: c.used, output: format.decode(c.output), advantage: a1[j], kept: kept[j] };
+        const rec = { pages: c.pages, used: c.used, output: format.decode(c.output), outputTokens: tokenTexts(c.output), outputLogProbs: c.logProbs, advantage: a1[j], kept: kept[j] };
         j++;
         return rec;
       }),
@@ -342,10 +347,6 @@ async function sys1FromCheckpoint(dir: string, config: LlamaConfig): Promise<Lla
   return loadModelWeights(file, config);
 }
 
-function randomWords(rng: Rng, pool: readonly string[], min: number, max: number): string {
-  return Array.from({ length: min + rng.int(max - min + 1) }, () => pool[rng.int(pool.length)]!).join(' ');
-}
-
 export const mars: Algorithm<MarsConfig> = {
   name: 'mars',
   async createTrainer(cfg, from) {
@@ -405,50 +406,8 @@ export const mars: Algorithm<MarsConfig> = {
     return { 'tokenizer.json': JSON.stringify(marsFormat().tokenizer.toJSON()) + '\n' };
   },
   pretrainBatch(cfg, rng, size) {
-    // §"The base model": the training worlds' pages, plus a format primer whose queries, purposes, summaries and
-    // answers are drawn at random, so the base model knows the format and the language but not the task policy.
-    const format = marsFormat();
     const envs = trainWorldSeeds(cfg.task.worldSeed, cfg.task.trainWorlds).map((s) => worldEnv(s, cfg.task.world));
-    const ids = format.ids;
-    const out: { tokens: number[]; lossMask: number[] }[] = [];
-    for (let n = 0; n < size; n++) {
-      const { world } = envs[rng.int(envs.length)]!;
-      const page = world.pages[rng.int(world.pages.length)]!;
-      const names = world.entities.map((e) => e.name);
-      const words = format.encode(page.text);
-      const kind = rng.int(4);
-      if (kind < 2) {
-        const tokens = [ids.bos, ...words, ids.eos];
-        out.push({ tokens, lossMask: tokens.map((_, i) => (i === 0 ? 0 : 1)) });
-      } else if (kind === 2) {
-        const q = world.questions[rng.int(world.questions.length)]!;
-        const tokens = format.sys2Prompt(q.text);
-        const mask = tokens.map(() => 0);
-        const turns = 1 + rng.int(cfg.mars.maxTurns);
-        for (let t = 0; t < turns; t++) {
-          const think = format.encode(randomWords(rng, names, 0, 3));
-          const purpose = format.encode(randomWords(rng, names, 1, 3));
-          const query = format.encode(randomWords(rng, names, 1, 2));
-          const turn = [ids.think, ...think, ids.thinkEnd, ids.purpose, ...purpose, ids.purposeEnd, ids.search, ...query, ids.searchEnd];
-          const info = format.infoBlock([format.encode(randomWords(rng, names, 1, 6))]);
-          tokens.push(...turn, ...info);
-          mask.push(...turn.map(() => 1), ...info.map(() => 0));
-        }
-        const answer = [ids.think, ids.thinkEnd, ids.answer, ...format.encode(names[rng.int(names.length)]!), ids.answerEnd];
-        tokens.push(...answer);
-        mask.push(...answer.map(() => 1));
-        out.push({ tokens, lossMask: mask });
-      } else {
-        const purpose = format.encode(randomWords(rng, names, 1, 3)).slice(0, cfg.mars.purposeMax);
-        const room = cfg.mars.sys1PromptMax - format.sys1TemplateLength - purpose.length - 1;
-        const prompt = [...format.sys1Head(purpose), ...words.slice(0, room), ids.sep];
-        // a random stretch of the page as the "summary": the language of extraction, not which part to extract
-        const start = rng.int(Math.max(1, words.length - 4));
-        const summary = [...words.slice(start, start + 2 + rng.int(8)), ids.eos];
-        out.push({ tokens: [...prompt, ...summary], lossMask: [...prompt.map(() => 0), ...summary.map(() => 1)] });
-      }
-    }
-    return out;
+    return pretrainExamples(envs, cfg.task, cfg.mars, marsFormat(), rng, size);
   },
 };
 

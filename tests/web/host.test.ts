@@ -2,6 +2,7 @@
  * The host over a real home folder with real run-worker processes: start a run, see its events pushed, stop it (it
  * checkpoints and says 'stopped'), resume it in a new process, stop it again; read its series and trajectories.
  */
+import type { z } from 'zod';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,7 +36,8 @@ const statusesOf = (runId: string): string[] => events.flatMap((e) => (e.type ==
 
 describe('host', () => {
   it('starts, stops, resumes and stops a run in worker processes, pushing what happens', async () => {
-    const call = async <M extends keyof typeof apiSchemas>(method: M, params: unknown) => apiSchemas[method].response.parse(await callApi(host.handlers, method, params));
+    const call = async <M extends keyof typeof apiSchemas>(method: M, params: unknown): Promise<z.output<(typeof apiSchemas)[M]['response']>> =>
+      apiSchemas[method].response.parse(await callApi(host.handlers, method, params)) as z.output<(typeof apiSchemas)[M]['response']>;
     const { runId } = await call('startRun', { preset: 'seqgrpo-copy', sets: ['budget.steps=5000', 'checkpoint.every=1000'] });
     await until('a first metrics event', () => events.some((e) => e.type === 'metrics' && e.runId === runId));
     const stop = await call('stopRun', { runId });

@@ -87,7 +87,8 @@ export function registerRunCommands(program: Command): void {
       for (const p of presets) {
         const rt = p.expectedRuntime;
         const t = (s: number | null) => (s === null ? 'not measured' : s < 120 ? `≈${Math.round(s)} s` : `≈${Math.round(s / 60)} min`);
-        console.log(`${p.name}  (CPU ${t(rt.cpuSeconds)}, GPU ${t(rt.gpuSeconds)})\n  ${p.description.replace(/\s+/g, ' ')}\n`);
+        const variants = p.variants ? `\n  variants (--variant NAME): ${Object.keys(p.variants).join(', ')}` : '';
+        console.log(`${p.name}  (CPU ${t(rt.cpuSeconds)}, GPU ${t(rt.gpuSeconds)})\n  ${p.description.replace(/\s+/g, ' ')}${variants}\n`);
       }
     });
 
@@ -96,15 +97,17 @@ export function registerRunCommands(program: Command): void {
     .description('start a run from a preset or a config file (Ctrl-C checkpoints and stops; resume continues it)')
     .option('--preset <name>', 'a preset (see `mars-lab presets`)')
     .option('--config <file>', 'a run config JSON file (instead of --preset)')
+    .option('--variant <name>', "one of the preset's named variants (e.g. mars-ablations' sys1-off), applied before --set")
     .option('--set <path=value>', 'override a config field, e.g. --set rl.lr=3e-4 (repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option('--steps <n>', 'training steps (same as --set budget.steps=N)', positiveInt)
     .option('--json', 'progress as one JSON object per line on stdout')
     .addOption(backendOption())
     .addOption(homeOption())
-    .action(async (opts: { preset?: string; config?: string; set: string[]; steps?: number; json?: boolean; backend?: BackendName; home?: string }) => {
+    .action(async (opts: { preset?: string; config?: string; variant?: string; set: string[]; steps?: number; json?: boolean; backend?: BackendName; home?: string }) => {
       if (Boolean(opts.preset) === Boolean(opts.config)) throw new UserError('train: give exactly one of --preset NAME or --config FILE (see `npx mars-lab presets`)');
+      if (opts.variant && !opts.preset) throw new UserError('train: --variant needs --preset (a variant belongs to a preset)');
       const sets = opts.steps ? [...opts.set, `budget.steps=${opts.steps}`] : opts.set;
-      const config = opts.preset ? resolvePresetConfig(opts.preset, sets) : resolveConfigFile(opts.config!, sets);
+      const config = opts.preset ? resolvePresetConfig(opts.preset, sets, undefined, opts.variant) : resolveConfigFile(opts.config!, sets);
       await backendFor(config, opts.backend);
       const home = resolveHome({ home: opts.home });
       await withProgress(opts.json, 'reward', (ro) => startRun(home, config, { ...ro, preset: opts.preset }));

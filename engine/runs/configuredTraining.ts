@@ -9,8 +9,24 @@ import type { LlamaModel } from '../model/llama';
 import { Rng } from '../random/prng';
 import { Adam } from '../rl/adam';
 import { adamVariables, type PolicyUpdateOptions } from '../rl/policyUpdate';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { UserError } from '../userError';
 import type { CommonConfig } from './configSections';
+
+const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/**
+ * Where `model.from.path` points: as given (absolute, or relative to the working folder), or else, for a relative path
+ * that does not exist there, relative to the project folder, so that presets can name the base checkpoints shipped in
+ * resources/ whatever folder the command runs from.
+ */
+export function checkpointPath(p: string): string {
+  if (path.isAbsolute(p) || fs.existsSync(p)) return p;
+  const shipped = path.join(PROJECT_ROOT, p);
+  return fs.existsSync(shipped) ? shipped : p;
+}
 
 /**
  * The model a run starts from: a checkpoint (`model.from`), which must fit the task's vocabulary, or random weights
@@ -24,7 +40,7 @@ export async function configuredInitialModel(
   vocabWhat: string,
 ): Promise<LlamaModel> {
   if (cfg.model.from.kind === 'checkpoint') {
-    const { model } = await loadCheckpoint(cfg.model.from.path);
+    const { model } = await loadCheckpoint(checkpointPath(cfg.model.from.path));
     if (model.config.vocab_size !== vocab) {
       model.dispose();
       throw new UserError(`model.from.path ${cfg.model.from.path}: vocab_size ${model.config.vocab_size} does not match ${vocabWhat} (${vocab} tokens)`);

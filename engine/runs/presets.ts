@@ -30,6 +30,8 @@ export const presetFileSchema = z.strictObject({
   }),
   // Checked separately against the run config schema, so its issues get that schema's own paths and messages.
   config: z.record(z.string(), z.unknown()),
+  /** Named variations of `config` (an ablation grid): each is a list of `--set` overrides, launched with `--variant`. */
+  variants: z.record(z.string().regex(PRESET_NAME, { error: 'lower-case letters, digits and dashes' }), z.array(z.string())).optional(),
 });
 
 export interface Preset {
@@ -38,6 +40,8 @@ export interface Preset {
   expectedRuntime: { cpuSeconds: number | null; gpuSeconds: number | null; measuredOn: string };
   /** As written in the file (validated): fields left out take the schema's defaults. */
   config: RunConfigInput;
+  /** Named `--set` lists over `config` (validated), e.g. the switches of an ablation grid. */
+  variants?: Record<string, string[]>;
   file: string;
 }
 
@@ -71,6 +75,13 @@ export function readPresetFile(file: string): Preset {
   }
   const config = checkRunConfig(p.config);
   if (!config.success) issues.push(...config.issues.map((i) => ({ path: i.path ? `config.${i.path}` : 'config', message: i.message })));
+  for (const [name, sets] of Object.entries(p.variants ?? {})) {
+    try {
+      resolveWithSets(p.config, sets, `variant '${name}'`);
+    } catch (err) {
+      issues.push({ path: `variants.${name}`, message: (err as Error).message });
+    }
+  }
   if (issues.length) throw new ConfigValidationError(issues, file);
   return { ...p, config: p.config as RunConfigInput, file };
 }
@@ -80,7 +91,8 @@ function presetFiles(dir: string): string[] {
   return fs
     .readdirSync(dir)
     .filter((f) => f.endsWith('.json'))
-    .sort();
+    // by name, not file name: "marti-homo" before "marti-homo-small" ('.' sorts after '-')
+    .sort((a, b) => (a.slice(0, -5) < b.slice(0, -5) ? -1 : 1));
 }
 
 /** Every preset in `dir`, sorted by name. */
@@ -115,10 +127,16 @@ function resolveWithSets(raw: object, sets: readonly string[], source: string): 
   throw new ConfigValidationError(checked.issues, sourceOf);
 }
 
-/** The preset's config with the `--set` overrides applied, validated, defaults filled in. */
-export function resolvePresetConfig(name: string, sets: readonly string[] = [], dir: string = PRESETS_DIR): RunConfig {
+/** The preset's config (with one of its variants' overrides first, if named) with the `--set` overrides applied,
+ * validated, defaults filled in. */
+export function resolvePresetConfig(name: string, sets: readonly string[] = [], dir: string = PRESETS_DIR, variant?: string): RunConfig {
   const preset = loadPreset(name, dir);
-  return resolveWithSets(preset.config, sets, `preset '${name}'`);
+  if (variant === undefined) return resolveWithSets(preset.config, sets, `preset '${name}'`);
+  const variants = preset.variants ?? {};
+  if (!(variant in variants)) {
+    throw new UserError(`--variant ${variant}: preset '${name}' has ${Object.keys(variants).length ? `the variants ${Object.keys(variants).join(', ')}` : 'no variants'}`);
+  }
+  return resolveWithSets(preset.config, [...variants[variant]!, ...sets], `preset '${name}' variant '${variant}'`);
 }
 
 /** A config file (JSON, possibly partial) with the `--set` overrides applied, validated, defaults filled in. */

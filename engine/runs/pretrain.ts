@@ -31,7 +31,9 @@ export async function pretrain(
   if (!algorithm.pretrainBatch) throw new UserError(`algorithm '${config.algorithm}' has no pretraining stage`);
   if (fs.existsSync(out) && !opts.force) throw new UserError(`--out ${out}: already exists (add --force to replace it)`);
   const root = new Rng(config.seed).split('pretrain');
-  const model = await algorithm.initialModel(config, root.split('init'));
+  // A base model starts from random weights whatever `model.from` says: that field names where RL starts, which is
+  // usually the very checkpoint this command writes.
+  const model = await algorithm.initialModel({ ...config, model: { ...config.model, from: { kind: 'random' } } }, root.split('init'));
   const data = root.split('data');
   const opt = new Adam(adamVariables(model), { lr: config.pretrain.lr, maxGradNorm: config.rl.gradClip });
   const names = new Map([...model.params].map(([n, v]) => [v.name, n]));

@@ -118,7 +118,7 @@ describe('loading presets', () => {
 
   it('refuses unknown fields in a preset file', () => {
     const dir = presetDir({ 'a.json': { ...good('a'), runtime: 3 } });
-    expect(thrown(() => listPresets(dir)).message).toMatch(/a\.json: runtime: unknown field \(allowed: name, description, expectedRuntime, config\)/);
+    expect(thrown(() => listPresets(dir)).message).toMatch(/a\.json: runtime: unknown field \(allowed: name, description, expectedRuntime, config, variants\)/);
   });
 });
 
@@ -148,6 +148,18 @@ describe('resolving a launch config', () => {
     // The preset file alone is valid (evalSeed defaults to 2); the --set makes the seeds collide on evalSeed.
     expect(thrown(() => resolvePresetConfig('demo', ['task.evalSeed=5'], d)).message).toMatch(/^--set task\.evalSeed=5: task\.evalSeed: must differ/);
     expect(thrown(() => resolvePresetConfig('demo', ['task.trainSeed=2'], dir())).message).toMatch(/^preset 'demo': task\.evalSeed: must differ/);
+  });
+
+  it("a variant's overrides apply before --set, and unknown or invalid variants are named", () => {
+    const d = presetDir({ 'grid.json': { ...good('grid', { algorithm: 'seqgrpo', task: { kind: 'copy' } }), variants: { rev: ['task.kind=reverse', 'rl.lr=0.01'] } } });
+    const c = resolvePresetConfig('grid', ['rl.lr=0.02'], d, 'rev');
+    if (c.algorithm !== 'seqgrpo') throw new Error('expected a seqgrpo config');
+    expect(c.task.kind).toBe('reverse');
+    expect(c.rl.lr).toBe(0.02);
+    expect(resolvePresetConfig('grid', [], d).algorithm === 'seqgrpo' && resolvePresetConfig('grid', [], d).task.kind).toBe('copy');
+    expect(thrown(() => resolvePresetConfig('grid', [], d, 'sort')).message).toBe("--variant sort: preset 'grid' has the variants rev");
+    const bad = presetDir({ 'grid.json': { ...good('grid'), variants: { broken: ['task.kind=rev'] } } });
+    expect(thrown(() => loadPreset('grid', bad)).message).toMatch(/variants\.broken: .*task\.kind: expected one of/);
   });
 
   it('a malformed --set is a UserError naming the flag', () => {

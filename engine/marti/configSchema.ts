@@ -72,7 +72,12 @@ export const martiTaskSchema = z
   });
 
 export const tplusSchema = z.strictObject({
-  enabled: field(z.boolean().default(true), 'T+ evaluation', 'Also evaluate with MARS²-T+ (larger budget, rich feedback, depth weighting) at every evaluation (§3.10).'),
+  enabled: field(z.boolean().default(true), 'T+ evaluation', 'Also evaluate with MARS²-T+ (larger budget, rich feedback, depth weighting) (§3.10).'),
+  when: field(
+    z.enum(['everyEval', 'final']).default('everyEval'),
+    'When T+ runs',
+    'everyEval: at every evaluation of a run; final: only at the run’s last step (T+ trees are the costliest part of an evaluation). Evaluating a checkpoint always includes T+.',
+  ),
   nodes: field(count(1, 256, 16), 'T+ node budget', 'Nodes per tree at test time (§3.10: 16).'),
   feedback: field(z.enum(['perTest', 'binary', 'rich']).default('rich'), 'T+ feedback', 'Feedback of T+ trees (§3.10 a: rich).'),
   depthWeighting: field(z.boolean().default(true), 'Depth weighting', 'Re-weight GEN credit by ω(d, c) = (1 + α·d)/(1 + β·c) (§3.10 b).'),

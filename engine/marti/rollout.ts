@@ -121,7 +121,8 @@ export async function growTrees(fmt: MartiFormat, o: GrowOptions): Promise<GrowR
         program: ev.program,
         score: ev.publicScore,
         publicScore: ev.publicScore,
-        privateScore: ev.privateScore,
+        // private tests are metrics only: always all-pass, so pass rates stay pass rates under rewardMode 'fraction'
+        privateScore: ev.privatePassed === ev.privateTests.length ? 1 : 0,
         payload: {
           prompt: prompts[i]!,
           promptTokens: promptTokens[i]!,

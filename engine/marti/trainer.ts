@@ -308,7 +308,8 @@ class MartiTrainer implements Trainer {
   }
 
   evaluate(): Promise<EvalResult> {
-    return evaluateMarti(this.cfg, this.models);
+    const tp = this.cfg.marti.tplus;
+    return evaluateMarti(this.cfg, this.models, { tplus: tp.enabled && (tp.when === 'everyEval' || this.step >= this.cfg.budget.steps) });
   }
 
   async snapshot(): Promise<TrainerSnapshot> {
@@ -394,7 +395,7 @@ export interface MartiEvalDetail {
  *   tplus.pass1 / tplus.bestOfTree      T+: tplus.nodes nodes, rich feedback, depth weighting, final pick by public tests
  *   div.* (and tplus.div.*)             §3.11 diversity of the search trees, overall and per agent
  */
-export async function evaluateMartiDetailed(cfg: MartiConfig, models: ReadonlyMap<string, LlamaModel>): Promise<MartiEvalDetail> {
+export async function evaluateMartiDetailed(cfg: MartiConfig, models: ReadonlyMap<string, LlamaModel>, opts: { tplus?: boolean } = {}): Promise<MartiEvalDetail> {
   const fmt = martiFormat();
   for (const [id, model] of models) {
     if (model.config.vocab_size !== fmt.tokenizer.vocabSize) {
@@ -435,7 +436,7 @@ export async function evaluateMartiDetailed(cfg: MartiConfig, models: ReadonlyMa
 
   let tplusTrees: MartiTree[] = [];
   const tp = cfg.marti.tplus;
-  if (tp.enabled) {
+  if (opts.tplus ?? tp.enabled) {
     const plus = await growTrees(fmt, { ...base, treeIds: treeIds('tplus'), search: searchConfig(cfg, tp.nodes, team, true), feedback: tp.feedback, temperature: cfg.marti.evalSearchTemperature, searchRng: root.split('tplus-search'), tokenRng: root.split('tplus-tokens') });
     timing.push(plus.timing);
     tplusTrees = plus.trees;
@@ -452,8 +453,8 @@ export async function evaluateMartiDetailed(cfg: MartiConfig, models: ReadonlyMa
   return { result: { identity: martiEvalIdentity(cfg), metrics, items }, trees: { pass1: one.trees, search: search.trees, tplus: tplusTrees }, timing };
 }
 
-export async function evaluateMarti(cfg: MartiConfig, models: ReadonlyMap<string, LlamaModel>): Promise<EvalResult> {
-  return (await evaluateMartiDetailed(cfg, models)).result;
+export async function evaluateMarti(cfg: MartiConfig, models: ReadonlyMap<string, LlamaModel>, opts: { tplus?: boolean } = {}): Promise<EvalResult> {
+  return (await evaluateMartiDetailed(cfg, models, opts)).result;
 }
 
 export function martiEvalIdentity(cfg: MartiConfig): EvalResult['identity'] {

@@ -1,0 +1,43 @@
+/**
+ * Component-test harness (tests/component): mounts one of the inspector components with props given by the test, in
+ * the same headless Chromium as the browser tests, served by Vite's dev server. Not part of the app's build (only
+ * tests/component/harness/index.html loads it).
+ *
+ * window.__mount(name, props) mounts (replacing what was mounted); window.__update(props) changes some props in place,
+ * as new records arriving would.
+ */
+import { mount, unmount } from 'svelte';
+import EpisodeInspector from '../components/EpisodeInspector.svelte';
+import TokenStrip from '../components/TokenStrip.svelte';
+import TreeExplorer from '../components/TreeExplorer.svelte';
+import TreeView from '../components/TreeView.svelte';
+
+// Each component's props are checked where it is used; here they arrive as JSON from the test.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const components: Record<string, any> = { EpisodeInspector, TokenStrip, TreeExplorer, TreeView };
+
+let current: Record<string, unknown> | null = null;
+let props: Record<string, unknown> = $state({});
+
+declare global {
+  interface Window {
+    __mount(name: string, initial: Record<string, unknown>): void;
+    __update(changes: Record<string, unknown>): void;
+    __ready: boolean;
+  }
+}
+
+window.__mount = (name, initial) => {
+  const component = components[name];
+  if (!component) throw new Error(`harness: no component ${name} (have ${Object.keys(components).join(', ')})`);
+  if (current) void unmount(current);
+  for (const key of Object.keys(props)) delete props[key];
+  Object.assign(props, initial);
+  current = mount(component, { target: document.getElementById('root')!, props });
+};
+
+window.__update = (changes) => {
+  Object.assign(props, changes);
+};
+
+window.__ready = true;

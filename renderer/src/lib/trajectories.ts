@@ -1,0 +1,288 @@
+/**
+ * The trajectories.jsonl records the inspectors read, as the trainers write them (engine/mars/trainer.ts
+ * trajectoryRecord, engine/marti/trainer.ts treeRecord), plus the run loop's `step`. The host sends them as unknown
+ * JSON; the guards below check the few fields the views rely on, so a record of another kind (or a damaged line, which
+ * the host sends as { unreadable, line }) is skipped rather than drawn wrong.
+ */
+import { normaliseWordText, pretokenise } from '../../../engine/model/wordNormalForm';
+
+// ---- MARS ------------------------------------------------------------------------------------------------------------
+
+export interface MarsBin {
+  /** The pages packed into this System 1 window, each with how many of its tokens were taken. */
+  pages: { id: string; take: number }[];
+  /** Tokens of the window the bin used (pages + separators). */
+  used: number;
+  output: string;
+  outputTokens: string[];
+  outputLogProbs: number[];
+  /** System 1 sample's advantage (null/undefined when the trainer had none for it). */
+  advantage?: number | null;
+  /** How many times the balanced sample kept this System 1 sample (0 = balancing dropped it). */
+  kept?: number | null;
+}
+
+export interface MarsTurn {
+  text: string;
+  tokens: string[];
+  logProbs: number[];
+  query: string | null;
+  purpose: string | null;
+  results: { id: string; length: number }[];
+  bins: MarsBin[];
+  info: string;
+}
+
+export interface MarsEpisode {
+  kind: 'mars.episode';
+  step: number;
+  questionId: string;
+  family: string;
+  question: string;
+  gold: string[];
+  turns: MarsTurn[];
+  answer: string | null;
+  end: string;
+  reward: number;
+  f1: number;
+  advantage: number;
+}
+
+export function isMarsEpisode(r: unknown): r is MarsEpisode {
+  const x = r as Partial<MarsEpisode> | null;
+  return !!x && x.kind === 'mars.episode' && typeof x.step === 'number' && typeof x.questionId === 'string' && Array.isArray(x.turns);
+}
+
+/** The settings of a run's config the inspector needs to redraw System 1's windows (with the schema's defaults). */
+export interface MarsWindowSettings {
+  sys1PromptMax: number;
+  purposeMax: number;
+  missingPurpose: 'query' | 'empty';
+  sepCost: number;
+  packing: string;
+}
+
+export function marsWindowSettings(config: unknown): MarsWindowSettings {
+  const m = ((config as { mars?: Record<string, unknown> } | null)?.mars ?? {}) as Record<string, unknown>;
+  const n = (v: unknown, d: number): number => (typeof v === 'number' && Number.isFinite(v) ? v : d);
+  return {
+    sys1PromptMax: n(m['sys1PromptMax'], 256),
+    purposeMax: n(m['purposeMax'], 24),
+    missingPurpose: m['missingPurpose'] === 'empty' ? 'empty' : 'query',
+    sepCost: n(m['sepCost'], 1),
+    packing: typeof m['packing'] === 'string' ? m['packing'] : 'ffd',
+  };
+}
+
+/**
+ * Token count of a purpose under the MARS word tokenizer: its pre-tokens (the tokenizer maps each in-vocabulary word to
+ * one id; System 2 can only write vocabulary words, so a decoded purpose re-encodes to as many tokens).
+ */
+export function wordTokenCount(text: string): number {
+  return pretokenise(normaliseWordText(text, false)).length;
+}
+
+/**
+ * System 1's window capacity for one search (ALGORITHMS.md §2.3): C = sys1PromptMax − 3 (template) − purpose length,
+ * the purpose being the one System 2 wrote, or its query when it wrote none (missingPurpose 'query'), capped at
+ * purposeMax.
+ */
+export function sys1Capacity(turn: Pick<MarsTurn, 'purpose' | 'query'>, s: MarsWindowSettings): { capacity: number; purposeTokens: number } {
+  const purposeText = turn.purpose ?? (s.missingPurpose === 'query' ? (turn.query ?? '') : '');
+  const purposeTokens = Math.min(wordTokenCount(purposeText), s.purposeMax);
+  return { capacity: s.sys1PromptMax - 3 - purposeTokens, purposeTokens };
+}
+
+/** The G rollouts of one question at one step. */
+export interface EpisodeGroup {
+  key: string;
+  step: number;
+  questionId: string;
+  question: string;
+  family: string;
+  episodes: MarsEpisode[];
+  meanReward: number;
+}
+
+export const groupKey = (step: number, questionId: string): string => `${step}|${questionId}`;
+
+/** Groups episodes by (step, question), in the order their first episode appears. */
+export function groupEpisodes(episodes: readonly MarsEpisode[]): EpisodeGroup[] {
+  const groups = new Map<string, EpisodeGroup>();
+  for (const e of episodes) {
+    const key = groupKey(e.step, e.questionId);
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = { key, step: e.step, questionId: e.questionId, question: e.question, family: e.family, episodes: [], meanReward: 0 }));
+    g.episodes.push(e);
+  }
+  for (const g of groups.values()) g.meanReward = g.episodes.reduce((s, e) => s + e.reward, 0) / g.episodes.length;
+  return [...groups.values()];
+}
+
+/** A group's rollouts sorted by reward, best first; ties by F1, then by their position in the group (stable). */
+export function byReward(episodes: readonly MarsEpisode[]): { episode: MarsEpisode; index: number }[] {
+  return episodes
+    .map((episode, index) => ({ episode, index }))
+    .sort((a, b) => b.episode.reward - a.episode.reward || b.episode.f1 - a.episode.f1 || a.index - b.index);
+}
+
+// ---- MARTI -----------------------------------------------------------------------------------------------------------
+
+export interface PosteriorSummary {
+  kind: 'beta' | 'gaussian';
+  n: number;
+  mean: number;
+  [k: string]: unknown;
+}
+
+export interface TestOutcome {
+  passed: number;
+  total: number;
+  score: number | null;
+}
+
+export interface MartiNode {
+  id: number;
+  parentId: number | null;
+  depth: number;
+  /** null for the root. */
+  agent: string | null;
+  paramId: string | null;
+  prompt: string | null;
+  completion: string | null;
+  program: string | null;
+  feedback: string | null;
+  parseError: string | null;
+  finish: string | null;
+  public: TestOutcome | null;
+  private: TestOutcome | null;
+  score: number;
+  genObservation: number | null;
+  expansion: {
+    path: { nodeId: number; decision: 'GEN' | 'CONT'; genDraw: number; contDraw: number; gen: PosteriorSummary; cont: PosteriorSummary; chosenChild?: number }[];
+    forcedGen: boolean;
+    agent: { method: string; chosen: string; candidates: { agentId: string; n: number; posterior: PosteriorSummary; value: number | null }[] };
+  } | null;
+  posteriors?: { gen: PosteriorSummary; cont: PosteriorSummary };
+  advantage: number | null;
+  shapedReward: number | null;
+  trained: boolean | 'buffered';
+  tokens: number;
+}
+
+export interface MartiTreeRecord {
+  kind: 'marti.tree';
+  step: number;
+  mode: string;
+  treeId: string;
+  taskId: string;
+  statement: string;
+  target: string;
+  publicTests: { input: unknown; expected: unknown }[];
+  agents: string[];
+  metrics: { nodes: number; pass1: number; passN: number; avgPass1: number; gap: number };
+  agentShares: Record<string, number>;
+  nodes: MartiNode[];
+}
+
+export function isMartiTree(r: unknown): r is MartiTreeRecord {
+  const x = r as Partial<MartiTreeRecord> | null;
+  return !!x && x.kind === 'marti.tree' && typeof x.step === 'number' && typeof x.treeId === 'string' && Array.isArray(x.nodes);
+}
+
+/** Nodes of a tree after the first k expansions: the root and nodes 1…k (node ids are the expansion order). */
+export function nodesUpTo(tree: MartiTreeRecord, k: number): MartiNode[] {
+  return tree.nodes.filter((n) => n.parentId === null || n.id <= k);
+}
+
+export interface PlacedNode {
+  node: MartiNode;
+  x: number;
+  y: number;
+}
+
+/**
+ * A tidy top-down layout: leaves take consecutive columns in child order, a parent sits over the middle of its
+ * children, rows are depths. Coordinates are in column/row units; the view scales them.
+ */
+export function layoutTree(nodes: readonly MartiNode[]): { placed: PlacedNode[]; columns: number; rows: number } {
+  const children = new Map<number, MartiNode[]>();
+  let root: MartiNode | undefined;
+  for (const n of nodes) {
+    if (n.parentId === null) root = n;
+    else {
+      const list = children.get(n.parentId) ?? [];
+      list.push(n);
+      children.set(n.parentId, list);
+    }
+  }
+  const placed: PlacedNode[] = [];
+  if (!root) return { placed, columns: 0, rows: 0 };
+  let next = 0;
+  let rows = 0;
+  const place = (n: MartiNode): number => {
+    rows = Math.max(rows, n.depth + 1);
+    const kids = (children.get(n.id) ?? []).sort((a, b) => a.id - b.id);
+    let x: number;
+    if (kids.length === 0) x = next++;
+    else {
+      const xs = kids.map(place);
+      x = (xs[0]! + xs.at(-1)!) / 2;
+    }
+    placed.push({ node: n, x, y: n.depth });
+    return x;
+  };
+  place(root);
+  return { placed: placed.sort((a, b) => a.node.id - b.node.id), columns: Math.max(1, next), rows };
+}
+
+/** Which agent solved which problem in the loaded trees: per task, per agent, the best private score of its nodes. */
+export function solvedMatrix(trees: readonly MartiTreeRecord[]): { agents: string[]; rows: { taskId: string; statement: string; trees: number; best: Record<string, number | null> }[] } {
+  const agents = [...new Set(trees.flatMap((t) => t.agents))];
+  const rows = new Map<string, { taskId: string; statement: string; trees: number; best: Record<string, number | null> }>();
+  for (const t of trees) {
+    let row = rows.get(t.taskId);
+    if (!row) rows.set(t.taskId, (row = { taskId: t.taskId, statement: t.statement, trees: 0, best: Object.fromEntries(agents.map((a) => [a, null])) }));
+    row.trees++;
+    for (const n of t.nodes) {
+      if (n.agent === null) continue;
+      const s = n.private?.score ?? 0;
+      const before = row.best[n.agent];
+      row.best[n.agent] = before === null || before === undefined ? s : Math.max(before, s);
+    }
+  }
+  return { agents, rows: [...rows.values()].sort((a, b) => a.taskId.localeCompare(b.taskId, undefined, { numeric: true })) };
+}
+
+// ---- colours ---------------------------------------------------------------------------------------------------------
+
+/** A colour for a score in [0, 1]: red (0) → amber → green (1). */
+export function scoreColour(score: number | null | undefined): string {
+  if (score === null || score === undefined || !Number.isFinite(score)) return '#c5cad3';
+  const s = Math.max(0, Math.min(1, score));
+  const hue = 4 + s * 126;
+  return `hsl(${hue.toFixed(0)} 62% ${(46 + 6 * (1 - Math.abs(s - 0.5) * 2)).toFixed(0)}%)`;
+}
+
+/**
+ * A background for a token's value. Log-probabilities: 0 (certain) is white, −6 and below full red. Advantages: blue
+ * for positive, red for negative, saturated at ±2.
+ */
+export function tokenColour(value: number, mode: 'logProb' | 'advantage'): string {
+  if (!Number.isFinite(value)) return 'transparent';
+  if (mode === 'logProb') {
+    const t = Math.max(0, Math.min(1, -value / 6));
+    return `rgba(214, 69, 54, ${(0.05 + 0.6 * t).toFixed(3)})`;
+  }
+  const t = Math.max(-1, Math.min(1, value / 2));
+  return t >= 0 ? `rgba(31, 95, 191, ${(0.06 + 0.5 * t).toFixed(3)})` : `rgba(214, 69, 54, ${(0.06 - 0.5 * t).toFixed(3)})`;
+}
+
+/** The marker shapes agents get, in the order of the tree's agents. */
+export const AGENT_MARKERS = ['circle', 'square', 'diamond', 'triangle', 'hexagon'] as const;
+export type AgentMarker = (typeof AGENT_MARKERS)[number];
+export function agentMarker(agents: readonly string[], agent: string | null): AgentMarker | 'root' {
+  if (agent === null) return 'root';
+  const i = agents.indexOf(agent);
+  return AGENT_MARKERS[(i < 0 ? agents.length : i) % AGENT_MARKERS.length]!;
+}

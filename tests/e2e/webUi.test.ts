@@ -1,7 +1,10 @@
 /**
  * The app's views in a real headless Chromium (Debian's, driven by playwright-core; never a browser download) against
  * web mode on a temporary home: launch seqgrpo-copy from the form with a shortened budget and watch its chart receive
- * points live; a run started from the command line appears in the open Runs view without a reload.
+ * points live; a run started from the command line appears in the open Runs view without a reload; launch mars-tiny
+ * from the form (two small steps) and open an episode in the trajectory inspector; a two-step MARTI run from the
+ * command line grows its trees in the Tree tab and its diversity curves in the Diversity tab; compare the mars-tiny
+ * run's two checkpoints.
  *
  * Needs the built renderer (`npm run build`, as .ci/run does before `npm test`). Screenshots of each view, and the
  * measured append→chart latency (a figure, never asserted), go to tests/output/e2e/ (git-ignored).
@@ -82,6 +85,9 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     await expect(page.getByTestId('host-status').getAttribute('data-state')).resolves.toBe('open');
     expect(await page.getByTestId('runs-empty').textContent()).toContain('seqgrpo-copy');
     await shot('runs-empty');
+    await page.goto(`${server.url}#/compare`);
+    await page.getByTestId('compare-empty').waitFor();
+    await shot('compare-empty');
   });
 
   it('launches seqgrpo-copy from the form with a shortened budget, and its chart receives points live', async () => {
@@ -165,6 +171,135 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     expect(await row.textContent()).toContain('seqgrpo-increment');
     expect(await page.evaluate(() => (globalThis as Record<string, unknown>)['__sameDocument'])).toBe(true);
     await shot('runs');
+    expect(pageErrors).toEqual([]);
+  });
+
+  let marsRun = '';
+
+  it('launches mars-tiny from the form (two small steps), sees its chart receive points, and opens an episode in the inspector', async () => {
+    await page.goto(`${server.url}#/launch`);
+    await page.getByTestId('preset-mars-tiny').click();
+    await page.locator('#field-budget-steps').waitFor();
+    await page.locator('#field-budget-steps').fill('2');
+    await page.locator('#field-task-questionsPerStep').fill('2');
+    await page.locator('#field-task-groupSize').fill('4');
+    // Random initial weights: the test does not depend on a pretrained base being present.
+    await page.locator('details[data-path="model"] > summary').click();
+    await page.locator('#field-model-from').selectOption('random');
+    await page.locator('details[data-path="eval"] > summary').click();
+    await page.locator('#field-eval-every').fill('0');
+    await page.locator('#field-eval-items').fill('7');
+    await page.locator('details[data-path="checkpoint"] > summary').click();
+    await page.locator('#field-checkpoint-every').fill('1');
+    await page.getByText('settings are valid').waitFor();
+    await page.getByTestId('start-run').click();
+    await page.waitForURL(/#\/run\//);
+    marsRun = decodeURIComponent(new URL(page.url()).hash.replace('#/run/', ''));
+
+    const chart = page.getByTestId('chart-reward');
+    await chart.waitFor({ timeout: 60_000 });
+    await expect.poll(() => chart.getAttribute('data-points'), { timeout: 150_000, interval: 250 }).toBe('2');
+    const updates = (await page.evaluate(() => (globalThis as Record<string, unknown>)['__chartUpdates'])) as { name: string; points: number }[];
+    // the chart grew while the page was open (the last step's point came as a pushed event)
+    expect(updates.filter((u) => u.name === 'chart-reward' && u.points === 2).length).toBeGreaterThan(0);
+    await page.locator('[data-testid="run-status"]', { hasText: 'finished' }).waitFor({ timeout: 120_000 });
+    await shot('mars-run');
+
+    // The Episodes tab: the newest group, side by side; open the best rollout as a conversation.
+    await page.getByTestId('tab-episodes').click();
+    await page.getByTestId('episode-inspector').waitFor();
+    expect(await page.getByTestId('group-item').count()).toBeGreaterThanOrEqual(2); // 2 questions a step (a repeat shares a group)
+    expect((await page.getByTestId('group-card').count()) % 4).toBe(0); // G = 4
+    await page.getByTestId('group-card').first().click();
+    const episode = page.getByTestId('episode');
+    await episode.waitFor();
+    expect(await episode.getByTestId('turn').count()).toBeGreaterThan(0);
+    expect(await episode.getByTestId('outcome').textContent()).toContain('gold');
+    await shot('episodes');
+    await page.getByTestId('token-mode-logprob').check();
+    await page.getByTestId('token-strip').first().locator('.tok').first().hover();
+    expect(await page.getByTestId('token-readout').first().textContent()).toContain('log-probability');
+    await shot('episodes-tokens');
+    expect(pageErrors).toEqual([]);
+  });
+
+  it('shows a MARTI run from the command line: its trees arrive in the Tree tab, its diversity in the Diversity tab', async () => {
+    const config = {
+      algorithm: 'marti',
+      model: { size: 'tiny' },
+      task: { trainTasks: 20 },
+      marti: {
+        configuration: 'heterogeneous',
+        agents: [
+          { id: 'alpha', rolePrompt: 'agent alpha :' },
+          { id: 'beta', rolePrompt: 'agent beta :' },
+        ],
+        problemsPerStep: 2,
+        nodesPerTree: 4,
+        trainBatch: 4,
+        evalNodes: 3,
+        tplus: { enabled: false },
+      },
+      budget: { steps: 2 },
+      eval: { every: 1, items: 3 },
+      checkpoint: { every: 2, keep: 1 },
+    };
+    const file = path.join(home, 'marti-e2e.json');
+    fs.writeFileSync(file, JSON.stringify(config));
+    let runId: string | undefined;
+    const opened = new Promise<void>((resolve) => {
+      const cli = spawnCli(['train', '--config', file, '--home', home, '--json'], {}, (line) => {
+        const message = JSON.parse(line) as { runId?: string };
+        if (!runId && message.runId) {
+          runId = message.runId;
+          resolve();
+        }
+      });
+      void cli.exited.then((code) => expect(code).toBe(0));
+    });
+    await opened;
+    await page.goto(`${server.url}#/run/${encodeURIComponent(runId!)}/tree`);
+    await page.getByTestId('tree-tab').waitFor();
+    // both steps' trees arrive while the tab is open (2 problems per step)
+    await expect.poll(() => page.getByTestId('tree-item').count(), { timeout: 150_000, interval: 500 }).toBe(4);
+    await page.locator('[data-testid="run-status"]', { hasText: 'finished' }).waitFor({ timeout: 120_000 });
+    const nodes = page.locator('[data-testid="tree-node"]:not([data-root])');
+    expect(await nodes.count()).toBe(4);
+    await nodes.nth(1).click();
+    await page.getByTestId('node-program').waitFor();
+    expect(await page.getByTestId('node-prompt').textContent()).toContain('problem:');
+    await shot('tree');
+
+    await page.getByTestId('tab-diversity').click();
+    await page.getByTestId('diversity-tab').waitFor();
+    await expect.poll(() => page.getByTestId('diversity-chart').count(), { timeout: 20_000 }).toBeGreaterThan(0);
+    // per-agent measures: one line per agent and the team's (which measures exist depends on what the untrained
+    // agents wrote: distances need two parsed programs of one problem)
+    const lines = await page.getByTestId('diversity-chart').evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-lines'))));
+    expect(Math.max(...lines)).toBe(3);
+    await page.getByTestId('solved-matrix').waitFor();
+    expect(await page.locator('[data-testid="solved-matrix"] tbody tr').count()).toBeGreaterThan(0);
+    await shot('diversity');
+    expect(pageErrors).toEqual([]);
+  });
+
+  it('compares the mars-tiny run’s two checkpoints: metrics side by side, paired statistics, one item’s two outputs', async () => {
+    expect(marsRun).not.toBe('');
+    await page.goto(`${server.url}#/compare?a=${encodeURIComponent(`${marsRun}@1`)}&b=${encodeURIComponent(`${marsRun}@2`)}`);
+    await page.getByTestId('compare-view').waitFor();
+    await expect.poll(() => page.getByTestId('step-B').inputValue(), { timeout: 20_000 }).toBe('2');
+    expect(await page.getByTestId('step-A').inputValue()).toBe('1');
+    await page.getByTestId('compare-run').click();
+    await page.getByTestId('compare-result').waitFor({ timeout: 180_000 });
+    expect(await page.locator('[data-testid="compare-metrics"] tbody tr').count()).toBeGreaterThan(0);
+    expect(await page.getByTestId('mcnemar-p').textContent()).toMatch(/\d/);
+    if ((await page.getByTestId('compare-item').count()) === 0) {
+      await page.getByText('only flipped items').click();
+    }
+    await page.getByTestId('compare-item').first().click();
+    await page.getByTestId('output-A').waitFor();
+    await page.getByTestId('output-B').waitFor();
+    await shot('compare');
     expect(pageErrors).toEqual([]);
   });
 });

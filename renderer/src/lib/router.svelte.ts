@@ -1,14 +1,15 @@
 /**
- * Hash routing: `#/runs`, `#/launch`, `#/launch?from=<runId>` (clone), `#/launch?preset=<name>`, `#/run/<runId>`.
+ * Hash routing: `#/runs`, `#/launch`, `#/launch?from=<runId>` (clone), `#/launch?preset=<name>`, `#/run/<runId>`,
+ * `#/run/<runId>/<tab>` (a tab of the run page: charts, episodes, tree, diversity), `#/compare?a=<runId>@<step>&b=…`.
  * The hash keeps the page's query (web mode's token) untouched and works the same over file:// in Electron.
  *
  * Adding a view: add its name to RouteName, a pattern in parse(), and a branch in App.svelte.
  */
-export type RouteName = 'runs' | 'launch' | 'run' | 'not-found';
+export type RouteName = 'runs' | 'launch' | 'run' | 'compare' | 'not-found';
 
 export interface Route {
   name: RouteName;
-  /** Path parameters, e.g. { runId } for #/run/<runId>. */
+  /** Path parameters, e.g. { runId } for #/run/<runId>, { runId, tab } for #/run/<runId>/<tab>. */
   params: Record<string, string>;
   query: Record<string, string>;
 }
@@ -21,6 +22,8 @@ function parse(hash: string): Route {
   if (parts.length === 0 || (parts[0] === 'runs' && parts.length === 1)) return { name: 'runs', params: {}, query };
   if (parts[0] === 'launch' && parts.length === 1) return { name: 'launch', params: {}, query };
   if (parts[0] === 'run' && parts.length === 2) return { name: 'run', params: { runId: parts[1]! }, query };
+  if (parts[0] === 'run' && parts.length === 3) return { name: 'run', params: { runId: parts[1]!, tab: parts[2]! }, query };
+  if (parts[0] === 'compare' && parts.length === 1) return { name: 'compare', params: {}, query };
   return { name: 'not-found', params: {}, query };
 }
 

@@ -1,0 +1,105 @@
+/**
+ * A window onto a run's trajectories.jsonl for the inspectors: the newest `pageSize` lines first, older pages on
+ * request, and new lines as the run appends them. A pushed 'trajectories' event only says that lines arrived; the feed
+ * then asks for the lines after the last one it holds, by position, so nothing is counted twice (a line can be read
+ * by a page request and pushed by the watcher at the same time) and nothing is missed.
+ */
+import type { ApiEvent } from '../../../engine/api/contract';
+import { api } from '../api/connection.svelte';
+import { messageOf } from '../api/errors';
+
+export class TrajectoryFeed<T> {
+  /** The records of the loaded lines that pass the guard, oldest first. */
+  records = $state.raw<T[]>([]);
+  /** Lines in the file (as of the last answer). */
+  total = $state(0);
+  /** Position of the first loaded line (0 = everything from the start is loaded). */
+  from = $state(0);
+  loading = $state(true);
+  error = $state<string | null>(null);
+  /** Lines that were not JSON or not of this kind, among those loaded. */
+  skipped = $state(0);
+
+  /** One past the last loaded line. */
+  private end = 0;
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly runId: string,
+    private readonly guard: (record: unknown) => record is T,
+    private readonly pageSize = 200,
+    /** Most records kept while following a long run; the oldest go first. */
+    private readonly keep = 3000,
+  ) {}
+
+  private queue(work: () => Promise<void>): Promise<void> {
+    this.chain = this.chain.then(work).catch((error: unknown) => {
+      this.error = messageOf(error);
+    });
+    return this.chain;
+  }
+
+  private split(records: unknown[]): T[] {
+    const good = records.filter(this.guard);
+    this.skipped += records.length - good.length;
+    return good;
+  }
+
+  /** (Re)loads the newest page. */
+  load(): Promise<void> {
+    return this.queue(async () => {
+      this.loading = true;
+      try {
+        const head = await api!.getTrajectories({ runId: this.runId, offset: 0, limit: 1 });
+        const from = Math.max(0, head.total - this.pageSize);
+        const page = await api!.getTrajectories({ runId: this.runId, offset: from, limit: this.pageSize });
+        this.skipped = 0;
+        this.records = this.split(page.records);
+        this.from = from;
+        this.end = from + page.records.length;
+        this.total = page.total;
+        this.error = null;
+      } finally {
+        this.loading = false;
+      }
+    });
+  }
+
+  /** Loads the page before the first loaded line. */
+  older(): Promise<void> {
+    return this.queue(async () => {
+      if (this.from === 0) return;
+      const from = Math.max(0, this.from - this.pageSize);
+      const page = await api!.getTrajectories({ runId: this.runId, offset: from, limit: this.from - from });
+      this.records = [...this.split(page.records), ...this.records];
+      this.from = from;
+      this.total = page.total;
+    });
+  }
+
+  /** Fetches the lines after the last loaded one (all of them, page by page). */
+  private tail(): Promise<void> {
+    return this.queue(async () => {
+      for (;;) {
+        const page = await api!.getTrajectories({ runId: this.runId, offset: this.end, limit: 500 });
+        this.total = page.total;
+        if (page.records.length === 0) return;
+        this.end += page.records.length;
+        let next = [...this.records, ...this.split(page.records)];
+        if (next.length > this.keep) {
+          this.from += next.length - this.keep;
+          next = next.slice(next.length - this.keep);
+        }
+        this.records = next;
+        if (this.end >= page.total) return;
+      }
+    });
+  }
+
+  /** Feed it the host's events (subscribe in the view, which owns the subscription). */
+  onEvent(event: ApiEvent): void {
+    if (event.type === 'host-ready') void this.load();
+    else if (event.type === 'trajectories' && event.runId === this.runId) void this.tail();
+    else if (event.type === 'fileReset' && event.runId === this.runId && event.file === 'trajectories.jsonl') void this.load();
+  }
+}

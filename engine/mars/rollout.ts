@@ -67,6 +67,8 @@ export interface Sys2Turn {
   /** Pages the search returned (id and token length), in rank order. */
   results: { id: string; length: number }[];
   sys1: Sys1Call[];
+  /** Tokens of documents one System 1 window holds for this turn's purpose (§2.3's C); null without System 1 calls. */
+  capacity: number | null;
   /** Tokens the environment inserted after the turn (mask 0). */
   info: number[];
 }
@@ -141,6 +143,7 @@ export async function rolloutBatch(models: RolloutModels, format: MarsFormat, qu
           answer: parsed.answer ? format.decode(parsed.answer) : null,
           results: [],
           sys1: [],
+          capacity: null,
           info: [],
         };
         t.turns.push(rec);
@@ -196,6 +199,7 @@ async function runTools(models: RolloutModels, format: MarsFormat, searching: re
     const purposeText = turn.purpose ?? (s.missingPurpose === 'query' ? turn.query! : '');
     const purpose = format.encode(purposeText).slice(0, s.purposeMax);
     const C = sys1Capacity(s.sys1PromptMax, format.sys1TemplateLength, purpose.length);
+    turn.capacity = C;
     const bins: Bin[] = packItems(s.packing, docTokens.map((d, index) => ({ index, length: d.length })), C, s.sepCost);
     for (const bin of bins) {
       const prompt = [...format.sys1Head(purpose), ...bin.items.flatMap((it) => [...docTokens[it.index]!.slice(0, it.take), format.ids.sep])];

@@ -155,6 +155,7 @@ function trajectoryRecord(t: Trajectory, format: MarsFormat, a2: number, a1: num
       query: u.query,
       purpose: u.purpose,
       results: u.results,
+      capacity: u.capacity,
       bins: u.sys1.map((c) => {
         const rec = { pages: c.pages, used: c.used, output: format.decode(c.output), outputTokens: tokenTexts(c.output), outputLogProbs: c.logProbs, advantage: a1[j], kept: kept[j] };
         j++;

@@ -30,6 +30,8 @@ export interface MarsTurn {
   purpose: string | null;
   results: { id: string; length: number }[];
   bins: MarsBin[];
+  /** The window capacity the trainer used (records written before it was recorded lack it). */
+  capacity?: number | null;
   info: string;
 }
 
@@ -83,11 +85,13 @@ export function wordTokenCount(text: string): number {
 }
 
 /**
- * System 1's window capacity for one search (ALGORITHMS.md §2.3): C = sys1PromptMax − 3 (template) − purpose length,
+ * System 1's window capacity for one search (ALGORITHMS.md §2.3): as recorded by the trainer, or for older records
+ * recomputed as C = sys1PromptMax − 3 (template) − purpose length,
  * the purpose being the one System 2 wrote, or its query when it wrote none (missingPurpose 'query'), capped at
  * purposeMax.
  */
-export function sys1Capacity(turn: Pick<MarsTurn, 'purpose' | 'query'>, s: MarsWindowSettings): { capacity: number; purposeTokens: number } {
+export function sys1Capacity(turn: Pick<MarsTurn, 'purpose' | 'query' | 'capacity'>, s: MarsWindowSettings): { capacity: number; purposeTokens: number } {
+  if (typeof turn.capacity === 'number') return { capacity: turn.capacity, purposeTokens: s.sys1PromptMax - 3 - turn.capacity };
   const purposeText = turn.purpose ?? (s.missingPurpose === 'query' ? (turn.query ?? '') : '');
   const purposeTokens = Math.min(wordTokenCount(purposeText), s.purposeMax);
   return { capacity: s.sys1PromptMax - 3 - purposeTokens, purposeTokens };

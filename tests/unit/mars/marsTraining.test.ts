@@ -29,7 +29,7 @@ function group(rewards: number[], calls: number[]): Trajectory[] {
     lossMask: [0, 0, 1, 1, 1],
     behaviourLogProbs: [0, 0, -1, -1, -1],
     promptLength: 2,
-    turns: [{ tokens: [9, 10, 11], logProbs: [-1, -1, -1], query: 'q', purpose: null, answer: null, results: [], sys1: Array.from({ length: calls[k]! }, () => call(tag++)), info: [] }],
+    turns: [{ tokens: [9, 10, 11], logProbs: [-1, -1, -1], query: 'q', purpose: null, answer: null, results: [], sys1: Array.from({ length: calls[k]! }, () => call(tag++)), capacity: 8, info: [] }],
     answer: null,
     end: 'answer',
     reward: r,

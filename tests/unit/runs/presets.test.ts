@@ -156,7 +156,8 @@ describe('resolving a launch config', () => {
     if (c.algorithm !== 'seqgrpo') throw new Error('expected a seqgrpo config');
     expect(c.task.kind).toBe('reverse');
     expect(c.rl.lr).toBe(0.02);
-    expect(resolvePresetConfig('grid', [], d).algorithm === 'seqgrpo' && resolvePresetConfig('grid', [], d).task.kind).toBe('copy');
+    const plain = resolvePresetConfig('grid', [], d);
+    expect(plain.algorithm === 'seqgrpo' && plain.task.kind).toBe('copy');
     expect(thrown(() => resolvePresetConfig('grid', [], d, 'sort')).message).toBe("--variant sort: preset 'grid' has the variants rev");
     const bad = presetDir({ 'grid.json': { ...good('grid'), variants: { broken: ['task.kind=rev'] } } });
     expect(thrown(() => loadPreset('grid', bad)).message).toMatch(/variants\.broken: .*task\.kind: expected one of/);

@@ -127,8 +127,8 @@ describe('run config schema: error messages', () => {
   });
 
   it('names a missing or unknown algorithm and a missing field', () => {
-    expect(messageFor({})).toBe('config: algorithm: expected one of "seqgrpo" | "mars" — missing');
-    expect(messageFor({ algorithm: 'grpo' })).toBe('config: algorithm: expected one of "seqgrpo" | "mars" — received "grpo"');
+    expect(messageFor({})).toBe('config: algorithm: expected one of "seqgrpo" | "mars" | "marti" — missing');
+    expect(messageFor({ algorithm: 'grpo' })).toBe('config: algorithm: expected one of "seqgrpo" | "mars" | "marti" — received "grpo"');
     expect(messageFor({ algorithm: 'seqgrpo', rl: { schedule: { kind: 'linearWarmup' } } })).toBe(
       'config: rl.schedule.warmupSteps: expected an integer from 0 to 10000000 — missing',
     );

@@ -10,6 +10,7 @@
  * sent as null (both transports then carry the same thing).
  */
 import { z } from 'zod';
+import { RUN_STATUSES, runSummarySchema } from '../runs/runSummary';
 import { API_KEYS, API_METHODS, type ApiMethod } from './methods';
 
 export { API_EVENT_CHANNEL, API_KEYS, API_METHODS, apiChannel, isApiMethod, type ApiMethod } from './methods';
@@ -24,7 +25,7 @@ export const runIdSchema = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { error: 'a run id: letters, digits, ".", "_" and "-"' })
   .refine((s) => !s.includes('..'), { error: 'a run id may not contain ".."' });
 
-export const runStatusSchema = z.enum(['created', 'running', 'stopped', 'finished', 'failed', 'interrupted']);
+export const runStatusSchema = z.enum(RUN_STATUSES);
 export type RunStatus = z.infer<typeof runStatusSchema>;
 
 /** run.json (engine/runs/runFolder.ts RunMeta). */
@@ -53,25 +54,8 @@ const metricValue = z.number().nullable();
 export const metricPointSchema = z.object({ step: z.number(), time: metricValue }).catchall(metricValue);
 export type ApiMetricPoint = z.infer<typeof metricPointSchema>;
 
-const metricStatsSchema = z.object({ last: z.number().nullable(), min: z.number().nullable(), max: z.number().nullable() });
-
 /** One row of the run list (engine/runs/runIndex.ts RunSummary). */
-export const runSummarySchema = z.object({
-  id: z.string(),
-  status: z.union([runStatusSchema, z.literal('corrupt')]),
-  error: z.string().optional(),
-  algorithm: z.string().optional(),
-  preset: z.string().optional(),
-  createdAt: z.string().optional(),
-  statusAt: z.string().optional(),
-  steps: z.number().nullable(),
-  metrics: z.record(z.string(), metricStatsSchema),
-  tags: z.array(z.string()),
-  notes: z.string(),
-  checkpoints: z.number(),
-  lastCheckpointStep: z.number().optional(),
-  mtime: z.number(),
-});
+export { runSummarySchema };
 export type ApiRunSummary = z.infer<typeof runSummarySchema>;
 
 export const configIssueSchema = z.object({ path: z.string(), message: z.string() });

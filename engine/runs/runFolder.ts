@@ -11,8 +11,8 @@ import { UserError } from '../userError';
 import { CHECKPOINT_REQUIRED_FILES, LOG_FILES, RUN_FILES, runDir, runsDir } from './home';
 import { JsonlAppender } from './jsonl';
 
-export const RUN_STATUSES = ['created', 'running', 'stopped', 'finished', 'failed', 'interrupted'] as const;
-export type RunStatus = (typeof RUN_STATUSES)[number];
+import { RUN_STATUSES, type RunStatus } from './runSummary';
+export { RUN_STATUSES, type RunStatus };
 
 /** What run.json holds. The config is validated by the config schema, not here. */
 export interface RunMeta {

@@ -12,7 +12,8 @@ import { UserError } from '../userError';
 import { INDEX_FILE, RUN_FILES, runsDir } from './home';
 import { readJsonl } from './jsonl';
 import { metricLineProblem, metricNames, toMetricPoint } from './metricPoint';
-import { RUN_STATUSES, isRunFolderName, listCheckpoints, readRunMeta, type RunStatus } from './runFolder';
+import { runSummarySchema } from './runSummary';
+import { isRunFolderName, listCheckpoints, readRunMeta, type RunStatus } from './runFolder';
 
 export interface MetricStats {
   /** The last value written; null when it was not finite (NaN is stored as null in JSON). */
@@ -55,25 +56,8 @@ const FINGERPRINT_BYTES = 64;
 const stampSchema = z.object({ size: z.number(), mtimeMs: z.number(), ino: z.number() });
 type FileStamp = z.infer<typeof stampSchema>;
 
-const statsSchema = z.object({ last: z.number().nullable(), min: z.number().nullable(), max: z.number().nullable() });
-const summarySchema = z.object({
-  id: z.string(),
-  status: z.enum([...RUN_STATUSES, 'corrupt']),
-  error: z.string().optional(),
-  algorithm: z.string().optional(),
-  preset: z.string().optional(),
-  createdAt: z.string().optional(),
-  statusAt: z.string().optional(),
-  steps: z.number().nullable(),
-  metrics: z.record(z.string(), statsSchema),
-  tags: z.array(z.string()),
-  notes: z.string(),
-  checkpoints: z.number(),
-  lastCheckpointStep: z.number().optional(),
-  mtime: z.number(),
-});
 const entrySchema = z.object({
-  summary: summarySchema,
+  summary: runSummarySchema,
   meta: stampSchema.nullable(),
   metrics: stampSchema.nullable(),
   checkpoints: stampSchema.nullable(),

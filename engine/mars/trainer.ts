@@ -322,7 +322,8 @@ async function evaluateMars(cfg: MarsConfig, policy: LlamaModel, sys1: LlamaMode
   return {
     identity: marsEvalIdentity(cfg),
     metrics,
-    items: trajs.map((t) => ({ id: t.question.id, correct: t.reward === 1, score: t.f1, output: t.answer ?? '', target: t.question.answers[0] })),
+    // evaluation has no groups: advantages are 0 and nothing is balanced
+    items: trajs.map((t) => ({ id: t.question.id, correct: t.reward === 1, score: t.f1, output: t.answer ?? '', target: t.question.answers[0], record: trajectoryRecord(t, format, 0, [], []) })),
   };
 }
 

@@ -448,7 +448,8 @@ export async function evaluateMartiDetailed(cfg: MartiConfig, models: ReadonlyMa
 
   const items = tasks.map((task, i) => {
     const n = nonRootNodes(one.trees[i]!)[0]!;
-    return { id: task.id, correct: n.privateScore === 1, score: n.privateScore ?? 0, output: n.program ?? n.payload!.completion, target: task.target };
+    const record = treeRecord(search.trees[i]!, task, team, { mode: 'eval' });
+    return { id: task.id, correct: n.privateScore === 1, score: n.privateScore ?? 0, output: n.program ?? n.payload!.completion, target: task.target, record };
   });
   return { result: { identity: martiEvalIdentity(cfg), metrics, items }, trees: { pass1: one.trees, search: search.trees, tplus: tplusTrees }, timing };
 }

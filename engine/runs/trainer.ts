@@ -21,6 +21,8 @@ export interface EvalItemOutcome {
   score: number;
   output?: string;
   target?: string;
+  /** The item's whole episode or search tree, in the form trajectories.jsonl holds (the Compare view shows two). */
+  record?: object;
 }
 
 export interface EvalResult {

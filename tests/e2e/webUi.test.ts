@@ -283,7 +283,7 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     expect(pageErrors).toEqual([]);
   });
 
-  it('compares the mars-tiny run’s two checkpoints: metrics side by side, paired statistics, one item’s two outputs', async () => {
+  it('compares the mars-tiny run’s two checkpoints: metrics side by side, paired statistics, one item’s two outputs and episodes', async () => {
     expect(marsRun).not.toBe('');
     await page.goto(`${server.url}#/compare?a=${encodeURIComponent(`${marsRun}@1`)}&b=${encodeURIComponent(`${marsRun}@2`)}`);
     await page.getByTestId('compare-view').waitFor();
@@ -299,6 +299,13 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     await page.getByTestId('compare-item').first().click();
     await page.getByTestId('output-A').waitFor();
     await page.getByTestId('output-B').waitFor();
+    // both checkpoints' whole episodes for that item, side by side, for the same question
+    const itemId = await page.getByTestId('compare-item').first().locator('code').textContent();
+    for (const col of ['A', 'B']) {
+      const episode = page.locator(`[data-testid="output-${col}"] [data-testid="episode"]`);
+      await episode.waitFor();
+      expect(await episode.getAttribute('data-question')).toBe(itemId);
+    }
     await shot('compare');
     expect(pageErrors).toEqual([]);
   });

@@ -1,15 +1,37 @@
 /** `doctor`: which TensorFlow.js backend this machine gets, and why not the others. */
 import type { Command } from 'commander';
-import { initBackend, type BackendName, type BackendReport } from '../tensor/backend';
+import { CUDA_LIBRARIES, initBackend, missingCudaLibraries, vulkanEnvironment, type BackendName, type BackendReport, type VulkanEnvironment } from '../tensor/backend';
 import { ENGINE_VERSION } from '../version';
 import { backendOption } from './options';
 
-function formatDoctor(r: BackendReport): string {
+/** What the GPU rungs of the ladder need from the machine, whichever backend was chosen. */
+interface GpuLibraries {
+  /** webgpu on Linux: the Vulkan loader and driver manifests Dawn would use. */
+  vulkan: VulkanEnvironment;
+  /** tensorflow's GPU build: the CUDA 11.2 / cuDNN 8.1 libraries it opens, and those the dynamic linker would not find. */
+  cuda: { needs: readonly string[]; missing: string[] };
+}
+
+function gpuLibraries(): GpuLibraries {
+  return { vulkan: vulkanEnvironment(), cuda: { needs: CUDA_LIBRARIES, missing: missingCudaLibraries() } };
+}
+
+function formatGpu(g: GpuLibraries): string[] {
+  const icds = g.vulkan.icds.length ? g.vulkan.icds.join(', ') : 'none';
+  const cuda = g.cuda.missing.length === 0 ? 'all found' : g.cuda.missing.length === g.cuda.needs.length ? 'none found' : `missing ${g.cuda.missing.join(', ')}`;
+  return [
+    `vulkan (webgpu): loader ${g.vulkan.loader ?? 'libvulkan.so.1 not found'}; driver manifests: ${icds}`,
+    `CUDA 11.2 / cuDNN 8.1 (tensorflow GPU build): ${cuda}`,
+  ];
+}
+
+function formatDoctor(r: BackendReport, g: GpuLibraries): string {
   const lines = [`backend: ${r.chosen}${r.forced ? ' (forced with --backend)' : ''}`];
   for (const a of r.attempts) lines.push(`  ${a.backend.padEnd(10)} ${a.status.padEnd(16)} ${a.package === '-' ? '' : a.package + ': '}${a.detail}`);
   lines.push(`threads: ${r.threads} (${r.threadsDetail})`);
   if (r.simd !== null) lines.push(`wasm SIMD: ${r.simd ? 'yes' : 'no'}`);
   lines.push(`platform: ${r.platform}, ${r.cpus} CPU cores`);
+  if (r.platform.startsWith('linux')) lines.push(...formatGpu(g));
   lines.push(`versions: mars-lab ${ENGINE_VERSION}, ${Object.entries(r.versions).map(([k, v]) => `${k} ${v}`).join(', ')}`);
   return lines.join('\n');
 }
@@ -22,6 +44,7 @@ export function registerDoctorCommand(program: Command): void {
     .addOption(backendOption())
     .action(async (opts: { json?: boolean; backend?: BackendName }) => {
       const report = await initBackend({ force: opts.backend });
-      console.log(opts.json ? JSON.stringify({ engine: ENGINE_VERSION, ...report }, null, 2) : formatDoctor(report));
+      const gpu = gpuLibraries();
+      console.log(opts.json ? JSON.stringify({ engine: ENGINE_VERSION, ...report, gpu }, null, 2) : formatDoctor(report, gpu));
     });
 }

@@ -78,12 +78,50 @@ function packageVersion(pkg: string): string | null {
   }
 }
 
+/**
+ * The CUDA 11.2 / cuDNN 8.1 libraries that libtensorflow 2.9 (under tfjs-node-gpu 4.x) opens at run time. Without them
+ * the GPU build either fails to load or, more often, loads and quietly runs on the CPU.
+ */
+export const CUDA_LIBRARIES = [
+  'libcudart.so.11.0',
+  'libcublas.so.11',
+  'libcublasLt.so.11',
+  'libcufft.so.10',
+  'libcurand.so.10',
+  'libcusolver.so.11',
+  'libcusparse.so.11',
+  'libcudnn.so.8',
+] as const;
+
+export const CUDA_REQUIREMENT =
+  'the GPU build (@tensorflow/tfjs-node-gpu 4.x, libtensorflow 2.9) needs CUDA 11.2 and cuDNN 8.1: ' +
+  `${CUDA_LIBRARIES.join(', ')} on the library path (LD_LIBRARY_PATH or ldconfig); newer CUDA majors (12.x) do not satisfy it`;
+
+/** The CUDA / cuDNN libraries of CUDA_LIBRARIES that the dynamic linker would not find here. */
+export function missingCudaLibraries(): string[] {
+  return CUDA_LIBRARIES.filter((lib) => findSharedLibrary(lib) === null);
+}
+
+function cudaHint(): string {
+  const missing = missingCudaLibraries();
+  return missing.length
+    ? ` — ${CUDA_REQUIREMENT}; not found here: ${missing.join(', ')}`
+    : ` — ${CUDA_REQUIREMENT}; all of them were found here, so the error lies elsewhere`;
+}
+
 async function tryTensorflow(attempts: BackendAttempt[]): Promise<boolean> {
   for (const pkg of ['@tensorflow/tfjs-node-gpu', '@tensorflow/tfjs-node']) {
     try {
       await import(pkg);
       if (!(await tf.setBackend('tensorflow'))) throw new Error('setBackend("tensorflow") returned false');
-      attempts.push({ backend: 'tensorflow', package: pkg, status: 'chosen', detail: `libtensorflow through ${pkg}` });
+      let detail = `libtensorflow through ${pkg}`;
+      if (pkg.endsWith('-gpu')) {
+        // tfjs-node's backend says whether libtensorflow registered a GPU device; without CUDA it falls back to the CPU.
+        const onGpu = (tf.backend() as { isUsingGpuDevice?: boolean }).isUsingGpuDevice;
+        if (onGpu === true) detail += ', on the GPU';
+        else if (onGpu === false) detail += `, but libtensorflow found no usable GPU and runs on the CPU${cudaHint()}`;
+      }
+      attempts.push({ backend: 'tensorflow', package: pkg, status: 'chosen', detail });
       return true;
     } catch (err) {
       if (isNotInstalled(err, pkg)) {
@@ -91,14 +129,14 @@ async function tryTensorflow(attempts: BackendAttempt[]): Promise<boolean> {
           backend: 'tensorflow',
           package: pkg,
           status: 'not-installed',
-          detail: `${pkg} is an optional dependency whose installer downloads libtensorflow; it is absent when that download was not possible`,
+          detail: 'not installed (an optional dependency whose installer downloads libtensorflow from outside the npm registry; absent where that download was not possible)',
         });
       } else {
-        const gpuHint =
-          pkg.endsWith('-gpu') && /lib(cudart|cublas|cudnn|cufft|curand|cusolver|cusparse)/i.test(message(err))
-            ? ' — the GPU build needs CUDA 11.2 and cuDNN 8.1 libraries on the library path (LD_LIBRARY_PATH)'
-            : '';
-        attempts.push({ backend: 'tensorflow', package: pkg, status: 'failed', detail: message(err) + gpuHint });
+        // A shared library that would not load (libtensorflow itself, or a CUDA/cuDNN library it links) is the usual
+        // failure of the GPU build: say what it needs and which of those libraries are missing.
+        const libraryError = /\.so(\.\d+)*\b|shared object|dlopen|cannot open|libtensorflow|cuda|cudnn|tfjs_binding/i.test(message(err));
+        const hint = pkg.endsWith('-gpu') && libraryError ? cudaHint() : '';
+        attempts.push({ backend: 'tensorflow', package: pkg, status: 'failed', detail: message(err) + hint });
       }
     }
   }
@@ -107,26 +145,144 @@ async function tryTensorflow(attempts: BackendAttempt[]): Promise<boolean> {
 
 const SOFTWARE_ADAPTER = /llvmpipe|lavapipe|swiftshader|softpipe|software/i;
 
+interface DawnModule {
+  create: (opts: string[]) => { requestAdapter: (opts?: { powerPreference?: string }) => Promise<GpuAdapterLike | null> };
+  globals: object;
+}
+
+interface DawnProbe {
+  gpu: unknown;
+  name: string;
+  software: boolean;
+}
+
+/**
+ * One Dawn instance per process: tfjs keeps the device it made from the first one, and a second instance (when a
+ * process switches back to webgpu) lets the first be garbage-collected under that device, which crashes Dawn's threads.
+ * The probe is kept (and the instance with it) whatever its outcome.
+ */
+let dawnProbe: Promise<DawnProbe | null> | null = null;
+
+function probeDawn(dawn: DawnModule): Promise<DawnProbe | null> {
+  dawnProbe ??= (async () => {
+    const gpu = dawn.create([]);
+    // The adapter tfjs-backend-webgpu will ask for (a discrete GPU before an integrated or software one).
+    const adapter = await Promise.race([
+      gpu.requestAdapter({ powerPreference: 'high-performance' }),
+      new Promise<null>((resolve) => setTimeout(() => resolve(null), 10_000).unref()),
+    ]);
+    if (!adapter) return null;
+    const info = adapter.info ?? {};
+    const name = [info.vendor, info.architecture, info.device, info.description].filter(Boolean).join(' ') || 'unknown adapter';
+    return { gpu, name, software: Boolean(adapter.isFallbackAdapter) || SOFTWARE_ADAPTER.test(name) };
+  })();
+  return dawnProbe;
+}
+
 interface GpuAdapterLike {
   info?: { vendor?: string; architecture?: string; device?: string; description?: string };
   isFallbackAdapter?: boolean;
 }
 
+/** The folders the dynamic linker searches: LD_LIBRARY_PATH, /etc/ld.so.conf(.d), then the usual system folders. */
+function librarySearchPath(): string[] {
+  const dirs = (process.env.LD_LIBRARY_PATH ?? '').split(':').filter(Boolean);
+  const confs = ['/etc/ld.so.conf'];
+  try {
+    for (const f of fs.readdirSync('/etc/ld.so.conf.d').sort()) if (f.endsWith('.conf')) confs.push(path.join('/etc/ld.so.conf.d', f));
+  } catch {
+    // no ld.so.conf.d
+  }
+  for (const conf of confs) {
+    try {
+      for (const line of fs.readFileSync(conf, 'utf8').split('\n')) {
+        const d = line.replace(/#.*/, '').trim();
+        if (d.startsWith('/')) dirs.push(d);
+      }
+    } catch {
+      // unreadable or absent
+    }
+  }
+  const triple = process.arch === 'arm64' ? 'aarch64-linux-gnu' : 'x86_64-linux-gnu';
+  dirs.push(`/usr/lib/${triple}`, `/lib/${triple}`, '/usr/lib64', '/lib64', '/usr/lib', '/lib', '/usr/local/lib');
+  return [...new Set(dirs)];
+}
+
+/** Where the dynamic linker would find a shared library (by its soname), or null. Linux only; elsewhere null. */
+export function findSharedLibrary(soname: string): string | null {
+  if (process.platform !== 'linux') return null;
+  for (const d of librarySearchPath()) {
+    const p = path.join(d, soname);
+    if (fs.existsSync(p)) return p;
+  }
+  return null;
+}
+
+export interface VulkanEnvironment {
+  /** libvulkan.so.1, the Vulkan loader Dawn opens, or null when the dynamic linker would not find it. */
+  loader: string | null;
+  /** Installable client driver manifests the loader would read (NVIDIA's is nvidia_icd.json). */
+  icds: string[];
+}
+
+/** What Dawn needs on Linux to reach a GPU: the Vulkan loader and at least one driver (ICD) manifest. */
+export function vulkanEnvironment(): VulkanEnvironment {
+  const loader = findSharedLibrary('libvulkan.so.1');
+  const explicit = (process.env.VK_DRIVER_FILES ?? process.env.VK_ICD_FILENAMES ?? '').split(':').filter(Boolean);
+  let icds: string[];
+  if (explicit.length) icds = explicit.filter((f) => fs.existsSync(f));
+  else {
+    const roots = [
+      ...(process.env.XDG_CONFIG_DIRS ?? '/etc/xdg').split(':'),
+      '/etc',
+      ...(process.env.XDG_DATA_DIRS ?? '/usr/local/share:/usr/share').split(':'),
+      '/usr/local/share',
+      '/usr/share',
+    ];
+    icds = [];
+    for (const r of new Set(roots.filter(Boolean))) {
+      const d = path.join(r, 'vulkan', 'icd.d');
+      try {
+        for (const f of fs.readdirSync(d).sort()) if (f.endsWith('.json')) icds.push(path.join(d, f));
+      } catch {
+        // no such folder
+      }
+    }
+  }
+  return { loader, icds: [...new Set(icds)] };
+}
+
+function describeVulkan(v: VulkanEnvironment): string {
+  const icds = v.icds.length ? v.icds.join(', ') : 'none (looked in */vulkan/icd.d and VK_ICD_FILENAMES)';
+  return `Vulkan loader ${v.loader ?? 'not found'}; driver manifests: ${icds}`;
+}
+
 /**
- * On Linux Dawn reaches GPUs through libvulkan.so.1; without it there is no adapter, and loading Dawn anyway only
- * prints a warning on every start. Look for the loader where the dynamic linker would.
+ * tfjs-backend-webgpu 4.22's AddN binds every input as a storage buffer in one shader, but asks for the device's
+ * default limit of 8 storage buffers per stage, so `tf.addN` of more than 7 tensors (a gradient norm over a model's
+ * parameters, for one) makes an invalid pipeline and silently yields garbage. Concat splits its inputs to fit that
+ * limit; this gives AddN the same treatment: sum chunks that fit, then sum the partial sums.
  */
-function vulkanLoaderMissing(): boolean {
-  if (process.platform !== 'linux') return false;
-  const dirs = [
-    ...(process.env.LD_LIBRARY_PATH ?? '').split(':').filter(Boolean),
-    `/usr/lib/${process.arch === 'arm64' ? 'aarch64' : 'x86_64'}-linux-gnu`,
-    '/usr/lib64',
-    '/usr/lib',
-    '/usr/local/lib',
-    '/lib64',
-  ];
-  return !dirs.some((d) => fs.existsSync(path.join(d, 'libvulkan.so.1')));
+function chunkWebgpuAddN(): void {
+  const kernel = tf.getKernel('AddN', 'webgpu') as (tf.KernelConfig & { chunked?: true }) | undefined;
+  if (!kernel || kernel.chunked) return;
+  const original = kernel.kernelFunc;
+  const kernelFunc: tf.KernelFunc = (args) => {
+    const inputs = args.inputs as unknown as tf.TensorInfo[];
+    const backend = args.backend as { device?: { limits?: { maxStorageBuffersPerShaderStage?: number } }; disposeData(id: object): void };
+    const max = Math.max(2, (backend.device?.limits?.maxStorageBuffersPerShaderStage ?? 8) - 1);
+    if (inputs.length <= max) return original(args);
+    const partial: tf.TensorInfo[] = [];
+    for (let i = 0; i < inputs.length; i += max) {
+      const chunk = inputs.slice(i, i + max);
+      partial.push(chunk.length === 1 ? chunk[0]! : (kernelFunc({ ...args, inputs: chunk as unknown as tf.NamedTensorInfoMap }) as tf.TensorInfo));
+    }
+    const out = kernelFunc({ ...args, inputs: partial as unknown as tf.NamedTensorInfoMap }) as tf.TensorInfo;
+    for (const p of partial) if (!inputs.includes(p)) backend.disposeData(p.dataId);
+    return out;
+  };
+  tf.unregisterKernel('AddN', 'webgpu');
+  tf.registerKernel({ ...kernel, kernelFunc, chunked: true } as tf.KernelConfig);
 }
 
 async function tryWebgpu(attempts: BackendAttempt[], forced: boolean): Promise<boolean> {
@@ -136,31 +292,33 @@ async function tryWebgpu(attempts: BackendAttempt[], forced: boolean): Promise<b
     record('not-installed', 'the optional `webgpu` package (Dawn for Node) is not installed');
     return false;
   }
-  if (vulkanLoaderMissing()) {
-    record('no-adapter', 'libvulkan.so.1 was not found, so Dawn can reach no GPU (install the GPU vendor\'s Vulkan driver)');
+  const vulkan = vulkanEnvironment();
+  if (process.platform === 'linux' && !vulkan.loader) {
+    // Loading Dawn anyway would only print a warning on every start.
+    record(
+      'no-adapter',
+      'no hardware adapter: libvulkan.so.1 (the Vulkan loader) was not found, so Dawn can reach no GPU. Install the GPU ' +
+        "vendor's Vulkan driver (NVIDIA: libvulkan1 and the driver's nvidia_icd.json; in a container, " +
+        'NVIDIA_DRIVER_CAPABILITIES must include graphics)',
+    );
     return false;
   }
-  let dawn: { create: (opts: string[]) => { requestAdapter: () => Promise<GpuAdapterLike | null> }; globals: object };
+  let dawn: DawnModule;
   try {
-    dawn = (await import('webgpu')) as unknown as typeof dawn;
+    dawn = (await import('webgpu')) as unknown as DawnModule;
   } catch (err) {
     if (isNotInstalled(err, 'webgpu')) record('not-installed', 'the optional `webgpu` package (Dawn for Node) is not installed');
     else record('failed', message(err));
     return false;
   }
   try {
-    const gpu = dawn.create([]);
-    const adapter = await Promise.race([
-      gpu.requestAdapter(),
-      new Promise<null>((resolve) => setTimeout(() => resolve(null), 10_000).unref()),
-    ]);
-    if (!adapter) {
-      record('no-adapter', 'Dawn found no GPU adapter (no Vulkan driver or no GPU)');
+    const probe = await probeDawn(dawn);
+    if (!probe) {
+      record('no-adapter', `no hardware adapter: Dawn found no GPU adapter (${describeVulkan(vulkan)})`);
       return false;
     }
-    const info = adapter.info ?? {};
-    const name = [info.vendor, info.architecture, info.device, info.description].filter(Boolean).join(' ') || 'unknown adapter';
-    if (!forced && (adapter.isFallbackAdapter || SOFTWARE_ADAPTER.test(name))) {
+    const { gpu, name, software } = probe;
+    if (!forced && software) {
       record('software-adapter', `only a software adapter (${name}) was found; it is slower than wasm. Force it with --backend webgpu`);
       return false;
     }
@@ -168,6 +326,7 @@ async function tryWebgpu(attempts: BackendAttempt[], forced: boolean): Promise<b
     const nav = ((globalThis as { navigator?: object }).navigator ??= {}) as { gpu?: unknown };
     Object.defineProperty(nav, 'gpu', { value: gpu, configurable: true });
     await import('@tensorflow/tfjs-backend-webgpu');
+    chunkWebgpuAddN();
     if (!(await tf.setBackend('webgpu'))) throw new Error('setBackend("webgpu") returned false');
     record('chosen', `adapter: ${name}`, '@tensorflow/tfjs-backend-webgpu');
     return true;

@@ -1,22 +1,36 @@
 /**
- * The same tiny model trains on every backend present here, and the losses agree across backends.
- * Backends that cannot initialise (tensorflow without libtensorflow, webgpu without an adapter) are reported, not
- * silently dropped.
+ * The same tiny model trains on every backend present here, and the losses agree with the cpu backend's.
+ * Each backend of the ladder has its own test; one that cannot initialise here (tensorflow without libtensorflow,
+ * webgpu without an adapter) is skipped with the reason in the test's note, never silently dropped. Backends named in
+ * MARS_LAB_EXPECT_BACKENDS (bench/gpu.sh sets webgpu where an NVIDIA Vulkan driver exists) fail instead of skipping.
+ * Then `doctor` on a tensorflow GPU build that cannot use CUDA, simulated by a stand-in package.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cloneModel } from '../../../engine/model/hfWeights';
 import { lastPositionLogits } from '../../../engine/model/inference';
 import { Rng } from '../../../engine/random/prng';
 import { Adam } from '../../../engine/rl/adam';
 import { adamVariables, policyUpdate } from '../../../engine/rl/policyUpdate';
-import type { BackendName } from '../../../engine/tensor/backend';
+import { backendReport, CUDA_LIBRARIES, findSharedLibrary, type BackendName } from '../../../engine/tensor/backend';
+import { cli } from '../../helpers/cli';
 import { fixedSamples } from '../../helpers/fixedSamples';
 import { tinyModel } from '../../helpers/tinyModel';
-import { availableBackends, useBackend } from '../../helpers/backends';
+import { expectedBackends, probeBackends, useBackend } from '../../helpers/backends';
 
 const STEPS = 8;
 
-async function trainOn(backend: BackendName): Promise<{ losses: number[]; gradNorms: number[]; logits: number[]; moved: number }> {
+interface Trained {
+  losses: number[];
+  gradNorms: number[];
+  logits: number[];
+  moved: number;
+}
+
+async function trainOn(backend: BackendName): Promise<Trained> {
   await useBackend(backend);
   const model = tinyModel(5, {}, 0.1);
   const reference = cloneModel(model, false);
@@ -39,30 +53,96 @@ async function trainOn(backend: BackendName): Promise<{ losses: number[]; gradNo
   return { losses, gradNorms, logits, moved: Math.max(...logits.map((x, i) => Math.abs(x - initial[i]!))) };
 }
 
+// Probed while the file is collected, so that each backend's test is named, and skipped with its reason, up front.
+const probes = await probeBackends();
+console.info(
+  probes.map((p) => (p.present ? `${p.backend}: present` : `${p.backend}: absent (${p.reason})`)).join('\n'),
+);
+
+let cpuRun: Promise<Trained> | null = null;
+const onCpu = () => (cpuRun ??= trainOn('cpu'));
+
 describe('training agrees across backends', () => {
-  let backends: BackendName[];
-  beforeAll(async () => {
-    backends = await availableBackends();
-    console.info(`backends present: ${backends.join(', ')}`);
-  });
-
   it('cpu and wasm are both present (the two that need no hardware)', () => {
-    expect(backends).toEqual(expect.arrayContaining(['cpu', 'wasm']));
+    for (const b of ['cpu', 'wasm'] as const) {
+      const p = probes.find((x) => x.backend === b)!;
+      expect(p.present, `${b}: ${p.reason}`).toBe(true);
+    }
   });
 
-  it('every present backend trains the same model to the same losses within float32 tolerance', async () => {
-    const results = new Map<BackendName, Awaited<ReturnType<typeof trainOn>>>();
-    for (const b of backends) results.set(b, await trainOn(b));
-    const ref = results.get("cpu")!;
-    // The policy moved: agreement between models that did not train would mean nothing.
-    expect(ref.moved).toBeGreaterThan(0.5);
-    for (const [b, r] of results) {
+  it('backends named in MARS_LAB_EXPECT_BACKENDS are present', () => {
+    for (const b of expectedBackends()) {
+      const p = probes.find((x) => x.backend === b)!;
+      expect(p.present, `${b} was expected but is absent: ${p.reason}`).toBe(true);
+    }
+  });
+
+  it('cpu, the reference: the policy moves (agreement between models that did not train would mean nothing)', async () => {
+    expect((await onCpu()).moved).toBeGreaterThan(0.5);
+  });
+
+  for (const probe of probes.filter((p) => p.backend !== 'cpu')) {
+    it(`${probe.backend} trains the same model to cpu's losses, gradient norms and logits within float32 tolerance`, async (ctx) => {
+      if (!probe.present) ctx.skip(probe.reason);
+      const ref = await onCpu();
+      const r = await trainOn(probe.backend);
+      const used = backendReport()!.attempts.find((a) => a.status === 'chosen')!;
+      console.info(`${probe.backend}: ${used.package}: ${used.detail}`);
       for (let s = 0; s < STEPS; s++) {
-        expect(Math.abs(r.losses[s]! - ref.losses[s]!), `${b} step ${s} loss`).toBeLessThan(1e-3 * Math.max(1, Math.abs(ref.losses[s]!)));
-        expect(Math.abs(r.gradNorms[s]! - ref.gradNorms[s]!), `${b} step ${s} grad norm`).toBeLessThan(1e-3 * Math.max(1, ref.gradNorms[s]!));
+        expect(Math.abs(r.losses[s]! - ref.losses[s]!), `${probe.backend} step ${s} loss`).toBeLessThan(1e-3 * Math.max(1, Math.abs(ref.losses[s]!)));
+        expect(Math.abs(r.gradNorms[s]! - ref.gradNorms[s]!), `${probe.backend} step ${s} grad norm`).toBeLessThan(1e-3 * Math.max(1, ref.gradNorms[s]!));
       }
       const worst = Math.max(...r.logits.map((x, i) => Math.abs(x - ref.logits[i]!)));
-      expect(worst, `${b} final logits`).toBeLessThan(1e-2);
-    }
+      expect(worst, `${probe.backend} final logits`).toBeLessThan(1e-2);
+    });
+  }
+});
+
+describe('doctor on a tensorflow GPU build without CUDA 11.2 / cuDNN 8.1 (simulated by a stand-in for @tensorflow/tfjs-node-gpu)', () => {
+  // Every library the GPU build opens is present in a folder on LD_LIBRARY_PATH except cuDNN, so doctor must name
+  // exactly that one as missing (unless this machine has it installed system-wide).
+  let libDir: string;
+  const cudnnOnSystem = findSharedLibrary('libcudnn.so.8') !== null;
+  beforeAll(() => {
+    libDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-cuda-'));
+    for (const lib of CUDA_LIBRARIES) if (lib !== 'libcudnn.so.8') fs.writeFileSync(path.join(libDir, lib), '');
+  });
+  afterAll(() => fs.rmSync(libDir, { recursive: true, force: true }));
+  const register = pathToFileURL(path.resolve('tests/helpers/fakeTfjsNodeGpu/register.mjs')).href;
+  const env = (mode: 'missing-cudnn' | 'cpu-only') => ({
+    MARS_LAB_FAKE_TFJS_NODE_GPU: mode,
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${register}`.trim(),
+    LD_LIBRARY_PATH: [libDir, process.env.LD_LIBRARY_PATH].filter(Boolean).join(':'),
+  });
+  const missing = cudnnOnSystem ? /all of them were found here/ : /not found here: libcudnn\.so\.8$/;
+
+  it('a CUDA library that will not load: the attempt failed, and says what the GPU build needs and what is missing', async () => {
+    const { code, stdout, stderr } = await cli(['doctor', '--json'], env('missing-cudnn'));
+    expect(code, stderr).toBe(0);
+    const r = JSON.parse(stdout) as { chosen: string; attempts: { backend: string; package: string; status: string; detail: string }[]; gpu: { cuda: { missing: string[] } } };
+    const gpuBuild = r.attempts.find((a) => a.package === '@tensorflow/tfjs-node-gpu')!;
+    expect(gpuBuild.status).toBe('failed');
+    expect(gpuBuild.detail).toMatch(/^libcudnn\.so\.8: cannot open shared object file/);
+    expect(gpuBuild.detail).toMatch(/needs CUDA 11\.2 and cuDNN 8\.1/);
+    expect(gpuBuild.detail).toMatch(missing);
+    expect(r.chosen).not.toBe('tensorflow');
+    expect(r.gpu.cuda.missing).toEqual(cudnnOnSystem ? [] : ['libcudnn.so.8']);
+  });
+
+  it('forced with --backend tensorflow: the error carries the same explanation', async () => {
+    const { code, stderr } = await cli(['doctor', '--backend', 'tensorflow'], env('missing-cudnn'));
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/Backend 'tensorflow' is not available: @tensorflow\/tfjs-node-gpu: failed \(libcudnn\.so\.8: cannot open/);
+    expect(stderr).toMatch(/needs CUDA 11\.2 and cuDNN 8\.1/);
+  });
+
+  it('loaded but without a GPU device: chosen, and doctor says it runs on the CPU and why', async () => {
+    const { code, stdout, stderr } = await cli(['doctor'], env('cpu-only'));
+    expect(code, stderr).toBe(0);
+    expect(stdout).toMatch(/^backend: tensorflow\n/);
+    const line = stdout.split('\n').find((l) => l.includes('@tensorflow/tfjs-node-gpu'))!;
+    expect(line).toMatch(/chosen +@tensorflow\/tfjs-node-gpu: libtensorflow through @tensorflow\/tfjs-node-gpu, but libtensorflow found no usable GPU and runs on the CPU/);
+    expect(line).toMatch(/needs CUDA 11\.2 and cuDNN 8\.1/);
+    expect(line).toMatch(missing);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * Conversion between the model's variables and Hugging Face Llama tensors (names and layouts of
- * `LlamaForCausalLM.state_dict()`): HF linear weights are [out, in]; ours are [in, out], with q/k/v and gate/up fused.
+ * `LlamaForCausalLM.state_dict()`): HF linear weights are [out, in]; ours are [in, out] (see llama.ts).
  */
 import { tf } from '../tensor/backend';
 import { UserError } from '../userError';
@@ -19,34 +19,6 @@ function transpose2d(data: Float32Array, rows: number, cols: number): Float32Arr
   const out = new Float32Array(rows * cols);
   for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = data[r * cols + c]!;
   return out;
-}
-
-/** Column-concatenate [in, a], [in, b], … into [in, a+b+…]. */
-function concatCols(parts: Float32Array[], rows: number, widths: number[]): Float32Array {
-  const total = widths.reduce((s, w) => s + w, 0);
-  const out = new Float32Array(rows * total);
-  for (let r = 0; r < rows; r++) {
-    let off = 0;
-    parts.forEach((p, i) => {
-      out.set(p.subarray(r * widths[i]!, (r + 1) * widths[i]!), r * total + off);
-      off += widths[i]!;
-    });
-  }
-  return out;
-}
-
-/** Inverse of concatCols. */
-function splitCols(data: Float32Array, rows: number, widths: number[]): Float32Array[] {
-  const total = widths.reduce((s, w) => s + w, 0);
-  const parts = widths.map((w) => new Float32Array(rows * w));
-  for (let r = 0; r < rows; r++) {
-    let off = 0;
-    widths.forEach((w, i) => {
-      parts[i]!.set(data.subarray(r * total + off, r * total + off + w), r * w);
-      off += w;
-    });
-  }
-  return parts;
 }
 
 /** Every HF tensor name and shape this config expects. */
@@ -111,15 +83,13 @@ export function modelFromHf(c: LlamaConfig, t: Record<string, HostTensor>): Llam
   for (let l = 0; l < c.num_hidden_layers; l++) {
     const p = `model.layers.${l}`;
     host.set(`layers.${l}.attn_norm`, { shape: [d], data: get(`${p}.input_layernorm.weight`) });
-    const q = transpose2d(get(`${p}.self_attn.q_proj.weight`), qw, d);
-    const k = transpose2d(get(`${p}.self_attn.k_proj.weight`), kw, d);
-    const v = transpose2d(get(`${p}.self_attn.v_proj.weight`), kw, d);
-    host.set(`layers.${l}.wqkv`, { shape: [d, qw + 2 * kw], data: concatCols([q, k, v], d, [qw, kw, kw]) });
+    host.set(`layers.${l}.wq`, { shape: [d, qw], data: transpose2d(get(`${p}.self_attn.q_proj.weight`), qw, d) });
+    host.set(`layers.${l}.wk`, { shape: [d, kw], data: transpose2d(get(`${p}.self_attn.k_proj.weight`), kw, d) });
+    host.set(`layers.${l}.wv`, { shape: [d, kw], data: transpose2d(get(`${p}.self_attn.v_proj.weight`), kw, d) });
     host.set(`layers.${l}.wo`, { shape: [qw, d], data: transpose2d(get(`${p}.self_attn.o_proj.weight`), d, qw) });
     host.set(`layers.${l}.mlp_norm`, { shape: [d], data: get(`${p}.post_attention_layernorm.weight`) });
-    const g = transpose2d(get(`${p}.mlp.gate_proj.weight`), I, d);
-    const u = transpose2d(get(`${p}.mlp.up_proj.weight`), I, d);
-    host.set(`layers.${l}.wgu`, { shape: [d, 2 * I], data: concatCols([g, u], d, [I, I]) });
+    host.set(`layers.${l}.wg`, { shape: [d, I], data: transpose2d(get(`${p}.mlp.gate_proj.weight`), I, d) });
+    host.set(`layers.${l}.wu`, { shape: [d, I], data: transpose2d(get(`${p}.mlp.up_proj.weight`), I, d) });
     host.set(`layers.${l}.wd`, { shape: [I, d], data: transpose2d(get(`${p}.mlp.down_proj.weight`), d, I) });
   }
   host.set('norm', { shape: [d], data: get('model.norm.weight') });
@@ -150,15 +120,13 @@ export async function modelToHf(model: LlamaModel): Promise<Record<string, HostT
   for (let l = 0; l < c.num_hidden_layers; l++) {
     const p = `model.layers.${l}`;
     out[`${p}.input_layernorm.weight`] = { shape: [d], data: await data(`layers.${l}.attn_norm`) };
-    const [q, k, v] = splitCols(await data(`layers.${l}.wqkv`), d, [qw, kw, kw]);
-    out[`${p}.self_attn.q_proj.weight`] = { shape: [qw, d], data: transpose2d(q!, d, qw) };
-    out[`${p}.self_attn.k_proj.weight`] = { shape: [kw, d], data: transpose2d(k!, d, kw) };
-    out[`${p}.self_attn.v_proj.weight`] = { shape: [kw, d], data: transpose2d(v!, d, kw) };
+    out[`${p}.self_attn.q_proj.weight`] = { shape: [qw, d], data: transpose2d(await data(`layers.${l}.wq`), d, qw) };
+    out[`${p}.self_attn.k_proj.weight`] = { shape: [kw, d], data: transpose2d(await data(`layers.${l}.wk`), d, kw) };
+    out[`${p}.self_attn.v_proj.weight`] = { shape: [kw, d], data: transpose2d(await data(`layers.${l}.wv`), d, kw) };
     out[`${p}.self_attn.o_proj.weight`] = { shape: [d, qw], data: transpose2d(await data(`layers.${l}.wo`), qw, d) };
     out[`${p}.post_attention_layernorm.weight`] = { shape: [d], data: await data(`layers.${l}.mlp_norm`) };
-    const [g, u] = splitCols(await data(`layers.${l}.wgu`), d, [I, I]);
-    out[`${p}.mlp.gate_proj.weight`] = { shape: [I, d], data: transpose2d(g!, d, I) };
-    out[`${p}.mlp.up_proj.weight`] = { shape: [I, d], data: transpose2d(u!, d, I) };
+    out[`${p}.mlp.gate_proj.weight`] = { shape: [I, d], data: transpose2d(await data(`layers.${l}.wg`), d, I) };
+    out[`${p}.mlp.up_proj.weight`] = { shape: [I, d], data: transpose2d(await data(`layers.${l}.wu`), d, I) };
     out[`${p}.mlp.down_proj.weight`] = { shape: [d, I], data: transpose2d(await data(`layers.${l}.wd`), I, d) };
   }
   out['model.norm.weight'] = { shape: [d], data: await data('norm') };

@@ -3,8 +3,10 @@
  * LlamaRotaryEmbedding), SwiGLU MLP, grouped-query attention, optional tied embeddings.
  *
  * Weights live in variables laid out for the forward pass, not in HF's layout: linear maps are stored transposed
- * ([in, out]) so that every product is a plain matMul (fast on wasm, see tensor/matMul.ts), q/k/v are one fused
- * projection and gate/up another (fewer kernel launches per layer). `hfWeights.ts` converts to and from HF's names.
+ * ([in, out]) so that every product is a plain matMul (fast on wasm, see tensor/matMul.ts). q, k, v, gate and up are
+ * separate products: fusing them into one matMul saves launches but needs a column split of the result, which the
+ * wasm backend runs as a strided copy that cost more than the launches saved (docs/results/bench.md, "Optimisations").
+ * `hfWeights.ts` converts to and from HF's names.
  *
  * One code path serves training (full sequence, differentiable) and sampling (KV cache): the cache is just the
  * keys and values of earlier positions, concatenated in front of the new ones.
@@ -157,11 +159,11 @@ export class LlamaModel {
 
     for (let l = 0; l < c.num_hidden_layers; l++) {
       const h = this.rmsNorm(x, this.p(`layers.${l}.attn_norm`));
-      const qkv = tf.transpose(tf.reshape(mm(h, this.p(`layers.${l}.wqkv`) as tf.Tensor2D), [B, tn, H + 2 * Hkv, hd]), [0, 2, 1, 3]);
-      const [q0, k0, v0] = tf.split(qkv, [H, Hkv, Hkv], 1) as [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D];
-      const q = tf.mul(this.applyRope(q0, cos, sin), scale);
-      let k = this.applyRope(k0, cos, sin);
-      let v = v0;
+      // [B·Tn, heads·hd] → [B, heads, Tn, hd]
+      const heads = (name: string, n: number) => tf.transpose(tf.reshape(mm(h, this.p(`layers.${l}.${name}`) as tf.Tensor2D), [B, tn, n, hd]), [0, 2, 1, 3]) as tf.Tensor4D;
+      const q = tf.mul(this.applyRope(heads('wq', H), cos, sin), scale);
+      let k = this.applyRope(heads('wk', Hkv), cos, sin);
+      let v = heads('wv', Hkv);
       const past = input.cache?.[l];
       if (past) {
         k = tf.concat([past.k, k], 2);
@@ -177,7 +179,8 @@ export class LlamaModel {
       x = tf.add(x, mm(attn as tf.Tensor2D, this.p(`layers.${l}.wo`) as tf.Tensor2D));
 
       const h2 = this.rmsNorm(x, this.p(`layers.${l}.mlp_norm`));
-      const [gate, up] = tf.split(mm(h2, this.p(`layers.${l}.wgu`) as tf.Tensor2D), 2, 1) as [tf.Tensor2D, tf.Tensor2D];
+      const gate = mm(h2, this.p(`layers.${l}.wg`) as tf.Tensor2D);
+      const up = mm(h2, this.p(`layers.${l}.wu`) as tf.Tensor2D);
       const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up);
       x = tf.add(x, mm(act, this.p(`layers.${l}.wd`) as tf.Tensor2D));
     }

@@ -185,8 +185,9 @@ export class Adam {
   }
 
   /** Restores a state from `exportState`. Everything is checked before anything is changed. */
-  importState(state: AdamState): void {
+  importState(saved: AdamState): void {
     if (this.disposed) throw new Error('Adam: this optimiser was disposed.');
+    const state = this.splitLegacyFusedMoments(saved);
     if (!Number.isInteger(state.step) || state.step < 0) throw new Error(`Adam state: step must be an integer ≥ 0, got ${state.step}.`);
     const expected = new Set<string>();
     for (const slot of this.slots.values()) {
@@ -216,6 +217,36 @@ export class Adam {
       });
     }
     this.t = state.step;
+  }
+
+  /**
+   * Checkpoints written before the model kept q, k, v (and gate, up) as separate variables hold the moments of the
+   * fused `layers.L.wqkv` ([in, q+k+v]) and `layers.L.wgu` ([in, gate+up]). Their columns are split into the
+   * separate variables' moments, so those runs still resume exactly.
+   */
+  private splitLegacyFusedMoments(state: AdamState): AdamState {
+    const fused: [string, string[]][] = [['wqkv', ['wq', 'wk', 'wv']], ['wgu', ['wg', 'wu']]];
+    const tensors = { ...state.tensors };
+    for (const [key, entry] of Object.entries(state.tensors)) {
+      const m = /^([mv])\/(layers\.\d+)\.(wqkv|wgu)$/.exec(key);
+      if (!m) continue;
+      const parts = fused.find(([f]) => f === m[3])![1].map((p) => this.slots.get(`${m[2]}.${p}`));
+      if (parts.some((p) => !p) || entry.shape.length !== 2) continue; // not this layout: reported as unknown below
+      const rows = entry.shape[0]!;
+      const widths = parts.map((p) => p!.variable.shape[1]!);
+      const total = widths.reduce((a, b) => a + b, 0);
+      if (entry.shape[1] !== total || parts.some((p) => p!.variable.shape[0] !== rows)) continue;
+      let off = 0;
+      parts.forEach((p, i) => {
+        const w = widths[i]!;
+        const data = new Float32Array(rows * w);
+        for (let r = 0; r < rows; r++) data.set(entry.data.subarray(r * total + off, r * total + off + w), r * w);
+        tensors[`${m[1]}/${p!.name}`] = { shape: [rows, w], data };
+        off += w;
+      });
+      delete tensors[key];
+    }
+    return { step: state.step, tensors };
   }
 
   /** Frees the moment tensors (not the optimised variables). */

@@ -162,6 +162,29 @@ describe.each(GRADIENT_BACKENDS)('Adam on %s', (backend) => {
     w.dispose();
   });
 
+
+  it('splits the moments of the old fused wqkv / wgu variables column by column into wq, wk, wv / wg, wu', async () => {
+    const shapes = { wq: [2, 3], wk: [2, 1], wv: [2, 1], wg: [2, 2], wu: [2, 2] } as const;
+    const vars = Object.fromEntries(Object.entries(shapes).map(([n, s]) => [`layers.0.${n}`, tf.variable(tf.zeros([...s]))]));
+    const opt = new Adam(vars, { lr: 0.1 });
+    // fused [in=2, 3+1+1] with value 10·row + column, and [2, 2+2] likewise (+100 for v)
+    const fused = (cols: number, plus: number) => ({ shape: [2, cols], data: Float32Array.from({ length: 2 * cols }, (_, i) => 10 * Math.floor(i / cols) + (i % cols) + plus) });
+    opt.importState({
+      step: 4,
+      tensors: { 'm/layers.0.wqkv': fused(5, 0), 'v/layers.0.wqkv': fused(5, 100), 'm/layers.0.wgu': fused(4, 0), 'v/layers.0.wgu': fused(4, 100) },
+    });
+    const got = (await opt.exportState()).tensors;
+    expect(Array.from(got['m/layers.0.wq']!.data)).toEqual([0, 1, 2, 10, 11, 12]);
+    expect(Array.from(got['m/layers.0.wk']!.data)).toEqual([3, 13]);
+    expect(Array.from(got['v/layers.0.wv']!.data)).toEqual([104, 114]);
+    expect(Array.from(got['m/layers.0.wg']!.data)).toEqual([0, 1, 10, 11]);
+    expect(Array.from(got['v/layers.0.wu']!.data)).toEqual([102, 103, 112, 113]);
+    expect(opt.stepCount).toBe(4);
+    // a fused moment whose width does not add up is not guessed at
+    expect(() => opt.importState({ step: 1, tensors: { ...got, 'm/layers.0.wgu': fused(5, 0) } })).toThrow(/'m\/layers\.0\.wgu' belongs to no optimised variable/);
+    opt.dispose();
+    tf.dispose(Object.values(vars));
+  });
   it('rejects gradients it cannot apply, and skips a step whose gradient norm is not finite', async () => {
     const w = tf.variable(tf.tensor1d([1, 2]));
     const opt = new Adam({ w }, { lr: 0.1 });

@@ -97,8 +97,34 @@ export interface RolloutModels {
   sys1: LlamaModel | null;
 }
 
-/** Roll out one trajectory per entry of `questions` (repeat a question G times for a group). */
-export async function rolloutBatch(models: RolloutModels, format: MarsFormat, questions: RolloutQuestion[], s: MarsRolloutSettings, rng: Rng): Promise<Trajectory[]> {
+/** Wall-clock milliseconds of a rollout's phases, summed over its turns (the benchmark's MARS step breakdown). */
+export interface RolloutTiming {
+  /** System 2: reading prompts and inserted <info> into its KV cache, and sampling its turns. */
+  sys2GenerationMs: number;
+  /** BM25 search and encoding the returned pages. */
+  searchMs: number;
+  /** First-Fit-Decreasing (or the ablation's) packing of the pages into System 1 windows, and building their prompts. */
+  packingMs: number;
+  /** System 1 sampling over all windows of the turn. */
+  sys1GenerationMs: number;
+}
+
+export function emptyRolloutTiming(): RolloutTiming {
+  return { sys2GenerationMs: 0, searchMs: 0, packingMs: 0, sys1GenerationMs: 0 };
+}
+
+/**
+ * Roll out one trajectory per entry of `questions` (repeat a question G times for a group). When `timing` is given,
+ * each phase's wall-clock time is added to it.
+ */
+export async function rolloutBatch(
+  models: RolloutModels,
+  format: MarsFormat,
+  questions: RolloutQuestion[],
+  s: MarsRolloutSettings,
+  rng: Rng,
+  timing: RolloutTiming = emptyRolloutTiming(),
+): Promise<Trajectory[]> {
   const trajs: Trajectory[] = questions.map((q) => {
     const prompt = format.sys2Prompt(q.text);
     return {
@@ -118,6 +144,7 @@ export async function rolloutBatch(models: RolloutModels, format: MarsFormat, qu
   let live = trajs.filter((t) => t.promptLength <= s.sys2PromptMax || ((t.end = 'overflow'), false));
   // System 2's rows keep one KV cache across turns: each turn only its new tokens and the inserted <info> are computed.
   const session = new DecodeSession(models.sys2);
+  let t0 = performance.now();
   try {
     if (live.length > 0) await session.extend(live.map((t) => t.tokens));
     // maxTurns tool turns, then one last turn in which only an answer counts [D].
@@ -131,6 +158,7 @@ export async function rolloutBatch(models: RolloutModels, format: MarsFormat, qu
         rng: tokenRng,
         final: turn === s.maxTurns,
       });
+      timing.sys2GenerationMs += performance.now() - t0;
       const searching: { t: Trajectory; turn: Sys2Turn; row: number }[] = [];
       live.forEach((t, i) => {
         const g = gens[i]!;
@@ -159,7 +187,7 @@ export async function rolloutBatch(models: RolloutModels, format: MarsFormat, qu
           searching.push({ t, turn: rec, row: i });
         }
       });
-      await runTools(models, format, searching, s, tokenRng);
+      await runTools(models, format, searching, s, tokenRng, timing);
       const next = searching.filter(({ t }) => {
         if (t.tokens.length - t.promptLength >= s.sys2ResponseMax) {
           t.end = 'overflow'; // the inserted <info> filled System 2's budget (§2.2 overflow rule)
@@ -169,6 +197,7 @@ export async function rolloutBatch(models: RolloutModels, format: MarsFormat, qu
       });
       live = next.map((x) => x.t);
       if (live.length === 0) break;
+      t0 = performance.now();
       session.keep(next.map((x) => x.row));
       await session.extend(next.map((x) => x.turn.info));
     }
@@ -184,12 +213,22 @@ export async function rolloutBatch(models: RolloutModels, format: MarsFormat, qu
 }
 
 /** Search for every trajectory that asked, pack the pages into System 1 windows, run System 1, insert <info>. */
-async function runTools(models: RolloutModels, format: MarsFormat, searching: readonly { t: Trajectory; turn: Sys2Turn }[], s: MarsRolloutSettings, rng: Rng): Promise<void> {
+async function runTools(
+  models: RolloutModels,
+  format: MarsFormat,
+  searching: readonly { t: Trajectory; turn: Sys2Turn }[],
+  s: MarsRolloutSettings,
+  rng: Rng,
+  timing: RolloutTiming,
+): Promise<void> {
   const calls: { owner: Sys2Turn; call: Sys1Call }[] = [];
   for (const { t, turn } of searching) {
+    const s0 = performance.now();
     // A malformed call (no closed <search>) or an empty query finds nothing: no System 1 call (§2.9).
     const docs = turn.query && turn.query.trim() ? t.question.env.search(turn.query, s.topK) : [];
     const docTokens = docs.map((d) => format.encode(d.text));
+    const s1 = performance.now();
+    timing.searchMs += s1 - s0;
     turn.results = docs.map((d, i) => ({ id: d.id, length: docTokens[i]!.length }));
     if (docs.length === 0) continue;
     if (s.sys1 === 'off') {
@@ -205,8 +244,10 @@ async function runTools(models: RolloutModels, format: MarsFormat, searching: re
       const prompt = [...format.sys1Head(purpose), ...bin.items.flatMap((it) => [...docTokens[it.index]!.slice(0, it.take), format.ids.sep])];
       calls.push({ owner: turn, call: { pages: bin.items.map((it) => ({ id: docs[it.index]!.id, take: it.take })), used: bin.used, prompt, output: [], logProbs: [] } });
     }
+    timing.packingMs += performance.now() - s1;
   }
   if (calls.length > 0) {
+    const g0 = performance.now();
     const gens = await generate(models.sys1!, calls.map((c) => c.call.prompt), {
       maxNewTokens: s.sys1ResponseMax,
       temperature: s.temperature,
@@ -219,6 +260,7 @@ async function runTools(models: RolloutModels, format: MarsFormat, searching: re
       c.call.logProbs = gens[i]!.logProbs;
       c.owner.sys1.push(c.call);
     });
+    timing.sys1GenerationMs += performance.now() - g0;
   }
   for (const { t, turn } of searching) {
     if (turn.info.length === 0) {

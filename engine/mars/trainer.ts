@@ -19,7 +19,7 @@ import path from 'node:path';
 import type { MarsConfig } from './configSchema';
 import { MarsFormat, marsTokenizer } from './format';
 import { questionBatch } from './marsBatch';
-import { rolloutBatch, type MarsRolloutSettings, type RolloutQuestion, type Trajectory } from './rollout';
+import { emptyRolloutTiming, rolloutBatch, type MarsRolloutSettings, type RolloutQuestion, type Trajectory } from './rollout';
 import { marsVocabulary, generateWorld, type World } from './world';
 import { SearchIndex } from './search';
 import { evalWorldSeeds, trainWorldSeeds } from './worldSplits';
@@ -209,8 +209,9 @@ class MarsTrainer implements Trainer {
     const format = marsFormat();
     const G = cfg.task.groupSize;
     const picked = Array.from({ length: cfg.task.questionsPerStep }, () => this.questions[this.streams.questions.int(this.questions.length)]!);
+    const phases = emptyRolloutTiming();
     const t0 = performance.now();
-    const trajs = await rolloutBatch({ sys2: this.policy, sys1: this.sys1Model }, format, picked.flatMap((q) => Array.from({ length: G }, () => q)), rolloutSettings(cfg), this.streams.tokens);
+    const trajs = await rolloutBatch({ sys2: this.policy, sys1: this.sys1Model }, format, picked.flatMap((q) => Array.from({ length: G }, () => q)), rolloutSettings(cfg), this.streams.tokens, phases);
     const t1 = performance.now();
     const sys2: Sample[] = [];
     const sys1: Sample[] = [];
@@ -252,6 +253,10 @@ class MarsTrainer implements Trainer {
       sys1Samples: routed.policy.length + routed.sys1Model.length - sys2.length,
       // wall-clock time of the step's phases (the only non-deterministic fields besides `time`)
       'timing.rolloutMs': t1 - t0,
+      'timing.sys2GenerationMs': phases.sys2GenerationMs,
+      'timing.searchMs': phases.searchMs,
+      'timing.packingMs': phases.packingMs,
+      'timing.sys1GenerationMs': phases.sys1GenerationMs,
       'timing.updateMs': t2 - t1,
     };
     if (st) Object.assign(metrics, { loss: st.total, clipFraction: st.clipFraction, gradNorm: st.gradNorm, lr: st.lr });

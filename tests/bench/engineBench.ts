@@ -1,82 +1,87 @@
 /**
- * `npm run bench`: figures for the engine core on the active backend (never test assertions).
+ * `npm run bench`: the performance suite (figures, never test assertions). Parts, all by default:
  *
- * For each model size: one GRPO training step (forward, backward, Adam; ppoToken + k3 KL against a reference copy)
- * on a batch of B sequences of T tokens, and batched sampling of T−1 new tokens with and without the KV cache.
- * Medians (and min, max) over repeats after warm-up; peak resident memory and TF.js's own byte count.
+ * - engine: per model size, one GRPO training step (forward, backward, Adam; ppoToken + k3 KL against a reference
+ *   copy) on B sequences × T tokens, and sampling of N new tokens for batches 1, 16 and 64 with and without the KV
+ *   cache; TF.js bytes, tensors leaked, and a plain matrix product of the MLP's shape (the backend's raw GEMM rate);
+ * - peer: the same figures from PyTorch on the CPU with the same thread count (tests/bench/peer/torch_peer.py), in
+ *   the same invocation, and the ratio mars-lab / PyTorch per figure;
+ * - mars, marti: step breakdowns of the mars-tiny and marti-homo presets;
+ * - runs: run-folder append rates and the watcher's append → event latency;
+ * - leak (only with --leak-steps N): the tensor count after step 10 and after step N of the tiny model.
  *
- *   npm run bench -- [--sizes tiny,small] [--repeats 5] [--backend wasm] [--json out.json]
+ *   npm run bench -- [--parts engine,peer,mars,marti,runs] [--sizes tiny,small,medium] [--repeats 5]
+ *                    [--backend wasm] [--python PATH] [--leak-steps 1000] [--json out.json] [--md out.md]
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import { sizedConfig, parameterCount, MODEL_SIZES, type ModelSize } from '../../engine/model/config';
+import { sizedConfig, parameterCount, MODEL_SIZES, type LlamaConfig, type ModelSize } from '../../engine/model/config';
 import { cloneModel, initHfTensors, modelFromHf } from '../../engine/model/hfWeights';
+import type { LlamaModel } from '../../engine/model/llama';
 import { generate } from '../../engine/model/sampler';
 import { Rng } from '../../engine/random/prng';
 import { Adam } from '../../engine/rl/adam';
 import { adamVariables, policyUpdate } from '../../engine/rl/policyUpdate';
 import type { Sample } from '../../engine/rl/sample';
 import { BACKENDS, initBackend, tf, type BackendName } from '../../engine/tensor/backend';
+import { findTorchPython, runPeer, type PeerResult, type PeerSpec } from './peer';
+import { benchRunFolders, describeRunFolderBench, type RunFolderBench } from './runsBench';
+import { stat, msStat, num, table, timeRepeats, type Stat } from './stats';
+import { benchTrainer, PHASES, type StepBreakdown } from './trainerBench';
 
+const PARTS = ['engine', 'peer', 'mars', 'marti', 'runs'] as const;
 const { values: args } = parseArgs({
   options: {
-    sizes: { type: 'string', default: 'tiny,small' },
+    parts: { type: 'string', default: PARTS.join(',') },
+    sizes: { type: 'string', default: 'tiny,small,medium' },
     repeats: { type: 'string', default: '5' },
     backend: { type: 'string' },
     batch: { type: 'string', default: '16' },
     seq: { type: 'string', default: '64' },
+    'new-tokens': { type: 'string', default: '64' },
+    'trainer-steps': { type: 'string', default: '4' },
+    'leak-steps': { type: 'string', default: '0' },
+    python: { type: 'string' },
     json: { type: 'string' },
+    md: { type: 'string' },
   },
 });
 
 const B = Number(args.batch);
 const T = Number(args.seq);
+const NEW = Number(args['new-tokens']);
 const REPEATS = Number(args.repeats);
+const SAMPLE_BATCHES = [1, 16, 64];
+const KL = 1e-3;
+const parts = new Set(args.parts!.split(','));
+for (const p of parts) if (!(PARTS as readonly string[]).includes(p)) throw new Error(`--parts: unknown part '${p}' (known: ${PARTS.join(', ')})`);
+if (args.backend && !BACKENDS.includes(args.backend as BackendName)) throw new Error(`--backend must be one of ${BACKENDS.join(', ')}`);
+const sizes = args.sizes!.split(',') as ModelSize[];
+for (const s of sizes) if (!(s in MODEL_SIZES)) throw new Error(`--sizes: unknown size '${s}' (known: ${Object.keys(MODEL_SIZES).join(', ')})`);
 
-interface Stat {
-  median: number;
-  min: number;
-  max: number;
-  n: number;
-}
-
-function stat(xs: number[]): Stat {
-  const s = xs.slice().sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return { median: s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2, min: s[0]!, max: s.at(-1)!, n: s.length };
-}
+/** Fewer timed repeats for larger models, so the whole suite stays within minutes. */
+const trainRepeats = (size: ModelSize) => (size === 'tiny' ? REPEATS : size === 'small' ? Math.max(3, Math.ceil(REPEATS / 2)) : 2);
+/**
+ * Batches at which the (deliberately slow) prefix-recomputing sampler is also timed, and how often. Its cost grows
+ * with rows × new tokens² × parameters; beyond these it would take minutes and says so in the table.
+ */
+const NAIVE: Record<string, Record<number, number>> = { micro: { 1: 3, 16: 3, 64: 1 }, tiny: { 1: 3, 16: 3, 64: 1 }, small: { 1: 1, 16: 1 }, medium: { 1: 1 } };
 
 let peakRss = 0;
-const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 20);
+const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 20);
 
-async function timeRepeats(fn: () => Promise<void>, repeats: number, warmup: number): Promise<Stat> {
-  for (let i = 0; i < warmup; i++) await fn();
-  const ms: number[] = [];
-  for (let i = 0; i < repeats; i++) {
-    const t0 = performance.now();
-    await fn();
-    ms.push(performance.now() - t0);
-  }
-  return stat(ms);
+/** Forward + backward FLOPs of one training step: 6·params·tokens plus attention (no causal saving counted). */
+function trainFlops(c: LlamaConfig): number {
+  return 6 * parameterCount(c) * B * T + 6 * c.num_hidden_layers * B * T * T * c.hidden_size;
 }
 
-/** Forward + backward FLOPs of one training step: 6·params·tokens plus attention (12·layers·T²·d per sequence… halved by causality). */
-function trainFlops(size: ModelSize): number {
-  const c = sizedConfig(size);
-  const tokens = B * T;
-  const dense = 6 * parameterCount(c) * tokens;
-  const attn = 6 * c.num_hidden_layers * B * T * T * c.hidden_size; // QKᵀ and PV, forward + backward, no causal saving
-  return dense + attn;
+function makeModel(cfg: LlamaConfig, rng: Rng) {
+  return modelFromHf(cfg, initHfTensors(cfg, () => rng.normal()));
 }
 
-async function benchSize(size: ModelSize) {
-  const cfg = sizedConfig(size);
-  const rng = new Rng(1);
-  const model = modelFromHf(cfg, initHfTensors(cfg, () => rng.normal()));
-  const reference = cloneModel(model, false);
-  const opt = new Adam(adamVariables(model), { lr: 1e-5 });
-  const samples: Sample[] = Array.from({ length: B }, (_, i) => {
+function trainingBatch(cfg: LlamaConfig, rng: Rng): Sample[] {
+  return Array.from({ length: B }, (_, i) => {
     const tokens = Array.from({ length: T }, () => rng.int(cfg.vocab_size));
     return {
       role: 'node', groupId: 'g', paramId: 'p', tokens,
@@ -85,21 +90,65 @@ async function benchSize(size: ModelSize) {
       reward: i % 2, advantage: i % 2 ? 1 : -1,
     };
   });
-  const repeats = size === 'tiny' ? REPEATS : Math.max(3, Math.ceil(REPEATS / 2));
+}
+
+const trainStep = (model: LlamaModel, reference: LlamaModel, opt: Adam, samples: Sample[]) =>
+  policyUpdate(model, opt, samples, { loss: { kind: 'ppoToken', klCoef: KL }, reference });
+
+interface SamplingRow {
+  batch: number;
+  kvMs: Stat;
+  kvTokensPerSec: number;
+  naiveMs: Stat | null;
+  naiveTokensPerSec: number | null;
+  kvSpeedup: number | null;
+}
+
+interface EngineRow {
+  size: ModelSize;
+  params: number;
+  train: Stat;
+  trainTokensPerSec: number;
+  trainGflops: number;
+  sampling: SamplingRow[];
+  gemm: { shape: [number, number, number]; ms: number; gflops: number };
+  tfBytes: number;
+  tensorsLeaked: number;
+  peer?: PeerResult;
+}
+
+async function gemmRate(m: number, k: number, n: number) {
+  const a = tf.randomNormal([m, k]);
+  const b = tf.randomNormal([k, n]);
+  const s = await timeRepeats(async () => {
+    const c = tf.matMul(a, b);
+    await c.data();
+    c.dispose();
+  }, 15, 3);
+  tf.dispose([a, b]);
+  return { shape: [m, k, n] as [number, number, number], ms: s.median, gflops: (2 * m * k * n) / s.median / 1e6 };
+}
+
+async function benchEngine(size: ModelSize): Promise<EngineRow> {
+  const cfg = sizedConfig(size);
+  const rng = new Rng(1);
+  const model = makeModel(cfg, rng);
+  const reference = cloneModel(model, false);
+  const opt = new Adam(adamVariables(model), { lr: 1e-5 });
+  const samples = trainingBatch(cfg, rng);
   const tensorsBefore = tf.memory().numTensors;
-  const train = await timeRepeats(async () => {
-    await policyUpdate(model, opt, samples, { loss: { kind: 'ppoToken', klCoef: 1e-3 }, reference });
-  }, repeats, 2);
-  const leaked = tf.memory().numTensors - tensorsBefore;
-  const prompts = Array.from({ length: B }, () => [1]);
-  const newTokens = T - 1;
-  const sampleKv = await timeRepeats(async () => {
-    await generate(model, prompts, { maxNewTokens: newTokens, rng });
-  }, repeats, 1);
-  // Recomputing the prefix is slow by design; fewer repeats keep the suite short.
-  const sampleNaive = await timeRepeats(async () => {
-    await generate(model, prompts, { maxNewTokens: newTokens, rng, useCache: false });
-  }, size === 'tiny' ? 3 : 1, size === 'tiny' ? 1 : 0);
+  const train = await timeRepeats(() => trainStep(model, reference, opt, samples), trainRepeats(size), 2);
+  const tensorsLeaked = tf.memory().numTensors - tensorsBefore;
+  const sampling: SamplingRow[] = [];
+  for (const rows of SAMPLE_BATCHES) {
+    const prompts = Array.from({ length: rows }, () => [1]);
+    const kv = await timeRepeats(() => generate(model, prompts, { maxNewTokens: NEW, rng }), size === 'medium' ? 2 : 3, 1);
+    const naiveRepeats = NAIVE[size]?.[rows] ?? 0;
+    const naive = naiveRepeats ? await timeRepeats(() => generate(model, prompts, { maxNewTokens: NEW, rng, useCache: false }), naiveRepeats, 0) : null;
+    const tps = (s: Stat) => (rows * NEW) / (s.median / 1000);
+    sampling.push({ batch: rows, kvMs: kv, kvTokensPerSec: tps(kv), naiveMs: naive, naiveTokensPerSec: naive && tps(naive), kvSpeedup: naive && naive.median / kv.median });
+  }
+  const gemm = await gemmRate(B * T, cfg.hidden_size, cfg.intermediate_size);
   const tfBytes = tf.memory().numBytes;
   model.dispose();
   reference.dispose();
@@ -107,43 +156,142 @@ async function benchSize(size: ModelSize) {
   return {
     size,
     params: parameterCount(cfg),
-    batch: B,
-    seq: T,
-    trainMsPerStep: train,
+    train,
     trainTokensPerSec: (B * T) / (train.median / 1000),
-    trainGflops: trainFlops(size) / (train.median / 1000) / 1e9,
-    tensorsLeakedPerStepLoop: leaked,
-    sampleKvMs: sampleKv,
-    sampleKvTokensPerSec: (B * newTokens) / (sampleKv.median / 1000),
-    sampleNaiveMs: sampleNaive,
-    sampleNaiveTokensPerSec: (B * newTokens) / (sampleNaive.median / 1000),
-    kvSpeedup: sampleNaive.median / sampleKv.median,
+    trainGflops: trainFlops(cfg) / (train.median / 1000) / 1e9,
+    sampling,
+    gemm,
     tfBytes,
+    tensorsLeaked,
   };
 }
 
-const report = await initBackend({ force: args.backend as BackendName | undefined });
-if (args.backend && !BACKENDS.includes(args.backend as BackendName)) throw new Error(`--backend must be one of ${BACKENDS.join(', ')}`);
-const sizes = args.sizes!.split(',') as ModelSize[];
-for (const s of sizes) if (!(s in MODEL_SIZES)) throw new Error(`--sizes: unknown size '${s}' (known: ${Object.keys(MODEL_SIZES).join(', ')})`);
-
-console.log(`mars-lab engine bench: backend ${report.chosen} (threads ${report.threads}${report.simd ? ', SIMD' : ''}), ${os.cpus()[0]?.model ?? 'cpu'} ×${os.cpus().length}, Node ${process.versions.node}`);
-console.log(`batch ${B} × ${T} tokens; training = GRPO step (ppoToken + k3 KL, Adam); sampling = ${B} rows × ${T - 1} new tokens\n`);
-const rows = [];
-for (const s of sizes) {
-  const r = await benchSize(s);
-  rows.push(r);
-  const f = (x: number, d = 0) => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
-  console.log(
-    `${s.padEnd(6)} ${(r.params / 1e6).toFixed(2)}M params | train ${f(r.trainMsPerStep.median)} ms/step (min ${f(r.trainMsPerStep.min)}, max ${f(r.trainMsPerStep.max)}, n ${r.trainMsPerStep.n}) ` +
-      `${f(r.trainTokensPerSec)} tok/s ${f(r.trainGflops, 2)} GFLOP/s | sample KV ${f(r.sampleKvTokensPerSec)} tok/s (${f(r.sampleKvMs.median)} ms) ` +
-      `naive ${f(r.sampleNaiveTokensPerSec)} tok/s (${f(r.sampleNaiveMs.median)} ms) → KV ×${r.kvSpeedup.toFixed(1)} | tf bytes ${f(r.tfBytes / 2 ** 20, 1)} MiB, leaked tensors ${r.tensorsLeakedPerStepLoop}`,
-  );
+function peerSpec(size: ModelSize, threads: number): PeerSpec {
+  const cfg = sizedConfig(size);
+  return {
+    config: cfg, batch: B, seq: T, klCoef: KL, threads,
+    trainRepeats: trainRepeats(size), newTokens: NEW, sampleRepeats: size === 'medium' ? 2 : 3,
+    sampleBatches: SAMPLE_BATCHES.map((rows) => [rows, NAIVE[size]?.[rows] ?? 0]),
+    gemm: [[B * T, cfg.hidden_size, cfg.intermediate_size]],
+  };
 }
-clearInterval(sampler);
-console.log(`\npeak resident memory: ${(peakRss / 2 ** 20).toFixed(0)} MiB`);
+
+/** Tensor count and bytes after step 10 and after step `steps` of the tiny model's training step. */
+async function leakCheck(steps: number) {
+  const cfg = sizedConfig('tiny');
+  const rng = new Rng(2);
+  const model = makeModel(cfg, rng);
+  const reference = cloneModel(model, false);
+  const opt = new Adam(adamVariables(model), { lr: 1e-4 });
+  const samples = trainingBatch(cfg, rng);
+  let at10 = { numTensors: 0, numBytes: 0 };
+  const t0 = performance.now();
+  for (let i = 1; i <= steps; i++) {
+    await trainStep(model, reference, opt, samples);
+    if (i === 10) at10 = { numTensors: tf.memory().numTensors, numBytes: tf.memory().numBytes };
+    if (i % 100 === 0) process.stdout.write(`\rleak check: step ${i}/${steps}`);
+  }
+  const end = { numTensors: tf.memory().numTensors, numBytes: tf.memory().numBytes };
+  process.stdout.write('\n');
+  model.dispose();
+  reference.dispose();
+  opt.dispose();
+  return { steps, afterStep10: at10, afterLastStep: end, minutes: (performance.now() - t0) / 60000, rssMiB: process.memoryUsage().rss / 2 ** 20 };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+const report = await initBackend({ force: args.backend as BackendName | undefined });
+const cpu = `${os.cpus()[0]?.model ?? 'cpu'} ×${os.cpus().length}`;
+const header = `mars-lab bench: backend ${report.chosen} (threads ${report.threads}${report.simd ? ', SIMD' : ''}), ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.versions.node}, ${new Date().toISOString().slice(0, 10)}`;
+console.log(header);
+const md: string[] = [header, ''];
+const say = (s: string) => {
+  console.log(s);
+  md.push(s);
+};
+
+const out: Record<string, unknown> = { date: new Date().toISOString(), command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(), backend: report, machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, memGiB: os.totalmem() / 2 ** 30, node: process.versions.node }, batch: B, seq: T, newTokens: NEW };
+
+if (parts.has('engine')) {
+  const peerPy = parts.has('peer') ? findTorchPython(args.python) : null;
+  const rows: EngineRow[] = [];
+  for (const s of sizes) {
+    process.stdout.write(`engine: ${s}…\n`);
+    const r = await benchEngine(s);
+    if (peerPy && 'python' in peerPy) {
+      process.stdout.write(`peer: ${s}…\n`);
+      r.peer = runPeer(peerPy.python, peerSpec(s, report.threads));
+    }
+    rows.push(r);
+  }
+  out.engine = rows;
+  const ratio = (ours: number, theirs: number | undefined) => (theirs ? `×${(ours / theirs).toFixed(1)}` : '—');
+  say(`\nTraining step: GRPO update (ppoToken + k3 KL vs a frozen reference, Adam) on ${B} × ${T} tokens, vocabulary 512; ms per step median (min–max, n) after 2 warm-up steps.`);
+  if (peerPy && 'skip' in peerPy) say(peerPy.skip);
+  else if (peerPy) say(`PyTorch peer: ${peerPy.python}, torch ${peerPy.torch}, ${report.threads} thread(s) like mars-lab's backend; ratio = mars-lab time / PyTorch time.`);
+  say('');
+  say(table(['size', 'parameters', 'mars-lab ms/step', 'tokens/s', 'GFLOP/s', 'PyTorch ms/step', 'ratio'], rows.map((r) => [
+    r.size, `${(r.params / 1e6).toFixed(2)}M`, msStat(r.train), num(r.trainTokensPerSec), num(r.trainGflops, 1),
+    r.peer ? msStat(r.peer.train.msPerStep) : '—', ratio(r.train.median, r.peer?.train.msPerStep.median),
+  ])));
+  say(`\nSampling: ${NEW} new tokens from a 1-token prompt, temperature 1; tokens/s (median ms). "recompute" reruns the whole prefix every token.\n`);
+  say(table(['size', 'batch', 'KV cache', 'recompute', 'KV speed-up', 'PyTorch KV', 'PyTorch recompute', 'ratio KV', 'ratio recompute'], rows.flatMap((r) => r.sampling.map((s) => {
+    const p = r.peer?.sampling.find((x) => x.batch === s.batch);
+    return [
+      r.size, String(s.batch), `${num(s.kvTokensPerSec)} tok/s (${num(s.kvMs.median)} ms)`,
+      s.naiveMs ? `${num(s.naiveTokensPerSec!)} tok/s (${num(s.naiveMs.median)} ms)` : 'not run (minutes)',
+      s.kvSpeedup ? `×${s.kvSpeedup.toFixed(1)}` : '—',
+      p ? `${num(p.kvTokensPerSec)} tok/s` : '—', p?.naiveTokensPerSec ? `${num(p.naiveTokensPerSec)} tok/s` : '—',
+      ratio(s.kvMs.median, p?.kvMs.median), s.naiveMs ? ratio(s.naiveMs.median, p?.naiveMs?.median) : '—',
+    ];
+  }))));
+  say('\nRaw matrix product of the MLP shape (tokens × hidden · hidden × intermediate), the ceiling of every formulation above:\n');
+  say(table(['size', 'shape', 'mars-lab GFLOP/s', 'PyTorch GFLOP/s'], rows.map((r) => [
+    r.size, r.gemm.shape.join('×'), num(r.gemm.gflops, 1), r.peer ? num(r.peer.gemm[0]!.gflops, 1) : '—',
+  ])));
+  say('\nMemory:\n');
+  say(table(['size', 'TF.js bytes held (model, reference, Adam)', 'tensors leaked over the timed steps'], rows.map((r) => [r.size, `${num(r.tfBytes / 2 ** 20, 1)} MiB`, String(r.tensorsLeaked)])));
+}
+
+for (const [algorithm, preset] of [['mars', 'mars-tiny'], ['marti', 'marti-homo']] as const) {
+  if (!parts.has(algorithm)) continue;
+  process.stdout.write(`${algorithm}: ${preset}, ${args['trainer-steps']} steps after one warm-up step…\n`);
+  const b: StepBreakdown = await benchTrainer(algorithm, preset, Number(args['trainer-steps']));
+  out[algorithm] = b;
+  say(`\n${algorithm.toUpperCase()} step breakdown (${preset}, median ms per step over ${b.steps} steps after the first):\n`);
+  const cols = [...PHASES[algorithm]];
+  say(table([...cols.map((c) => c.replace(/Ms$/, '')), ...(b.otherRolloutMs ? ['other rollout'] : []), 'total'], [[
+    ...cols.map((c) => `${num(b.phases[c]!.median)} (${((100 * b.phases[c]!.median) / b.total.median).toFixed(0)}%)`),
+    ...(b.otherRolloutMs ? [num(b.otherRolloutMs.median)] : []),
+    msStat(b.total),
+  ]]));
+}
+
+if (parts.has('runs')) {
+  process.stdout.write('runs: run-folder appends and watcher latency…\n');
+  const r: RunFolderBench = await benchRunFolders();
+  out.runs = r;
+  say('\nRun folders (20,000 appended lines per file; 300 single appends watched):\n');
+  for (const line of describeRunFolderBench(r)) say(`- ${line}`);
+}
+
+const leakSteps = Number(args['leak-steps']);
+if (leakSteps > 0) {
+  const l = await leakCheck(leakSteps);
+  out.leak = l;
+  say(`\nLeak check (tiny training step × ${l.steps}, ${l.minutes.toFixed(1)} min): tensors ${l.afterStep10.numTensors} after step 10 → ${l.afterLastStep.numTensors} after step ${l.steps}; TF.js bytes ${num(l.afterStep10.numBytes / 2 ** 20, 2)} → ${num(l.afterLastStep.numBytes / 2 ** 20, 2)} MiB; process RSS at the end ${num(l.rssMiB)} MiB.`);
+}
+
+clearInterval(rssTimer);
+out.peakRssBytes = peakRss;
+say(`\nPeak resident memory of the benchmark process: ${num(peakRss / 2 ** 20)} MiB.`);
 if (args.json) {
-  fs.writeFileSync(args.json, JSON.stringify({ date: new Date().toISOString(), backend: report, machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, memGiB: os.totalmem() / 2 ** 30 }, batch: B, seq: T, peakRssBytes: peakRss, results: rows }, null, 2));
+  fs.writeFileSync(args.json, JSON.stringify(out, null, 2));
   console.log(`wrote ${args.json}`);
+}
+if (args.md) {
+  fs.writeFileSync(args.md, md.join('\n') + '\n');
+  console.log(`wrote ${args.md}`);
 }
 process.exit(0);

@@ -187,7 +187,7 @@ export const apiSchemas = {
     }),
     response: z.object({ total: z.number(), offset: z.number(), records: z.array(z.unknown()) }),
   },
-  /** Replaces a run's tags and/or notes in run.json. */
+  /** Replaces a run's tags and/or notes (kept in labels.json, laid over run.json's). */
   setRunLabels: {
     request: z.strictObject({
       runId: runIdSchema,

@@ -17,7 +17,7 @@ import { RUN_FILES, runDir } from '../runs/home';
 import { readJsonl } from '../runs/jsonl';
 import { metricLineProblem, metricNames, toMetricPoint, type MetricPoint } from '../runs/metricPoint';
 import { listPresets, loadPreset, PRESETS_DIR } from '../runs/presets';
-import { isCompleteCheckpoint, listCheckpoints, readRunMeta, writeRunMeta, type RunMeta } from '../runs/runFolder';
+import { isCompleteCheckpoint, listCheckpoints, readRunMeta, writeRunLabels } from '../runs/runFolder';
 import { openRunIndex } from '../runs/runIndex';
 import { watchHome, type HomeWatcher, type RunEvent } from '../runs/watcher';
 import { UserError } from '../userError';
@@ -431,13 +431,10 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     },
 
     async setRunLabels({ runId, tags, notes }) {
-      const dir = dirOf(runId);
-      // Read-modify-write of run.json; a running run rewrites it at each checkpoint, which could (rarely) undo an
-      // edit made in the same few milliseconds.
-      const meta = readRunMeta(dir);
-      const next: RunMeta = { ...meta, ...(tags ? { tags: [...new Set(tags)] } : {}), ...(notes !== undefined ? { notes } : {}) };
-      writeRunMeta(dir, next);
-      return { meta: next };
+      // Into labels.json, not run.json: the run's process rewrites run.json (status, checkpoints) at any moment, and
+      // a read-modify-write of it here could undo its change, or it ours (engine/runs/runFolder.ts readRunMeta).
+      const meta = writeRunLabels(dirOf(runId), { ...(tags ? { tags: [...new Set(tags)] } : {}), ...(notes !== undefined ? { notes } : {}) });
+      return { meta };
     },
 
     async evaluateCheckpoint(ref) {

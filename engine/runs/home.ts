@@ -14,6 +14,8 @@ export const RUN_FILES = {
   events: 'events.jsonl',
   checkpoints: 'checkpoints',
   lock: 'lock',
+  /** Tags and notes edited after launch (they override run.json's): the window writes them, never the run. */
+  labels: 'labels.json',
 } as const;
 
 export type RunFileName = (typeof RUN_FILES)[keyof typeof RUN_FILES];

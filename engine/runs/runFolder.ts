@@ -60,7 +60,19 @@ function metaPath(dir: string): string {
   return path.join(dir, RUN_FILES.meta);
 }
 
+/**
+ * run.json with the tags and notes of labels.json laid over it. run.json is written only by the process that holds the
+ * run (status, checkpoints); labels edited from a window go to labels.json, so the two writers never replace each
+ * other's file and neither can undo the other's change.
+ */
 export function readRunMeta(dir: string): RunMeta {
+  const meta = readRunJson(dir);
+  const labels = readRunLabels(dir);
+  return labels ? { ...meta, tags: labels.tags, notes: labels.notes } : meta;
+}
+
+/** run.json as written, without labels.json (what the run's own read-modify-writes start from). */
+function readRunJson(dir: string): RunMeta {
   const file = metaPath(dir);
   let text: string;
   try {
@@ -94,27 +106,73 @@ export function readRunMeta(dir: string): RunMeta {
   return parsed.data as RunMeta;
 }
 
-function writeFileDurably(file: string, text: string): void {
+function writeFile(file: string, text: string, durable: boolean): void {
   const fd = fs.openSync(file, 'w');
   try {
     fs.writeSync(fd, text);
-    fs.fsyncSync(fd);
+    if (durable) fs.fsyncSync(fd);
   } finally {
     fs.closeSync(fd);
   }
 }
 
-/** Replace run.json atomically, so a reader (the watcher, another window) never sees half of it. */
-export function writeRunMeta(dir: string, meta: RunMeta): void {
-  const file = metaPath(dir);
+/**
+ * Replace a file by writing a temporary one beside it and renaming it over, so a reader (the watcher, another window)
+ * sees the old or the new text, never half of it. `durable` syncs the new text to disk before the rename.
+ */
+export function replaceFile(file: string, text: string, opts: { durable: boolean }): void {
   const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {
-    writeFileDurably(tmp, JSON.stringify(meta, null, 2) + '\n');
+    writeFile(tmp, text, opts.durable);
     fs.renameSync(tmp, file);
   } catch (err) {
     fs.rmSync(tmp, { force: true });
     throw err;
   }
+}
+
+/** Replace run.json atomically. Only the process that holds the run writes it (see readRunMeta). */
+export function writeRunMeta(dir: string, meta: RunMeta): void {
+  replaceFile(metaPath(dir), JSON.stringify(meta, null, 2) + '\n', { durable: true });
+}
+
+/** Read-modify-write of run.json by the run's own process: from run.json as written, so labels stay in labels.json. */
+export function updateRunMeta(dir: string, change: (meta: RunMeta) => RunMeta): RunMeta {
+  const next = change(readRunJson(dir));
+  writeRunMeta(dir, next);
+  return next;
+}
+
+// --- labels: tags and notes edited after launch ---------------------------------------------------------------------
+
+const labelsSchema = z.looseObject({ tags: z.array(z.string()), notes: z.string() });
+export type RunLabels = z.infer<typeof labelsSchema>;
+
+/** labels.json, or null when there is none (or it cannot be read: run.json's tags and notes then stand). */
+function readRunLabels(dir: string): RunLabels | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(path.join(dir, RUN_FILES.labels), 'utf8');
+  } catch {
+    return null;
+  }
+  try {
+    const parsed = labelsSchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Replace a run's tags and/or notes (what is not given stays). They go to labels.json, never run.json, so an edit
+ * cannot race the run's own rewrites of run.json (status, last checkpoint). Returns the run's description with them.
+ */
+export function writeRunLabels(dir: string, change: { tags?: string[]; notes?: string }): RunMeta {
+  const meta = readRunMeta(dir);
+  const labels: RunLabels = { tags: change.tags ?? meta.tags, notes: change.notes ?? meta.notes };
+  replaceFile(path.join(dir, RUN_FILES.labels), JSON.stringify({ ...labels, updatedAt: new Date().toISOString() }, null, 2) + '\n', { durable: true });
+  return { ...meta, ...labels };
 }
 
 /** Paths of a run folder's files. */
@@ -126,6 +184,7 @@ export function runFilePaths(dir: string): { [K in keyof typeof RUN_FILES]: stri
     events: path.join(dir, RUN_FILES.events),
     checkpoints: path.join(dir, RUN_FILES.checkpoints),
     lock: path.join(dir, RUN_FILES.lock),
+    labels: path.join(dir, RUN_FILES.labels),
   };
 }
 
@@ -225,13 +284,14 @@ const LIVE_STATUSES: ReadonlySet<RunStatus> = new Set(['running']);
 
 /** Change the run's status in run.json and record it in events.jsonl. */
 export function updateStatus(dir: string, status: RunStatus, extra: StatusUpdate = {}): RunMeta {
-  const meta = readRunMeta(dir);
   const now = new Date();
-  const next: RunMeta = { ...meta, status, statusAt: now.toISOString() };
-  if (LIVE_STATUSES.has(status)) next.pid = extra.pid ?? process.pid;
-  else delete next.pid;
-  if (extra.lastCheckpointStep !== undefined) next.lastCheckpointStep = extra.lastCheckpointStep;
-  writeRunMeta(dir, next);
+  const next = updateRunMeta(dir, (meta) => {
+    const out: RunMeta = { ...meta, status, statusAt: now.toISOString() };
+    if (LIVE_STATUSES.has(status)) out.pid = extra.pid ?? process.pid;
+    else delete out.pid;
+    if (extra.lastCheckpointStep !== undefined) out.lastCheckpointStep = extra.lastCheckpointStep;
+    return out;
+  });
   const event: { type: string; [field: string]: unknown } = { ...extra, type: 'status', status };
   if (next.pid !== undefined) event.pid = next.pid;
   appendEvent(dir, event);

@@ -49,7 +49,8 @@ export interface RunIndex {
   list(): RunSummary[];
 }
 
-const INDEX_VERSION = 1;
+// 2: entries stamp labels.json too (tags and notes edited after launch live there).
+const INDEX_VERSION = 2;
 /** Bytes before a metrics offset kept to notice a file that was rewritten to at least the same length. */
 const FINGERPRINT_BYTES = 64;
 
@@ -59,6 +60,7 @@ type FileStamp = z.infer<typeof stampSchema>;
 const entrySchema = z.object({
   summary: runSummarySchema,
   meta: stampSchema.nullable(),
+  labels: stampSchema.nullable(),
   metrics: stampSchema.nullable(),
   checkpoints: stampSchema.nullable(),
   cursor: z.object({ offset: z.number(), nextLine: z.number(), fingerprint: z.string() }),
@@ -206,11 +208,12 @@ function rebuildEntry(dir: string, id: string, old: IndexEntry | undefined, stam
   }
 
   summary.mtime = Math.max(stamps.meta?.mtimeMs ?? 0, stamps.metrics?.mtimeMs ?? 0, stamps.checkpoints?.mtimeMs ?? 0);
-  return { summary, meta: stamps.meta, metrics: stamps.metrics, checkpoints: stamps.checkpoints, cursor };
+  return { summary, meta: stamps.meta, labels: stamps.labels, metrics: stamps.metrics, checkpoints: stamps.checkpoints, cursor };
 }
 
 interface Stamps {
   meta: FileStamp | null;
+  labels: FileStamp | null;
   metrics: FileStamp | null;
   checkpoints: FileStamp | null;
 }
@@ -249,11 +252,12 @@ export function openRunIndex(home: string): RunIndex {
         const dir = path.join(runsDir(home), id);
         const stamps: Stamps = {
           meta: stampOf(path.join(dir, RUN_FILES.meta)),
+          labels: stampOf(path.join(dir, RUN_FILES.labels)),
           metrics: stampOf(path.join(dir, RUN_FILES.metrics)),
           checkpoints: stampOf(path.join(dir, RUN_FILES.checkpoints)),
         };
         const old = runs[id];
-        if (old && sameStamp(old.meta, stamps.meta) && sameStamp(old.metrics, stamps.metrics) && sameStamp(old.checkpoints, stamps.checkpoints)) {
+        if (old && sameStamp(old.meta, stamps.meta) && sameStamp(old.labels, stamps.labels) && sameStamp(old.metrics, stamps.metrics) && sameStamp(old.checkpoints, stamps.checkpoints)) {
           continue;
         }
         runs[id] = rebuildEntry(dir, id, old, stamps);

@@ -17,7 +17,7 @@ import { UserError } from '../userError';
 import { ENGINE_VERSION } from '../version';
 import { parseRunConfig, type RunConfig } from './configSchema';
 import { JsonlAppender, truncateTo } from './jsonl';
-import { acquireRunLock, appendEvent, createRunFolder, listCheckpoints, readRunMeta, runFilePaths, updateStatus, writeRunMeta, type RunMeta } from './runFolder';
+import { acquireRunLock, appendEvent, createRunFolder, listCheckpoints, readRunMeta, runFilePaths, updateRunMeta, updateStatus, type RunMeta } from './runFolder';
 import type { Trainer } from './trainer';
 
 export interface Progress {
@@ -149,8 +149,7 @@ async function drive(runId: string, dir: string, config: RunConfig, trainer: Tra
       files: snap.files,
     });
     lastCheckpoint = trainer.step;
-    const meta = readRunMeta(dir);
-    writeRunMeta(dir, { ...meta, lastCheckpointStep: trainer.step });
+    updateRunMeta(dir, (meta) => ({ ...meta, lastCheckpointStep: trainer.step }));
     pruneCheckpoints(dir, config.checkpoint.keep);
   };
 

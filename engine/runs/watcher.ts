@@ -6,6 +6,8 @@
  * for 50 ms after each one it reports (and compares mtimes, which are coarse), so each reported change also arms a
  * follow-up check just after that window, re-armed while lines keep coming: the last append of a burst is never left
  * unreported, and no file is polled while nothing happens.
+ *
+ * labels.json (tags and notes edited from a window) counts as part of run.json.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -101,7 +103,10 @@ function wanted(parts: string[]): boolean {
   if (parts.length === 0) return true;
   if (!isRunFolderName(parts[0]!)) return false;
   if (parts.length === 1) return true;
-  if (parts.length === 2) return parts[1] === RUN_FILES.meta || parts[1] === RUN_FILES.checkpoints || isLogFile(parts[1]!);
+  if (parts.length === 2) {
+    const name = parts[1]!;
+    return name === RUN_FILES.meta || name === RUN_FILES.labels || name === RUN_FILES.checkpoints || isLogFile(name);
+  }
   return parts.length === 3 && parts[1] === RUN_FILES.checkpoints && STEP_NAME.test(parts[2]!);
 }
 
@@ -324,6 +329,10 @@ export async function watchHome(home: string, onEvent: (event: RunEvent) => void
     }
     if (parts.length === 2) {
       const name = parts[1]!;
+      if (kind === 'unlink' && name === RUN_FILES.labels) {
+        if (runs.has(runId)) loadMeta(runId, runs.get(runId)!);
+        return;
+      }
       if (kind === 'unlink') {
         const s = runs.get(runId);
         clearTimeout(s?.timers.get(name as LogFileName));
@@ -332,7 +341,7 @@ export async function watchHome(home: string, onEvent: (event: RunEvent) => void
         return;
       }
       if (kind !== 'add' && kind !== 'change') return;
-      if (name === RUN_FILES.meta) {
+      if (name === RUN_FILES.meta || name === RUN_FILES.labels) {
         loadMeta(runId, stateOf(runId));
         scheduleMetaCheck(runId);
       } else if (isLogFile(name)) {

@@ -11,6 +11,7 @@ import { apiEventSchema, apiSchemas, type ApiEvent } from '../../engine/api/cont
 import { callApi } from '../../engine/api/dispatch';
 import { createHost, type Host } from '../../engine/api/host';
 import { nodeRunLauncher } from '../../engine/api/runLauncher';
+import { createRunFolder, readRunMeta, updateStatus, writeRunMeta } from '../../engine/runs/runFolder';
 
 let home: string;
 let host: Host;
@@ -67,10 +68,35 @@ describe('host', () => {
     expect(labels.meta).toMatchObject({ tags: ['a', 'b'], notes: 'kept' });
     const listed = await call('listRuns', {});
     expect(listed.runs.map((r) => r.id)).toEqual([runId]);
+    expect(listed.runs[0]).toMatchObject({ tags: ['a', 'b'], notes: 'kept' });
 
     // Everything pushed fits the contract's event schema (so the page can rely on it).
     for (const event of events) expect(() => apiEventSchema.parse(event)).not.toThrow();
   }, 180_000);
+
+  it('saving tags and notes never rewrites run.json, so it cannot undo (or be undone by) the run writing it meanwhile', async () => {
+    const { id, dir } = createRunFolder(home, { algorithm: 'seqgrpo', config: {}, engineVersion: '0', seed: 1, tags: ['launched'], notes: '' });
+    updateStatus(dir, 'running', { pid: 99_999 });
+    const runJson = path.join(dir, 'run.json');
+    const before = { text: fs.readFileSync(runJson, 'utf8'), ino: fs.statSync(runJson).ino };
+    const saved = (await callApi(host.handlers, 'setRunLabels', { runId: id, tags: ['edited'], notes: 'from a window' })) as { meta: { tags: string[] } };
+    expect(saved.meta).toMatchObject({ tags: ['edited'], notes: 'from a window', status: 'running' });
+    // run.json is the run's: the same file, the same bytes (a read-modify-write here could put back a status the run
+    // had just changed, e.g. 'running' over 'finished')
+    expect(fs.statSync(runJson).ino).toBe(before.ino);
+    expect(fs.readFileSync(runJson, 'utf8')).toBe(before.text);
+
+    // The run's own read-modify-write around an edit (it read run.json, the window saved, it writes run.json back):
+    // the edit survives.
+    const read = readRunMeta(dir);
+    await callApi(host.handlers, 'setRunLabels', { runId: id, notes: 'edited again' });
+    writeRunMeta(dir, { ...read, status: 'finished', lastCheckpointStep: 3 });
+    expect(readRunMeta(dir)).toMatchObject({ status: 'finished', lastCheckpointStep: 3, tags: ['edited'], notes: 'edited again' });
+    const got = (await callApi(host.handlers, 'getRun', { runId: id })) as { meta: { tags: string[]; notes: string } };
+    expect(got.meta).toMatchObject({ tags: ['edited'], notes: 'edited again', status: 'finished' });
+    const row = ((await callApi(host.handlers, 'listRuns', {})) as { runs: { id: string; tags: string[]; notes: string }[] }).runs.find((r) => r.id === id);
+    expect(row).toMatchObject({ tags: ['edited'], notes: 'edited again' });
+  });
 
   it('refuses launches the config schema refuses, naming the field', async () => {
     const answer = await callApi(host.handlers, 'validateConfig', { preset: 'seqgrpo-copy', sets: ['task.groupSize=1'] });

@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RUN_FILES, runsDir } from '../../../engine/runs/home';
 import { JsonlAppender, truncateTo } from '../../../engine/runs/jsonl';
-import { createRunFolder, readRunMeta, updateStatus, writeRunMeta, type NewRunMeta } from '../../../engine/runs/runFolder';
+import { createRunFolder, readRunMeta, updateStatus, writeRunLabels, writeRunMeta, type NewRunMeta } from '../../../engine/runs/runFolder';
 import { watchHome, type HomeWatcher, type RunEvent } from '../../../engine/runs/watcher';
 
 const META: NewRunMeta = { algorithm: 'mars', preset: 'toy-copy', config: {}, engineVersion: '0.1.0', seed: 1, tags: [], notes: '' };
@@ -238,5 +238,13 @@ describe('watchHome', () => {
     fs.rmSync(dir, { recursive: true });
     await next((e) => e.type === 'runRemoved');
     expect(events.filter((e) => e.type === 'warning')).toEqual([]);
+  });
+
+  it('reports labels.json (tags and notes edited from a window) as runMeta with them laid over run.json', async () => {
+    const { id, dir } = createRunFolder(home, { ...META, tags: ['launched'] });
+    watcher = await watchHome(home, onEvent);
+    writeRunLabels(dir, { tags: ['edited'], notes: 'from a window' });
+    const edited = await next((e) => e.type === 'runMeta');
+    expect(edited).toMatchObject({ runId: id, meta: { tags: ['edited'], notes: 'from a window', status: 'created' } });
   });
 });

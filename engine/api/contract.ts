@@ -187,6 +187,14 @@ export const apiSchemas = {
     }),
     response: z.object({ total: z.number(), offset: z.number(), records: z.array(z.unknown()) }),
   },
+  /**
+   * The records of the step in flight (live.json: MARTI's trees as they grow), or step null and none between steps.
+   * They are not final: the step's records in trajectories.jsonl replace them (same step and tree id) when it ends.
+   */
+  getLiveTrajectories: {
+    request: z.strictObject({ runId: runIdSchema }),
+    response: z.object({ step: z.number().nullable(), records: z.array(z.unknown()) }),
+  },
   /** Replaces a run's tags and/or notes (kept in labels.json, laid over run.json's). */
   setRunLabels: {
     request: z.strictObject({
@@ -232,6 +240,8 @@ export const apiEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('runRemoved'), runId: z.string() }),
   z.object({ type: z.literal('metrics'), runId: z.string(), points: z.array(metricPointSchema) }),
   z.object({ type: z.literal('trajectories'), runId: z.string(), records: z.array(z.unknown()) }),
+  /** live.json changed (the whole of it), or was removed when its step's records were written (step null). */
+  z.object({ type: z.literal('liveTrajectories'), runId: z.string(), step: z.number().nullable(), records: z.array(z.unknown()) }),
   z.object({ type: z.literal('event'), runId: z.string(), record: z.record(z.string(), z.unknown()) }),
   z.object({ type: z.literal('checkpointAdded'), runId: z.string(), step: z.number(), path: z.string() }),
   z.object({ type: z.literal('checkpointRemoved'), runId: z.string(), step: z.number() }),

@@ -17,6 +17,7 @@ import { RUN_FILES, runDir } from '../runs/home';
 import { readJsonl } from '../runs/jsonl';
 import { metricLineProblem, metricNames, toMetricPoint, type MetricPoint } from '../runs/metricPoint';
 import { listPresets, loadPreset, PRESETS_DIR } from '../runs/presets';
+import { readLiveTrajectories } from '../runs/liveTrajectories';
 import { isCompleteCheckpoint, listCheckpoints, readRunMeta, writeRunLabels } from '../runs/runFolder';
 import { openRunIndex } from '../runs/runIndex';
 import { watchHome, type HomeWatcher, type RunEvent } from '../runs/watcher';
@@ -428,6 +429,11 @@ export async function createHost(opts: HostOptions): Promise<Host> {
         }
       }
       return { total, offset, records };
+    },
+
+    async getLiveTrajectories({ runId }) {
+      const live = readLiveTrajectories(path.join(dirOf(runId), RUN_FILES.live));
+      return live ? { step: live.step, records: live.records } : { step: null, records: [] };
     },
 
     async setRunLabels({ runId, tags, notes }) {

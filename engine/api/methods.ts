@@ -15,6 +15,7 @@ export const API_METHODS = [
   'getRun',
   'getMetricSeries',
   'getTrajectories',
+  'getLiveTrajectories',
   'setRunLabels',
   'evaluateCheckpoint',
   'compareCheckpoints',

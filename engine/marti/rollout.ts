@@ -53,6 +53,11 @@ export interface GrowOptions {
   topP: number;
   searchRng: Rng;
   tokenRng: Rng;
+  /**
+   * Called after every round with the trees as they stand (each has gained at most one node). It may read them but
+   * not change them; the growth does not wait for anything it starts.
+   */
+  onRound?: (trees: readonly MartiTree[]) => void;
 }
 
 export interface GrowTiming {
@@ -140,6 +145,7 @@ export async function growTrees(fmt: MartiFormat, o: GrowOptions): Promise<GrowR
       });
     });
     timing.testMs += performance.now() - s0;
+    o.onRound?.(trees);
   }
   return { trees, timing };
 }

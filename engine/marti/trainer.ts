@@ -20,7 +20,7 @@ import type { Adam } from '../rl/adam';
 import { policyUpdate, type PolicyUpdateStats } from '../rl/policyUpdate';
 import type { Sample } from '../rl/sample';
 import { configuredAdam, configuredInitialModel, configuredUpdate, restoreStreams, saveStreams } from '../runs/configuredTraining';
-import type { Algorithm, EvalResult, StepOutput, Trainer, TrainerSnapshot } from '../runs/trainer';
+import type { Algorithm, EvalResult, StepHooks, StepOutput, Trainer, TrainerSnapshot } from '../runs/trainer';
 import { UserError } from '../userError';
 import type { MartiConfig } from './configSchema';
 import { diversityNodesOf, diversityReport, tokenEntropyFromLogProbs, type DiversityNode } from './diversity';
@@ -176,13 +176,24 @@ class MartiTrainer implements Trainer {
     return new Map(this.sets.map((s) => [s.id, s.model]));
   }
 
-  async trainStep(): Promise<StepOutput> {
+  async trainStep(hooks: StepHooks = {}): Promise<StepOutput> {
     const { cfg } = this;
     const fmt = martiFormat();
     const team = teamOf(cfg);
     const m = cfg.marti;
     const picked = Array.from({ length: m.problemsPerStep }, () => this.pool[this.streams.problems.int(this.pool.length)]!);
+    // Live view: after each round, every tree as it stands (the nodes expanded so far, in expansion order), in the
+    // final record's form without advantages; `budget` says how many nodes it will have.
+    let liveMs = 0;
+    const onRound = hooks.live
+      ? (trees: readonly MartiTree[]) => {
+          const l0 = performance.now();
+          hooks.live!(trees.map((t, i) => ({ ...treeRecord(t, picked[i]!, team), live: true, budget: m.nodesPerTree })));
+          liveMs += performance.now() - l0;
+        }
+      : undefined;
     const grown = await growTrees(fmt, {
+      onRound,
       tasks: picked,
       treeIds: picked.map((t, i) => `s${this.step + 1}-${i}-${t.id}`),
       agents: team,
@@ -282,6 +293,8 @@ class MartiTrainer implements Trainer {
       'timing.generationMs': grown.timing.generationMs,
       'timing.testMs': grown.timing.testMs,
       'timing.updateMs': updateMs,
+      // building and handing over the live trees (writing live.json), included in the step's time
+      'timing.liveMs': liveMs,
       generateCalls: grown.timing.generateCalls,
       rounds: grown.timing.rounds,
     };

@@ -14,6 +14,8 @@ export const RUN_FILES = {
   events: 'events.jsonl',
   checkpoints: 'checkpoints',
   lock: 'lock',
+  /** The trajectories of the step in flight (MARTI's partial trees), replaced as they grow; gone between steps. */
+  live: 'live.json',
   /** Tags and notes edited after launch (they override run.json's): the window writes them, never the run. */
   labels: 'labels.json',
 } as const;

@@ -184,6 +184,7 @@ export function runFilePaths(dir: string): { [K in keyof typeof RUN_FILES]: stri
     events: path.join(dir, RUN_FILES.events),
     checkpoints: path.join(dir, RUN_FILES.checkpoints),
     lock: path.join(dir, RUN_FILES.lock),
+    live: path.join(dir, RUN_FILES.live),
     labels: path.join(dir, RUN_FILES.labels),
   };
 }

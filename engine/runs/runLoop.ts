@@ -6,6 +6,9 @@
  * Crash safety: every line is one write; a checkpoint records the byte length of metrics.jsonl and
  * trajectories.jsonl at its step, and resume truncates both files to those lengths, so lines written after the last
  * checkpoint (including a torn one) are dropped and recomputed identically, never duplicated.
+ *
+ * While a step runs, what the trainer reports of it (StepHooks.live) replaces live.json (liveTrajectories.ts); once
+ * the step's records are appended, live.json is removed. It is for windows only: nothing here reads it back.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -17,6 +20,7 @@ import { UserError } from '../userError';
 import { ENGINE_VERSION } from '../version';
 import { parseRunConfig, type RunConfig } from './configSchema';
 import { JsonlAppender, truncateTo } from './jsonl';
+import { clearLiveTrajectories, writeLiveTrajectories } from './liveTrajectories';
 import { acquireRunLock, appendEvent, createRunFolder, listCheckpoints, readRunMeta, runFilePaths, updateRunMeta, updateStatus, type RunMeta } from './runFolder';
 import type { Trainer } from './trainer';
 
@@ -153,11 +157,21 @@ async function drive(runId: string, dir: string, config: RunConfig, trainer: Tra
     pruneCheckpoints(dir, config.checkpoint.keep);
   };
 
+  // What a step in flight looks like so far; each report replaces the last (windows show it, nothing reads it back).
+  let inFlight = 0;
+  const live = (records: object[]): void => {
+    const step = inFlight;
+    writeLiveTrajectories(files.live, { step, time: Date.now() / 1000, records: records.map((r) => ({ step, ...r })) });
+  };
+
   try {
+    // A crash may have left the live file of a step that was never finished.
+    clearLiveTrajectories(files.live);
     updateStatus(dir, 'running', { pid: process.pid, step: trainer.step });
     while (trainer.step < total) {
       await yieldToEventLoop();
-      const out = await trainer.trainStep();
+      inFlight = trainer.step + 1;
+      const out = await trainer.trainStep({ live });
       tokens += out.tokens;
       const step = trainer.step;
       const line: Record<string, number> = { step, time: Date.now() / 1000, ...out.metrics };
@@ -173,6 +187,8 @@ async function drive(runId: string, dir: string, config: RunConfig, trainer: Tra
       });
       metrics.append(line);
       for (const t of out.trajectories) trajectories.append({ step, ...t });
+      // The step's final records are in trajectories.jsonl: the live file of the step would only repeat them.
+      clearLiveTrajectories(files.live);
       lastMetrics = line;
       const elapsedMs = Date.now() - t0;
       opts.onProgress?.({ runId, step, totalSteps: total, metrics: line, tokensPerSec: tokens / Math.max(elapsedMs / 1000, 1e-9), elapsedMs });
@@ -190,6 +206,7 @@ async function drive(runId: string, dir: string, config: RunConfig, trainer: Tra
     updateStatus(dir, 'failed', { step: trainer.step, error: (err as Error).message });
     throw err;
   } finally {
+    clearLiveTrajectories(files.live);
     metrics.close();
     trajectories.close();
     trainer.dispose();

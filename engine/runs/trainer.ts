@@ -42,10 +42,20 @@ export interface TrainerSnapshot {
   files: Record<string, string | Uint8Array>;
 }
 
+/** What the run loop lets a trainer tell it while a step is in flight. */
+export interface StepHooks {
+  /**
+   * The step's trajectories as they stand (e.g. MARTI's partial trees after each search round), in the form of the
+   * step's final records; each call replaces the previous one. Only for watching: the step's output still carries the
+   * final records, and a trainer must not let a report change what the step computes (exact resume).
+   */
+  live?(records: object[]): void;
+}
+
 export interface Trainer {
   /** Steps completed. */
   readonly step: number;
-  trainStep(): Promise<StepOutput>;
+  trainStep(hooks?: StepHooks): Promise<StepOutput>;
   evaluate(): Promise<EvalResult>;
   snapshot(): Promise<TrainerSnapshot>;
   dispose(): void;

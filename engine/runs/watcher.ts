@@ -7,7 +7,8 @@
  * follow-up check just after that window, re-armed while lines keep coming: the last append of a burst is never left
  * unreported, and no file is polled while nothing happens.
  *
- * labels.json (tags and notes edited from a window) counts as part of run.json.
+ * live.json (the step in flight, liveTrajectories.ts) is replaced whole by rename: each new version is sent whole, and
+ * its removal (the step's records are in trajectories.jsonl) as `step: null`. labels.json counts as part of run.json.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,6 +16,7 @@ import { watch, type FSWatcher } from 'chokidar';
 import { UserError } from '../userError';
 import { LOG_FILES, RUN_FILES, runsDir, type LogFileName } from './home';
 import { lastLineEnd, readJsonl } from './jsonl';
+import { readLiveTrajectories } from './liveTrajectories';
 import { metricLineProblem, toMetricPoint, type MetricPoint } from './metricPoint';
 import { isCompleteCheckpoint, isRunFolderName, readRunMeta, type RunMeta, type RunStatus } from './runFolder';
 
@@ -27,6 +29,8 @@ export type RunEvent =
   | { type: 'runRemoved'; runId: string }
   | { type: 'metrics'; runId: string; points: MetricPoint[] }
   | { type: 'trajectories'; runId: string; records: unknown[] }
+  /** The records of the step in flight (live.json), whole, each time they change; step null: the step ended. */
+  | { type: 'liveTrajectories'; runId: string; step: number | null; records: unknown[] }
   /** One line of events.jsonl. */
   | { type: 'event'; runId: string; record: Record<string, unknown> }
   | { type: 'checkpointAdded'; runId: string; step: number; path: string }
@@ -65,6 +69,9 @@ interface RunState {
   timers: Map<LogFileName, NodeJS.Timeout>;
   checkpoints: Set<number>;
   metaTimer: NodeJS.Timeout | null;
+  /** Which version of live.json was last read (inode, size, mtime), null when there is none. */
+  live: string | null;
+  liveTimer: NodeJS.Timeout | null;
 }
 
 const FINGERPRINT_BYTES = 32;
@@ -105,7 +112,7 @@ function wanted(parts: string[]): boolean {
   if (parts.length === 1) return true;
   if (parts.length === 2) {
     const name = parts[1]!;
-    return name === RUN_FILES.meta || name === RUN_FILES.labels || name === RUN_FILES.checkpoints || isLogFile(name);
+    return name === RUN_FILES.meta || name === RUN_FILES.labels || name === RUN_FILES.live || name === RUN_FILES.checkpoints || isLogFile(name);
   }
   return parts.length === 3 && parts[1] === RUN_FILES.checkpoints && STEP_NAME.test(parts[2]!);
 }
@@ -139,7 +146,7 @@ export async function watchHome(home: string, onEvent: (event: RunEvent) => void
   const stateOf = (runId: string): RunState => {
     let s = runs.get(runId);
     if (!s) {
-      s = { meta: null, lastProblem: null, pending: new Set(), tails: new Map(), timers: new Map(), checkpoints: new Set(), metaTimer: null };
+      s = { meta: null, lastProblem: null, pending: new Set(), tails: new Map(), timers: new Map(), checkpoints: new Set(), metaTimer: null, live: null, liveTimer: null };
       runs.set(runId, s);
     }
     return s;
@@ -286,6 +293,46 @@ export async function watchHome(home: string, onEvent: (event: RunEvent) => void
     }, settleMs);
   };
 
+  /** Send live.json if it changed since the last read (or say it is gone); returns whether anything was sent. */
+  const readLive = (runId: string, s: RunState): boolean => {
+    const file = path.join(root, runId, RUN_FILES.live);
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(file);
+    } catch {
+      if (s.live === null) return false;
+      s.live = null;
+      emit({ type: 'liveTrajectories', runId, step: null, records: [] });
+      return true;
+    }
+    const version = `${st.ino}:${st.size}:${st.mtimeMs}`;
+    if (version === s.live) return false;
+    const live = readLiveTrajectories(file);
+    // Removed or replaced between the stat and the read: the change that did it arms another check.
+    if (!live) return false;
+    s.live = version;
+    if (ready || fromStart) emit({ type: 'liveTrajectories', runId, step: live.step, records: live.records });
+    return true;
+  };
+
+  /** live.json is replaced by rename, as run.json is: a replacement within chokidar's throttle is read by this check. */
+  const scheduleLiveCheck = (runId: string, s: RunState): void => {
+    if (closed) return;
+    if (s.liveTimer) clearTimeout(s.liveTimer);
+    s.liveTimer = setTimeout(() => {
+      s.liveTimer = null;
+      if (closed || runs.get(runId) !== s) return;
+      if (readLive(runId, s)) scheduleLiveCheck(runId, s);
+    }, settleMs);
+  };
+
+  const onLive = (runId: string): void => {
+    const s = stateOf(runId);
+    if (s.meta === null && !loadMeta(runId, s)) return;
+    readLive(runId, s);
+    scheduleLiveCheck(runId, s);
+  };
+
   const onLog = (runId: string, log: LogFileName): void => {
     const s = stateOf(runId);
     if (s.meta === null && !loadMeta(runId, s)) {
@@ -322,6 +369,7 @@ export async function watchHome(home: string, onEvent: (event: RunEvent) => void
         const s = runs.get(runId)!;
         for (const timer of s.timers.values()) clearTimeout(timer);
         if (s.metaTimer) clearTimeout(s.metaTimer);
+        if (s.liveTimer) clearTimeout(s.liveTimer);
         runs.delete(runId);
         if (s.meta !== null) emit({ type: 'runRemoved', runId });
       }
@@ -329,6 +377,11 @@ export async function watchHome(home: string, onEvent: (event: RunEvent) => void
     }
     if (parts.length === 2) {
       const name = parts[1]!;
+      if (name === RUN_FILES.live) {
+        if (kind === 'add' || kind === 'change') onLive(runId);
+        else if (kind === 'unlink' && runs.get(runId)?.meta) readLive(runId, runs.get(runId)!);
+        return;
+      }
       if (kind === 'unlink' && name === RUN_FILES.labels) {
         if (runs.has(runId)) loadMeta(runId, runs.get(runId)!);
         return;
@@ -394,6 +447,7 @@ export async function watchHome(home: string, onEvent: (event: RunEvent) => void
       closed = true;
       for (const s of runs.values()) {
         if (s.metaTimer) clearTimeout(s.metaTimer);
+        if (s.liveTimer) clearTimeout(s.liveTimer);
         for (const timer of s.timers.values()) clearTimeout(timer);
       }
       await watcher.close();

@@ -1,12 +1,15 @@
 /**
  * A MARTI run through the run layer: a heterogeneous run stopped and resumed equals the uninterrupted run (metrics,
- * trees, both agents' weights, samples waiting in a not-yet-full buffer), and every tree in trajectories.jsonl carries
- * every field the inspector shows.
+ * trees, both agents' weights, samples waiting in a not-yet-full buffer), every tree in trajectories.jsonl carries
+ * every field the inspector shows, and while a step runs live.json holds its trees as they grow (and only then).
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { marti } from '../../engine/marti/trainer';
+import { readLiveTrajectories, type LiveTrajectories } from '../../engine/runs/liveTrajectories';
+import type { StepHooks } from '../../engine/runs/trainer';
 import { parseRunConfig } from '../../engine/runs/configSchema';
 import { runFilePaths } from '../../engine/runs/runFolder';
 import { resumeRun, startRun } from '../../engine/runs/runLoop';
@@ -77,5 +80,48 @@ describe('MARTI run', () => {
         expect(typeof n.advantage).toBe('number');
       }
     }
+  });
+
+  it('while a step runs, live.json holds its trees as they grow; it is gone once they are in trajectories.jsonl', async () => {
+    // Read live.json each time the run loop has just written it (the trainer's report goes through the wrapper).
+    const seen: { step: number; live: LiveTrajectories | null; finalLines: number }[] = [];
+    let dir = '';
+    const create = marti.createTrainer.bind(marti);
+    const spy = vi.spyOn(marti, 'createTrainer').mockImplementation(async (cfg, from) => {
+      const trainer = await create(cfg, from);
+      const trainStep = trainer.trainStep.bind(trainer);
+      trainer.trainStep = (hooks?: StepHooks) =>
+        trainStep({
+          live: (records) => {
+            hooks?.live?.(records);
+            const files = runFilePaths(dir);
+            seen.push({ step: trainer.step + 1, live: readLiveTrajectories(files.live), finalLines: fs.readFileSync(files.trajectories, 'utf8').split('\n').filter(Boolean).length });
+          },
+        });
+      return trainer;
+    });
+    try {
+      const r = await startRun(home, { ...config, budget: { steps: 2 } }, { onCreated: (c) => (dir = c.dir) });
+      expect(r.status).toBe('finished');
+    } finally {
+      spy.mockRestore();
+    }
+    const files = runFilePaths(dir);
+    expect(fs.existsSync(files.live)).toBe(false);
+    const finals = fs.readFileSync(files.trajectories, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { step: number; treeId: string; nodes: { id: number; program: string | null }[] });
+    // exactly one final record per tree per step: the live reports added none
+    expect(finals.map((t) => t.step)).toEqual([1, 1, 2, 2]);
+    // one report per round (3 nodes per tree), each written to live.json with the step in flight on every record
+    expect(seen.map((s) => s.step)).toEqual([1, 1, 1, 2, 2, 2]);
+    seen.forEach(({ step, live, finalLines }, i) => {
+      expect(live?.step).toBe(step);
+      // the step's final records are not written yet while it runs
+      expect(finalLines).toBe(2 * (step - 1));
+      const trees = live!.records as { step: number; treeId: string; live: boolean; nodes: { id: number; program: string | null }[] }[];
+      const mine = finals.filter((t) => t.step === step);
+      expect(trees.map((t) => [t.step, t.treeId, t.live])).toEqual(mine.map((t) => [step, t.treeId, true]));
+      const round = (i % 3) + 1;
+      trees.forEach((t, k) => expect(t.nodes.map((n) => [n.id, n.program])).toEqual(mine[k]!.nodes.slice(0, round + 1).map((n) => [n.id, n.program])));
+    });
   });
 });

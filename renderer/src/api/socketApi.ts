@@ -82,6 +82,7 @@ export function createSocketApi(token: string, onState: (state: ConnectionState)
     getRun: call('getRun'),
     getMetricSeries: call('getMetricSeries'),
     getTrajectories: call('getTrajectories'),
+    getLiveTrajectories: call('getLiveTrajectories'),
     setRunLabels: call('setRunLabels'),
     evaluateCheckpoint: call('evaluateCheckpoint'),
     compareCheckpoints: call('compareCheckpoints'),

@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RUN_FILES, runsDir } from '../../../engine/runs/home';
 import { JsonlAppender, truncateTo } from '../../../engine/runs/jsonl';
+import { clearLiveTrajectories, writeLiveTrajectories } from '../../../engine/runs/liveTrajectories';
 import { createRunFolder, readRunMeta, updateStatus, writeRunLabels, writeRunMeta, type NewRunMeta } from '../../../engine/runs/runFolder';
 import { watchHome, type HomeWatcher, type RunEvent } from '../../../engine/runs/watcher';
 
@@ -246,5 +247,31 @@ describe('watchHome', () => {
     writeRunLabels(dir, { tags: ['edited'], notes: 'from a window' });
     const edited = await next((e) => e.type === 'runMeta');
     expect(edited).toMatchObject({ runId: id, meta: { tags: ['edited'], notes: 'from a window', status: 'created' } });
+  });
+
+  it('sends each version of live.json whole, then step null when it is removed', async () => {
+    const { id, dir } = createRunFolder(home, META);
+    const file = path.join(dir, RUN_FILES.live);
+    watcher = await watchHome(home, onEvent);
+    const live = (n: number) => ({ step: 3, time: 1, records: [{ step: 3, treeId: 't', nodes: Array.from({ length: n }, (_, i) => ({ id: i })) }] });
+    const nodesOf = (e: RunEvent) => (e.type === 'liveTrajectories' && e.step !== null ? (e.records[0] as { nodes: unknown[] }).nodes.length : null);
+    writeLiveTrajectories(file, live(2));
+    expect(await next((e) => nodesOf(e) === 2)).toMatchObject({ type: 'liveTrajectories', runId: id, step: 3 });
+    // two replacements closer together than chokidar reports changes: the last one still arrives
+    writeLiveTrajectories(file, live(3));
+    writeLiveTrajectories(file, live(4));
+    await next((e) => nodesOf(e) === 4);
+    clearLiveTrajectories(file);
+    const cleared = await next((e) => e.type === 'liveTrajectories' && e.step === null);
+    expect(cleared).toMatchObject({ runId: id, records: [] });
+    const sent = events.filter((e) => e.type === 'liveTrajectories');
+    // in order, never the same version twice, and the removal last
+    const counts = sent.map(nodesOf);
+    expect(counts.at(-1)).toBeNull();
+    const versions = counts.slice(0, -1) as number[];
+    expect(versions[0]).toBe(2);
+    expect(versions.at(-1)).toBe(4);
+    for (let i = 1; i < versions.length; i++) expect(versions[i]!).toBeGreaterThan(versions[i - 1]!);
+    expect(events.filter((e) => e.type === 'warning')).toEqual([]);
   });
 });

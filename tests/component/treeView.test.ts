@@ -1,8 +1,8 @@
 /**
  * The MARTI search-tree view (renderer/src/components/TreeView.svelte, TreeExplorer.svelte) on recorded tree records
  * (tests/fixtures/marti-trees.jsonl), in headless Chromium: one marker per node in the agent's shape and the score's
- * colour, an edge per refinement, a node's details on selection, the timeline, keyboard moves, and new trees
- * arriving while the explorer is open.
+ * colour, an edge per refinement, a node's details on selection, the timeline, keyboard moves, new trees arriving
+ * while the explorer is open, and a tree of the step in flight growing in place until its final record replaces it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { haveChromium, openHarness, readFixture, type Harness } from './harness';
@@ -116,6 +116,53 @@ describe.skipIf(!haveChromium)('search-tree view (recorded MARTI trees)', () => 
     }
     await h.page.keyboard.press('ArrowUp');
     await expect.poll(() => h.page.locator('[data-testid="tree-node"][aria-selected="true"]').getAttribute('data-node-id')).toBe('0');
+    expect(h.errors).toEqual([]);
+  });
+
+  it('a growing tree (live.json) gains nodes in place, keeps the selected node, and gives way to its final record', async () => {
+    const final = deepest;
+    const total = final.nodes.length - 1;
+    const other = trees.find((t) => t.treeId !== final.treeId)!;
+    // what the run loop reports after round k: the first k expansions, not trained yet
+    const growing = (k: number): MartiTreeRecord => ({
+      ...final,
+      live: true,
+      budget: total,
+      nodes: final.nodes.slice(0, k + 1).map((n) => ({ ...n, advantage: null, shapedReward: null, trained: false })),
+    });
+    const view = h.page.getByTestId('tree-view');
+    await h.mount('TreeExplorer', { trees: [other, growing(1)] });
+    await expect.poll(() => view.getAttribute('data-tree')).toBe(final.treeId);
+    expect(await view.getAttribute('data-live')).toBe('true');
+    expect(await view.getAttribute('data-nodes')).toBe('1');
+    expect(await h.page.getByTestId('tree-growing').textContent()).toContain(`1 of ${total} nodes`);
+    expect(await h.page.locator(`[data-testid="tree-item"][data-key="${final.step}|${final.treeId}"]`).textContent()).toContain(`growing 1 of ${total} nodes`);
+    await h.page.locator('[data-testid="tree-node"][data-node-id="1"]').click();
+    await h.update({ trees: [other, growing(2)] });
+    await expect.poll(() => view.getAttribute('data-nodes')).toBe('2');
+    expect(await h.page.locator('[data-testid="tree-node"]:not([data-root])').count()).toBe(2);
+    expect(await h.page.getByTestId('tree-growing').textContent()).toContain(`2 of ${total} nodes`);
+    // the same tree, grown in place: the selected node is still selected
+    expect(await h.page.locator('[data-testid="tree-node"][aria-selected="true"]').getAttribute('data-node-id')).toBe('1');
+    await h.shot('tree-explorer-growing');
+    await h.update({ trees: [other, final] });
+    await expect.poll(() => view.getAttribute('data-live')).toBe('false');
+    expect(await view.getAttribute('data-nodes')).toBe(String(total));
+    expect(await h.page.getByTestId('tree-growing').count()).toBe(0);
+    expect(await h.page.locator('[data-testid="tree-node"]:not([data-root])').count()).toBe(total);
+    expect(await h.page.locator('[data-testid="tree-node"][aria-selected="true"]').getAttribute('data-node-id')).toBe('1');
+    expect(await h.page.getByTestId('tree-item').count()).toBe(2);
+    expect(h.errors).toEqual([]);
+  });
+
+  it('an evaluation tree (no step) says where it comes from instead of "step"', async () => {
+    const { step: _step, ...evalTree } = deepest;
+    await h.mount('TreeView', { tree: { ...evalTree, mode: 'eval' }, origin: 'evaluation of the checkpoint at step 20' });
+    const facts = h.page.locator('[data-testid="tree-view"] .facts');
+    await expect.poll(() => facts.textContent()).toContain('evaluation of the checkpoint at step 20 · tree');
+    await h.mount('TreeView', { tree: { ...evalTree, mode: 'eval' } });
+    await expect.poll(() => facts.textContent()).toMatch(/^\s*tree /);
+    expect(await facts.textContent()).not.toContain('step');
     expect(h.errors).toEqual([]);
   });
 

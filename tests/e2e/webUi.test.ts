@@ -3,11 +3,12 @@
  * web mode on a temporary home: launch seqgrpo-copy from the form with a shortened budget and watch its chart receive
  * points live; a run started from the command line appears in the open Runs view without a reload; launch mars-tiny
  * from the form (two small steps) and open an episode in the trajectory inspector; a two-step MARTI run from the
- * command line grows its trees in the Tree tab and its diversity curves in the Diversity tab; compare the mars-tiny
- * run's two checkpoints.
+ * command line grows its trees in the Tree tab node by node during a step (then shows each final tree) and its
+ * diversity curves in the Diversity tab; compare the mars-tiny run's two checkpoints.
  *
  * Needs the built renderer (`npm run build`, as .ci/run does before `npm test`). Screenshots of each view, and the
- * measured append→chart latency (a figure, never asserted), go to tests/output/e2e/ (git-ignored).
+ * measured append→chart latency (a figure, never asserted) and the states the open search tree went through, go to
+ * tests/output/e2e/ (git-ignored).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -68,6 +69,15 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
             }
           }
         }).observe(document, { attributes: true, attributeFilter: ['data-points'], subtree: true });
+        // Every state the open search tree shows: which tree, how many expansions, whether it is still growing.
+        window.__treeStates = [];
+        new MutationObserver(() => {
+          const el = document.querySelector('[data-testid="tree-view"]');
+          if (!el) return;
+          const state = { tree: el.dataset.tree, step: Number(el.dataset.step), nodes: Number(el.dataset.nodes), live: el.dataset.live === 'true' };
+          const last = window.__treeStates[window.__treeStates.length - 1];
+          if (!last || last.tree !== state.tree || last.nodes !== state.nodes || last.live !== state.live) window.__treeStates.push(state);
+        }).observe(document, { attributes: true, childList: true, subtree: true });
       `,
     });
   });
@@ -223,7 +233,7 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     expect(pageErrors).toEqual([]);
   });
 
-  it('shows a MARTI run from the command line: its trees arrive in the Tree tab, its diversity in the Diversity tab', async () => {
+  it('shows a MARTI run from the command line: its trees grow in the Tree tab node by node, its diversity in the Diversity tab', async () => {
     const config = {
       algorithm: 'marti',
       model: { size: 'tiny' },
@@ -235,7 +245,7 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
           { id: 'beta', rolePrompt: 'agent beta :' },
         ],
         problemsPerStep: 2,
-        nodesPerTree: 4,
+        nodesPerTree: 5,
         trainBatch: 4,
         evalNodes: 3,
         tplus: { enabled: false },
@@ -260,11 +270,30 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     await opened;
     await page.goto(`${server.url}#/run/${encodeURIComponent(runId!)}/tree`);
     await page.getByTestId('tree-tab').waitFor();
-    // both steps' trees arrive while the tab is open (2 problems per step)
-    await expect.poll(() => page.getByTestId('tree-item').count(), { timeout: 150_000, interval: 500 }).toBe(4);
+    // a tree of the step in flight, still growing
+    await page.locator('[data-testid="tree-view"][data-live="true"]').waitFor({ timeout: 150_000 });
+    await shot('tree-growing');
+    // both steps' final trees arrive while the tab is open (2 problems per step)
+    await expect.poll(() => page.locator('[data-testid="tree-item"][data-live="false"]').count(), { timeout: 150_000, interval: 500 }).toBe(4);
     await page.locator('[data-testid="run-status"]', { hasText: 'finished' }).waitFor({ timeout: 120_000 });
+    expect(await page.getByTestId('tree-item').count()).toBe(4);
+    await expect.poll(() => page.getByTestId('tree-view').getAttribute('data-live')).toBe('false');
     const nodes = page.locator('[data-testid="tree-node"]:not([data-root])');
-    expect(await nodes.count()).toBe(4);
+    expect(await nodes.count()).toBe(5);
+
+    // The followed tree grew while its step ran: the same tree with fewer nodes, then more, while still growing (before
+    // the step's final record), then its final record with all 5 nodes.
+    type TreeState = { tree: string; step: number; nodes: number; live: boolean };
+    const states = (await page.evaluate(() => (globalThis as Record<string, unknown>)['__treeStates'])) as TreeState[];
+    fs.writeFileSync(path.join(OUTPUT, 'tree-states.json'), JSON.stringify(states, null, 1) + '\n');
+    const grown = [...new Set(states.map((x) => x.tree))].filter((tree) => {
+      const mine = states.filter((x) => x.tree === tree);
+      const finalAt = mine.findIndex((x) => !x.live);
+      const growing = mine.slice(0, finalAt < 0 ? mine.length : finalAt).filter((x) => x.live);
+      return finalAt > 0 && mine[finalAt]!.nodes === 5 && growing.length >= 2 && growing.some((x, i) => i > 0 && x.nodes > growing[0]!.nodes) && mine.slice(finalAt).every((x) => !x.live);
+    });
+    expect(grown.length, JSON.stringify(states)).toBeGreaterThan(0);
+    for (const x of states.filter((y) => y.live)) expect(x.nodes).toBeLessThanOrEqual(5);
     await nodes.nth(1).click();
     await page.getByTestId('node-program').waitFor();
     expect(await page.getByTestId('node-prompt').textContent()).toContain('problem:');

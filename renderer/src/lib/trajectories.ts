@@ -37,6 +37,7 @@ export interface MarsTurn {
 
 export interface MarsEpisode {
   kind: 'mars.episode';
+  /** The training step (evaluation episodes, shown in Compare, have none). */
   step: number;
   questionId: string;
   family: string;
@@ -176,6 +177,7 @@ export interface MartiNode {
 
 export interface MartiTreeRecord {
   kind: 'marti.tree';
+  /** The training step that grew it (evaluation trees, shown in Compare, have none). */
   step: number;
   mode: string;
   treeId: string;
@@ -187,6 +189,10 @@ export interface MartiTreeRecord {
   metrics: { nodes: number; pass1: number; passN: number; avgPass1: number; gap: number };
   agentShares: Record<string, number>;
   nodes: MartiNode[];
+  /** A tree of the step in flight, still growing (live.json): no advantages yet; its final record replaces it. */
+  live?: boolean;
+  /** Nodes the tree will have when its search ends (live trees only). */
+  budget?: number;
 }
 
 export function isMartiTree(r: unknown): r is MartiTreeRecord {

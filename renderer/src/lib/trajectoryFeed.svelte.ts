@@ -3,6 +3,11 @@
  * request, and new lines as the run appends them. A pushed 'trajectories' event only says that lines arrived; the feed
  * then asks for the lines after the last one it holds, by position, so nothing is counted twice (a line can be read
  * by a page request and pushed by the watcher at the same time) and nothing is missed.
+ *
+ * With `live`, the feed also holds the records of the step in flight (live.json: MARTI's trees as they grow), pushed
+ * whole by 'liveTrajectories' events. They are not final: the view lays them over `records`, where the step's final
+ * records replace them as they arrive. When the step ends, the live records are dropped only after the lines written
+ * before that end have been fetched, so a growing tree is never replaced by nothing.
  */
 import type { ApiEvent } from '../../../engine/api/contract';
 import { api } from '../api/connection.svelte';
@@ -19,10 +24,16 @@ export class TrajectoryFeed<T> {
   error = $state<string | null>(null);
   /** Lines that were not JSON or not of this kind, among those loaded. */
   skipped = $state(0);
+  /** The records of the step in flight (only with `live`), as the last report had them. */
+  live = $state.raw<T[]>([]);
+  /** The step in flight, null between steps. */
+  liveStep = $state<number | null>(null);
 
   /** One past the last loaded line. */
   private end = 0;
   private chain: Promise<void> = Promise.resolve();
+  /** Counts live reports, so a drop queued behind a fetch does not drop a newer report that came meanwhile. */
+  private liveReports = 0;
 
   constructor(
     private readonly runId: string,
@@ -30,6 +41,8 @@ export class TrajectoryFeed<T> {
     private readonly pageSize = 200,
     /** Most records kept while following a long run; the oldest go first. */
     private readonly keep = 3000,
+    /** Follow the step in flight too (live.json). */
+    private readonly followLive = false,
   ) {}
 
   private queue(work: () => Promise<void>): Promise<void> {
@@ -59,9 +72,33 @@ export class TrajectoryFeed<T> {
         this.end = from + page.records.length;
         this.total = page.total;
         this.error = null;
+        if (this.followLive) {
+          const seen = this.liveReports;
+          const live = await api!.getLiveTrajectories({ runId: this.runId });
+          // a pushed report that arrived during the request is newer than this answer
+          if (seen === this.liveReports) this.setLive(live.step, live.records);
+        }
       } finally {
         this.loading = false;
       }
+    });
+  }
+
+  private setLive(step: number | null, records: unknown[]): void {
+    this.liveStep = step;
+    this.live = records.filter(this.guard);
+  }
+
+  /** A report of the step in flight; step null: the step ended (its final records are in the file by now). */
+  private onLive(step: number | null, records: unknown[]): void {
+    const report = ++this.liveReports;
+    if (step !== null) {
+      this.setLive(step, records);
+      return;
+    }
+    void this.tail();
+    void this.queue(async () => {
+      if (report === this.liveReports) this.setLive(null, []);
     });
   }
 
@@ -101,5 +138,6 @@ export class TrajectoryFeed<T> {
     if (event.type === 'host-ready') void this.load();
     else if (event.type === 'trajectories' && event.runId === this.runId) void this.tail();
     else if (event.type === 'fileReset' && event.runId === this.runId && event.file === 'trajectories.jsonl') void this.load();
+    else if (event.type === 'liveTrajectories' && event.runId === this.runId && this.followLive) this.onLive(event.step, event.records);
   }
 }

@@ -36,6 +36,19 @@ describe.skipIf(!haveChromium)('trajectory inspector (recorded MARS episodes)', 
     for (const e of episodes) for (const t of e.turns) for (const b of t.bins) expect(b.used).toBeLessThanOrEqual(sys1Capacity(t, settings).capacity);
   });
 
+  it('an evaluation episode (no step) says where it comes from instead of "step"', async () => {
+    const { step: _step, ...evalEpisode } = episodes[0]!;
+    const facts = h.page.locator('[data-testid="episode"] .facts');
+    await h.mount('EpisodeView', { episode: evalEpisode, settings, origin: 'evaluation of the checkpoint at step 2' });
+    await expect.poll(() => facts.textContent()).toMatch(/^\s*evaluation of the checkpoint at step 2 · question /);
+    await h.mount('EpisodeView', { episode: evalEpisode, settings });
+    await expect.poll(() => facts.textContent()).toMatch(/^\s*question /);
+    expect(await facts.textContent()).not.toContain('step');
+    await h.mount('EpisodeView', { episode: episodes[0], settings });
+    await expect.poll(() => facts.textContent()).toMatch(new RegExp(`^\\s*step ${episodes[0]!.step} · question `));
+    expect(h.errors).toEqual([]);
+  });
+
   it('lists the groups newest first and shows a group side by side, sorted by reward', async () => {
     await h.mount('EpisodeInspector', { episodes, settings });
     const groups = groupEpisodes(episodes).sort((a, b) => b.step - a.step);

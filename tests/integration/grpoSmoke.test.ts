@@ -66,9 +66,14 @@ describe('GRPO on a toy reward (wasm)', () => {
   it('the reward curve rises: the policy learns to emit the target sequence', () => {
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     const first = mean(run.rewards.slice(0, 10));
-    const last = mean(run.rewards.slice(-10));
+    const best = Math.max(...run.rewards.slice(9).map((_, i) => mean(run.rewards.slice(i, i + 10))));
     expect(first).toBeLessThan(0.35); // a random policy matches 1/12 of positions
-    expect(last).toBeGreaterThan(0.9);
+    expect(best).toBeGreaterThan(0.95);
+    // Held, not only touched, over the last 100 steps. Not the last 10 alone: once the policy is right, most groups
+    // are all-equal (zero advantage, zero gradient) while Adam's second moments decay, and the next group with one
+    // slip gives that slip a z-score of about −3.9 — a large normalised step that can flip one position for a dozen
+    // steps before the reward pulls it back (seen at step ~234 of this seed after a change of float summation order).
+    expect(mean(run.rewards.slice(-100))).toBeGreaterThan(0.85);
     expect(run.greedy).toEqual(TARGET);
   });
 

@@ -10,7 +10,7 @@
  * - runs: run-folder append rates and the watcher's append → event latency;
  * - leak (only with --leak-steps N): the tensor count after step 10 and after step N of the tiny model.
  *
- *   npm run bench -- [--parts engine,peer,mars,marti,runs] [--sizes tiny,small,medium] [--repeats 5]
+ *   npm run bench -- [--parts engine,peer,mars,marti,runs (or '' for none)] [--sizes tiny,small,medium] [--repeats 5]
  *                    [--backend wasm] [--python PATH] [--leak-steps 1000] [--json out.json] [--md out.md]
  */
 import fs from 'node:fs';
@@ -54,7 +54,7 @@ const NEW = Number(args['new-tokens']);
 const REPEATS = Number(args.repeats);
 const SAMPLE_BATCHES = [1, 16, 64];
 const KL = 1e-3;
-const parts = new Set(args.parts!.split(','));
+const parts = new Set(args.parts!.split(',').filter(Boolean));
 for (const p of parts) if (!(PARTS as readonly string[]).includes(p)) throw new Error(`--parts: unknown part '${p}' (known: ${PARTS.join(', ')})`);
 if (args.backend && !BACKENDS.includes(args.backend as BackendName)) throw new Error(`--backend must be one of ${BACKENDS.join(', ')}`);
 const sizes = args.sizes!.split(',') as ModelSize[];
@@ -68,8 +68,6 @@ const trainRepeats = (size: ModelSize) => (size === 'tiny' ? REPEATS : size === 
  */
 const NAIVE: Record<string, Record<number, number>> = { micro: { 1: 3, 16: 3, 64: 1 }, tiny: { 1: 3, 16: 3, 64: 1 }, small: { 1: 1, 16: 1 }, medium: { 1: 1 } };
 
-let peakRss = 0;
-const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 20);
 
 /** Forward + backward FLOPs of one training step: 6·params·tokens plus attention (no causal saving counted). */
 function trainFlops(c: LlamaConfig): number {
@@ -114,6 +112,8 @@ interface EngineRow {
   gemm: { shape: [number, number, number]; ms: number; gflops: number };
   tfBytes: number;
   tensorsLeaked: number;
+  /** The process's resident-memory high-water mark once this size was done (sizes run smallest first). */
+  peakRssMiB: number;
   peer?: PeerResult;
 }
 
@@ -163,6 +163,7 @@ async function benchEngine(size: ModelSize): Promise<EngineRow> {
     gemm,
     tfBytes,
     tensorsLeaked,
+    peakRssMiB: process.resourceUsage().maxRSS / 1024,
   };
 }
 
@@ -184,19 +185,19 @@ async function leakCheck(steps: number) {
   const reference = cloneModel(model, false);
   const opt = new Adam(adamVariables(model), { lr: 1e-4 });
   const samples = trainingBatch(cfg, rng);
-  let at10 = { numTensors: 0, numBytes: 0 };
+  let at10 = { numTensors: 0, numBytes: 0, rssMiB: 0 };
   const t0 = performance.now();
   for (let i = 1; i <= steps; i++) {
     await trainStep(model, reference, opt, samples);
-    if (i === 10) at10 = { numTensors: tf.memory().numTensors, numBytes: tf.memory().numBytes };
+    if (i === 10) at10 = { numTensors: tf.memory().numTensors, numBytes: tf.memory().numBytes, rssMiB: process.memoryUsage().rss / 2 ** 20 };
     if (i % 100 === 0) process.stdout.write(`\rleak check: step ${i}/${steps}`);
   }
-  const end = { numTensors: tf.memory().numTensors, numBytes: tf.memory().numBytes };
+  const end = { numTensors: tf.memory().numTensors, numBytes: tf.memory().numBytes, rssMiB: process.memoryUsage().rss / 2 ** 20 };
   process.stdout.write('\n');
   model.dispose();
   reference.dispose();
   opt.dispose();
-  return { steps, afterStep10: at10, afterLastStep: end, minutes: (performance.now() - t0) / 60000, rssMiB: process.memoryUsage().rss / 2 ** 20 };
+  return { steps, afterStep10: at10, afterLastStep: end, minutes: (performance.now() - t0) / 60000 };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -251,7 +252,7 @@ if (parts.has('engine')) {
     r.size, r.gemm.shape.join('×'), num(r.gemm.gflops, 1), r.peer ? num(r.peer.gemm[0]!.gflops, 1) : '—',
   ])));
   say('\nMemory:\n');
-  say(table(['size', 'TF.js bytes held (model, reference, Adam)', 'tensors leaked over the timed steps'], rows.map((r) => [r.size, `${num(r.tfBytes / 2 ** 20, 1)} MiB`, String(r.tensorsLeaked)])));
+  say(table(['size', 'TF.js bytes held (model, reference, Adam)', 'tensors leaked over the timed steps', 'process peak RSS so far'], rows.map((r) => [r.size, `${num(r.tfBytes / 2 ** 20, 1)} MiB`, String(r.tensorsLeaked), `${num(r.peakRssMiB)} MiB`])));
 }
 
 for (const [algorithm, preset] of [['mars', 'mars-tiny'], ['marti', 'marti-homo']] as const) {
@@ -280,10 +281,11 @@ const leakSteps = Number(args['leak-steps']);
 if (leakSteps > 0) {
   const l = await leakCheck(leakSteps);
   out.leak = l;
-  say(`\nLeak check (tiny training step × ${l.steps}, ${l.minutes.toFixed(1)} min): tensors ${l.afterStep10.numTensors} after step 10 → ${l.afterLastStep.numTensors} after step ${l.steps}; TF.js bytes ${num(l.afterStep10.numBytes / 2 ** 20, 2)} → ${num(l.afterLastStep.numBytes / 2 ** 20, 2)} MiB; process RSS at the end ${num(l.rssMiB)} MiB.`);
+  say(`\nLeak check (tiny training step × ${l.steps}, ${l.minutes.toFixed(1)} min): tensors ${l.afterStep10.numTensors} after step 10 → ${l.afterLastStep.numTensors} after step ${l.steps}; TF.js bytes ${num(l.afterStep10.numBytes / 2 ** 20, 2)} → ${num(l.afterLastStep.numBytes / 2 ** 20, 2)} MiB; process RSS ${num(l.afterStep10.rssMiB)} → ${num(l.afterLastStep.rssMiB)} MiB.`);
 }
 
-clearInterval(rssTimer);
+// the kernel's high-water mark (kB), not a sample: a busy event loop cannot sample during a long step
+const peakRss = process.resourceUsage().maxRSS * 1024;
 out.peakRssBytes = peakRss;
 say(`\nPeak resident memory of the benchmark process: ${num(peakRss / 2 ** 20)} MiB.`);
 if (args.json) {

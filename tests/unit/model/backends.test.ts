@@ -3,7 +3,8 @@
  * Each backend of the ladder has its own test; one that cannot initialise here (tensorflow without libtensorflow,
  * webgpu without an adapter) is skipped with the reason in the test's note, never silently dropped. Backends named in
  * MARS_LAB_EXPECT_BACKENDS (bench/gpu.sh sets webgpu where an NVIDIA Vulkan driver exists) fail instead of skipping.
- * Then `doctor` on a tensorflow GPU build that cannot use CUDA, simulated by a stand-in package.
+ * Then webgpu's AddN past the storage-buffer limit, and `doctor` on a tensorflow GPU build that cannot use CUDA
+ * (simulated by a stand-in package).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,7 +16,7 @@ import { lastPositionLogits } from '../../../engine/model/inference';
 import { Rng } from '../../../engine/random/prng';
 import { Adam } from '../../../engine/rl/adam';
 import { adamVariables, policyUpdate } from '../../../engine/rl/policyUpdate';
-import { backendReport, CUDA_LIBRARIES, findSharedLibrary, type BackendName } from '../../../engine/tensor/backend';
+import { backendReport, CUDA_LIBRARIES, findSharedLibrary, tf, type BackendName } from '../../../engine/tensor/backend';
 import { cli } from '../../helpers/cli';
 import { fixedSamples } from '../../helpers/fixedSamples';
 import { tinyModel } from '../../helpers/tinyModel';
@@ -96,6 +97,21 @@ describe('training agrees across backends', () => {
       expect(worst, `${probe.backend} final logits`).toBeLessThan(1e-2);
     });
   }
+});
+
+describe('webgpu kernels that tfjs-backend-webgpu gets wrong on its own', () => {
+  const webgpu = probes.find((p) => p.backend === 'webgpu')!;
+  it('addN of more tensors than a shader may bind (8 storage buffers by default) equals their sum', async (ctx) => {
+    if (!webgpu.present) ctx.skip(webgpu.reason);
+    await useBackend('webgpu');
+    for (const n of [7, 8, 20, 70]) {
+      const xs = Array.from({ length: n }, (_, i) => tf.fill([3, 5], i + 1));
+      const sum = tf.addN(xs);
+      const got = Array.from(await sum.data());
+      expect(got, `addN of ${n}`).toEqual(Array(15).fill((n * (n + 1)) / 2));
+      tf.dispose([...xs, sum]);
+    }
+  });
 });
 
 describe('doctor on a tensorflow GPU build without CUDA 11.2 / cuDNN 8.1 (simulated by a stand-in for @tensorflow/tfjs-node-gpu)', () => {

@@ -9,7 +9,8 @@
 # bench-<backend>-<size>.json/.log per model size plus bench-<backend>.json (all sizes). Every step has a hard timeout
 # taken from one budget (GPU_SH_BUDGET_S, default 450 s), so the script ends within 8 minutes whatever hangs.
 # The bench runs `npm run bench`'s command once per size (GPU_SH_SIZES, default tiny,small,medium) with --parts
-# engine (GPU_SH_BENCH_PARTS) on webgpu where a hardware adapter loads.
+# engine (GPU_SH_BENCH_PARTS) on webgpu where a hardware adapter loads. GPU_SH_COMMIT names the commit in summary.md
+# where the copy of the tree has no .git.
 # --cpu-rehearsal: for a machine without a GPU: the bench runs on wasm, tiny size, one repeat, to exercise the path.
 # Exit status: 0 when every step that ran succeeded, 1 otherwise (the output folder is written either way).
 set -uo pipefail
@@ -59,7 +60,7 @@ step() {
 unxz() { if have xz; then xz -dc "$1" > "$2"; else python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2],"wb"))' "$1" "$2"; fi; }
 untar_xz() { if have xz; then xz -dc "$1" | tar -xf - -C "$2"; else python3 -c 'import tarfile,sys; tarfile.open(sys.argv[1],"r:xz").extractall(sys.argv[2])' "$1" "$2"; fi; }
 
-say "mars-lab GPU run $(git rev-parse --short HEAD 2>/dev/null || echo '(no git)')$([[ $REHEARSAL == 1 ]] && echo ', CPU rehearsal') → $OUT"
+say "mars-lab GPU run ${GPU_SH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '(no git)')}$([[ $REHEARSAL == 1 ]] && echo ', CPU rehearsal') → $OUT"
 
 # --- the machine: GPU, CUDA, Vulkan ------------------------------------------------------------------------------
 GPU=0 VK_LOADER="" NV_ICD=""
@@ -192,7 +193,7 @@ fi
 # --- summary ----------------------------------------------------------------------------------------------------
 {
   echo "# mars-lab GPU run $(date -u +%Y-%m-%dT%H:%M:%SZ)$([[ $REHEARSAL == 1 ]] && echo ' (CPU rehearsal: no GPU figures)')"
-  echo; echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo "unknown (no git here; the kit was made at $(grep -o '"gitHead": "[^"]*"' "$KIT/MANIFEST.json" 2>/dev/null | cut -d'"' -f4))"); node $(node --version)"
+  echo; echo "- commit: ${GPU_SH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo "unknown (no git here and no GPU_SH_COMMIT; the kit was made at $(grep -o '"gitHead": "[^"]*"' "$KIT/MANIFEST.json" 2>/dev/null | cut -d'"' -f4))")}; node $(node --version)"
   echo "- GPU: $([[ $GPU == 1 ]] && timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1 || echo 'none (nvidia-smi absent or failed)')"
   echo "- Vulkan loader: ${VK_LOADER:-not found}; NVIDIA Vulkan manifest: ${NV_ICD:-not found}"
   echo "- webgpu: $( (( WEBGPU )) && node -p 'require(process.argv[1]).attempts.find(a=>a.status==="chosen").detail' "$OUT/doctor-webgpu.json" || grep -m1 -o "is not available: .*" "$OUT/doctor-webgpu.log" | sed 's/^is not available: //; s/ Run .npx mars-lab doctor.*//' || echo 'did not load')"

@@ -25,7 +25,7 @@ export interface PolicyUpdateOptions {
   /**
    * Most padded tokens (rows × longest row) one forward/backward pass may hold. A minibatch larger than this is cut
    * into length-sorted chunks whose gradients are summed (weighted by chunk size) before the single optimiser step:
-   * the same update, in bounded memory and with less padding. Default 4096.
+   * the same update, in bounded memory and with less padding. Default: `defaultTokensPerPass`.
    */
   maxTokensPerPass?: number;
 }
@@ -35,6 +35,26 @@ export interface PolicyUpdateStats extends PolicyLossStats {
   lr: number;
   optimizerSteps: number;
   skippedSteps: number;
+}
+
+/** The wasm backend's heap (32-bit addresses) cannot grow past 4 GiB. */
+const WASM_HEAP_BYTES = 2 ** 32;
+
+/**
+ * Padded tokens per forward/backward pass: 4096, or fewer on wasm, where one pass's activations are kept within 40%
+ * of the 4 GiB heap after the weights, the reference copy, Adam's two moments and the gradients (5 × the parameters).
+ * A pass keeps about 12 bytes × layers × (10·hidden + 4·intermediate) per token for the backward pass (measured on the
+ * medium model: 1.9 GB live for 16 × 64 tokens, when the heap ran out), plus the vocabulary head per trained token;
+ * the rest of the heap goes to Adam's and the summed gradients' temporaries and to fragmentation (a medium step with
+ * 430-token passes left a 3.4 GB heap). Small models keep 4096.
+ */
+export function defaultTokensPerPass(model: LlamaModel): number {
+  if (tf.getBackend() !== 'wasm') return 4096;
+  const c = model.config;
+  const params = model.variables().reduce((s, v) => s + v.size, 0);
+  const perToken = 12 * c.num_hidden_layers * (10 * c.hidden_size + 4 * c.intermediate_size) + 12 * c.vocab_size;
+  const room = 0.4 * WASM_HEAP_BYTES - 5 * 4 * params;
+  return Math.max(64, Math.min(4096, Math.floor(room / perToken)));
 }
 
 /** Adam keyed by the model's own parameter names, so its saved state is stable across processes. */
@@ -121,7 +141,7 @@ export async function policyUpdate(
   // The entropy bonus needs the policy's per-token entropy; it costs a pass over the vocabulary, so only when used.
   const wantEntropy = (opts.loss.entCoef ?? 0) !== 0;
 
-  const maxTokens = opts.maxTokensPerPass ?? 4096;
+  const maxTokens = opts.maxTokensPerPass ?? defaultTokensPerPass(model);
   const lengthOf = (i: number) => samples[i]!.tokens.length;
   const all = samples.map((_, i) => i);
 

@@ -3,9 +3,10 @@
  * pass over the whole batch, with the same statistics, and leaks no tensors.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { modelToHf } from '../../../engine/model/hfWeights';
+import { sizedConfig } from '../../../engine/model/config';
+import { initHfTensors, modelFromHf, modelToHf } from '../../../engine/model/hfWeights';
 import { Adam } from '../../../engine/rl/adam';
-import { adamVariables, policyUpdate, type PolicyUpdateOptions } from '../../../engine/rl/policyUpdate';
+import { adamVariables, defaultTokensPerPass, policyUpdate, type PolicyUpdateOptions } from '../../../engine/rl/policyUpdate';
 import { tf } from '../../../engine/tensor/backend';
 import { useBackend } from '../../helpers/backends';
 import { fixedSamples } from '../../helpers/fixedSamples';
@@ -52,5 +53,26 @@ describe('policyUpdate in chunks', () => {
     const a = await run({ maxTokensPerPass: 20 });
     const b = await run({ maxTokensPerPass: 20 });
     expect(b.tensors).toBe(a.tensors);
+  });
+});
+
+describe('tokens per pass by default', () => {
+  const model = (size: 'tiny' | 'medium') => {
+    const c = sizedConfig(size);
+    return modelFromHf(c, initHfTensors(c, () => 0));
+  };
+
+  it('keeps 4096 for small models and cuts passes for a 50M model so its activations fit the wasm heap', async () => {
+    const tiny = model('tiny');
+    const medium = model('medium');
+    expect(defaultTokensPerPass(tiny)).toBe(4096);
+    // 16 × 64 tokens of the medium model ran the 4 GiB heap out in one pass (1.9 GB live when it failed)
+    expect(defaultTokensPerPass(medium)).toBeLessThan(16 * 64);
+    expect(defaultTokensPerPass(medium)).toBeGreaterThanOrEqual(64);
+    await useBackend('cpu'); // no such heap: the plain default
+    expect(defaultTokensPerPass(medium)).toBe(4096);
+    await useBackend('wasm');
+    tiny.dispose();
+    medium.dispose();
   });
 });

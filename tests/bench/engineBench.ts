@@ -260,13 +260,11 @@ for (const [algorithm, preset] of [['mars', 'mars-tiny'], ['marti', 'marti-homo'
   process.stdout.write(`${algorithm}: ${preset}, ${args['trainer-steps']} steps after one warm-up step…\n`);
   const b: StepBreakdown = await benchTrainer(algorithm, preset, Number(args['trainer-steps']));
   out[algorithm] = b;
-  say(`\n${algorithm.toUpperCase()} step breakdown (${preset}, median ms per step over ${b.steps} steps after the first):\n`);
+  say(`\n${algorithm.toUpperCase()} step breakdown (${preset}, ${b.steps} steps after the first): mean ms per step of each phase (share of the mean step); whole step median (min–max, n):\n`);
   const cols = [...PHASES[algorithm]];
-  say(table([...cols.map((c) => c.replace(/Ms$/, '')), ...(b.otherRolloutMs ? ['other rollout'] : []), 'total'], [[
-    ...cols.map((c) => `${num(b.phases[c]!.median)} (${((100 * b.phases[c]!.median) / b.total.median).toFixed(0)}%)`),
-    ...(b.otherRolloutMs ? [num(b.otherRolloutMs.median)] : []),
-    msStat(b.total),
-  ]]));
+  const whole = cols.reduce((s, c) => s + b.phases[c]!, 0) + b.otherMs;
+  const cell = (ms: number) => `${num(ms)} (${((100 * ms) / whole).toFixed(0)}%)`;
+  say(table([...cols.map((c) => c.replace(/Ms$/, '')), 'other', 'step'], [[...cols.map((c) => cell(b.phases[c]!)), cell(b.otherMs), msStat(b.total)]]));
 }
 
 if (parts.has('runs')) {

@@ -1,7 +1,8 @@
 /**
  * Step breakdowns of the MARS and MARTI trainers on their tiny presets (the suite's "MARS/MARTI step" part): a short
- * real run from the preset, in a temporary home, whose per-step `timing.*` metrics are summarised (medians over the
- * steps after the first, which pays for compilation and caches).
+ * real run from the preset, in a temporary home, whose per-step `timing.*` metrics are summarised over the steps after
+ * the first (which pays for compilation and caches): each phase's mean ms per step (means add up; MARTI updates only on
+ * steps that filled its training batch, so a median would hide them), and the median, min and max of the whole step.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,11 +21,12 @@ export const PHASES = {
 export interface StepBreakdown {
   preset: string;
   steps: number;
-  /** Median ms per step of each phase, and of their sum. */
-  phases: Record<string, Stat>;
+  /** Mean ms per step of each phase. */
+  phases: Record<string, number>;
+  /** Wall-clock ms per step: the gap between consecutive metrics lines. */
   total: Stat;
-  /** The rest of the rollout not inside a named phase (MARS: bookkeeping, advantages, records). */
-  otherRolloutMs?: Stat;
+  /** Mean ms per step outside the named phases (bookkeeping, advantages, records, live trees, writing the step). */
+  otherMs: number;
 }
 
 export async function benchTrainer(algorithm: keyof typeof PHASES, preset: string, steps: number): Promise<StepBreakdown> {
@@ -36,16 +38,13 @@ export async function benchTrainer(algorithm: keyof typeof PHASES, preset: strin
       .readFileSync(runFilePaths(r.dir).metrics, 'utf8')
       .split('\n')
       .filter(Boolean)
-      .map((l) => JSON.parse(l) as Record<string, number>)
-      .slice(1);
-    const phases: Record<string, Stat> = {};
-    for (const p of PHASES[algorithm]) phases[p] = stat(lines.map((l) => l[`timing.${p}`] ?? NaN));
-    const total = stat(lines.map((l) => PHASES[algorithm].reduce((s, p) => s + (l[`timing.${p}`] ?? 0), 0)));
-    const out: StepBreakdown = { preset, steps: lines.length, phases, total };
-    if (algorithm === 'mars') {
-      out.otherRolloutMs = stat(lines.map((l) => l['timing.rolloutMs']! - PHASES.mars.slice(0, 4).reduce((s, p) => s + l[`timing.${p}`]!, 0)));
-    }
-    return out;
+      .map((l) => JSON.parse(l) as Record<string, number>);
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const phases: Record<string, number> = {};
+    for (const p of PHASES[algorithm]) phases[p] = mean(lines.slice(1).map((l) => l[`timing.${p}`] ?? 0));
+    const walls = lines.slice(1).map((l, i) => 1000 * (l.time! - lines[i]!.time!));
+    const named = Object.values(phases).reduce((a, b) => a + b, 0);
+    return { preset, steps: walls.length, phases, total: stat(walls), otherMs: mean(walls) - named };
   } finally {
     fs.rmSync(home, { recursive: true, force: true });
   }

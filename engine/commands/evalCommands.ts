@@ -3,7 +3,9 @@ import { Command, Option } from 'commander';
 import { initBackend, type BackendName } from '../tensor/backend';
 import { checkpointConfig, compareCheckpoints, evaluateCheckpoint } from '../runs/evaluation';
 import { resolveHome } from '../runs/home';
-import { backendOption, homeOption } from './options';
+import { resolveConfigFile, resolvePresetConfig } from '../runs/presets';
+import { UserError } from '../userError';
+import { backendOption, homeOption, setOption } from './options';
 
 const splitOption = () => new Option('--split <name>', 'which items: the held-out split, never trained on').choices(['heldout']).default('heldout');
 
@@ -14,14 +16,19 @@ function pct(x: number): string {
 export function registerEvalCommands(program: Command): void {
   program
     .command('eval')
-    .description("evaluate a checkpoint on its run's held-out items; results are cached by (weights, evaluation)")
-    .requiredOption('--checkpoint <dir>', 'a checkpoint folder, e.g. <run>/checkpoints/200')
+    .description("evaluate a checkpoint on its run's held-out items (or a preset's, e.g. for a base model); results are cached by (weights, evaluation)")
+    .requiredOption('--checkpoint <dir>', 'a checkpoint folder, e.g. <run>/checkpoints/200, or a base model such as resources/marti/base-tiny')
+    .option('--preset <name>', "evaluate under this preset's config instead of the checkpoint's run config (needed for a base model, which has none)")
+    .option('--config <file>', 'evaluate under this run config file instead of the checkpoint\'s')
+    .addOption(setOption('eval.temperature=1'))
     .addOption(splitOption())
     .option('--json', 'print JSON (metrics, identity and per-item outcomes)')
     .addOption(backendOption())
     .addOption(homeOption())
-    .action(async (opts: { checkpoint: string; json?: boolean; backend?: BackendName; home?: string }) => {
-      const config = checkpointConfig(opts.checkpoint);
+    .action(async (opts: { checkpoint: string; preset?: string; config?: string; set: string[]; json?: boolean; backend?: BackendName; home?: string }) => {
+      if (opts.preset && opts.config) throw new UserError('eval: give at most one of --preset NAME or --config FILE');
+      if (opts.set.length && !opts.preset && !opts.config) throw new UserError("eval: --set changes a preset's or config file's fields; add --preset NAME or --config FILE");
+      const config = opts.preset ? resolvePresetConfig(opts.preset, opts.set) : opts.config ? resolveConfigFile(opts.config, opts.set) : checkpointConfig(opts.checkpoint);
       await initBackend({ force: opts.backend ?? (config.backend === 'auto' ? undefined : config.backend) });
       const r = await evaluateCheckpoint(resolveHome({ home: opts.home }), opts.checkpoint, config);
       if (opts.json) return console.log(JSON.stringify(r));

@@ -6,3 +6,7 @@ export const homeOption = () => new Option('--home <dir>', 'the mars-lab home fo
 
 export const backendOption = () =>
   new Option('--backend <name>', 'force a TensorFlow.js backend instead of the automatic choice').choices([...BACKENDS]);
+
+/** Repeatable `--set path=value` config overrides, collected in order. */
+export const setOption = (example: string) =>
+  new Option('--set <path=value>', `override a config field, e.g. --set ${example} (repeatable)`).argParser((v: string, prev: string[] = []) => [...prev, v]).default([]);

@@ -14,7 +14,7 @@ import { listCheckpoints, readRunMeta, runFilePaths } from '../runs/runFolder';
 import { openRunIndex } from '../runs/runIndex';
 import { resumeRun, startRun, type RunOptions, type RunOutcome } from '../runs/runLoop';
 import { pretrain } from '../runs/pretrain';
-import { backendOption, homeOption } from './options';
+import { backendOption, homeOption, setOption } from './options';
 import { progressSink } from './progress';
 
 
@@ -98,7 +98,7 @@ export function registerRunCommands(program: Command): void {
     .option('--preset <name>', 'a preset (see `mars-lab presets`)')
     .option('--config <file>', 'a run config JSON file (instead of --preset)')
     .option('--variant <name>', "one of the preset's named variants (e.g. mars-ablations' sys1-off), applied before --set")
-    .option('--set <path=value>', 'override a config field, e.g. --set rl.lr=3e-4 (repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
+    .addOption(setOption('rl.lr=3e-4'))
     .option('--steps <n>', 'training steps (same as --set budget.steps=N)', positiveInt)
     .option('--json', 'progress as one JSON object per line on stdout')
     .addOption(backendOption())
@@ -118,7 +118,7 @@ export function registerRunCommands(program: Command): void {
     .description("supervised pretraining of a base model on the preset's pretraining data; RL runs can start from it")
     .option('--preset <name>', 'a preset (see `mars-lab presets`)')
     .option('--config <file>', 'a run config JSON file (instead of --preset)')
-    .option('--set <path=value>', 'override a config field, e.g. --set pretrain.steps=500 (repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
+    .addOption(setOption('pretrain.steps=500'))
     .option('--out <dir>', 'where to write the base checkpoint (default: <home>/base/<preset or config file name>)')
     .option('--force', 'replace an existing base checkpoint')
     .option('--json', 'progress as one JSON object per line on stdout')

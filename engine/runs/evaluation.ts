@@ -33,7 +33,7 @@ export function checkpointConfig(dir: string): RunConfig {
   const file = path.join(dir, TRAINER_STATE_FILE);
   if (!fs.existsSync(path.join(dir, CONFIG_FILE))) throw new UserError(`${dir}: not a checkpoint folder (no config.json)`);
   if (!fs.existsSync(file)) {
-    throw new UserError(`${file} is missing: evaluation needs the run config a mars-lab training checkpoint carries (a bare model has no task)`);
+    throw new UserError(`${file} is missing: evaluation needs the run config a mars-lab training checkpoint carries (a bare model has no task: evaluate it under a preset with eval --preset NAME)`);
   }
   let state: { config?: unknown };
   try {

@@ -55,6 +55,16 @@ describe('bad input', () => {
     expectCleanFailure(fromOther, /model\.from\.path .*vocab_size 512 does not match/);
   });
 
+  it('eval --config/--preset with --set evaluates under that config; --set alone is refused', async () => {
+    const ck = path.join(runDir, 'checkpoints', '4');
+    const r = await cli(['eval', '--checkpoint', ck, '--config', cfg, '--set', 'eval.temperature=1', '--set', 'eval.items=5', '--json', '--home', home]);
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as { identity: Record<string, unknown>; metrics: Record<string, number> };
+    expect(out.identity).toMatchObject({ temperature: 1, items: 5 });
+    expect(out.metrics.accuracy).toBeGreaterThanOrEqual(0);
+    expectCleanFailure(await cli(['eval', '--checkpoint', ck, '--set', 'eval.items=5', '--home', home]), /--set changes a preset's or config file's fields; add --preset NAME or --config FILE/);
+  });
+
   it('a run folder with a missing or corrupted run.json is named', async () => {
     const broken = path.join(home, 'runs', '20260101-000000-broken-0000');
     fs.mkdirSync(broken, { recursive: true });

@@ -84,6 +84,9 @@ export function drawToken(
   return { id, logProb: logits[off + id]! / t - lse };
 }
 
+/** 2^25 attention scores (128 MiB as float32) per forward, over all layers. */
+export const DEFAULT_MAX_SCORES = 2 ** 25;
+
 /**
  * A batch of sequences that grows over several generation phases (e.g. the turns of a multi-turn rollout) while
  * keeping one KV cache: `extend` appends given tokens to every row (ragged, left-padded inside the chunk, padding
@@ -98,7 +101,17 @@ export class DecodeSession {
   /** Next-token logits of every row, [rows, V]. */
   private logits: Float32Array | null = null;
 
-  constructor(private readonly model: LlamaModel) {}
+  /**
+   * @param maxScores most attention scores (rows × heads × new tokens × keys × layers: a forward keeps every layer's
+   *   until it ends) one forward may hold; a larger step
+   *   (a long prefill of many prompts) runs in row chunks whose caches and logits are joined, which is the same
+   *   computation per row in bounded memory. Without it a 256-prompt prefill of ~300 tokens held several GB of scores
+   *   and overran the wasm heap.
+   */
+  constructor(
+    private readonly model: LlamaModel,
+    private readonly maxScores = DEFAULT_MAX_SCORES,
+  ) {}
 
   get rows(): number {
     return this.seqs.length;
@@ -109,20 +122,43 @@ export class DecodeSession {
     return this.seqs[b]!;
   }
 
-  private forward(ids: Int32Array, positions: Int32Array, keyMask: Uint8Array): Promise<Float32Array> {
-    let out: ForwardOutput | undefined;
+  private async forward(ids: Int32Array, positions: Int32Array, keyMask: Uint8Array): Promise<Float32Array> {
+    const B = this.rows;
+    const tn = ids.length / B;
+    const tk = keyMask.length / B;
+    const c = this.model.config;
+    const perRow = c.num_attention_heads * tn * tk * c.num_hidden_layers;
+    const step = Math.max(1, Math.min(B, Math.floor(this.maxScores / perRow)));
     const past = this.cache;
-    tf.tidy(() => {
-      out = this.model.forward({ ids, batch: this.rows, positions, keyMask, cache: past ?? undefined, lastOnly: true });
-      return [out.logits, ...out.cache.flatMap((c) => [c.k, c.v])];
-    });
+    const parts: ForwardOutput[] = [];
+    for (let r0 = 0; r0 < B; r0 += step) {
+      const n = Math.min(step, B - r0);
+      tf.tidy(() => {
+        const cache = past && (n === B ? past : past.map((c) => ({ k: tf.slice(c.k, [r0, 0, 0, 0], [n, -1, -1, -1]), v: tf.slice(c.v, [r0, 0, 0, 0], [n, -1, -1, -1]) })));
+        const out = this.model.forward({
+          ids: ids.subarray(r0 * tn, (r0 + n) * tn),
+          batch: n,
+          positions: positions.subarray(r0 * tn, (r0 + n) * tn),
+          keyMask: keyMask.subarray(r0 * tk, (r0 + n) * tk),
+          cache: cache ?? undefined,
+          lastOnly: true,
+        });
+        parts.push(out);
+        return [out.logits, ...out.cache.flatMap((c) => [c.k, c.v])];
+      });
+    }
     if (past) for (const c of past) (c.k.dispose(), c.v.dispose());
-    this.cache = out!.cache;
-    const logits = out!.logits;
-    return logits.data().then((d) => {
-      logits.dispose();
-      return d as Float32Array;
-    });
+    const join = <T extends tf.Tensor>(xs: T[]): T => {
+      if (xs.length === 1) return xs[0]!;
+      const joined = tf.concat(xs, 0) as T;
+      for (const x of xs) x.dispose();
+      return joined;
+    };
+    this.cache = parts[0]!.cache.map((_, l) => ({ k: join(parts.map((p) => p.cache[l]!.k)), v: join(parts.map((p) => p.cache[l]!.v)) }));
+    const logits = join(parts.map((p) => p.logits));
+    const d = await logits.data();
+    logits.dispose();
+    return d as Float32Array;
   }
 
   /**

@@ -133,6 +133,27 @@ describe.each(['cpu', 'wasm'] as const)('policy model on %s', (backend) => {
     session.dispose();
   });
 
+  it('a session whose forwards run in row chunks (bounded attention memory) samples exactly what one forward does', async () => {
+    const run = async (maxScores?: number) => {
+      const session = new DecodeSession(model, maxScores);
+      const rng = new Rng(5);
+      await session.extend(prompts);
+      const a = await session.sample({ maxNewTokens: 5, rng, temperature: 1.1 });
+      await session.extend([[7, 8], [], [9]]);
+      const b = await session.sample({ maxNewTokens: 5, rng, temperature: 1.1, final: true });
+      session.dispose();
+      return [...a, ...b];
+    };
+    const before = tf.memory().numTensors;
+    const whole = await run();
+    // 1 score per forward: every forward (prefill, each decoded token, the second extend) runs one row at a time
+    const chunked = await run(1);
+    expect(tf.memory().numTensors).toBe(before);
+    expect(chunked.map((g) => g.tokens)).toEqual(whole.map((g) => g.tokens));
+    chunked.forEach((g, i) => expect(maxAbsDiff(g.logProbs, whole[i]!.logProbs)).toBeLessThan(TOL));
+    expect(whole.some((g) => g.tokens.length > 1)).toBe(true);
+  });
+
   it('the sampler frees every tensor it creates', async () => {
     await generate(model, prompts, { maxNewTokens: 4, rng: new Rng(1) });
     const before = tf.memory().numTensors;

@@ -403,6 +403,7 @@ export interface MartiEvalDetail {
 /**
  * Held-out evaluation (§3.9, §3.10, §3.11), seeded by the task seed only, so it is the same for every run and step:
  *   pass1        one node per problem (system mode: the search picks the agent), eval.temperature
+ *   pass1Greedy  the same at temperature 0, with the same agent choices: exactly pass1 of a greedy evaluation
  *   pass1.<a>    one node per problem written by agent a alone (agent mode), when K > 1
  *   pass1MCTS / bestOfTree / avgPass1   a tree of evalNodes nodes per problem (§3.9 pass1 on the tree, passN, avgPass1)
  *   tplus.pass1 / tplus.bestOfTree      T+: tplus.nodes nodes, rich feedback, depth weighting, final pick by public tests
@@ -429,6 +430,13 @@ export async function evaluateMartiDetailed(cfg: MartiConfig, models: ReadonlyMa
   metrics.pass1 = mean(one.trees.map((t) => treeMetrics(t).pass1));
   metrics.validPrograms = mean(one.trees.flatMap((t) => nonRootNodes(t).map((n) => (n.program === null ? 0 : 1))));
   metrics.publicPass1 = mean(one.trees.map((t) => nonRootNodes(t)[0]!.publicScore));
+  // Sampled and greedy pass@1 can move in opposite directions under RL (it sharpens the sampled policy towards what
+  // greedy decoding already wrote), so a sampled evaluation also reports the greedy figure.
+  if (cfg.eval.temperature > 0) {
+    const greedy = await growTrees(fmt, { ...base, treeIds: treeIds('pass1'), search: searchConfig(cfg, 1, team), feedback: cfg.task.feedback, temperature: 0, searchRng: root.split('pass1-search'), tokenRng: root.split('pass1-tokens') });
+    timing.push(greedy.timing);
+    metrics.pass1Greedy = mean(greedy.trees.map((t) => treeMetrics(t).pass1));
+  } else metrics.pass1Greedy = metrics.pass1;
   if (team.length > 1) {
     for (const a of team) {
       const solo = await growTrees(fmt, { ...base, agents: [a], treeIds: treeIds(`pass1-${a.id}`), search: searchConfig(cfg, 1, [a]), feedback: cfg.task.feedback, temperature: cfg.eval.temperature, searchRng: root.split(`pass1-search-${a.id}`), tokenRng: root.split(`pass1-tokens-${a.id}`) });

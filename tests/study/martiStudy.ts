@@ -44,13 +44,14 @@ const ARMS = ALL_ARMS.filter((a) => chosen.includes(a.preset));
 const reportOnly = process.argv.includes('--report');
 const partsDir = path.join(path.dirname(out), 'marti.parts');
 type Row = { name: string; metrics: Record<string, number[]>; seconds: number[] };
-interface Part { arm: string; cmd: string; steps: number; seeds: number; items: number; backend: string; machine: string; minutes: number; base: Row; trained: Row }
+interface Part { arm: string; cmd: string; steps: number; seeds: number; items: number; temperature?: number; backend: string; machine: string; minutes: number; base: Row; trained: Row }
 
-const MAIN = ['pass1', 'pass1MCTS', 'bestOfTree', 'tplus.pass1', 'tplus.bestOfTree'] as const;
+const MAIN = ['pass1', 'pass1Greedy', 'pass1MCTS', 'bestOfTree', 'tplus.pass1', 'tplus.bestOfTree'] as const;
 const DIVERSITY = ['div.editDistance', 'div.editDistance.acrossAgents', 'div.distinctPrograms', 'div.behaviour', 'div.distinctCorrect', 'div.passGap', 'div.uniqueSolves', 'div.tokenEntropy', 'tplus.div.editDistance', 'tplus.div.behaviour', 'tplus.div.passGap'] as const;
 
 function sets(seed: number): string[] {
-  return [`seed=${seed}`, `budget.steps=${steps}`, 'eval.every=0', `eval.items=${items}`, `checkpoint.every=${steps}`, 'checkpoint.keep=1', `model.from={"kind":"checkpoint","path":"${basePath}"}`];
+  // T+ is part of the study's final evaluation even where a preset leaves it to `eval --checkpoint` to save time
+  return [`seed=${seed}`, `budget.steps=${steps}`, 'eval.every=0', `eval.items=${items}`, 'marti.tplus.enabled=true', `checkpoint.every=${steps}`, 'checkpoint.keep=1', `model.from={"kind":"checkpoint","path":"${basePath}"}`];
 }
 
 const stats = (xs: number[]) => {
@@ -95,7 +96,7 @@ async function runArm(arm: (typeof ALL_ARMS)[number], home: string, backend: str
     (metrics['train.stepSeconds'] ??= []).push(stats(lines.map((l) => ((l['timing.selectionMs'] ?? 0) + (l['timing.generationMs'] ?? 0) + (l['timing.testMs'] ?? 0) + (l['timing.updateMs'] ?? 0)) / 1000)).m);
     console.log(`${arm.preset} seed ${seed}: pass1 ${last['eval.pass1']} bestOfTree ${last['eval.bestOfTree']} tplus ${last['eval.tplus.pass1']} (${seconds.at(-1)} s)`);
   }
-  return { arm: arm.preset, cmd, steps, seeds, items, backend, machine: machine(backend), minutes: (Date.now() - t0) / 60000, base, trained: { name: arm.name, metrics, seconds } };
+  return { arm: arm.preset, cmd, steps, seeds, items, temperature: cfg0.eval.temperature, backend, machine: machine(backend), minutes: (Date.now() - t0) / 60000, base, trained: { name: arm.name, metrics, seconds } };
 }
 
 function writeReport(): void {
@@ -112,13 +113,13 @@ function writeReport(): void {
     '',
     'Each configuration is its preset (marti-single = vanilla GRPO, no tree; marti-homo = two role prompts, one parameter set; marti-hetero = two parameter sets), trained from the same base checkpoint with only seed, steps and evaluation size changed. Figures are mean ± sample sd over seeds of the final evaluation; the base rows are one deterministic evaluation. All evaluation is on held-out tasks (targets never trained on), scored on private tests.',
     '',
-    '- **pass1**: one program per task (greedy), its private-test pass rate (§3.9 plain accuracy).',
+    `- **pass1**: one program per task, sampled at the presets' evaluation temperature (eval.temperature ${p0.temperature ?? 0}${(p0.temperature ?? 0) > 0 ? ', as training samples' : ', greedy'}), its private-test pass rate (§3.9 plain accuracy). **pass1Greedy**: the same, decoded greedily.`,
     '- **pass1MCTS**: an 8-node tree per task; the node with the best public score, its private score (§3.9).',
     '- **bestOfTree**: the best private score in the 8-node tree (§3.9 passN). For marti-single the 8 nodes are independent samples (no tree).',
     '- **tplus.***: T+ (§3.10 a, b): 16 nodes, rich feedback, depth weighting, final pick by public tests; the learned verifier (c) is not implemented.',
     '',
-    '| arm | pass1 | pass1MCTS | bestOfTree | T+ pass1 | T+ bestOfTree | train reward first 5 steps → last 5 | s/step |',
-    '|---|---|---|---|---|---|---|---|',
+    '| arm | pass1 | pass1Greedy | pass1MCTS | bestOfTree | T+ pass1 | T+ bestOfTree | train reward first 5 steps → last 5 | s/step |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...rows.map((r) => `| ${r.name} | ${MAIN.map((k) => fmt(r.metrics[k])).join(' | ')} | ${r.metrics['train.rewardFirst5'] ? `${fmt(r.metrics['train.rewardFirst5'])} → ${fmt(r.metrics['train.rewardLast5'])}` : '–'} | ${fmt(r.metrics['train.stepSeconds'])} |`),
     '',
     '## Diversity (§3.11, the 8-node evaluation trees; tplus.* on the T+ trees)',

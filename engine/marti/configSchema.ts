@@ -76,7 +76,7 @@ export const tplusSchema = z.strictObject({
   when: field(
     z.enum(['everyEval', 'final']).default('everyEval'),
     'When T+ runs',
-    'everyEval: at every evaluation of a run; final: only at the run’s last step (T+ trees are the costliest part of an evaluation). Evaluating a checkpoint always includes T+.',
+    'everyEval: at every evaluation of a run; final: only at the run’s last step (T+ trees are the costliest part of an evaluation). A checkpoint evaluation (`eval --checkpoint`) includes T+ whenever T+ is enabled.',
   ),
   nodes: field(count(1, 256, 16), 'T+ node budget', 'Nodes per tree at test time (§3.10: 16).'),
   feedback: field(z.enum(['perTest', 'binary', 'rich']).default('rich'), 'T+ feedback', 'Feedback of T+ trees (§3.10 a: rich).'),

@@ -430,8 +430,8 @@ export async function evaluateMartiDetailed(cfg: MartiConfig, models: ReadonlyMa
   metrics.pass1 = mean(one.trees.map((t) => treeMetrics(t).pass1));
   metrics.validPrograms = mean(one.trees.flatMap((t) => nonRootNodes(t).map((n) => (n.program === null ? 0 : 1))));
   metrics.publicPass1 = mean(one.trees.map((t) => nonRootNodes(t)[0]!.publicScore));
-  // Sampled and greedy pass@1 can move in opposite directions under RL (it sharpens the sampled policy towards what
-  // greedy decoding already wrote), so a sampled evaluation also reports the greedy figure.
+  // Sampled and greedy pass@1 need not move together under RL (in docs/results/marti.md sampled pass@1 doubles while
+  // greedy stays flat), so a sampled evaluation also reports the greedy figure.
   if (cfg.eval.temperature > 0) {
     const greedy = await growTrees(fmt, { ...base, treeIds: treeIds('pass1'), search: searchConfig(cfg, 1, team), feedback: cfg.task.feedback, temperature: 0, searchRng: root.split('pass1-search'), tokenRng: root.split('pass1-tokens') });
     timing.push(greedy.timing);

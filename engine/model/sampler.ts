@@ -102,11 +102,10 @@ export class DecodeSession {
   private logits: Float32Array | null = null;
 
   /**
-   * @param maxScores most attention scores (rows × heads × new tokens × keys × layers: a forward keeps every layer's
-   *   until it ends) one forward may hold; a larger step
-   *   (a long prefill of many prompts) runs in row chunks whose caches and logits are joined, which is the same
-   *   computation per row in bounded memory. Without it a 256-prompt prefill of ~300 tokens held several GB of scores
-   *   and overran the wasm heap.
+   * @param maxScores most attention scores one forward may hold (rows × heads × new tokens × keys × layers: a forward
+   *   keeps every layer's until it ends). A larger step, such as a long prefill of many prompts, runs in row chunks
+   *   whose caches and logits are joined: the same computation per row in bounded memory. Without it a 256-prompt
+   *   prefill of ~300 tokens held several GB of scores and overran the wasm heap.
    */
   constructor(
     private readonly model: LlamaModel,
@@ -126,8 +125,8 @@ export class DecodeSession {
     const B = this.rows;
     const tn = ids.length / B;
     const tk = keyMask.length / B;
-    const c = this.model.config;
-    const perRow = c.num_attention_heads * tn * tk * c.num_hidden_layers;
+    const { num_attention_heads: heads, num_hidden_layers: layers } = this.model.config;
+    const perRow = heads * tn * tk * layers;
     const step = Math.max(1, Math.min(B, Math.floor(this.maxScores / perRow)));
     const past = this.cache;
     const parts: ForwardOutput[] = [];

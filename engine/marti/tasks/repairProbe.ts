@@ -51,6 +51,9 @@ export interface RepairProbeResult {
   /** Tasks that had a failing parent (tasks whose every reader guess passed are skipped). */
   parents: number;
   figures: RepairFigures[];
+  /** The same over the parents whose feedback says "correct for k of M" with k ≥ 1: the near misses that AB-MCTS's
+   * Thompson sampling, which scores a node by that fraction, sends to refinement more often than the rest. */
+  nearMisses: { parents: number; figures: RepairFigures[] };
 }
 
 interface Scored {
@@ -139,8 +142,11 @@ function child(strategy: RepairStrategy, rng: Rng, task: MartiTask, parent: Scor
 
 export function measureRepair(opts: RepairProbeOptions): RepairProbeResult {
   const tasks = generateTasks('train', opts.seed, opts.tasks);
-  const sums = new Map<RepairStrategy, { pub: number; priv: number }>(REPAIR_STRATEGIES.map((s) => [s, { pub: 0, priv: 0 }]));
+  const newSums = () => new Map<RepairStrategy, { pub: number; priv: number }>(REPAIR_STRATEGIES.map((s) => [s, { pub: 0, priv: 0 }]));
+  const sums = newSums();
+  const nearSums = newSums();
   let parents = 0;
+  let near = 0;
   for (const task of tasks) {
     const rng = new Rng(task.seed).split('repair-probe');
     let parent: Scored | null = null;
@@ -150,24 +156,26 @@ export function measureRepair(opts: RepairProbeOptions): RepairProbeResult {
     }
     if (parent === null) continue;
     parents++;
+    const isNear = parent.passed > 0;
+    if (isNear) near++;
     for (const strategy of REPAIR_STRATEGIES) {
       // Each strategy draws from its own stream, so adding one never changes another's figures.
       const c = child(strategy, rng.split(strategy), task, parent, opts);
       const ev = evaluateProgram(programText(c.chain), task);
-      const s = sums.get(strategy)!;
-      s.pub += ev.publicScore;
-      s.priv += ev.privateScore;
+      for (const into of isNear ? [sums, nearSums] : [sums]) {
+        const s = into.get(strategy)!;
+        s.pub += ev.publicScore;
+        s.priv += ev.privateScore;
+      }
     }
   }
-  return {
-    options: opts,
-    parents,
-    figures: REPAIR_STRATEGIES.map((strategy) => ({
+  const figures = (into: typeof sums, n: number): RepairFigures[] =>
+    REPAIR_STRATEGIES.map((strategy) => ({
       strategy,
-      publicPass: parents === 0 ? 0 : sums.get(strategy)!.pub / parents,
-      privatePass: parents === 0 ? 0 : sums.get(strategy)!.priv / parents,
-    })),
-  };
+      publicPass: n === 0 ? 0 : into.get(strategy)!.pub / n,
+      privatePass: n === 0 ? 0 : into.get(strategy)!.priv / n,
+    }));
+  return { options: opts, parents, figures: figures(sums, parents), nearMisses: { parents: near, figures: figures(nearSums, near) } };
 }
 
 const invokedDirectly = typeof process !== 'undefined' && /repairProbe\.ts$/.test(process.argv[1] ?? '');
@@ -177,5 +185,7 @@ if (invokedDirectly) {
     const r = measureRepair({ tasks: Number(tasks), p: Number(p), budget: b, seed: 1 });
     console.log(`tasks ${tasks}, reader p ${p}, budget ${b}: ${r.parents} failing parents`);
     for (const f of r.figures) console.log(`  ${f.strategy.padEnd(10)} public all-pass ${(100 * f.publicPass).toFixed(1)}%  private all-pass ${(100 * f.privatePass).toFixed(1)}%`);
+    console.log(`  of which ${r.nearMisses.parents} near misses (parent correct for at least one public test):`);
+    for (const f of r.nearMisses.figures) console.log(`  ${f.strategy.padEnd(10)} public all-pass ${(100 * f.publicPass).toFixed(1)}%  private all-pass ${(100 * f.privatePass).toFixed(1)}%`);
   }
 }

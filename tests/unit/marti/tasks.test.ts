@@ -148,5 +148,10 @@ describe('refinement from feedback (repair probe)', () => {
     expect(f.refine!.publicPass).toBeGreaterThan(f.randomProgram!.publicPass + 0.1);
     expect(f.refine!.privatePass).toBeGreaterThan(f.randomProgram!.privatePass + 0.1);
     expect(f.randomEdit!.publicPass).toBeGreaterThan(f.randomProgram!.publicPass);
+    // Near misses (feedback "correct for k of M", k ≥ 1) are a proper subset of the failing parents.
+    expect(r.nearMisses.parents).toBeGreaterThan(0);
+    expect(r.nearMisses.parents).toBeLessThan(r.parents);
+    const near = Object.fromEntries(r.nearMisses.figures.map((x) => [x.strategy, x]));
+    expect(near.refine!.publicPass).toBeGreaterThan(near.randomProgram!.publicPass);
   });
 });

@@ -3,8 +3,9 @@
  * primer of rollout transcripts whose queries, purposes, summaries and answers are drawn at random.
  *
  * "At random" means copied at random from what the writer can see, the way a pretrained reader copies words: a query
- * is one or two words of the question, a System 1 summary is one to three consecutive sentences of its window, an answer is a name or
- * year that occurs in the `<info>` blocks above it. The base model thus learns the format, the language and the act
+ * is one or two of the question's content words (its words less the search's stop words, as anyone types into a search
+ * box), a System 1 summary is one to three consecutive sentences of its window, an answer is a name or year that occurs
+ * in the `<info>` blocks above it. The base model thus learns the format, the language and the act
  * of copying, but not which words to copy: that (search for the question's entity, keep the sentence the purpose asks
  * for, answer with the value the question asks for) is the task policy RL has to find. Its held-out exact match is
  * measured and reported (docs/results/mars.md) as the base line.
@@ -16,7 +17,7 @@ import { Rng } from '../random/prng';
 import { sys1Capacity } from './binPacking';
 import type { MarsSettings, MarsTaskConfig } from './configSchema';
 import type { MarsFormat } from './format';
-import type { SearchIndex } from './search';
+import { SEARCH_STOP_WORDS, type SearchIndex } from './search';
 import type { World } from './world';
 import { DIGITS } from './worldTemplates';
 
@@ -89,6 +90,10 @@ export function pretrainExamples(
     const questions = world.questions.filter((q) => task.families.includes(q.family));
     const q = questions.length ? pick(rng, questions) : pick(rng, world.questions);
     const qWords = q.text.split(' ').filter((w) => w !== '?' && w !== ',');
+    // What a reader puts into a search box: the question's words without its function words (the search's own stop
+    // words). Which of them, and how many, stays random.
+    const content = qWords.filter((w) => !SEARCH_STOP_WORDS.has(w));
+    const queryWords = content.length ? content : qWords;
     const names = new Set(world.entities.map((e) => e.name));
     const kind = rng.int(4);
     if (kind === 0) {
@@ -106,7 +111,7 @@ export function pretrainExamples(
       for (let t = 0; t < turns; t++) {
         const think = format.encode(pickSome(rng, qWords, 0, 3).join(' '));
         const purpose = format.encode(pickSome(rng, qWords, 1, 3).join(' '));
-        const query = pickSome(rng, qWords, 1, 2).join(' ');
+        const query = pickSome(rng, queryWords, 1, 2).join(' ');
         const turn = [ids.think, ...think, ids.thinkEnd, ids.purpose, ...purpose, ids.purposeEnd, ids.search, ...format.encode(query), ids.searchEnd];
         const pages = index.search(query, m.topK).map((p) => p.text);
         const summary = someSentences(rng, pages);
@@ -127,7 +132,7 @@ export function pretrainExamples(
       const room = sys1Capacity(m.sys1PromptMax, format.sys1TemplateLength, purpose.length);
       const window: number[] = [];
       const texts: string[] = [];
-      for (const page of index.search(pickSome(rng, qWords, 1, 2).join(' '), m.topK)) {
+      for (const page of index.search(pickSome(rng, queryWords, 1, 2).join(' '), m.topK)) {
         const words = format.encode(page.text);
         if (window.length + words.length + m.sepCost > room) break;
         window.push(...words, ids.sep);

@@ -1,13 +1,16 @@
 /**
- * A short real MARS training run on a one-hop-only tiny world raises the training reward (the MARS issue's "Tests that
- * must exist"): from the shipped base model (resources/mars/base-tiny; resources/README.md has the command that
- * reproduces it), the full dual system trains on the one-hop questions of a single training world; the mean exact-match
- * reward of the last four of twelve steps beats that of the first three. Measured (wasm, 2026-11-30): rewards
- * 0.05 0 0.05 0.09 0 0.05 0.09 0.03 0.03 0.23 0.14 0.28, first three 0.03, last four 0.17; with rl.lr = 1e-9 instead,
- * 0.05 0.03 0.02 0.08 0 0.03 0.11 0.09 0 0.03 0.05 0.03 (last four 0.03), so the test fails without learning.
+ * A short real MARS training run raises exact match (the MARS issue's "Tests that must exist": a short real training
+ * run on a one-hop-only tiny world raises the training reward). The mars-tiny preset as shipped (one-hop questions of
+ * 128 training worlds, from resources/mars/base-tiny; resources/README.md has the command that reproduces it) trains
+ * for 30 steps; greedy exact match on the 240 held-out questions of worlds never trained on, measured before and
+ * after, must rise by more than 0.04 (ten questions). A held-out figure is the stronger claim (the policy learned to
+ * research, not to recall) and, being greedy on a fixed question set, far less noisy than a window of training
+ * rewards, which swing by ±0.05 from step to step at 64 trajectories a step.
  *
- * What it shows is that the algorithm improves the policy on its training questions, not that it learns to research:
- * the base model read this world's pages in pretraining, and held-out exact match stays at 0 (docs/results/mars.md).
+ * Measured (wasm, 2026-11-30, seed 2): 0.043 → 0.098 (the preset's own seed 0 reached 0.134 at step 30); with
+ * MARS_LEARNING_LR=1e-9 (no learning) the figure does not move and the test fails. About 2 minutes on an idle 2-core
+ * VM. The previous version of this test (12 steps on one training world's questions, training reward) passed by
+ * recall of what the old base had memorised and fails with this base: 30 steps of training rewards are too noisy.
  */
 import fs from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -17,23 +20,25 @@ import { resolvePresetConfig } from '../../engine/runs/presets';
 import { useBackend } from '../helpers/backends';
 
 const BASE = 'resources/mars/base-tiny';
-const STEPS = 12;
+const STEPS = 30;
 beforeAll(() => useBackend('wasm'));
 
 describe('MARS learning', () => {
-  it('a short run on a one-hop tiny world raises the training reward', async () => {
+  it('a short run on one-hop questions raises held-out exact match', async () => {
     expect(fs.existsSync(`${BASE}/model.safetensors`)).toBe(true);
-    const cfg = resolvePresetConfig('mars-tiny', ['seed=2', 'backend=wasm', 'task.trainWorlds=1', 'task.families=["direct","paraphrase"]', 'rl.lr=0.001']) as MarsConfig;
+    const cfg = resolvePresetConfig('mars-tiny', ['seed=2', 'backend=wasm', `rl.lr=${process.env.MARS_LEARNING_LR ?? '0.001'}`]) as MarsConfig;
     const tr = await mars.createTrainer(cfg);
     const rewards: number[] = [];
+    let before: number;
+    let after: number;
     try {
+      before = (await tr.evaluate()).metrics.exactMatch!;
       for (let s = 0; s < STEPS; s++) rewards.push((await tr.trainStep()).metrics.reward!);
+      after = (await tr.evaluate()).metrics.exactMatch!;
     } finally {
       tr.dispose();
     }
-    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-    const first = mean(rewards.slice(0, 3));
-    const last = mean(rewards.slice(-4));
-    expect(last, `rewards ${rewards.map((r) => r.toFixed(2)).join(' ')}`).toBeGreaterThan(first + 0.05);
-  }, 240_000);
+    console.log(`held-out exact match ${before.toFixed(3)} -> ${after.toFixed(3)}; rewards ${rewards.map((r) => r.toFixed(2)).join(' ')}`);
+    expect(after, `held-out exact match ${before} -> ${after}`).toBeGreaterThan(before + 0.04);
+  }, 900_000);
 });

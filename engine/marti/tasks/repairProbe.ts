@@ -184,8 +184,10 @@ if (invokedDirectly) {
   for (const b of [1, Number(budget)]) {
     const r = measureRepair({ tasks: Number(tasks), p: Number(p), budget: b, seed: 1 });
     console.log(`tasks ${tasks}, reader p ${p}, budget ${b}: ${r.parents} failing parents`);
-    for (const f of r.figures) console.log(`  ${f.strategy.padEnd(10)} public all-pass ${(100 * f.publicPass).toFixed(1)}%  private all-pass ${(100 * f.privatePass).toFixed(1)}%`);
+    const show = (figures: RepairFigures[]) =>
+      figures.forEach((f) => console.log(`  ${f.strategy.padEnd(10)} public all-pass ${(100 * f.publicPass).toFixed(1)}%  private all-pass ${(100 * f.privatePass).toFixed(1)}%`));
+    show(r.figures);
     console.log(`  of which ${r.nearMisses.parents} near misses (parent correct for at least one public test):`);
-    for (const f of r.nearMisses.figures) console.log(`  ${f.strategy.padEnd(10)} public all-pass ${(100 * f.publicPass).toFixed(1)}%  private all-pass ${(100 * f.privatePass).toFixed(1)}%`);
+    show(r.nearMisses.figures);
   }
 }

@@ -4,19 +4,20 @@
  * policy: queries name the question's entity only as often as a random pick of its content words does.
  */
 import { describe, expect, it } from 'vitest';
+import type { MarsConfig } from '../../../engine/mars/configSchema';
 import { pretrainExamples } from '../../../engine/mars/pretrainData';
 import { SearchIndex, SEARCH_STOP_WORDS } from '../../../engine/mars/search';
 import { marsFormat } from '../../../engine/mars/trainer';
 import { generateWorld } from '../../../engine/mars/world';
 import { Rng } from '../../../engine/random/prng';
+import { resolvePresetConfig } from '../../../engine/runs/presets';
 
-const spec = { people: 8, cities: 4, countries: 2, organisations: 3, works: 4, fillerSentencesPerPage: [0, 1] as [number, number], pageTokens: [10, 40] as [number, number], distractorMentions: 1 };
-const world = generateWorld(4, spec);
+// mars-tiny's worlds, budgets and one-hop families.
+const cfg = resolvePresetConfig('mars-tiny', []) as MarsConfig;
+const world = generateWorld(4, cfg.task.world);
 const env = { world, index: new SearchIndex(world.pages) };
-const m = { maxTurns: 2, topK: 2, purposeMax: 8, sys1PromptMax: 96, sepCost: 1 };
-const families = ['direct', 'paraphrase', 'longTail'] as const;
 const format = marsFormat();
-const examples = (seed: number, n: number) => pretrainExamples([env], { families: [...families] }, m, format, new Rng(seed), n);
+const examples = (seed: number, n: number) => pretrainExamples([env], cfg.task, cfg.mars, format, new Rng(seed), n);
 
 /** The word spans between each `open` tag and the next `close` tag. */
 function spans(words: readonly string[], open: string, close: string): string[][] {
@@ -32,7 +33,7 @@ describe('MARS pretraining primer', () => {
   });
 
   it('searches with content words of its question, names the entity at random, and answers from what it was shown', () => {
-    const questions = world.questions.filter((q) => (families as readonly string[]).includes(q.family));
+    const questions = world.questions.filter((q) => cfg.task.families.includes(q.family));
     const names = new Set(world.entities.map((e) => e.name));
     let queries = 0;
     let naming = 0;

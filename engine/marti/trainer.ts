@@ -31,7 +31,7 @@ import { growTrees, type AgentSpec, type GrowTiming, type MartiTree } from './ro
 import { agentShares, makeSearchConfig, nonRootNodes, type SearchConfig } from './search/abmcts';
 import { chooseFinal, treeMetrics } from './search/metrics';
 import { summarizePosterior } from './search/posterior';
-import { DEFAULT_TASK_SPEC, generateTasks, type MartiTask, type TaskSpec } from './tasks/generator';
+import { DEFAULT_TASK_SPEC, TaskPoolExhaustedError, generateTasks, type MartiTask, type TaskSpec } from './tasks/generator';
 import { pretrainCorpus } from './tasks/corpus';
 import { treeAdvantages, type TreeAdvantageOptions } from './treeAdvantage';
 
@@ -46,7 +46,16 @@ const taskCache = new Map<string, MartiTask[]>();
 function tasksOf(cfg: MartiConfig, split: 'train' | 'heldout', n: number): MartiTask[] {
   const key = `${split}:${cfg.task.taskSeed}:${n}:${JSON.stringify(taskSpec(cfg))}`;
   let ts = taskCache.get(key);
-  if (!ts) taskCache.set(key, (ts = generateTasks(split, cfg.task.taskSeed, n, taskSpec(cfg))));
+  if (!ts) {
+    try {
+      ts = generateTasks(split, cfg.task.taskSeed, n, taskSpec(cfg));
+    } catch (e) {
+      if (!(e instanceof TaskPoolExhaustedError)) throw e;
+      const field = split === 'train' ? 'task.trainTasks' : 'eval.items';
+      throw new UserError(`${field}: ${e.message} (task.maxOps)`);
+    }
+    taskCache.set(key, ts);
+  }
   return ts;
 }
 export const heldoutTasks = (cfg: MartiConfig) => tasksOf(cfg, 'heldout', cfg.eval.items);

@@ -18,6 +18,7 @@
  * sizes. Within a split, `generateTasks` skips repeated targets.
  */
 import { Rng } from '../../random/prng';
+import { UserError } from '../../userError';
 import { run } from '../../marti/lang/interpreter';
 import { parse } from '../../marti/lang/parser';
 import { printProgram } from '../../marti/lang/printer';
@@ -215,17 +216,44 @@ export function taskSeedStream(baseSeed: number, split: TaskSplit): Generator<nu
 }
 
 /**
+ * Seeds in a row that gave only targets already taken, after which generateTasks decides the spec's pool of targets is
+ * used up. Collecting 2,300 of the ~2,400 training targets of 1–2 operations needs gaps of up to ~2,600 (seed 11).
+ */
+export const POOL_EXHAUSTED_AFTER = 50_000;
+
+/** Fewer distinct targets exist for a task spec than were asked for (e.g. 1-operation tasks have about 40 per split). */
+export class TaskPoolExhaustedError extends UserError {
+  constructor(
+    readonly split: TaskSplit,
+    readonly found: number,
+    readonly asked: number,
+    spec: TaskSpec,
+  ) {
+    super(
+      `only ${found} distinct ${split} targets of ${spec.minOps}–${spec.maxOps} operations exist (${asked} asked for; ` +
+        `${POOL_EXHAUSTED_AFTER} seeds in a row gave no new one): ask for at most ${found}, or allow more operations`,
+    );
+  }
+}
+
+/**
  * The first `n` tasks of a split, with distinct targets. Asking for more never changes the first ones. Training and
- * held-out tasks never share a target text (targetSide).
+ * held-out tasks never share a target text (targetSide). Throws TaskPoolExhaustedError when the spec has fewer than
+ * `n` distinct targets on the split's side, rather than drawing for ever.
  */
 export function generateTasks(split: TaskSplit, baseSeed: number, n: number, spec: TaskSpec = DEFAULT_TASK_SPEC): MartiTask[] {
   if (!(Number.isInteger(n) && n >= 0)) throw new RangeError(`MARTI task count must be an integer ≥ 0, got ${n}`);
   const out: MartiTask[] = [];
   const targets = new Set<string>();
+  let sinceNew = 0;
   for (const seed of taskSeedStream(baseSeed, split)) {
     if (out.length >= n) break;
     const task = generateTask(seed, split, spec, `${split}-${out.length}`);
-    if (targets.has(task.target)) continue;
+    if (targets.has(task.target)) {
+      if (++sinceNew >= POOL_EXHAUSTED_AFTER) throw new TaskPoolExhaustedError(split, out.length, n, spec);
+      continue;
+    }
+    sinceNew = 0;
     targets.add(task.target);
     out.push(task);
   }

@@ -6,7 +6,7 @@ import { textTokens } from '../../../engine/marti/lang/text';
 import { valueEquals } from '../../../engine/marti/lang/values';
 import { extractProgram, problemText, refinePrompt, rootPrompt } from '../../../engine/marti/prompts';
 import { pretrainCorpus } from '../../../engine/marti/tasks/corpus';
-import { generateTask, generateTasks, targetSide, type MartiTask } from '../../../engine/marti/tasks/generator';
+import { DEFAULT_TASK_SPEC, TaskPoolExhaustedError, generateTask, generateTasks, targetSide, type MartiTask } from '../../../engine/marti/tasks/generator';
 import { opById } from '../../../engine/marti/tasks/ops';
 import { measureRepair } from '../../../engine/marti/tasks/repairProbe';
 import { evaluateProgram, feedbackText } from '../../../engine/marti/tasks/scoring';
@@ -30,6 +30,23 @@ describe('generateTasks', () => {
     expect(other.filter((t) => trainTargets.has(t)).length).toBeLessThan(30);
     expect(new Set(train.map((t) => t.seed % 2))).toEqual(new Set([0]));
     expect(new Set(heldout.map((t) => t.seed % 2))).toEqual(new Set([1]));
+  });
+
+  it('ends with an error naming how many distinct targets exist when the spec has fewer than asked, not a loop for ever', () => {
+    const oneOp = { ...DEFAULT_TASK_SPEC, minOps: 1, maxOps: 1 };
+    let err: unknown = null;
+    try {
+      generateTasks('heldout', 11, 500, oneOp);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(TaskPoolExhaustedError);
+    const found = (err as TaskPoolExhaustedError).found;
+    expect(found).toBeGreaterThan(10);
+    expect(found).toBeLessThan(500);
+    expect((err as Error).message).toMatch(new RegExp(`only ${found} distinct heldout targets of 1–1 operations exist \\(500 asked for`));
+    // Exactly that many is still a valid request.
+    expect(new Set(generateTasks('heldout', 11, found, oneOp).map((t) => t.target)).size).toBe(found);
   });
 
   it('puts every target on its split\'s side, so held-out targets never occur in training at any size', () => {

@@ -4,6 +4,7 @@ import { checkRunConfig, parseRunConfig } from '../../../engine/runs/configSchem
 import { martiFormat } from '../../../engine/marti/format';
 import { rootPrompt } from '../../../engine/marti/prompts';
 import { generateTasks } from '../../../engine/marti/tasks/generator';
+import { heldoutTasks } from '../../../engine/marti/trainer';
 
 const issues = (input: object) => {
   const r = checkRunConfig({ algorithm: 'marti', ...input });
@@ -30,6 +31,12 @@ describe('marti config', () => {
     expect(issues({ marti: { agents: [{ id: 'a', rolePrompt: 'you are a wizard' }] } }).join('\n')).toMatch(/marti\.agents\.0\.rolePrompt: unknown words "wizard"/);
     expect(issues({ marti: { configuration: 'homogeneous', agents: [{ id: 'a', size: 'micro' }] } }).join('\n')).toMatch(/marti\.agents\.0: size and from are per-agent only/);
     expect(issues({ marti: { configuration: 'heterogeneous', agents: [{ id: 'a', size: 'micro' }, { id: 'b' }] } })).toEqual([]);
+  });
+
+  it('a held-out set larger than the spec\'s pool of targets is an error that names eval.items', () => {
+    const c = parseRunConfig({ algorithm: 'marti', task: { minOps: 1, maxOps: 1 }, eval: { items: 300 } });
+    if (c.algorithm !== 'marti') throw new Error('expected marti');
+    expect(() => heldoutTasks(c)).toThrow(/^eval\.items: only \d+ distinct heldout targets of 1–1 operations exist \(300 asked for.*\(task\.maxOps\)$/);
   });
 
   it('every default role prompt and a task prompt encode without unknown words', () => {

@@ -86,7 +86,7 @@ export async function startRun(home: string, config: RunConfig, opts: StartOptio
   const release = acquireRunLock(dir);
   opts.onCreated?.({ runId: id, dir });
   try {
-    const trainer = await algorithmFor(config).createTrainer(config);
+    const trainer = await building(dir, 0, () => algorithmFor(config).createTrainer(config));
     return await drive(id, dir, config, trainer, opts);
   } finally {
     release();
@@ -100,19 +100,19 @@ export async function resumeRun(runDirPath: string, opts: RunOptions = {}): Prom
   try {
     const files = runFilePaths(runDirPath);
     const last = listCheckpoints(runDirPath).at(-1);
-    let trainer: Trainer;
-    if (last) {
+    const trainer = await building(runDirPath, last?.step ?? 0, async () => {
+      if (!last) {
+        truncateTo(files.metrics, 0);
+        truncateTo(files.trajectories, 0);
+        return algorithmFor(config).createTrainer(config);
+      }
       const contents = await loadCheckpoint(last.path);
       const state = contents.trainerState as Partial<CheckpointState> | undefined;
       if (!state?.offsets) throw new UserError(`${last.path}/trainer_state.json: offsets are missing; this checkpoint cannot resume a run`);
       truncateTo(files.metrics, state.offsets.metrics);
       truncateTo(files.trajectories, state.offsets.trajectories);
-      trainer = await algorithmFor(config).createTrainer(config, contents);
-    } else {
-      truncateTo(files.metrics, 0);
-      truncateTo(files.trajectories, 0);
-      trainer = await algorithmFor(config).createTrainer(config);
-    }
+      return algorithmFor(config).createTrainer(config, contents);
+    });
     if (trainer.step >= config.budget.steps) {
       trainer.dispose();
       return { runId: meta.id, dir: runDirPath, status: 'finished', step: trainer.step, lastMetrics: {} };
@@ -121,6 +121,17 @@ export async function resumeRun(runDirPath: string, opts: RunOptions = {}): Prom
     return await drive(meta.id, runDirPath, config, trainer, opts);
   } finally {
     release();
+  }
+}
+
+/** Builds a run's trainer; when that fails (a missing model.from, a task pool too small, …) the run is marked failed,
+ * with why, instead of staying 'created' or keeping the status it was resumed from. */
+async function building(dir: string, step: number, build: () => Promise<Trainer>): Promise<Trainer> {
+  try {
+    return await build();
+  } catch (err) {
+    updateStatus(dir, 'failed', { step, error: (err as Error).message });
+    throw err;
   }
 }
 

@@ -58,6 +58,24 @@ describe('stop and resume', () => {
     expect(steps).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     expect(metricLines(files.metrics)[3]!.reward).not.toBe(9);
   });
+
+  it('a run whose trainer cannot be built ends failed with the reason, on start and on resume, not stuck as it was', async () => {
+    const missing = path.join(home, 'no-such-checkpoint');
+    const bad = parseRunConfig({ ...quickConfig(), model: { size: 'micro', from: { kind: 'checkpoint', path: missing } } });
+    let created = '';
+    await expect(startRun(home, bad, { onCreated: (r) => (created = r.dir) })).rejects.toThrow(missing);
+    expect(readRunMeta(created).status).toBe('failed');
+    const failedEvent = fs.readFileSync(path.join(created, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).at(-1);
+    expect(failedEvent).toMatchObject({ type: 'status', status: 'failed', step: 0 });
+    expect(failedEvent.error).toContain(missing);
+
+    const part = await startRun(home, parseRunConfig(quickConfig({ steps: 8, checkpointEvery: 2, evalEvery: 0 })), { stopAfterStep: 2 });
+    expect(readRunMeta(part.dir).status).toBe('stopped');
+    // A checkpoint that looks complete but whose weights are not safetensors any more.
+    fs.writeFileSync(path.join(part.dir, 'checkpoints', '2', 'model.safetensors'), 'not safetensors');
+    await expect(resumeRun(part.dir)).rejects.toThrow(/model\.safetensors/);
+    expect(readRunMeta(part.dir)).toMatchObject({ status: 'failed' });
+  });
 });
 
 describe('stop and resume a MARS run', () => {

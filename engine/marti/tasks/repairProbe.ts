@@ -18,10 +18,12 @@
  *               count rises (B = 1: one re-read op, the statement-guided random fix)
  * Scores are public all-pass (§3.3 publicScore) and private all-pass (privateScore) of the child.
  *
- * Run: npx tsx engine/marti/tasks/repairProbe.ts [tasks=400] [p=0.5] [budget=8]
+ * Run: npx tsx engine/marti/tasks/repairProbe.ts [tasks=400] [p=0.5] [budget=8] [seed=N] [SPEC_FIELD=JSON ...]
+ * e.g. `… 4000 0.3 8 seed=11 publicTests=5` or `listLength=[1,7]`: task-spec fields (generator.ts TaskSpec) override
+ * the generator's defaults, to ask whether another test design would make feedback more useful.
  */
 import { Rng } from '../../random/prng';
-import { generateTasks, programText, type MartiTask } from './generator';
+import { DEFAULT_TASK_SPEC, generateTasks, programText, type MartiTask, type TaskSpec } from './generator';
 import { mutateChain } from './mutations';
 import { drawOp, opById, type OpInstance, type TaskType } from './ops';
 import { evaluateProgram } from './scoring';
@@ -36,6 +38,8 @@ export interface RepairProbeOptions {
   /** Checks against the public examples per child. */
   budget: number;
   seed: number;
+  /** The task spec (default: the generator's). */
+  spec?: TaskSpec;
 }
 
 export interface RepairFigures {
@@ -141,7 +145,7 @@ function child(strategy: RepairStrategy, rng: Rng, task: MartiTask, parent: Scor
 }
 
 export function measureRepair(opts: RepairProbeOptions): RepairProbeResult {
-  const tasks = generateTasks('train', opts.seed, opts.tasks);
+  const tasks = generateTasks('train', opts.seed, opts.tasks, opts.spec ?? DEFAULT_TASK_SPEC);
   const newSums = () => new Map<RepairStrategy, { pub: number; priv: number }>(REPAIR_STRATEGIES.map((s) => [s, { pub: 0, priv: 0 }]));
   const sums = newSums();
   const nearSums = newSums();
@@ -180,10 +184,15 @@ export function measureRepair(opts: RepairProbeOptions): RepairProbeResult {
 
 const invokedDirectly = typeof process !== 'undefined' && /repairProbe\.ts$/.test(process.argv[1] ?? '');
 if (invokedDirectly) {
-  const [tasks = '400', p = '0.5', budget = '8'] = process.argv.slice(2);
+  const args = process.argv.slice(2);
+  const [tasks = '400', p = '0.5', budget = '8'] = args.filter((a) => !a.includes('='));
+  const fields = Object.fromEntries(args.filter((a) => a.includes('=')).map((a) => [a.slice(0, a.indexOf('=')), JSON.parse(a.slice(a.indexOf('=') + 1)) as unknown]));
+  const { seed = 1, ...overrides } = fields as { seed?: number } & Partial<TaskSpec>;
+  for (const key of Object.keys(overrides)) if (!(key in DEFAULT_TASK_SPEC)) throw new Error(`repairProbe: ${key} is not a task-spec field (${Object.keys(DEFAULT_TASK_SPEC).join(', ')})`);
+  const spec = { ...DEFAULT_TASK_SPEC, ...overrides };
   for (const b of [1, Number(budget)]) {
-    const r = measureRepair({ tasks: Number(tasks), p: Number(p), budget: b, seed: 1 });
-    console.log(`tasks ${tasks}, reader p ${p}, budget ${b}: ${r.parents} failing parents`);
+    const r = measureRepair({ tasks: Number(tasks), p: Number(p), budget: b, seed, spec });
+    console.log(`tasks ${tasks}, reader p ${p}, budget ${b}, seed ${seed}${Object.keys(overrides).length ? `, ${JSON.stringify(overrides)}` : ''}: ${r.parents} failing parents`);
     const show = (figures: RepairFigures[]) =>
       figures.forEach((f) => console.log(`  ${f.strategy.padEnd(10)} public all-pass ${(100 * f.publicPass).toFixed(1)}%  private all-pass ${(100 * f.privatePass).toFixed(1)}%`));
     show(r.figures);

@@ -140,6 +140,11 @@ export const martiSchema = z
       'Pretraining refine share',
       'Share of base-model pretraining examples in the refine layout (a broken parent, its feedback, the fixed program); 0 teaches only fresh writing.',
     ),
+    pretrainNoisyParents: field(
+      z.number().min(0).max(1).default(0),
+      'Pretraining noisy parents',
+      'Share of the refine examples whose broken parent is a noisy read of the statement (each operation misread with probability 0.5, as a weak policy writes) instead of one random edit of the answer; 0 reproduces the shipped base.',
+    ),
     tplus: field(tplusSchema.prefault({}), 'T+', 'Test-time scaling MARS²-T+ (§3.10); the learned verifier (c) is not implemented.'),
   })
   .superRefine((m, ctx) => {

@@ -591,7 +591,7 @@ export const marti: Algorithm<MartiConfig> = {
     const spec = { ...taskSpec(cfg), minOps: 1, rejectDegenerate: false };
     return Array.from({ length: size }, () => {
       const rolePrompt = team[rng.int(team.length)]!.rolePrompt;
-      const ex = pretrainCorpus(rng.nextUint32(), 1, { refineShare: cfg.marti.pretrainRefineShare, feedback: cfg.task.feedback, rolePrompt, spec })[0]!;
+      const ex = pretrainCorpus(rng.nextUint32(), 1, { refineShare: cfg.marti.pretrainRefineShare, noisyParents: cfg.marti.pretrainNoisyParents, feedback: cfg.task.feedback, rolePrompt, spec })[0]!;
       const prompt = fmt.prompt(ex.prompt);
       const completion = fmt.completion(ex.completion);
       return { tokens: [...prompt, ...completion], lossMask: [...prompt.map(() => 0), ...completion.map(() => 1)] };

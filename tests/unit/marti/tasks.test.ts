@@ -1,3 +1,4 @@
+import { distance } from 'fastest-levenshtein';
 import { describe, expect, it } from 'vitest';
 import { WordTokenizer } from '../../../engine/model/wordTokenizer';
 import { run } from '../../../engine/marti/lang/interpreter';
@@ -154,6 +155,26 @@ describe('pretrainCorpus', () => {
     expect(refine.length).toBeGreaterThan(20);
     expect(refine.length).toBeLessThan(100);
     for (const ex of refine) expect(ex.prompt).toContain('previous program:');
+  });
+
+  it('refine parents are one edit from the answer, or with noisyParents noisy reads of the statement that are often several edits away', () => {
+    // Edit distance counted in pipeline stages ("filter (x > 3) | sum" has two).
+    const stageDistance = (a: string, b: string) => {
+      const ids = new Map<string, string>();
+      const enc = (p: string) => p.split(' | ').map((x) => ids.get(x) ?? (ids.set(x, String.fromCharCode(65 + ids.size)), ids.get(x)!)).join('');
+      return distance(enc(a), enc(b));
+    };
+    const parentDistances = (noisyParents: number) =>
+      pretrainCorpus(5, 800, { noisyParents })
+        .filter((e) => e.kind === 'refine')
+        .map((e) => stageDistance(/previous program: (.*) feedback:/.exec(e.prompt)![1]!, e.completion));
+    const single = parentDistances(0);
+    expect(Math.max(...single)).toBeLessThanOrEqual(2); // a swap of two stages is the farthest single edit
+    expect(pretrainCorpus(5, 200, { noisyParents: 0 })).toEqual(corpus);
+    const noisy = parentDistances(1);
+    expect(noisy.length).toBeGreaterThan(100);
+    expect(noisy.filter((d) => d >= 3).length / noisy.length).toBeGreaterThan(0.2);
+    expect(noisy.every((d) => d >= 1)).toBe(true); // a parent always fails, so it is never the answer
   });
 });
 

@@ -19,6 +19,8 @@ describe('marti config', () => {
     expect(c.marti).toMatchObject({ nodesPerTree: 8, problemsPerStep: 16, trainBatch: 8, posterior: 'beta', agentSelect: 'thompson', agentUpdate: 'whenFull', evalNodes: 8 });
     expect(c.marti.tplus).toMatchObject({ nodes: 16, feedback: 'rich', depthWeighting: true, alpha: 0.5, beta: 0.25 });
     expect(c.task.feedback).toBe('perTest');
+    // the shipped base's pretraining corpus: a quarter refine examples, all parents single edits of the answer
+    expect(c.marti).toMatchObject({ pretrainRefineShare: 0.25, pretrainNoisyParents: 0 });
     // a partial rl section keeps MARTI's defaults
     const p = parseRunConfig({ algorithm: 'marti', rl: { lr: 1e-3 } });
     expect(p.rl).toMatchObject({ loss: 'gspo', klCoef: 1e-3, lr: 1e-3 });

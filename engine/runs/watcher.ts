@@ -9,6 +9,9 @@
  *
  * live.json (the step in flight, liveTrajectories.ts) is replaced whole by rename: each new version is sent whole, and
  * its removal (the step's records are in trajectories.jsonl) as `step: null`. labels.json counts as part of run.json.
+ *
+ * A large read (a run copied into the home with its whole backlog) goes out in events of at most EVENT_BATCH_BYTES of
+ * JSON each, in order, rather than as one event the size of the log (a 250 MB log was one 233 MB socket message).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -72,6 +75,32 @@ interface RunState {
   /** Which version of live.json was last read (inode, size, mtime), null when there is none. */
   live: string | null;
   liveTimer: NodeJS.Timeout | null;
+}
+
+/** The most JSON one metrics or trajectories event carries, unless a single record is larger on its own. */
+export const EVENT_BATCH_BYTES = 1 << 20;
+
+/**
+ * Consecutive runs of `items`, each at most EVENT_BATCH_BYTES of JSON (a larger single item alone). `readBytes` is
+ * what the items were read from: a read that small is one batch without measuring anything.
+ */
+export function batchBySize<T>(items: T[], readBytes: number, limit = EVENT_BATCH_BYTES): T[][] {
+  if (readBytes <= limit) return [items];
+  const batches: T[][] = [];
+  let batch: T[] = [];
+  let bytes = 2; // the array's brackets
+  for (const item of items) {
+    const size = Buffer.byteLength(JSON.stringify(item) ?? 'null') + 1;
+    if (batch.length > 0 && bytes + size > limit) {
+      batches.push(batch);
+      batch = [];
+      bytes = 2;
+    }
+    batch.push(item);
+    bytes += size;
+  }
+  if (batch.length > 0) batches.push(batch);
+  return batches;
 }
 
 const FINGERPRINT_BYTES = 32;
@@ -243,6 +272,7 @@ export async function watchHome(home: string, onEvent: (event: RunEvent) => void
       // Truncated between the stat and the read: stat again, which resets the tail.
       if (read.shrunk) continue;
       const grew = read.end > t.offset;
+      const readBytes = read.end - t.offset;
       t.offset = read.end;
       t.nextLine = read.nextLine;
       t.partial = read.partial;
@@ -250,9 +280,10 @@ export async function watchHome(home: string, onEvent: (event: RunEvent) => void
       for (const message of read.warnings) emit({ type: 'warning', runId, message });
       if (read.records.length > 0) {
         if (log === RUN_FILES.metrics) {
-          emit({ type: 'metrics', runId, points: (read.records as Record<string, unknown>[]).map(toMetricPoint) });
+          const points = (read.records as Record<string, unknown>[]).map(toMetricPoint);
+          for (const batch of batchBySize(points, readBytes)) emit({ type: 'metrics', runId, points: batch });
         } else if (log === RUN_FILES.trajectories) {
-          emit({ type: 'trajectories', runId, records: read.records });
+          for (const batch of batchBySize(read.records, readBytes)) emit({ type: 'trajectories', runId, records: batch });
         } else {
           for (const record of read.records as Record<string, unknown>[]) emit({ type: 'event', runId, record });
         }

@@ -11,6 +11,7 @@ import { readJsonl } from '../runs/jsonl';
 import { metricLineProblem, toMetricPoint, type MetricPoint } from '../runs/metricPoint';
 import { listPresets, resolveConfigFile, resolvePresetConfig } from '../runs/presets';
 import { listCheckpoints, readRunMeta, runFilePaths } from '../runs/runFolder';
+import { headlineScore } from '../runs/headlineMetric';
 import { openRunIndex } from '../runs/runIndex';
 import { resumeRun, startRun, type RunOptions, type RunOutcome } from '../runs/runLoop';
 import { pretrain } from '../runs/pretrain';
@@ -175,10 +176,10 @@ export function registerRunCommands(program: Command): void {
       const rows = runs.map((r) => {
         const n = (x: number | null | undefined, d: number) => (x === null || x === undefined ? '–' : x.toFixed(d));
         const rw = r.metrics.reward;
-        const ev = r.metrics['eval.accuracy'];
-        return [r.id, r.status, r.algorithm ?? '', r.preset ?? '', String(r.steps ?? 0), rw ? `${n(rw.last, 3)} (${n(rw.min, 2)}–${n(rw.max, 2)})` : '–', n(ev?.last, 3)];
+        const ev = r.headline;
+        return [r.id, r.status, r.algorithm ?? '', r.preset ?? '', String(r.steps ?? 0), rw ? `${n(rw.last, 3)} (${n(rw.min, 2)}–${n(rw.max, 2)})` : '–', ev && ev.value !== null ? `${n(ev.value, 3)} ${ev.label}` : '–'];
       });
-      const head = ['run', 'status', 'algorithm', 'preset', 'steps', 'reward last (min–max)', 'eval acc'];
+      const head = ['run', 'status', 'algorithm', 'preset', 'steps', 'reward last (min–max)', 'held-out score'];
       const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
       for (const r of [head, ...rows]) console.log(r.map((c, i) => c.padEnd(w[i]!)).join('  '));
     });
@@ -205,8 +206,11 @@ export function registerRunCommands(program: Command): void {
       }
       const checkpoints = listCheckpoints(dir).map((c) => c.step);
       const out = { ...meta, dir, steps: records.at(-1)?.step ?? 0, metrics: summary, checkpoints, warnings };
+      const headline = headlineScore(meta.algorithm, (key) => records.findLast((rec) => Number.isFinite(rec[key]))?.[key]);
+      if (headline) Object.assign(out, { headline });
       if (opts.json) return console.log(JSON.stringify(out, null, 2));
       console.log(`run ${meta.id}  [${meta.status}]  ${meta.algorithm}${meta.preset ? ` (preset ${meta.preset})` : ''}  created ${meta.createdAt}`);
+      if (headline) console.log(`held-out score: ${headline.value === null ? 'not evaluated yet' : `${fmt(headline.value)} ${headline.label}`} (${headline.key})`);
       console.log(`folder: ${dir}\nsteps: ${out.steps}; checkpoints: ${checkpoints.join(', ') || 'none'}`);
       for (const [k, s] of Object.entries(summary)) console.log(`  ${k.padEnd(22)} last ${fmt(s.last)}  min ${fmt(s.min)}  max ${fmt(s.max)}`);
       for (const w of warnings) console.error(`warning: ${w}`);

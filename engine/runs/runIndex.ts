@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { LowSync, type SyncAdapter } from 'lowdb';
 import { z } from 'zod';
 import { UserError } from '../userError';
+import { headlineScore, type HeadlineScore } from './headlineMetric';
 import { INDEX_FILE, RUN_FILES, runsDir } from './home';
 import { readJsonl } from './jsonl';
 import { metricLineProblem, metricNames, toMetricPoint } from './metricPoint';
@@ -41,6 +42,11 @@ export interface RunSummary {
   lastCheckpointStep?: number;
   /** Latest modification (ms since the epoch) of run.json, metrics.jsonl or checkpoints/. */
   mtime: number;
+  /**
+   * The held-out score: the algorithm's headline metric (headlineMetric.ts), its label, and its last value (null before
+   * the first evaluation). Absent when the algorithm is unknown. Derived when listed, never stored in the index.
+   */
+  headline?: HeadlineScore;
 }
 
 export interface RunIndex {
@@ -152,6 +158,12 @@ function addMetrics(summary: RunSummary, records: Record<string, unknown>[]): vo
       }
     }
   }
+}
+
+function withHeadline(summary: RunSummary): RunSummary {
+  const headline = headlineScore(summary.algorithm, (key) => (Object.hasOwn(summary.metrics, key) ? summary.metrics[key]!.last : undefined));
+  if (headline) summary.headline = headline;
+  return summary;
 }
 
 function rebuildEntry(dir: string, id: string, old: IndexEntry | undefined, stamps: Stamps): IndexEntry {
@@ -270,7 +282,7 @@ export function openRunIndex(home: string): RunIndex {
           // A cache that cannot be saved (read-only home, full disk) is rebuilt next time; the listing stands.
         }
       }
-      return ids.map((id) => structuredClone(runs[id]!.summary));
+      return ids.map((id) => withHeadline(structuredClone(runs[id]!.summary)));
     },
   };
 }

@@ -25,4 +25,5 @@ export const runSummarySchema = z.object({
   checkpoints: z.number(),
   lastCheckpointStep: z.number().optional(),
   mtime: z.number(),
+  headline: z.object({ key: z.string(), label: z.string(), value: z.number().nullable() }).optional(),
 });

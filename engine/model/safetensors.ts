@@ -11,8 +11,14 @@
  * (its keys sorted; the reference leaves their order to a hash map), then tensors ordered by descending dtype alignment
  * rank and then by name in code point order, laid out in that same order. For the two dtypes written here that means
  * every F32 tensor (by name) before every I32 tensor (by name).
+ *
+ * Reading a file never trusts its size: it is opened without blocking (a FIFO would wait for a writer forever),
+ * refused unless it is a regular file (`/dev/zero` never ends), and only the 8-byte length and the header are read
+ * before every tensor's offsets are checked against the file's size; then each tensor is read at its offset. A bad
+ * header is refused after reading a few bytes, whatever the file's size, and files past 2 GiB need no single buffer.
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, writeFile, type FileHandle } from 'node:fs/promises';
 import { UserError } from '../userError';
 import { compareCodePoints } from './codePointOrder';
 
@@ -58,6 +64,18 @@ function elementCount(shape: readonly number[]): number {
   let n = 1;
   for (const d of shape) n *= d;
   return n;
+}
+
+/** A value quoted in an error, bounded: a crafted header may nest arrays 100,000 deep or hold megabytes. */
+function brief(value: unknown): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    text = Array.isArray(value) ? '[…]' : typeof value === 'object' && value !== null ? '{…}' : String(value);
+  }
+  if (text === undefined) text = String(value);
+  return text.length > 80 ? `${text.slice(0, 80)}…` : text;
 }
 
 function isDimension(d: unknown): d is number {
@@ -153,11 +171,14 @@ interface Span {
   bytes: Uint8Array;
   begin: number;
   end: number;
+  /** `bytes` is a fresh buffer holding just this tensor, read for it: the result may keep it instead of a copy. */
+  owned?: boolean;
 }
 
 /** Copies a span into a fresh ArrayBuffer. The result of decoding owns its memory: it does not keep the whole file
  * alive, and it does not change when the caller reuses `bytes`. (Node's Buffer#slice shares memory, hence `set`.) */
-function copySpan({ bytes, begin, end }: Span): ArrayBuffer {
+function copySpan({ bytes, begin, end, owned }: Span): ArrayBuffer {
+  if (owned && begin === 0 && bytes.byteOffset === 0 && end === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer) return bytes.buffer;
   const buffer = new ArrayBuffer(end - begin);
   new Uint8Array(buffer).set(bytes.subarray(begin, end));
   return buffer;
@@ -258,21 +279,31 @@ function convert(entry: Entry, span: Span, source: string): Float32Array | Int32
   }
 }
 
-function parseHeader(bytes: Uint8Array, source: string): { entries: Entry[]; metadata: Record<string, string>; dataStart: number } {
-  if (bytes.length < 8) {
-    throw new SafetensorsError(source, null, `file is ${bytes.length} bytes, shorter than the 8-byte header length; it is truncated or not a safetensors file`);
+/** The header's length from the first 8 bytes of a `fileLength`-byte file, checked against the limit and the size. */
+function headerLengthOf(prefix: Uint8Array, fileLength: number, source: string): number {
+  if (fileLength < 8 || prefix.length < 8) {
+    throw new SafetensorsError(source, null, `file is ${fileLength} bytes, shorter than the 8-byte header length; it is truncated or not a safetensors file`);
   }
-  const n = new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true);
+  const n = new DataView(prefix.buffer, prefix.byteOffset, 8).getBigUint64(0, true);
   if (n > BigInt(MAX_HEADER_BYTES)) {
     throw new SafetensorsError(source, null, `header length ${n} exceeds the ${MAX_HEADER_BYTES}-byte limit; the file is corrupt or not a safetensors file`);
   }
   const headerLength = Number(n);
-  if (8 + headerLength > bytes.length) {
-    throw new SafetensorsError(source, null, `header length ${headerLength} runs past the end of the ${bytes.length}-byte file; it is truncated or not a safetensors file`);
+  if (8 + headerLength > fileLength) {
+    throw new SafetensorsError(source, null, `header length ${headerLength} runs past the end of the ${fileLength}-byte file; it is truncated or not a safetensors file`);
   }
+  return headerLength;
+}
+
+function parseHeader(bytes: Uint8Array, source: string): { entries: Entry[]; metadata: Record<string, string>; dataStart: number } {
+  const headerLength = headerLengthOf(bytes, bytes.length, source);
+  return { ...parseHeaderJson(bytes.subarray(8, 8 + headerLength), source), dataStart: 8 + headerLength };
+}
+
+function parseHeaderJson(header: Uint8Array, source: string): { entries: Entry[]; metadata: Record<string, string> } {
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes.subarray(8, 8 + headerLength));
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(header);
   } catch {
     throw new SafetensorsError(source, null, 'header is not valid UTF-8; the file is corrupt or not a safetensors file');
   }
@@ -295,7 +326,7 @@ function parseHeader(bytes: Uint8Array, source: string): { entries: Entry[]; met
       }
       for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
         if (typeof value !== 'string') {
-          throw new SafetensorsError(source, null, `'${METADATA_KEY}.${key}' is ${JSON.stringify(value)}; metadata values must be strings`);
+          throw new SafetensorsError(source, null, `'${METADATA_KEY}.${key.length > 80 ? `${key.slice(0, 80)}…` : key}' is ${brief(value)}; metadata values must be strings`);
         }
         metadata.push([key, value]);
       }
@@ -303,7 +334,7 @@ function parseHeader(bytes: Uint8Array, source: string): { entries: Entry[]; met
     }
     entries.push(parseEntry(name, raw, source));
   }
-  return { entries, metadata: Object.fromEntries(metadata), dataStart: 8 + headerLength };
+  return { entries, metadata: Object.fromEntries(metadata) };
 }
 
 function parseEntry(name: string, raw: unknown, source: string): Entry {
@@ -312,13 +343,13 @@ function parseEntry(name: string, raw: unknown, source: string): Entry {
   }
   const { dtype, shape, data_offsets: offsets } = raw as Record<string, unknown>;
   if (typeof dtype !== 'string' || !(SAFETENSORS_READ_DTYPES as readonly string[]).includes(dtype)) {
-    throw new SafetensorsError(source, name, `dtype ${JSON.stringify(dtype)} is not supported; this reader handles ${SAFETENSORS_READ_DTYPES.join(', ')} (convert the checkpoint, e.g. with torch, to one of them)`);
+    throw new SafetensorsError(source, name, `dtype ${brief(dtype)} is not supported; this reader handles ${SAFETENSORS_READ_DTYPES.join(', ')} (convert the checkpoint, e.g. with torch, to one of them)`);
   }
   if (!Array.isArray(shape) || !shape.every(isDimension)) {
-    throw new SafetensorsError(source, name, `shape ${JSON.stringify(shape)} must be an array of non-negative integers`);
+    throw new SafetensorsError(source, name, `shape ${brief(shape)} must be an array of non-negative integers`);
   }
   if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every(isDimension) || offsets[0] > offsets[1]) {
-    throw new SafetensorsError(source, name, `data_offsets ${JSON.stringify(offsets)} must be [begin, end] with 0 <= begin <= end`);
+    throw new SafetensorsError(source, name, `data_offsets ${brief(offsets)} must be [begin, end] with 0 <= begin <= end`);
   }
   const entry: Entry = { name, dtype: dtype as SafetensorsDtype, shape: shape as number[], begin: offsets[0] as number, end: offsets[1] as number };
   const expected = elementCount(entry.shape) * DTYPE_BYTES[entry.dtype];
@@ -328,11 +359,8 @@ function parseEntry(name: string, raw: unknown, source: string): Entry {
   return entry;
 }
 
-/** Decodes a whole safetensors file. `source` (the path, ideally) is named in every error. */
-export function decodeSafetensors(bytes: Uint8Array, source = '(safetensors bytes)'): DecodedSafetensors {
-  const { entries, metadata, dataStart } = parseHeader(bytes, source);
-  const dataLength = bytes.length - dataStart;
-  // Tiling check in file order: each tensor must start where the previous one ended, the last end at the buffer's end.
+/** Tiling check in file order: each tensor must start where the previous one ended, the last end at the buffer's end. */
+function checkTiling(entries: readonly Entry[], dataLength: number, source: string): void {
   const byOffset = [...entries].sort((a, b) => a.begin - b.begin || a.end - b.end);
   let cursor = 0;
   let previous: string | null = null;
@@ -352,6 +380,12 @@ export function decodeSafetensors(bytes: Uint8Array, source = '(safetensors byte
   if (cursor !== dataLength) {
     throw new SafetensorsError(source, null, `tensors cover ${cursor} bytes but the data buffer holds ${dataLength}; the file has trailing bytes or a missing tensor`);
   }
+}
+
+/** Decodes a whole safetensors file. `source` (the path, ideally) is named in every error. */
+export function decodeSafetensors(bytes: Uint8Array, source = '(safetensors bytes)'): DecodedSafetensors {
+  const { entries, metadata, dataStart } = parseHeader(bytes, source);
+  checkTiling(entries, bytes.length - dataStart, source);
   // fromEntries defines own properties, so even a tensor named "__proto__" is kept as data.
   const tensors: Record<string, DecodedTensor> = Object.fromEntries(
     entries.map((entry) => {
@@ -362,9 +396,53 @@ export function decodeSafetensors(bytes: Uint8Array, source = '(safetensors byte
   return { tensors, metadata };
 }
 
+/** Largest single read: fs refuses reads of 2 GiB or more, so bigger tensors are read in parts. */
+const READ_CHUNK = 1 << 30;
+
+/** Exactly `length` bytes at `position` into a fresh buffer; a file that ends early is reported as truncated. */
+async function readAt(fh: FileHandle, position: number, length: number, source: string): Promise<Uint8Array> {
+  const out = new Uint8Array(length);
+  let done = 0;
+  while (done < length) {
+    const { bytesRead } = await fh.read(out, done, Math.min(READ_CHUNK, length - done), position + done);
+    if (bytesRead === 0) {
+      throw new SafetensorsError(source, null, `the file ended at byte ${position + done} while reading bytes ${position}–${position + length}; it shrank while being read, or is truncated`);
+    }
+    done += bytesRead;
+  }
+  return out;
+}
+
+/**
+ * Reads a safetensors file: the 8-byte length, the header, then each tensor at its offset. Only regular files are
+ * read; the header and every offset are checked against the file's size before any tensor data is read.
+ */
 export async function readSafetensorsFile(path: string): Promise<DecodedSafetensors> {
-  const bytes = await readFile(path);
-  return decodeSafetensors(bytes, path);
+  // O_NONBLOCK: opening a FIFO for reading waits for a writer otherwise; it is refused below anyway.
+  const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const st = await fh.stat();
+    if (!st.isFile()) {
+      const kind = st.isDirectory() ? 'a folder' : st.isFIFO() ? 'a FIFO (named pipe)' : st.isCharacterDevice() || st.isBlockDevice() ? 'a device' : st.isSocket() ? 'a socket' : 'not a regular file';
+      throw new SafetensorsError(path, null, `is ${kind}, expected a regular safetensors file`);
+    }
+    const size = st.size;
+    const prefix = size >= 8 ? await readAt(fh, 0, 8, path) : new Uint8Array(0);
+    const headerLength = headerLengthOf(prefix, size, path);
+    const { entries, metadata } = parseHeaderJson(await readAt(fh, 8, headerLength, path), path);
+    const dataStart = 8 + headerLength;
+    checkTiling(entries, size - dataStart, path);
+    const tensors: Record<string, DecodedTensor> = {};
+    for (const entry of entries) {
+      const bytes = await readAt(fh, dataStart + entry.begin, entry.end - entry.begin, path);
+      const data = convert(entry, { bytes, begin: 0, end: bytes.length, owned: true }, path);
+      // Defined, not assigned: a tensor named "__proto__" is kept as data.
+      Object.defineProperty(tensors, entry.name, { value: { dtype: entry.dtype, shape: entry.shape, data }, enumerable: true, writable: true, configurable: true });
+    }
+    return { tensors, metadata };
+  } finally {
+    await fh.close();
+  }
 }
 
 /** Plain write; callers that need atomicity (checkpoints) write to a temporary name and rename. */

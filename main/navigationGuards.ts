@@ -1,5 +1,5 @@
 /**
- * What the window may not do on its own: leave the app, open windows, embed webviews, obtain permissions.
+ * What the window may not do on its own: leave the app, open windows, embed webviews, obtain or even probe permissions.
  * Plain functions with structural parameter types, so tests call them without Electron.
  */
 import { isAppUrl, type AppLocation } from './appLocation';
@@ -27,4 +27,18 @@ export function preventWebviewAttach(event: { preventDefault(): void }): void {
 /** For session.setPermissionRequestHandler: the app needs no camera, notifications, geolocation, … */
 export function denyPermissionRequest(_webContents: unknown, _permission: string, callback: (granted: boolean) => void): void {
   callback(false);
+}
+
+/**
+ * For session.setPermissionCheckHandler: the synchronous "is this permission granted?" that Chromium asks before and
+ * besides any request (navigator.permissions.query, clipboard, HID/serial/USB enumeration, …). Without it these
+ * checks fall to Electron's default, which grants them. The app needs none, so every check says no.
+ */
+export function denyPermissionCheck(): boolean {
+  return false;
+}
+
+/** For session.setDevicePermissionHandler: no HID, serial or USB device is ever granted to the page. */
+export function denyDevicePermission(): boolean {
+  return false;
 }

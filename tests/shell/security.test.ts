@@ -6,19 +6,25 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it, vi, type Mock } from 'vitest';
 import { API_EVENT_CHANNEL, API_KEYS, API_METHODS, apiChannel, type ApiEvent, type MarsLabApi } from '../../engine/api/contract';
 import { ENGINE_VERSION } from '../../engine/version';
-import { isAppUrl, resolveAppLocation, type AppLocation } from '../../main/appLocation';
+import { BUILT_APP, isAppUrl, resolveAppLocation, type AppLocation } from '../../main/appLocation';
+import { APP_INDEX_URL, APP_SCHEME_PRIVILEGES } from '../../main/appProtocol';
 import {
   CONTENT_SECURITY_POLICY,
   CONTENT_SECURITY_POLICY_HEADER,
   withContentSecurityPolicy,
 } from '../../main/contentSecurityPolicy';
-import { denyPermissionRequest, denyWindowOpen, guardNavigation } from '../../main/navigationGuards';
+import {
+  denyDevicePermission,
+  denyPermissionCheck,
+  denyPermissionRequest,
+  denyWindowOpen,
+  guardNavigation,
+} from '../../main/navigationGuards';
 import { isTrustedSender, trustedHandler, UntrustedSenderError, type IpcSender } from '../../main/senderCheck';
-import { createWindowOptions } from '../../main/windowOptions';
+import { closeDevToolsWhenPackaged, createWindowOptions } from '../../main/windowOptions';
 
 type Listener = (...args: never[]) => unknown;
 
@@ -29,6 +35,10 @@ const fake = vi.hoisted(() => {
     readonly listeners = new Map<string, Listener[]>();
     windowOpenHandler: Listener | null = null;
     readonly sent: Array<[string, unknown]> = [];
+    devToolsClosed = 0;
+    closeDevTools(): void {
+      this.devToolsClosed += 1;
+    }
     on(name: string, listener: Listener): this {
       this.listeners.set(name, [...(this.listeners.get(name) ?? []), listener]);
       return this;
@@ -111,8 +121,11 @@ const fake = vi.hoisted(() => {
       defaultSession: {
         webRequest: { onHeadersReceived: vi.fn() },
         setPermissionRequestHandler: vi.fn(),
+        setPermissionCheckHandler: vi.fn(),
+        setDevicePermissionHandler: vi.fn(),
       },
     },
+    protocol: { registerSchemesAsPrivileged: vi.fn(), handle: vi.fn() },
     contextBridge: { exposeInMainWorld: vi.fn() },
     ipcRenderer: {
       invoke: vi.fn((channel: string, _request: unknown) => Promise.resolve(`answer of ${channel}`)),
@@ -126,9 +139,10 @@ const fake = vi.hoisted(() => {
 vi.mock('electron', () => fake.electron);
 
 const RENDERER_INDEX = resolve('renderer/index.html');
-const FILE_APP: AppLocation = resolveAppLocation({ devServerUrl: undefined, isPackaged: false, rendererIndexFile: RENDERER_INDEX });
-const DEV_APP: AppLocation = resolveAppLocation({ devServerUrl: 'http://localhost:5173/', isPackaged: false, rendererIndexFile: RENDERER_INDEX });
-const APP_FILE_URL = pathToFileURL(RENDERER_INDEX).href;
+const FILE_APP: AppLocation = resolveAppLocation({ devServerUrl: undefined, isPackaged: false });
+const DEV_APP: AppLocation = resolveAppLocation({ devServerUrl: 'http://localhost:5173/', isPackaged: false });
+/** The built app's page: app://mars-lab/index.html (main/appProtocol.ts). */
+const APP_FILE_URL = APP_INDEX_URL;
 
 function navigation(url: string): { url: string; preventDefault: Mock<() => void> } {
   return { url, preventDefault: vi.fn<() => void>() };
@@ -149,7 +163,7 @@ function parseCsp(policy: string): Map<string, string[]> {
 }
 
 describe('window options', () => {
-  const prefs = createWindowOptions('/app/out/preload/index.cjs').webPreferences ?? {};
+  const prefs = createWindowOptions('/app/out/preload/index.cjs', { isPackaged: false }).webPreferences ?? {};
 
   it('isolates the page from Node and the preload', () => {
     expect(prefs.contextIsolation).toBe(true);
@@ -167,6 +181,23 @@ describe('window options', () => {
 
   it('uses the given preload', () => {
     expect(prefs.preload).toBe('/app/out/preload/index.cjs');
+  });
+
+  it('has DevTools only when not packaged', () => {
+    expect(prefs.devTools).toBe(true);
+    const packaged = createWindowOptions('/app/out/preload/index.cjs', { isPackaged: true }).webPreferences ?? {};
+    expect(packaged.devTools).toBe(false);
+  });
+
+  it('closes DevTools at once should they open in a packaged app', () => {
+    const listeners: Array<() => void> = [];
+    const contents = { on: (_event: 'devtools-opened', listener: () => void) => void listeners.push(listener), closeDevTools: vi.fn() };
+    closeDevToolsWhenPackaged(contents, { isPackaged: false });
+    expect(listeners).toHaveLength(0);
+    closeDevToolsWhenPackaged(contents, { isPackaged: true });
+    expect(listeners).toHaveLength(1);
+    listeners[0]!();
+    expect(contents.closeDevTools).toHaveBeenCalledTimes(1);
   });
 });
 
@@ -218,23 +249,29 @@ describe('content security policy', () => {
 });
 
 describe('app location', () => {
-  it('loads the built file unless a dev server is given to an unpackaged app', () => {
-    expect(FILE_APP).toMatchObject({ kind: 'file', path: RENDERER_INDEX });
+  it('loads the built app from app:// unless a dev server is given to an unpackaged app', () => {
+    expect(FILE_APP).toEqual(BUILT_APP);
+    expect(FILE_APP).toEqual({ kind: 'app-protocol', url: 'app://mars-lab/index.html' });
     expect(DEV_APP).toMatchObject({ kind: 'dev-server', origin: 'http://localhost:5173' });
-    const packaged = resolveAppLocation({ devServerUrl: 'http://localhost:5173/', isPackaged: true, rendererIndexFile: RENDERER_INDEX });
-    expect(packaged.kind).toBe('file');
-    expect(() =>
-      resolveAppLocation({ devServerUrl: 'file:///tmp/x.html', isPackaged: false, rendererIndexFile: RENDERER_INDEX }),
-    ).toThrow(/ELECTRON_RENDERER_URL/);
+    const packaged = resolveAppLocation({ devServerUrl: 'http://localhost:5173/', isPackaged: true });
+    expect(packaged).toEqual(BUILT_APP);
+    expect(() => resolveAppLocation({ devServerUrl: 'file:///tmp/x.html', isPackaged: false })).toThrow(/ELECTRON_RENDERER_URL/);
   });
 
   it('recognises the app page and nothing else', () => {
     expect(isAppUrl(APP_FILE_URL, FILE_APP)).toBe(true);
     expect(isAppUrl(`${APP_FILE_URL}#/runs`, FILE_APP)).toBe(true);
-    expect(isAppUrl(pathToFileURL(resolve('renderer/other.html')).href, FILE_APP)).toBe(false);
+    expect(isAppUrl(`${APP_FILE_URL}?view=runs`, FILE_APP)).toBe(true);
+    // The built app is no file: the renderer's own index.html on disk is not the app page any more.
+    expect(isAppUrl(`file://${RENDERER_INDEX}`, FILE_APP)).toBe(false);
     expect(isAppUrl('file:///etc/passwd', FILE_APP)).toBe(false);
-    expect(isAppUrl(APP_FILE_URL.replace('/renderer/', '/renderer/%2e%2e/renderer/x/%2e%2e/'), FILE_APP)).toBe(true);
-    expect(isAppUrl(APP_FILE_URL.replace('/renderer/index.html', '/renderer/%2e%2e/index.html'), FILE_APP)).toBe(false);
+    expect(isAppUrl('app://mars-lab/other.html', FILE_APP)).toBe(false);
+    expect(isAppUrl('app://mars-lab/assets/index.js', FILE_APP)).toBe(false);
+    expect(isAppUrl('app://other/index.html', FILE_APP)).toBe(false);
+    expect(isAppUrl('app://user@mars-lab/index.html', FILE_APP)).toBe(false);
+    expect(isAppUrl('https://mars-lab/index.html', FILE_APP)).toBe(false);
+    expect(isAppUrl('app://mars-lab/x/%2e%2e/index.html', FILE_APP)).toBe(true); // the same page, dot segment resolved
+    expect(isAppUrl('app://mars-lab/index.html/%2e%2e/other.html', FILE_APP)).toBe(false);
     expect(isAppUrl('http://localhost:5173/src/main.ts', DEV_APP)).toBe(true);
     expect(isAppUrl('http://localhost:5174/', DEV_APP)).toBe(false);
     expect(isAppUrl('https://localhost:5173/', DEV_APP)).toBe(false);
@@ -268,6 +305,13 @@ describe('navigation and new windows', () => {
     const callback = vi.fn();
     denyPermissionRequest({}, 'media', callback);
     expect(callback).toHaveBeenCalledWith(false);
+  });
+
+  it('answers every permission check and device request with no', () => {
+    for (const permission of ['clipboard-read', 'clipboard-sanitized-write', 'media', 'notifications', 'hid', 'serial', 'usb']) {
+      expect(denyPermissionCheck(), permission).toBe(false);
+    }
+    expect(denyDevicePermission()).toBe(false);
   });
 });
 
@@ -316,7 +360,26 @@ describe('main/index.ts wiring (fake electron)', () => {
     const prefs = window().options.webPreferences ?? {};
     expect(prefs).toMatchObject({ contextIsolation: true, sandbox: true, nodeIntegration: false, webSecurity: true });
     expect(String(prefs['preload'])).toMatch(/[\\/]preload[\\/]index\.cjs$/);
-    expect(window().loaded).toEqual({ file: RENDERER_INDEX });
+    expect(prefs['devTools']).toBe(true); // not packaged
+    expect(window().loaded).toEqual({ url: 'app://mars-lab/index.html' });
+  });
+
+  it('registers app:// as privileged before ready, and serves the renderer folder through it', async () => {
+    const { registerSchemesAsPrivileged, handle } = fake.electron.protocol;
+    expect(registerSchemesAsPrivileged).toHaveBeenCalledWith([APP_SCHEME_PRIVILEGES]);
+    expect(registerSchemesAsPrivileged.mock.invocationCallOrder[0]!).toBeLessThan(
+      fake.electron.app.whenReady.mock.invocationCallOrder[0]!,
+    );
+    expect(handle).toHaveBeenCalledTimes(1);
+    const [scheme, serve] = handle.mock.calls[0] as unknown as [string, (request: Request) => Promise<Response>];
+    expect(scheme).toBe('app');
+    // Under the tests main/index.ts sits in main/, so its '../renderer/' is the source folder with index.html.
+    const page = await serve(new Request('app://mars-lab/index.html'));
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await page.text()).toBe(readFileSync(RENDERER_INDEX, 'utf8'));
+    expect((await serve(new Request('app://mars-lab/../package.json'))).status).toBe(404);
+    expect((await serve(new Request('app://mars-lab/..%2fpackage.json'))).status).toBe(404);
   });
 
   it('denies window.open and blocks navigation away from the app', () => {
@@ -342,6 +405,8 @@ describe('main/index.ts wiring (fake electron)', () => {
     expect(callback).toHaveBeenCalledWith({ responseHeaders: { 'Content-Security-Policy': [CONTENT_SECURITY_POLICY_HEADER] } });
     const permissions = fake.electron.session.defaultSession.setPermissionRequestHandler;
     expect(permissions).toHaveBeenCalledWith(denyPermissionRequest);
+    expect(fake.electron.session.defaultSession.setPermissionCheckHandler).toHaveBeenCalledWith(denyPermissionCheck);
+    expect(fake.electron.session.defaultSession.setDevicePermissionHandler).toHaveBeenCalledWith(denyDevicePermission);
   });
 
   it('registers exactly one handler per contract method, and nothing else', () => {
@@ -433,5 +498,31 @@ describe('preload (fake electron)', () => {
     expect(received).toEqual([payload]);
     unsubscribe();
     expect(fake.electron.ipcRenderer.removeListener).toHaveBeenCalledWith(API_EVENT_CHANNEL, forward);
+  });
+});
+
+describe('main/index.ts in a packaged app (fake electron)', () => {
+  beforeAll(async () => {
+    fake.electron.app.isPackaged = true;
+    // A packaged app must not follow the environment, not even to a loopback dev server.
+    process.env['ELECTRON_RENDERER_URL'] = 'http://localhost:5173/';
+    vi.resetModules();
+    await import('../../main/index');
+    await vi.waitFor(() => expect(fake.FakeBrowserWindow.all).toHaveLength(2));
+  });
+
+  const packagedWindow = () => fake.FakeBrowserWindow.all[1]!;
+
+  it('loads the built app from app://, ignoring ELECTRON_RENDERER_URL', () => {
+    expect(packagedWindow().loaded).toEqual({ url: 'app://mars-lab/index.html' });
+  });
+
+  it('opens the window without DevTools, and closes them should they open', () => {
+    expect(packagedWindow().options.webPreferences?.['devTools']).toBe(false);
+    const contents = packagedWindow().webContents;
+    const opened = contents.listeners.get('devtools-opened') ?? [];
+    expect(opened).toHaveLength(1);
+    (opened[0] as () => void)();
+    expect(contents.devToolsClosed).toBe(1);
   });
 });

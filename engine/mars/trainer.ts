@@ -70,13 +70,23 @@ function trainQuestions(cfg: MarsConfig): RolloutQuestion[] {
   return questionsOf(trainWorldSeeds(cfg.task.worldSeed, cfg.task.trainWorlds).map((s) => worldEnv(s, cfg.task.world)), cfg.task.families);
 }
 
-/** The fixed evaluation set: round-robin over families, so every family is represented (deterministic). */
+/**
+ * The fixed evaluation set: exactly eval.items questions of the held-out worlds, round-robin over families so every
+ * family is represented (deterministic). Fewer held-out questions than eval.items is an error naming both fields,
+ * never a smaller evaluation under the same identity.
+ */
 export function evalQuestions(cfg: MarsConfig): RolloutQuestion[] {
   const all = questionsOf(evalWorldSeeds(cfg.task.worldSeed, cfg.task.evalWorlds).map((s) => worldEnv(s, cfg.task.world)), cfg.task.families);
+  const want = cfg.eval.items;
+  if (all.length < want) {
+    throw new UserError(
+      `eval.items: ${want} held-out questions asked, but the ${cfg.task.evalWorlds} held-out world(s) of task.evalWorlds have ${all.length} questions of the families ${cfg.task.families.join(', ')}; set eval.items to at most ${all.length}, or raise task.evalWorlds`,
+    );
+  }
   const byFamily = cfg.task.families.map((f) => all.filter((q) => q.family === f));
   const out: RolloutQuestion[] = [];
-  for (let i = 0; out.length < cfg.eval.items && byFamily.some((qs) => i < qs.length); i++) {
-    for (const qs of byFamily) if (i < qs.length && out.length < cfg.eval.items) out.push(qs[i]!);
+  for (let i = 0; out.length < want && byFamily.some((qs) => i < qs.length); i++) {
+    for (const qs of byFamily) if (i < qs.length && out.length < want) out.push(qs[i]!);
   }
   return out;
 }
@@ -359,6 +369,7 @@ export const mars: Algorithm<MarsConfig> = {
   async createTrainer(cfg, from) {
     const questions = trainQuestions(cfg);
     if (questions.length === 0) throw new UserError('task.families: the training worlds have no questions of these families');
+    evalQuestions(cfg); // a held-out set smaller than eval.items fails the run now, not at its first evaluation
     const root = new Rng(cfg.seed);
     const mode = cfg.mars.sys1Params;
     if (!from) {

@@ -1,6 +1,10 @@
 /**
  * The one `MarsLabApi` the views use: Electron's preload sets `window.api`; in a browser (web mode) it is built over the
- * server's WebSocket from the token in the page's URL. Views import `api` and `connection` from here, never a transport.
+ * server's WebSocket with the token the server printed. Views import `api` and `connection` from here, never a transport.
+ *
+ * The token arrives once, in the printed URL's `?token=`. It moves into sessionStorage (this tab, this origin, which
+ * includes the port) and out of the address bar and history (`history.replaceState`, the hash route kept), so it is
+ * not shown, bookmarked or copied with a link; a reload finds it in sessionStorage. It is never put in a cookie.
  */
 import type { MarsLabApi } from '../../../engine/api/contract';
 import { createSocketApi, type ConnectionState } from './socketApi';
@@ -10,13 +14,37 @@ export const connection = $state<{ state: ConnectionState | 'electron' | 'no-hos
   transport: null,
 });
 
+const TOKEN_KEY = 'mars-lab-token';
+
+/** The token from the URL (then stored, and dropped from the URL), or the one stored by an earlier load of this tab. */
+function takeToken(): string | null {
+  const params = new URLSearchParams(location.search);
+  const fromUrl = params.get('token');
+  if (fromUrl) {
+    try {
+      sessionStorage.setItem(TOKEN_KEY, fromUrl);
+    } catch {
+      // storage off: the token lives for this load only
+    }
+    params.delete('token');
+    const query = params.toString();
+    history.replaceState(history.state, '', `${location.pathname}${query ? `?${query}` : ''}${location.hash}`);
+    return fromUrl;
+  }
+  try {
+    return sessionStorage.getItem(TOKEN_KEY);
+  } catch {
+    return null;
+  }
+}
+
 function chooseApi(): MarsLabApi | null {
   if (window.api) {
     connection.state = 'electron';
     connection.transport = 'electron';
     return window.api;
   }
-  const token = new URLSearchParams(location.search).get('token');
+  const token = takeToken();
   if (!token) {
     connection.state = 'no-host';
     return null;

@@ -1,12 +1,17 @@
 /**
  * `window.api` for web mode (`mars-lab serve`): the same contract as Electron's preload, over the server's WebSocket.
- * The token comes from the page's URL (`?token=`), which is the URL the server printed. The socket reconnects after a
- * drop; each connection starts with a 'host-ready' event, so views reload what they show.
+ * The token (connection.svelte.ts takes it from the URL the server printed) is the socket's first message, never part
+ * of its URL. The socket reconnects after a drop; each connection starts with a 'host-ready' event once the token is
+ * accepted, so views reload what they show. A server that refuses the token (it restarted with a new one) closes with
+ * TOKEN_REFUSED: the state becomes 'refused' and the page stops retrying.
  */
 import type { ApiEvent, ApiMethod, ApiRequest, ApiResponse, MarsLabApi } from '../../../engine/api/contract';
 import { ApiCallError } from './errors';
 
-export type ConnectionState = 'connecting' | 'open' | 'closed';
+export type ConnectionState = 'connecting' | 'open' | 'closed' | 'refused';
+
+/** engine/api/webServer.ts TOKEN_REFUSED (not imported: that module is Node's). */
+const TOKEN_REFUSED = 4401;
 
 interface Pending {
   resolve(value: unknown): void;
@@ -14,20 +19,22 @@ interface Pending {
 }
 
 export function createSocketApi(token: string, onState: (state: ConnectionState) => void): MarsLabApi {
-  const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/api?token=${encodeURIComponent(token)}`;
+  const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/api`;
   const pending = new Map<number, Pending>();
   const listeners = new Set<(event: ApiEvent) => void>();
   let queue: string[] = [];
   let nextId = 1;
   let socket: WebSocket;
   let retryMs = 500;
+  /** Set once the server refused the token: every later call fails with it at once. */
+  let refusedWith: string | null = null;
 
   const connect = (): void => {
     onState('connecting');
     socket = new WebSocket(url);
     socket.onopen = () => {
-      retryMs = 500;
-      onState('open');
+      // The token first: the server handles a socket's messages in order, so the queued calls may follow at once.
+      socket.send(JSON.stringify({ token }));
       for (const message of queue) socket.send(message);
       queue = [];
     };
@@ -39,6 +46,10 @@ export function createSocketApi(token: string, onState: (state: ConnectionState)
         return;
       }
       if (data.event) {
+        if (data.event.type === 'host-ready') {
+          retryMs = 500;
+          onState('open');
+        }
         for (const listener of listeners) listener(data.event);
         return;
       }
@@ -48,11 +59,20 @@ export function createSocketApi(token: string, onState: (state: ConnectionState)
       if (data.ok) call.resolve(data.result);
       else call.reject(new ApiCallError(data.error?.message ?? 'the server refused the request', data.error?.issues));
     };
-    socket.onclose = () => {
-      onState('closed');
-      for (const call of pending.values()) call.reject(new ApiCallError('the connection to the mars-lab server was lost'));
+    socket.onclose = (event) => {
+      const refused = event.code === TOKEN_REFUSED;
+      onState(refused ? 'refused' : 'closed');
+      const why = refused
+        ? "the mars-lab server refused this page's token (it was restarted, or the URL was mistyped): open the URL that `mars-lab serve` printed"
+        : 'the connection to the mars-lab server was lost';
+      for (const call of pending.values()) call.reject(new ApiCallError(why));
       pending.clear();
-      // Reconnect (the server may have restarted); a page without the right token gets nowhere and keeps saying so.
+      // Retrying with a token the server refused gets nowhere: the page says so and waits for the new URL.
+      if (refused) {
+        refusedWith = why;
+        return;
+      }
+      // Reconnect after a drop; a server restarted meanwhile has a new token, refuses this one, and the page says so.
       setTimeout(connect, retryMs);
       retryMs = Math.min(retryMs * 2, 10_000);
     };
@@ -63,6 +83,7 @@ export function createSocketApi(token: string, onState: (state: ConnectionState)
     <M extends ApiMethod>(method: M) =>
     (request?: ApiRequest<M>): Promise<ApiResponse<M>> =>
       new Promise<ApiResponse<M>>((resolve, reject) => {
+        if (refusedWith !== null) return reject(new ApiCallError(refusedWith));
         const id = nextId++;
         pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
         const text = JSON.stringify({ id, method, params: request ?? {} });

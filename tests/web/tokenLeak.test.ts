@@ -99,7 +99,7 @@ describe.skipIf(!haveChromium)('the token in a browser', () => {
     await context.close();
   });
 
-  it('says the token was refused (a restarted server) instead of retrying, and shows how to start without one', async () => {
+  it('says the token was refused (a mistyped URL, a restarted server) instead of retrying, and shows how to start without one', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
     await page.goto(`http://127.0.0.1:${server.port}/?token=${'x'.repeat(32)}#/runs`);
@@ -107,6 +107,20 @@ describe.skipIf(!haveChromium)('the token in a browser', () => {
     await page.locator('[data-testid="host-status"][data-state="refused"]').waitFor();
     expect(await status.textContent()).toContain('token refused');
     expect(page.url()).toBe(`http://127.0.0.1:${server.port}/#/runs`);
+
+    // The real story: the page is open and connected, `serve` restarts on the same port with a new token.
+    const first = await startWebServer({ host, port: 0 });
+    const open = await context.newPage();
+    await open.goto(`${first.url}#/runs`);
+    await open.locator('[data-testid="host-status"][data-state="open"]').waitFor();
+    const samePort = first.port;
+    await first.close();
+    const restarted = await startWebServer({ host, port: samePort });
+    try {
+      await open.locator('[data-testid="host-status"][data-state="refused"]').waitFor();
+    } finally {
+      await restarted.close();
+    }
 
     const bare = await context.newPage();
     await bare.goto(`http://127.0.0.1:${server.port}/#/runs`);

@@ -24,7 +24,7 @@ import { watchHome, type HomeWatcher, type RunEvent } from '../runs/watcher';
 import { UserError } from '../userError';
 import { ENGINE_VERSION } from '../version';
 import type { ApiEvent, ApiMethod, ApiMetricPoint, ApiParsedRequest, ApiResponse } from './contract';
-import type { RunLauncher, RunProcess } from './runLauncher';
+import { workerComparisonSchema, workerEvalSchema, workerResult, type RunLauncher, type RunProcess } from './runLauncher';
 import type { WorkerJob } from './runWorker';
 
 export interface HostOptions {
@@ -444,16 +444,13 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     },
 
     async evaluateCheckpoint(ref) {
-      const result = await launchWorker({ kind: 'evaluate', home, checkpoint: checkpointDir(ref) }, (line) => (line.type === 'result' ? { value: line.result } : undefined));
-      return evalOut(result.value, ref);
+      const read = await launchWorker({ kind: 'evaluate', home, checkpoint: checkpointDir(ref) }, workerResult(home, workerEvalSchema));
+      return evalOut(read(), ref);
     },
 
     async compareCheckpoints({ a, b }) {
-      const result = await launchWorker(
-        { kind: 'compare', home, a: checkpointDir(a), b: checkpointDir(b) },
-        (line) => (line.type === 'result' ? { value: line.result } : undefined),
-      );
-      const c = result.value as Omit<ApiResponse<'compareCheckpoints'>, 'a' | 'b' | 'metrics'> & { a: unknown; b: unknown; metrics: { name: string; a: number; b: number; diff: number }[] };
+      const read = await launchWorker({ kind: 'compare', home, a: checkpointDir(a), b: checkpointDir(b) }, workerResult(home, workerComparisonSchema));
+      const c = read() as Omit<ApiResponse<'compareCheckpoints'>, 'a' | 'b' | 'metrics'> & { a: unknown; b: unknown; metrics: { name: string; a: number; b: number; diff: number }[] };
       const finite = (v: number): number | null => (Number.isFinite(v) ? v : null);
       return {
         identity: c.identity,

@@ -4,9 +4,11 @@
  * line:
  *   {"type":"created","runId","dir"}   the run folder exists (start) or was found (resume)
  *   {"type":"done","runId","status","step"}
- *   {"type":"result","result":…}       evaluate / compare
+ *   {"type":"result","file"}           evaluate / compare: the result is in that file (runLauncher.ts workerResult)
  * Failures go to stderr and a non-zero exit code, through the CLI's error handling.
  */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { compareCheckpoints, checkpointConfig, evaluateCheckpoint } from '../runs/evaluation';
@@ -15,6 +17,7 @@ import { readRunMeta } from '../runs/runFolder';
 import { resumeRun, startRun } from '../runs/runLoop';
 import { initBackend } from '../tensor/backend';
 import { UserError } from '../userError';
+import { workerResultsDir } from './runLauncher';
 
 export const workerJobSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('start'), home: z.string(), config: z.unknown(), preset: z.string().optional() }),
@@ -27,10 +30,40 @@ export type WorkerJob = z.infer<typeof workerJobSchema>;
 export type WorkerLine =
   | { type: 'created'; runId: string; dir: string }
   | { type: 'done'; runId: string; status: string; step: number }
-  | { type: 'result'; result: unknown };
+  | { type: 'result'; file: string };
 
 function say(line: WorkerLine): void {
   process.stdout.write(JSON.stringify(line) + '\n');
+}
+
+/** Result files older than this were left by a host that ended before reading them. */
+const STALE_RESULT_MS = 24 * 3600 * 1000;
+
+/**
+ * Writes a result where its host will read it (runLauncher.ts workerResult): whole under its final name or not at all
+ * (a temp file renamed), since the host may look as soon as the path is said. Leftovers of earlier hosts are removed.
+ */
+export function writeWorkerResult(home: string, result: unknown): string {
+  const dir = workerResultsDir(home);
+  fs.mkdirSync(dir, { recursive: true });
+  for (const name of fs.readdirSync(dir)) {
+    const file = path.join(dir, name);
+    try {
+      if (Date.now() - fs.statSync(file).mtimeMs > STALE_RESULT_MS) fs.rmSync(file, { force: true });
+    } catch {
+      // another worker removed it first
+    }
+  }
+  const file = path.join(dir, `${Date.now()}-${process.pid}-${randomBytes(6).toString('hex')}.json`);
+  const tmp = `${file}.tmp`;
+  try {
+    fs.writeFileSync(tmp, JSON.stringify(result));
+    fs.renameSync(tmp, file);
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    throw err;
+  }
+  return file;
 }
 
 async function backendFor(config: RunConfig): Promise<void> {
@@ -96,12 +129,12 @@ export async function runWorkerJob(jobText: string): Promise<void> {
     case 'evaluate': {
       const config = checkpointConfig(job.checkpoint);
       await backendFor(config);
-      say({ type: 'result', result: await evaluateCheckpoint(job.home, job.checkpoint, config) });
+      say({ type: 'result', file: writeWorkerResult(job.home, await evaluateCheckpoint(job.home, job.checkpoint, config)) });
       return;
     }
     case 'compare': {
       await backendFor(checkpointConfig(job.a));
-      say({ type: 'result', result: await compareCheckpoints(job.home, job.a, job.b) });
+      say({ type: 'result', file: writeWorkerResult(job.home, await compareCheckpoints(job.home, job.a, job.b)) });
       return;
     }
   }

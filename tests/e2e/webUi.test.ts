@@ -338,4 +338,21 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     await shot('compare');
     expect(pageErrors).toEqual([]);
   });
+
+  it("shows each run's held-out score in the Runs table by its algorithm's headline metric, with its label", async () => {
+    await page.goto(`${server.url}#/runs`);
+    await page.getByTestId('runs-table').waitFor();
+    const rows = page.locator('[data-testid="runs-table"] tbody tr[data-run-id]');
+    await expect.poll(() => rows.count(), { timeout: 20_000 }).toBeGreaterThanOrEqual(3);
+    const scoreOf = async (algorithm: string): Promise<string[]> =>
+      rows.filter({ has: page.locator('td:nth-child(3)', { hasText: new RegExp(`^${algorithm}$`) }) }).getByTestId('held-out-score').allTextContents();
+    // These runs evaluated at their end: MARS logs eval.exactMatch, MARTI eval.pass1, seqgrpo eval.accuracy.
+    for (const [algorithm, label] of [['mars', 'exact match'], ['marti', 'pass@1'], ['seqgrpo', 'accuracy']] as const) {
+      const cells = await scoreOf(algorithm);
+      // (a run stopped before its first evaluation shows '–')
+      expect(cells.some((cell) => new RegExp(`^\\s*\\d\\S*\\s+${label}\\s*$`).test(cell)), `${algorithm}: ${JSON.stringify(cells)}`).toBe(true);
+    }
+    await shot('runs-held-out');
+    expect(pageErrors).toEqual([]);
+  });
 });

@@ -2,7 +2,7 @@
  * Metric series for charts: at most one bucket per pixel, each with the min, max and last value of its points, so a
  * chart of 10^5 steps drawn at 800 px still shows every spike (a plain every-k-th sample drops them).
  */
-import type { MetricPoint } from './metricPoint';
+import { metricValue, type MetricPoint } from './metricPoint';
 
 export interface XY {
   x: number;
@@ -109,8 +109,9 @@ export function metricSeries(records: readonly MetricPoint[], name: string, opts
   const xKey = opts.x ?? 'step';
   const out: XY[] = [];
   for (const r of records) {
-    const y = r[name];
-    if (y === undefined) continue;
+    // Own properties only: a series named "constructor" must not pick up Object from a line that did not log it.
+    const y = metricValue(r, name);
+    if (typeof y !== 'number') continue;
     out.push({ x: r[xKey]!, y });
   }
   return out;

@@ -1,5 +1,5 @@
 /** metrics.jsonl as CSV, every line and every metric, for spreadsheets and pandas. */
-import { metricNames } from './metricPoint';
+import { metricNames, metricValue } from './metricPoint';
 
 const NEEDS_QUOTES = /[",\r\n]|^\s|\s$/;
 
@@ -30,6 +30,7 @@ export function metricsToCsv(records: readonly Readonly<Record<string, unknown>>
   }
   const columns = ['step', 'time', ...names];
   const lines = [columns.map(csvField).join(',')];
-  for (const r of records) lines.push(columns.map((c) => csvValue(r[c])).join(','));
+  // Own properties only: a line without a "toString" metric has an empty cell there, not Object's method.
+  for (const r of records) lines.push(columns.map((c) => csvValue(metricValue(r, c))).join(','));
   return lines.join('\n') + '\n';
 }

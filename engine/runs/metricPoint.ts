@@ -21,17 +21,42 @@ export function metricLineProblem(value: unknown): string | undefined {
   return undefined;
 }
 
-/** Keep the numeric fields (null as NaN); strings and nested values are not metrics. */
+/**
+ * Keep the numeric fields (null as NaN); strings and nested values are not metrics. Every name is an own property
+ * (defined, not assigned): a metric named "__proto__" stays a metric instead of a prototype change, and one named
+ * "constructor" or "toString" is found by own-property lookups (see `hasMetric`).
+ */
 export function toMetricPoint(record: Record<string, unknown>): MetricPoint {
   const point: MetricPoint = { step: Number(record.step), time: NaN };
   for (const [name, value] of Object.entries(record)) {
-    if (typeof value === 'number') point[name] = value;
-    else if (value === null) point[name] = NaN;
+    if (typeof value === 'number') setMetric(point, name, value);
+    else if (value === null) setMetric(point, name, NaN);
   }
   return point;
+}
+
+/** Sets a field as an own data property, whatever its name. */
+export function setMetric(point: Record<string, number>, name: string, value: number): void {
+  Object.defineProperty(point, name, { value, writable: true, enumerable: true, configurable: true });
+}
+
+/** A point's own value for a metric, or undefined: never an inherited member such as `constructor` or `toString`. */
+export function metricValue(point: Readonly<Record<string, unknown>>, name: string): unknown {
+  return Object.hasOwn(point, name) ? point[name] : undefined;
 }
 
 /** Metric names of a point, i.e. every field but step and time. */
 export function metricNames(point: Readonly<Record<string, unknown>>): string[] {
   return Object.keys(point).filter((k) => k !== 'step' && k !== 'time');
+}
+
+/**
+ * The own entry `name` of a record used as a map by metric name, created with `make()` when absent. Defined, not
+ * assigned, and looked up as an own property: "constructor" is not Object, "__proto__" is not the prototype.
+ */
+export function ownEntry<T>(map: Record<string, T>, name: string, make: () => T): T {
+  if (Object.hasOwn(map, name)) return map[name]!;
+  const value = make();
+  Object.defineProperty(map, name, { value, writable: true, enumerable: true, configurable: true });
+  return value;
 }

@@ -12,7 +12,7 @@ import { UserError } from '../userError';
 import { headlineScore, type HeadlineScore } from './headlineMetric';
 import { INDEX_FILE, RUN_FILES, runsDir } from './home';
 import { readJsonl } from './jsonl';
-import { metricLineProblem, metricNames, toMetricPoint } from './metricPoint';
+import { metricLineProblem, metricNames, ownEntry, toMetricPoint } from './metricPoint';
 import { runSummarySchema } from './runSummary';
 import { isRunFolderName, listCheckpoints, readRunMeta, type RunStatus } from './runFolder';
 
@@ -148,7 +148,7 @@ function addMetrics(summary: RunSummary, records: Record<string, unknown>[]): vo
     summary.steps = point.step;
     for (const name of metricNames(point)) {
       const v = point[name]!;
-      const s = (summary.metrics[name] ??= { last: null, min: null, max: null });
+      const s = ownEntry(summary.metrics, name, () => ({ last: null, min: null, max: null }));
       if (Number.isFinite(v)) {
         s.last = v;
         s.min = s.min === null ? v : Math.min(s.min, v);

@@ -1,13 +1,24 @@
 /** `eval` and `compare`: checkpoints on a fixed held-out set, one at a time or side by side. */
+import path from 'node:path';
 import { Command, Option } from 'commander';
+import { CONFIG_FILE, TRAINER_STATE_FILE } from '../model/checkpointFiles';
 import { initBackend, type BackendName } from '../tensor/backend';
 import { checkpointConfig, compareCheckpoints, evaluateCheckpoint } from '../runs/evaluation';
 import { resolveHome } from '../runs/home';
 import { resolveConfigFile, resolvePresetConfig } from '../runs/presets';
 import { UserError } from '../userError';
+import { checkJsonNesting } from './ioErrors';
 import { backendOption, homeOption, setOption } from './options';
+import { terminalText as tt } from './terminalText';
 
 const splitOption = () => new Option('--split <name>', 'which items: the held-out split, never trained on').choices(['heldout']).default('heldout');
+
+/** The JSON files an evaluation reads, refused with their name when nested too deeply to process. */
+function checkInputs(checkpoint: string, config?: string): void {
+  if (config) checkJsonNesting(config, 'the config');
+  checkJsonNesting(path.join(checkpoint, CONFIG_FILE), CONFIG_FILE);
+  checkJsonNesting(path.join(checkpoint, TRAINER_STATE_FILE), TRAINER_STATE_FILE);
+}
 
 function pct(x: number): string {
   return `${(100 * x).toFixed(1)}%`;
@@ -28,14 +39,15 @@ export function registerEvalCommands(program: Command): void {
     .action(async (opts: { checkpoint: string; preset?: string; config?: string; set: string[]; json?: boolean; backend?: BackendName; home?: string }) => {
       if (opts.preset && opts.config) throw new UserError('eval: give at most one of --preset NAME or --config FILE');
       if (opts.set.length && !opts.preset && !opts.config) throw new UserError("eval: --set changes a preset's or config file's fields; add --preset NAME or --config FILE");
+      checkInputs(opts.checkpoint, opts.config);
       const config = opts.preset ? resolvePresetConfig(opts.preset, opts.set) : opts.config ? resolveConfigFile(opts.config, opts.set) : checkpointConfig(opts.checkpoint);
       await initBackend({ force: opts.backend ?? (config.backend === 'auto' ? undefined : config.backend) });
       const r = await evaluateCheckpoint(resolveHome({ home: opts.home }), opts.checkpoint, config);
       if (opts.json) return console.log(JSON.stringify(r));
-      console.log(`${r.checkpoint}${r.cached ? ' (cached)' : ''}`);
-      console.log(`evaluation: ${Object.entries(r.identity).map(([k, v]) => `${k}=${v}`).join(' ')}`);
-      for (const [k, v] of Object.entries(r.metrics)) console.log(`  ${k.padEnd(20)} ${v.toFixed(4)}`);
-      console.log(`per-item outcomes: ${r.file}`);
+      console.log(`${tt(r.checkpoint)}${r.cached ? ' (cached)' : ''}`);
+      console.log(`evaluation: ${Object.entries(r.identity).map(([k, v]) => `${k}=${tt(v)}`).join(' ')}`);
+      for (const [k, v] of Object.entries(r.metrics)) console.log(`  ${tt(k).padEnd(20)} ${v.toFixed(4)}`);
+      console.log(`per-item outcomes: ${tt(r.file)}`);
     });
 
   program
@@ -47,6 +59,8 @@ export function registerEvalCommands(program: Command): void {
     .addOption(backendOption())
     .addOption(homeOption())
     .action(async (a: string, b: string, opts: { json?: boolean; backend?: BackendName; home?: string }) => {
+      checkInputs(a);
+      checkInputs(b);
       const config = checkpointConfig(a);
       await initBackend({ force: opts.backend ?? (config.backend === 'auto' ? undefined : config.backend) });
       const c = await compareCheckpoints(resolveHome({ home: opts.home }), a, b);
@@ -58,8 +72,8 @@ export function registerEvalCommands(program: Command): void {
       console.log(`items: ${c.a.items.length} (${Object.entries(c.identity).map(([k, v]) => `${k}=${v}`).join(' ')})\n`);
       console.log(`${'metric'.padEnd(20)} ${'A'.padStart(9)} ${'B'.padStart(9)} ${'B − A'.padStart(9)}`);
       for (const m of c.metrics) console.log(`${m.name.padEnd(20)} ${m.a.toFixed(4).padStart(9)} ${m.b.toFixed(4).padStart(9)} ${((m.diff >= 0 ? '+' : '') + m.diff.toFixed(4)).padStart(9)}`);
-      console.log(`\nflipped right → wrong: ${c.flippedToWrong.length}${c.flippedToWrong.length ? ` (${c.flippedToWrong.slice(0, 8).join(' | ')}${c.flippedToWrong.length > 8 ? ' …' : ''})` : ''}`);
-      console.log(`flipped wrong → right: ${c.flippedToRight.length}${c.flippedToRight.length ? ` (${c.flippedToRight.slice(0, 8).join(' | ')}${c.flippedToRight.length > 8 ? ' …' : ''})` : ''}`);
+      console.log(`\nflipped right → wrong: ${c.flippedToWrong.length}${c.flippedToWrong.length ? ` (${c.flippedToWrong.slice(0, 8).map(tt).join(' | ')}${c.flippedToWrong.length > 8 ? ' …' : ''})` : ''}`);
+      console.log(`flipped wrong → right: ${c.flippedToRight.length}${c.flippedToRight.length ? ` (${c.flippedToRight.slice(0, 8).map(tt).join(' | ')}${c.flippedToRight.length > 8 ? ' …' : ''})` : ''}`);
       console.log(`McNemar exact test on the ${c.mcnemar.n01 + c.mcnemar.n10} discordant items: p = ${c.mcnemar.pValue.toPrecision(3)}`);
       console.log(`score difference (B − A): ${c.scoreDiff.meanDiff.toFixed(4)}, 95% paired bootstrap interval [${c.scoreDiff.low.toFixed(4)}, ${c.scoreDiff.high.toFixed(4)}]`);
       console.log(`accuracy: A ${pct(c.a.metrics.accuracy ?? NaN)}, B ${pct(c.b.metrics.accuracy ?? NaN)}`);

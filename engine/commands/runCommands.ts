@@ -15,8 +15,10 @@ import { headlineScore } from '../runs/headlineMetric';
 import { openRunIndex } from '../runs/runIndex';
 import { resumeRun, startRun, type RunOptions, type RunOutcome } from '../runs/runLoop';
 import { pretrain } from '../runs/pretrain';
+import { checkJsonNesting, noteRun, withFilePath } from './ioErrors';
 import { backendOption, homeOption, setOption } from './options';
 import { progressSink } from './progress';
+import { terminalText as tt } from './terminalText';
 
 
 function positiveInt(v: string): number {
@@ -24,8 +26,14 @@ function positiveInt(v: string): number {
   return Number(v);
 }
 
-/** A run by id, unique id prefix, or folder path. */
+/** A run by id, unique id prefix, or folder path; its run.json is checked for nesting no code here could process. */
 export function resolveRun(home: string, spec: string): string {
+  const dir = findRun(home, spec);
+  checkJsonNesting(path.join(dir, 'run.json'), 'run.json');
+  return dir;
+}
+
+function findRun(home: string, spec: string): string {
   if (fs.existsSync(path.join(spec, 'run.json'))) return path.resolve(spec);
   const root = runsDir(home);
   const direct = path.join(root, spec);
@@ -57,7 +65,13 @@ async function withProgress(json: boolean | undefined, keyMetric: string, run: (
   const intr = interruptible();
   let outcome: RunOutcome;
   try {
-    outcome = await run({ onProgress: (p) => sink.update(p), signal: intr.signal });
+    outcome = await run({
+      onProgress: (p) => {
+        noteRun(p.runId);
+        sink.update(p);
+      },
+      signal: intr.signal,
+    });
   } finally {
     sink.stop();
     intr.done();
@@ -108,6 +122,7 @@ export function registerRunCommands(program: Command): void {
       if (Boolean(opts.preset) === Boolean(opts.config)) throw new UserError('train: give exactly one of --preset NAME or --config FILE (see `npx mars-lab presets`)');
       if (opts.variant && !opts.preset) throw new UserError('train: --variant needs --preset (a variant belongs to a preset)');
       const sets = opts.steps ? [...opts.set, `budget.steps=${opts.steps}`] : opts.set;
+      if (opts.config) checkJsonNesting(opts.config, 'the config');
       const config = opts.preset ? resolvePresetConfig(opts.preset, sets, undefined, opts.variant) : resolveConfigFile(opts.config!, sets);
       await backendFor(config, opts.backend);
       const home = resolveHome({ home: opts.home });
@@ -127,6 +142,7 @@ export function registerRunCommands(program: Command): void {
     .addOption(homeOption())
     .action(async (opts: { preset?: string; config?: string; set: string[]; out?: string; force?: boolean; json?: boolean; backend?: BackendName; home?: string }) => {
       if (Boolean(opts.preset) === Boolean(opts.config)) throw new UserError('pretrain: give exactly one of --preset NAME or --config FILE (see `npx mars-lab presets`)');
+      if (opts.config) checkJsonNesting(opts.config, 'the config');
       const config = opts.preset ? resolvePresetConfig(opts.preset, opts.set) : resolveConfigFile(opts.config!, opts.set);
       await backendFor(config, opts.backend);
       const name = opts.preset ?? path.basename(opts.config!, '.json');
@@ -158,6 +174,7 @@ export function registerRunCommands(program: Command): void {
     .action(async (spec: string, opts: { json?: boolean; backend?: BackendName; home?: string }) => {
       const home = resolveHome({ home: opts.home });
       const dir = resolveRun(home, spec);
+      noteRun(path.basename(dir), dir);
       const config = parseRunConfig(readRunMeta(dir).config, path.join(dir, 'run.json'));
       await backendFor(config, opts.backend);
       await withProgress(opts.json, 'reward', (ro) => resumeRun(dir, ro));
@@ -172,12 +189,13 @@ export function registerRunCommands(program: Command): void {
       const home = resolveHome({ home: opts.home });
       const runs = openRunIndex(home).list();
       if (opts.json) return console.log(JSON.stringify(runs, null, 2));
-      if (runs.length === 0) return console.log(`no runs in ${runsDir(home)} (start one with: npx mars-lab train --preset seqgrpo-copy)`);
+      if (runs.length === 0) return console.log(`no runs in ${tt(runsDir(home))} (start one with: npx mars-lab train --preset seqgrpo-copy)`);
       const rows = runs.map((r) => {
         const n = (x: number | null | undefined, d: number) => (x === null || x === undefined ? '–' : x.toFixed(d));
-        const rw = r.metrics.reward;
+        const rw = Object.hasOwn(r.metrics, 'reward') ? r.metrics.reward : undefined;
         const ev = r.headline;
-        return [r.id, r.status, r.algorithm ?? '', r.preset ?? '', String(r.steps ?? 0), rw ? `${n(rw.last, 3)} (${n(rw.min, 2)}–${n(rw.max, 2)})` : '–', ev && ev.value !== null ? `${n(ev.value, 3)} ${ev.label}` : '–'];
+        // Names come from run folders anyone can copy in: shown with control characters escaped, one line each.
+        return [tt(r.id), tt(r.status), tt(r.algorithm ?? ''), tt(r.preset ?? ''), String(r.steps ?? 0), rw ? `${n(rw.last, 3)} (${n(rw.min, 2)}–${n(rw.max, 2)})` : '–', ev && ev.value !== null ? `${n(ev.value, 3)} ${ev.label}` : '–'];
       });
       const head = ['run', 'status', 'algorithm', 'preset', 'steps', 'reward last (min–max)', 'held-out score'];
       const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
@@ -194,27 +212,20 @@ export function registerRunCommands(program: Command): void {
       const dir = resolveRun(resolveHome({ home: opts.home }), spec);
       const meta = readRunMeta(dir);
       const { records, warnings } = readMetrics(dir);
-      const summary: Record<string, { last: number; min: number; max: number }> = {};
-      for (const rec of records) {
-        for (const [k, v] of Object.entries(rec)) {
-          if (k === 'step' || k === 'time' || !Number.isFinite(v)) continue;
-          const s = (summary[k] ??= { last: v, min: v, max: v });
-          s.last = v;
-          s.min = Math.min(s.min, v);
-          s.max = Math.max(s.max, v);
-        }
-      }
+      const summary = summarizeMetrics(records);
       const checkpoints = listCheckpoints(dir).map((c) => c.step);
-      const out = { ...meta, dir, steps: records.at(-1)?.step ?? 0, metrics: summary, checkpoints, warnings };
+      // fromEntries defines own properties: a metric named "__proto__" stays a metric.
+      const out = { ...meta, dir, steps: records.at(-1)?.step ?? 0, metrics: Object.fromEntries(summary), checkpoints, warnings };
       const headline = headlineScore(meta.algorithm, (key) => records.findLast((rec) => Number.isFinite(rec[key]))?.[key]);
       if (headline) Object.assign(out, { headline });
       if (opts.json) return console.log(JSON.stringify(out, null, 2));
-      console.log(`run ${meta.id}  [${meta.status}]  ${meta.algorithm}${meta.preset ? ` (preset ${meta.preset})` : ''}  created ${meta.createdAt}`);
+      // Everything below comes from the run folder: control characters are shown escaped, never sent to the terminal.
+      console.log(`run ${tt(meta.id)}  [${tt(meta.status)}]  ${tt(meta.algorithm)}${meta.preset ? ` (preset ${tt(meta.preset)})` : ''}  created ${tt(meta.createdAt)}`);
       if (headline) console.log(`held-out score: ${headline.value === null ? 'not evaluated yet' : `${fmt(headline.value)} ${headline.label}`} (${headline.key})`);
-      console.log(`folder: ${dir}\nsteps: ${out.steps}; checkpoints: ${checkpoints.join(', ') || 'none'}`);
-      for (const [k, s] of Object.entries(summary)) console.log(`  ${k.padEnd(22)} last ${fmt(s.last)}  min ${fmt(s.min)}  max ${fmt(s.max)}`);
-      for (const w of warnings) console.error(`warning: ${w}`);
-      console.log(`config: ${JSON.stringify(meta.config)}`);
+      console.log(`folder: ${tt(dir)}\nsteps: ${out.steps}; checkpoints: ${checkpoints.join(', ') || 'none'}`);
+      for (const [k, s] of summary) console.log(`  ${tt(k).padEnd(22)} last ${fmt(s.last)}  min ${fmt(s.min)}  max ${fmt(s.max)}`);
+      for (const w of warnings) console.error(`warning: ${tt(w)}`);
+      console.log(`config: ${tt(JSON.stringify(meta.config))}`);
     });
 
   program
@@ -227,11 +238,12 @@ export function registerRunCommands(program: Command): void {
     .action(async (spec: string, opts: { out?: string; home?: string }) => {
       const dir = resolveRun(resolveHome({ home: opts.home }), spec);
       const { records, warnings } = readMetrics(dir);
-      for (const w of warnings) console.error(`warning: ${w}`);
+      for (const w of warnings) console.error(`warning: ${tt(w)}`);
       const csv = metricsToCsv(records);
       if (opts.out) {
-        fs.writeFileSync(opts.out, csv);
-        console.error(`wrote ${records.length} rows to ${opts.out}`);
+        const out = opts.out;
+        withFilePath(out, () => fs.writeFileSync(out, csv));
+        console.error(`wrote ${records.length} rows to ${tt(out)}`);
       } else process.stdout.write(csv);
     });
 }
@@ -240,6 +252,24 @@ export function registerRunCommands(program: Command): void {
 function readMetrics(dir: string): { records: MetricPoint[]; warnings: string[] } {
   const r = readJsonl<Record<string, unknown>>(runFilePaths(dir).metrics, { validate: metricLineProblem });
   return { records: r.records.map(toMetricPoint), warnings: r.warnings };
+}
+
+/** Last, min and max of each metric over finite values, in order of first appearance (a Map: any name is a key). */
+export function summarizeMetrics(records: readonly MetricPoint[]): Map<string, { last: number; min: number; max: number }> {
+  const summary = new Map<string, { last: number; min: number; max: number }>();
+  for (const rec of records) {
+    for (const [k, v] of Object.entries(rec)) {
+      if (k === 'step' || k === 'time' || !Number.isFinite(v)) continue;
+      const s = summary.get(k);
+      if (s === undefined) summary.set(k, { last: v, min: v, max: v });
+      else {
+        s.last = v;
+        s.min = Math.min(s.min, v);
+        s.max = Math.max(s.max, v);
+      }
+    }
+  }
+  return summary;
 }
 
 function fmt(x: number): string {

@@ -38,17 +38,27 @@ export class JsonlAppender {
     // readers skip with a warning, and keeps this record whole.
     const text = (this.#needsNewline ? '\n' : '') + JSON.stringify(record) + '\n';
     const bytes = Buffer.from(text, 'utf8');
-    let written = fs.writeSync(fd, bytes);
-    // Regular files take the whole buffer in one write unless the disk is full; finish the line rather than leave a
-    // torn one in the middle of the file.
-    while (written < bytes.length) written += fs.writeSync(fd, bytes, written);
+    try {
+      let written = fs.writeSync(fd, bytes);
+      // Regular files take the whole buffer in one write unless the disk is full; finish the line rather than leave a
+      // torn one in the middle of the file.
+      while (written < bytes.length) written += fs.writeSync(fd, bytes, written);
+    } catch (err) {
+      // A partial line may be on disk now; the next append ends it first, and readers skip it with a warning.
+      this.#needsNewline = true;
+      throw namingFile(err, this.path);
+    }
     this.#needsNewline = false;
     this.#size += bytes.length;
     return this.#size;
   }
 
   sync(): void {
-    fs.fsyncSync(this.#open());
+    try {
+      fs.fsyncSync(this.#open());
+    } catch (err) {
+      throw namingFile(err, this.path);
+    }
   }
 
   close(): void {
@@ -61,6 +71,13 @@ export class JsonlAppender {
     if (this.#fd === null) throw new Error(`${this.path}: appender is closed`);
     return this.#fd;
   }
+}
+
+/** A failed write(2) or fsync(2) does not say which file it was; the CLI's one-line message names it from `path`. */
+function namingFile(err: unknown, file: string): unknown {
+  const e = err as NodeJS.ErrnoException;
+  if (e instanceof Error && typeof e.code === 'string' && e.path === undefined) e.path = file;
+  return err;
 }
 
 function lastByte(fd: number, size: number): number {

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { UserError } from '../userError';
 import { CHECKPOINT_REQUIRED_FILES, LOG_FILES, RUN_FILES, runDir, runsDir } from './home';
 import { JsonlAppender } from './jsonl';
+import { jsonParseProblem } from './boundedText';
 
 import { RUN_STATUSES, type RunStatus } from './runSummary';
 export { RUN_STATUSES, type RunStatus };
@@ -89,7 +90,7 @@ function readRunJson(dir: string): RunMeta {
     value = JSON.parse(text);
   } catch (err) {
     throw new RunFolderError(
-      `${file} is not valid JSON (${(err as Error).message}): the file is damaged; restore it from a backup, or ` +
+      `${file} is not valid JSON (${jsonParseProblem(err)}): the file is damaged; restore it from a backup, or ` +
         'delete the run folder',
     );
   }
@@ -358,146 +359,6 @@ export function listRuns(home: string): RunListing[] {
   return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
-// --- the lock: one writer per run ---------------------------------------------------------------------------------
+// --- the lock: one writer per run (runLock.ts) -----------------------------------------------------------------------
 
-interface LockInfo {
-  pid: number;
-  host: string;
-  since: string;
-}
-
-function parseLock(text: string): LockInfo | null {
-  try {
-    const v = JSON.parse(text) as Partial<LockInfo>;
-    if (typeof v.pid === 'number' && typeof v.host === 'string' && typeof v.since === 'string') {
-      return { pid: v.pid, host: v.host, since: v.since };
-    }
-  } catch {
-    // fall through: unreadable
-  }
-  return null;
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: the process exists but belongs to someone else.
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** A lock file younger than this that cannot be parsed is taken to be being written right now. */
-const FRESH_LOCK_MS = 2000;
-
-/**
- * Take the run's write lock (`<dir>/lock`), or say who holds it. A lock left by a process that is gone (killed, crashed)
- * is taken over, and the takeover is noted in events.jsonl. Returns the release function.
- */
-export function acquireRunLock(dir: string): () => void {
-  const file = path.join(dir, RUN_FILES.lock);
-  const runId = path.basename(dir);
-  const mine: LockInfo = { pid: process.pid, host: os.hostname(), since: new Date().toISOString() };
-  const text = JSON.stringify(mine) + '\n';
-  for (let attempt = 0; attempt < 5; attempt++) {
-    let fd: number;
-    try {
-      fd = fs.openSync(file, 'wx');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const stale = staleLock(file, runId);
-      if (stale === 'gone' || !setAside(file, stale.text)) continue;
-      appendEvent(dir, {
-        type: 'warning',
-        message: stale.info
-          ? `took over the lock of process ${stale.info.pid} (since ${stale.info.since}), which is no longer running; the run was probably killed`
-          : 'took over an unreadable lock file left by an earlier process',
-        previousLock: stale.info,
-      });
-      continue;
-    }
-    try {
-      fs.writeSync(fd, text);
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      // Only remove our own lock: after a takeover by someone else the file is theirs.
-      let current: LockInfo | null = null;
-      try {
-        current = parseLock(fs.readFileSync(file, 'utf8'));
-      } catch {
-        return;
-      }
-      if (current && current.pid === mine.pid && current.since === mine.since && current.host === mine.host) {
-        fs.rmSync(file, { force: true });
-      }
-    };
-  }
-  throw new RunFolderError(`${file}: could not take the lock (other processes keep taking it); try again`);
-}
-
-/**
- * Remove a stale lock, unless another process replaced it since we judged it stale. Renaming first makes the check and
- * the removal one step: only one of two processes taking over the same stale lock gets it.
- */
-function setAside(file: string, staleText: string): boolean {
-  const aside = `${file}.stale-${process.pid}-${randomBytes(4).toString('hex')}`;
-  try {
-    fs.renameSync(file, aside);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw err;
-  }
-  const moved = fs.readFileSync(aside, 'utf8');
-  if (moved !== staleText) {
-    // A fresh lock of another process: put it back (link fails if yet another lock exists, which then stands).
-    try {
-      fs.linkSync(aside, file);
-    } catch {
-      // that other lock wins
-    }
-    fs.rmSync(aside, { force: true });
-    return false;
-  }
-  fs.rmSync(aside, { force: true });
-  return true;
-}
-
-/** The stale lock's text and contents (info null: unreadable), 'gone' if it vanished; throws if its holder is alive. */
-function staleLock(file: string, runId: string): { text: string; info: LockInfo | null } | 'gone' {
-  let text: string;
-  let mtimeMs: number;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-    mtimeMs = fs.statSync(file).mtimeMs;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';
-    throw err;
-  }
-  const info = parseLock(text);
-  if (!info) {
-    if (Date.now() - mtimeMs < FRESH_LOCK_MS) {
-      throw new RunFolderError(`run ${runId} is being locked by another process right now (${file}); try again in a moment`);
-    }
-    return { text, info: null };
-  }
-  if (info.host !== os.hostname()) {
-    throw new RunFolderError(
-      `run ${runId} is locked by process ${info.pid} on host ${info.host} (since ${info.since}); this machine cannot ` +
-        `tell whether it still runs: stop it there, or delete ${file} if it is gone`,
-    );
-  }
-  if (pidAlive(info.pid)) {
-    throw new RunFolderError(
-      `run ${runId} is already being written by process ${info.pid} (since ${info.since}); stop it first, or wait for ` +
-        `it to finish (if process ${info.pid} is not a mars-lab run, the lock is left over: delete ${file})`,
-    );
-  }
-  return { text, info };
-}
+export { acquireRunLock } from './runLock';

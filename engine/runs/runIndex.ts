@@ -15,6 +15,7 @@ import { readJsonl } from './jsonl';
 import { metricLineProblem, metricNames, ownEntry, toMetricPoint } from './metricPoint';
 import { runSummarySchema } from './runSummary';
 import { isRunFolderName, listCheckpoints, readRunMeta, type RunStatus } from './runFolder';
+import { shownStatus } from './writerProcess';
 
 export interface MetricStats {
   /** The last value written; null when it was not finite (NaN is stored as null in JSON). */
@@ -243,6 +244,15 @@ function runFolderIds(home: string): string[] {
   }
 }
 
+function shownWriterStatus(dir: string): RunStatus {
+  try {
+    return shownStatus(dir, readRunMeta(dir));
+  } catch (err) {
+    if (err instanceof UserError) return 'running';
+    throw err;
+  }
+}
+
 export function openRunIndex(home: string): RunIndex {
   const file = path.join(home, INDEX_FILE);
   const db = new LowSync<IndexData>(new IndexFile(file), { version: INDEX_VERSION, runs: {} });
@@ -282,7 +292,13 @@ export function openRunIndex(home: string): RunIndex {
           // A cache that cannot be saved (read-only home, full disk) is rebuilt next time; the listing stands.
         }
       }
-      return ids.map((id) => withHeadline(structuredClone(runs[id]!.summary)));
+      return ids.map((id) => {
+        const summary = withHeadline(structuredClone(runs[id]!.summary));
+        // Liveness is in no file's stamp: a run whose writer died (killed, out of memory) still says 'running' in
+        // run.json, which only its own process writes. It is shown interrupted, checked at every listing.
+        if (summary.status === 'running') summary.status = shownWriterStatus(path.join(runsDir(home), id));
+        return summary;
+      });
     },
   };
 }

@@ -1,0 +1,98 @@
+/**
+ * Bounded work on values a request or a file brought: how big a config is (measured with an early stop, never by
+ * serialising all of it), a short prefix of any value for an error message, and JSON parse errors that never quote
+ * the bytes they failed on (Node's own messages quote the start of the text, which may be any file's content).
+ */
+
+/** The largest config (as JSON) a launch, a validation or a config file may be: presets are ~2 KB. */
+export const MAX_CONFIG_BYTES = 256 * 1024;
+/** The deepest nesting a config may have (presets: 4). */
+export const MAX_CONFIG_DEPTH = 32;
+
+/**
+ * Why `value` is too big or too deep to be a config, or undefined when it is not. Walks at most MAX_CONFIG_BYTES worth
+ * of the value (iteratively: no recursion to overflow), so the answer costs little whatever was sent.
+ */
+export function configSizeProblem(value: unknown, limit = MAX_CONFIG_BYTES): string | undefined {
+  let bytes = 0;
+  const stack: { v: unknown; depth: number }[] = [{ v: value, depth: 0 }];
+  while (stack.length > 0) {
+    const { v, depth } = stack.pop()!;
+    if (depth > MAX_CONFIG_DEPTH) return `is nested more than ${MAX_CONFIG_DEPTH} levels deep; a config is at most ${MAX_CONFIG_DEPTH}`;
+    if (typeof v === 'string') bytes += v.length + 2;
+    else if (typeof v === 'number' || typeof v === 'boolean' || v === null || v === undefined) bytes += 6;
+    else if (Array.isArray(v)) {
+      bytes += 2 + v.length;
+      if (bytes > limit) break;
+      for (let i = 0; i < v.length; i++) stack.push({ v: v[i], depth: depth + 1 });
+    } else if (typeof v === 'object') {
+      bytes += 2;
+      for (const key in v) {
+        if (!Object.prototype.hasOwnProperty.call(v, key)) continue;
+        bytes += key.length + 4;
+        if (bytes > limit) break;
+        stack.push({ v: (v as Record<string, unknown>)[key], depth: depth + 1 });
+      }
+    } else bytes += 8;
+    if (bytes > limit) break;
+  }
+  if (bytes > limit) return `is larger than ${limit / 1024} KiB as JSON; a config is at most ${limit / 1024} KiB (the presets are about 2 KiB)`;
+  return undefined;
+}
+
+/** A short text: the first `max` characters, with … when cut. */
+export function clip(text: string, max = 200): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/**
+ * JSON of `value`, at most `max` characters, costing O(max) whatever the value's size: strings are cut before they
+ * are quoted and containers are written item by item until the budget is spent.
+ */
+export function boundedJson(value: unknown, max = 80): string {
+  let out = '';
+  const write = (v: unknown, depth: number): boolean => {
+    if (out.length >= max) return false;
+    if (typeof v === 'string') out += JSON.stringify(v.length > max ? v.slice(0, max) : v);
+    else if (typeof v === 'number' || typeof v === 'boolean' || v === null) out += JSON.stringify(v);
+    else if (typeof v === 'bigint') out += String(v);
+    else if (v === undefined || typeof v === 'function' || typeof v === 'symbol') out += 'undefined';
+    else if (depth > 8) out += '…';
+    else if (Array.isArray(v)) {
+      out += '[';
+      for (let i = 0; i < v.length; i++) {
+        if (i > 0) out += ',';
+        if (!write(v[i], depth + 1)) return false;
+      }
+      out += ']';
+    } else {
+      out += '{';
+      let first = true;
+      for (const key in v as object) {
+        if (!Object.prototype.hasOwnProperty.call(v, key)) continue;
+        out += `${first ? '' : ','}${JSON.stringify(key.length > max ? key.slice(0, max) : key)}:`;
+        first = false;
+        if (!write((v as Record<string, unknown>)[key], depth + 1)) return false;
+      }
+      out += '}';
+    }
+    return out.length < max;
+  };
+  write(value, 0);
+  return clip(out, max);
+}
+
+/**
+ * What was wrong with text JSON.parse refused, by position only. Node's messages quote the text (`Unexpected token
+ * 'r', "root:x:0:0:"... is not valid JSON`), which would echo a file's first bytes into an error shown in a window.
+ */
+export function jsonParseProblem(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  if (/unexpected end/i.test(message)) return 'it ends before the JSON value is complete';
+  const at = /position (\d+)/.exec(message);
+  const line = /line (\d+) column (\d+)/.exec(message);
+  if (line) return `not valid JSON at line ${line[1]}, column ${line[2]}`;
+  if (at) return `not valid JSON at character ${at[1]}`;
+  if (/too deep|call stack/i.test(message)) return 'nested too deeply';
+  return 'not valid JSON';
+}

@@ -1,5 +1,6 @@
 /** `model init` and `model logits`: the commands other implementations use to check this one. */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { saveCheckpoint, loadCheckpoint } from '../model/checkpoint';
@@ -9,6 +10,8 @@ import { lastPositionLogits } from '../model/inference';
 import { Rng } from '../random/prng';
 import { initBackend, type BackendName } from '../tensor/backend';
 import { UserError } from '../userError';
+import { jsonParseProblem } from '../runs/boundedText';
+import { formatBytes } from '../runs/memoryBudget';
 import { backendOption } from './options';
 
 function parseIds(value: string): number[] {
@@ -22,19 +25,41 @@ function parseSeed(value: string): number {
   return Number(value);
 }
 
+/** A config.json is a few hundred bytes; a larger file (or a device, a pipe) is not one. */
+const MAX_CONFIG_FILE_BYTES = 1 << 20;
+
 /** A config file path, or the name of a built-in size. */
 function readModelConfig(spec: string) {
   if (spec in MODEL_SIZES && !fs.existsSync(spec)) return sizedConfig(spec as ModelSize);
-  if (!fs.existsSync(spec)) {
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(spec);
+  } catch {
     throw new UserError(`--config ${spec}: no such file (give a Llama config.json, or one of the sizes ${Object.keys(MODEL_SIZES).join(', ')})`);
   }
+  if (!stat.isFile()) throw new UserError(`--config ${spec}: not a regular file (give a Llama config.json)`);
+  if (stat.size > MAX_CONFIG_FILE_BYTES) throw new UserError(`--config ${spec}: ${formatBytes(stat.size)} is too large for a Llama config.json (at most 1 MiB)`);
   let raw: unknown;
   try {
     raw = JSON.parse(fs.readFileSync(spec, 'utf8'));
   } catch (err) {
-    throw new UserError(`--config ${spec}: not valid JSON (${(err as Error).message})`);
+    // The parser's own message quotes the file's first bytes: name the problem, never the content.
+    throw new UserError(`--config ${spec}: ${jsonParseProblem(err)}`);
   }
   return parseLlamaConfig(raw, spec);
+}
+
+/**
+ * What `model init` holds at once: the weights drawn as float64 numbers, as float32 arrays, and as tensors (≈ 16 bytes
+ * a parameter). Refused, naming the figure, when that exceeds this machine's memory.
+ */
+export function initMemoryProblem(params: number, totalmem = os.totalmem()): string | undefined {
+  const need = params * 16;
+  if (need <= totalmem) return undefined;
+  return (
+    `--config: ${(params / 1e9).toFixed(1)}e9 parameters need ≈ ${formatBytes(need)} to initialise; this machine has ` +
+    `${formatBytes(totalmem, true)}; lower hidden_size, intermediate_size or num_hidden_layers, or pass --ignore-memory-check`
+  );
 }
 
 export function registerModelCommands(program: Command): void {
@@ -47,8 +72,11 @@ export function registerModelCommands(program: Command): void {
     .option('--seed <n>', 'random seed', parseSeed, 0)
     .option('--std <x>', 'standard deviation of the initial weights (HF initializer_range)', Number, 0.02)
     .option('--force', 'replace an existing folder')
-    .action(async (opts: { config: string; out: string; seed: number; std: number; force?: boolean }) => {
+    .option('--ignore-memory-check', "initialise even when the weights look larger than this machine's memory")
+    .action(async (opts: { config: string; out: string; seed: number; std: number; force?: boolean; ignoreMemoryCheck?: boolean }) => {
       const config = readModelConfig(opts.config);
+      const tooBig = opts.ignoreMemoryCheck ? undefined : initMemoryProblem(parameterCount(config));
+      if (tooBig) throw new UserError(tooBig);
       if (fs.existsSync(opts.out) && !opts.force) throw new UserError(`--out ${opts.out}: already exists (add --force to replace it)`);
       await initBackend({ force: 'cpu' }); // only holds the weights; no computation happens
       const rng = new Rng(opts.seed);

@@ -40,6 +40,21 @@ const INTEGER_FIELDS = [
   'max_position_embeddings',
 ] as const;
 
+/**
+ * The largest value each field may have: beyond them nothing here could run (the run config's schema has the same
+ * bounds for its overrides), and `model init` would try to allocate terabytes.
+ */
+export const LLAMA_BOUNDS: Record<(typeof INTEGER_FIELDS)[number], number> = {
+  vocab_size: 1 << 20,
+  hidden_size: 8192,
+  intermediate_size: 32768,
+  num_hidden_layers: 64,
+  num_attention_heads: 128,
+  num_key_value_heads: 128,
+  max_position_embeddings: 1 << 20,
+};
+const MAX_HEAD_DIM = 1024;
+
 /** Validate a parsed config.json; `source` names the file in error messages. Unknown extra fields are ignored. */
 export function parseLlamaConfig(raw: unknown, source = 'config.json'): LlamaConfig {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
@@ -47,20 +62,21 @@ export function parseLlamaConfig(raw: unknown, source = 'config.json'): LlamaCon
   }
   const o = raw as Record<string, unknown>;
   for (const [field, bad, why] of UNSUPPORTED) {
-    if (bad(o[field])) throw new ConfigError(`${source}: field '${field}' = ${JSON.stringify(o[field])} is not supported: ${why}`);
+    if (bad(o[field])) throw new ConfigError(`${source}: field '${field}' = ${JSON.stringify(o[field])?.slice(0, 40)} is not supported: ${why}`);
   }
   const cfg: Partial<LlamaConfig> = {};
   for (const f of INTEGER_FIELDS) {
     let v = o[f];
     if (f === 'num_key_value_heads' && v === undefined) v = o.num_attention_heads; // Llama's own default
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) {
-      throw new ConfigError(`${source}: field '${f}' must be a positive integer, got ${JSON.stringify(v)}`);
+      throw new ConfigError(`${source}: field '${f}' must be a positive integer, got ${JSON.stringify(v)?.slice(0, 40)}`);
     }
+    if (v > LLAMA_BOUNDS[f]) throw new ConfigError(`${source}: field '${f}' must be at most ${LLAMA_BOUNDS[f]}, got ${v}`);
     cfg[f] = v;
   }
   const num = (f: 'rope_theta' | 'rms_norm_eps', dflt: number): number => {
     const v = o[f] ?? dflt;
-    if (typeof v !== 'number' || !(v > 0)) throw new ConfigError(`${source}: field '${f}' must be a positive number, got ${JSON.stringify(v)}`);
+    if (typeof v !== 'number' || !(v > 0)) throw new ConfigError(`${source}: field '${f}' must be a positive number, got ${JSON.stringify(v)?.slice(0, 40)}`);
     return v;
   };
   cfg.rope_theta = num('rope_theta', 10000);
@@ -69,8 +85,8 @@ export function parseLlamaConfig(raw: unknown, source = 'config.json'): LlamaCon
   if (typeof tie !== 'boolean') throw new ConfigError(`${source}: field 'tie_word_embeddings' must be true or false`);
   cfg.tie_word_embeddings = tie;
   if (o.head_dim !== undefined && o.head_dim !== null) {
-    if (typeof o.head_dim !== 'number' || !Number.isInteger(o.head_dim) || o.head_dim < 2) {
-      throw new ConfigError(`${source}: field 'head_dim' must be an integer ≥ 2, got ${JSON.stringify(o.head_dim)}`);
+    if (typeof o.head_dim !== 'number' || !Number.isInteger(o.head_dim) || o.head_dim < 2 || o.head_dim > MAX_HEAD_DIM) {
+      throw new ConfigError(`${source}: field 'head_dim' must be an integer from 2 to ${MAX_HEAD_DIM}, got ${JSON.stringify(o.head_dim)?.slice(0, 40)}`);
     }
     cfg.head_dim = o.head_dim;
   }

@@ -10,6 +10,7 @@ import type { Adam, AdamStepResult } from './adam';
 import { policyLoss, type PolicyLossOptions, type PolicyLossStats } from './losses';
 import { packBatch, type Sample } from './sample';
 import { stopGradient } from './stopGradient';
+import { tokensPerPass } from '../runs/memoryBudget';
 
 export interface PolicyUpdateOptions {
   loss: PolicyLossOptions;
@@ -37,24 +38,17 @@ export interface PolicyUpdateStats extends PolicyLossStats {
   skippedSteps: number;
 }
 
-/** The wasm backend's heap (32-bit addresses) cannot grow past 4 GiB. */
-const WASM_HEAP_BYTES = 2 ** 32;
-
 /**
  * Padded tokens per forward/backward pass: 4096, or fewer on wasm, where one pass's activations are kept within 40%
  * of the 4 GiB heap after the weights, the reference copy, Adam's two moments and the gradients (5 × the parameters).
  * A pass keeps about 12 bytes × layers × (10·hidden + 4·intermediate) per token for the backward pass (measured on the
  * medium model: 1.9 GB live for 16 × 64 tokens, when the heap ran out), plus the vocabulary head per trained token;
  * the rest of the heap goes to Adam's and the summed gradients' temporaries and to fragmentation (a medium step with
- * 430-token passes left a 3.4 GB heap). Small models keep 4096.
+ * 430-token passes left a 3.4 GB heap). Small models keep 4096. The figures live in engine/runs/memoryBudget.ts, which
+ * a config's memory check estimates with too.
  */
 export function defaultTokensPerPass(model: LlamaModel): number {
-  if (tf.getBackend() !== 'wasm') return 4096;
-  const c = model.config;
-  const params = model.variables().reduce((s, v) => s + v.size, 0);
-  const perToken = 12 * c.num_hidden_layers * (10 * c.hidden_size + 4 * c.intermediate_size) + 12 * c.vocab_size;
-  const room = 0.4 * WASM_HEAP_BYTES - 5 * 4 * params;
-  return Math.max(64, Math.min(4096, Math.floor(room / perToken)));
+  return tokensPerPass(tf.getBackend(), model.config, model.variables().reduce((s, v) => s + v.size, 0));
 }
 
 /** Adam keyed by the model's own parameter names, so its saved state is stable across processes. */

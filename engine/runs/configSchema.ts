@@ -8,6 +8,8 @@ import { marsConfigSchema } from '../mars/configSchema';
 import { martiConfigSchema } from '../marti/configSchema';
 import { seqgrpoConfigSchema } from '../seqgrpo/configSchema';
 import { UserError } from '../userError';
+import { boundedJson, clip, configSizeProblem } from './boundedText';
+import { memoryProblem } from './memoryBudget';
 import { budgetSchema, checkpointSchema, evalSchema, modelSchema, modelSourceSchema, pretrainSchema, rlSchema, samplerSchema, scheduleSchema } from './configSections';
 
 export * from './configSections';
@@ -19,6 +21,12 @@ export { martiConfigSchema, type MartiConfig } from '../marti/configSchema';
 
 export const runConfigSchema = z
   .discriminatedUnion('algorithm', [seqgrpoConfigSchema, marsConfigSchema, martiConfigSchema])
+  .superRefine((config, ctx) => {
+    // Memory is checked before it is spent (memoryBudget.ts): a config this machine cannot hold is refused here, where
+    // train, resume, pretrain and the app's launch all validate, instead of a worker allocating until it is killed.
+    const problem = memoryProblem(config);
+    if (problem) ctx.addIssue({ code: 'custom', path: problem.path.split('.'), message: problem.message, params: { whole: true } });
+  })
   .meta({ title: 'mars-lab run configuration', description: 'Everything a training run needs; fields left out take their defaults.' });
 
 export type RunConfig = z.output<typeof runConfigSchema>;
@@ -68,14 +76,9 @@ const TYPE_NAMES: Record<string, string> = {
   null: 'null',
 };
 
+/** A bounded prefix of a value's JSON: the value may be megabytes a request sent. */
 function jsonOf(value: unknown, max = 80): string {
-  let s: string;
-  try {
-    s = JSON.stringify(value) ?? String(value);
-  } catch {
-    s = String(value);
-  }
-  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+  return boundedJson(value, max);
 }
 
 function oneOf(values: readonly unknown[]): string {
@@ -154,6 +157,7 @@ function unknownFieldMessage(key: string, allowed: readonly string[]): string {
     .map((k) => ({ k, d: editDistance(key, k) }))
     .filter(({ k, d }) => d <= Math.max(1, Math.floor(k.length / 3)))
     .sort((x, y) => x.d - y.d)[0];
+  if (key.length > 64) return `unknown field${allowed.length ? ` (allowed: ${allowed.join(', ')})` : ''}`;
   const list = allowed.length ? ` (allowed: ${allowed.join(', ')})` : '';
   return `unknown field${list}${near ? `; did you mean "${near.k}"?` : ''}`;
 }
@@ -202,19 +206,35 @@ function expectation(issue: z.core.$ZodIssue, atRoot: boolean, fieldSchema: () =
 /** Turns zod's issues into messages with the path, what is allowed and what was received (read from the input). */
 function describeIssues(issues: readonly z.core.$ZodIssue[], input: unknown, schema: z.ZodType): ConfigIssue[] {
   const out: ConfigIssue[] = [];
+  const pathText = (p: readonly PropertyKey[]) => clip(p.map(String).join('.'), 200);
+  let total = 0;
   for (const issue of issues) {
     if (issue.code === 'unrecognized_keys') {
+      total += issue.keys.length;
+      if (out.length >= MAX_ISSUES) continue;
       const at = schemaAt(schema, input, issue.path);
       const allowed = at instanceof z.ZodObject ? Object.keys(at.shape) : [];
-      for (const key of issue.keys) out.push({ path: [...issue.path, key].map(String).join('.'), message: unknownFieldMessage(key, allowed) });
+      for (const key of issue.keys.slice(0, MAX_ISSUES - out.length)) out.push({ path: pathText([...issue.path, key]), message: unknownFieldMessage(key, allowed) });
+      continue;
+    }
+    total++;
+    if (out.length >= MAX_ISSUES) continue;
+    // A message that says everything itself (the memory check) gets no "received …".
+    if (issue.code === 'custom' && (issue.params as { whole?: boolean } | undefined)?.whole) {
+      out.push({ path: pathText(issue.path), message: clip(issue.message, 600) });
       continue;
     }
     const received = valueAt(input, issue.path);
     const got = received === undefined ? 'missing' : `received ${jsonOf(received)}`;
-    out.push({ path: issue.path.map(String).join('.'), message: `${expectation(issue, issue.path.length === 0, () => schemaAt(schema, input, issue.path))} — ${got}` });
+    const expected = clip(expectation(issue, issue.path.length === 0, () => schemaAt(schema, input, issue.path)), 600);
+    out.push({ path: pathText(issue.path), message: `${expected} — ${got}` });
   }
+  if (total > out.length) out.push({ path: '', message: `and ${total - out.length} more problem${total - out.length === 1 ? '' : 's'} like these` });
   return out;
 }
+
+/** Issues listed one by one; past this, a count (a config with 10,000 unknown fields gets a short answer). */
+const MAX_ISSUES = 20;
 
 export type Checked<T> = { success: true; data: T } | { success: false; issues: ConfigIssue[] };
 
@@ -224,8 +244,10 @@ export function checkWith<S extends z.ZodType>(schema: S, input: unknown): Check
   return r.success ? { success: true, data: r.data } : { success: false, issues: describeIssues(r.error.issues, input, schema) };
 }
 
-/** Validation without throwing, for the form's inline messages. */
+/** Validation without throwing, for the form's inline messages. A config too big to be one is refused unread. */
 export function checkRunConfig(input: unknown): Checked<RunConfig> {
+  const tooBig = configSizeProblem(input);
+  if (tooBig) return { success: false, issues: [{ path: '', message: `the config ${tooBig}` }] };
   return checkWith(runConfigSchema, input);
 }
 

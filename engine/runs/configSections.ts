@@ -195,6 +195,12 @@ export const rlSchema = z
 
 export const budgetSchema = z.strictObject({
   steps: field(z.int().min(1).max(MAX_STEPS).default(200), 'Training steps', 'How many training steps (policy updates on fresh rollouts) the run makes.'),
+  // Optional without a default, so configs that do not set it stay as they were (run.json, evaluation identities).
+  ignoreMemoryCheck: field(
+    z.boolean().optional(),
+    'Ignore the memory check',
+    'Launch even when the estimate of the memory the run needs (weights, Adam state, rollouts, activations) exceeds this machine’s.',
+  ),
 });
 
 export const pretrainSchema = z.strictObject({

@@ -1,0 +1,242 @@
+/**
+ * Memory a run will need, estimated from its config before anything is allocated, against what this machine has: a
+ * config that cannot fit (a 68.7-billion-parameter model, 8192 MARS trajectories of the medium model at once) is
+ * refused at validation with one line naming the fields and the figure, instead of a worker allocating until the
+ * kernel kills it. `budget.ignoreMemoryCheck: true` overrides.
+ *
+ * No TensorFlow.js here (the schema loads this in the app's main process). The per-token activation figure and the
+ * wasm heap are the ones engine/rl/policyUpdate.ts chunks its passes by; it imports them from here.
+ *
+ * The estimate is the larger of the two phases of a step (the rollout's KV cache is freed before the update), plus
+ * what lives throughout (weights, Adam's two moments, gradients, the KL reference), plus pretraining's batch (one
+ * supervised pass, not chunked). It is rough on purpose, erring high by the constants below; shipped presets use a
+ * small fraction of a laptop's memory (tests/unit/runs/memoryBudget.test.ts checks every one).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MODEL_SIZES, parameterCount, parseLlamaConfig, sizedConfig, headDim, type LlamaConfig, type ModelSize } from '../model/config';
+import { UserError } from '../userError';
+
+/** The wasm backend's heap (32-bit addresses) cannot grow past 4 GiB. */
+export const WASM_HEAP_BYTES = 2 ** 32;
+/** Most padded tokens one forward/backward pass holds (policyUpdate's default off wasm; wasm takes fewer). */
+export const MAX_TOKENS_PER_PASS = 4096;
+
+/**
+ * Bytes one token keeps for the backward pass: about 12 bytes × layers × (10·hidden + 4·intermediate), plus the
+ * vocabulary head (measured on the medium model: 1.9 GB live for 16 × 64 tokens; engine/rl/policyUpdate.ts).
+ */
+export function activationBytesPerToken(c: Pick<LlamaConfig, 'num_hidden_layers' | 'hidden_size' | 'intermediate_size' | 'vocab_size'>): number {
+  return 12 * c.num_hidden_layers * (10 * c.hidden_size + 4 * c.intermediate_size) + 12 * c.vocab_size;
+}
+
+/**
+ * Padded tokens per forward/backward pass (engine/rl/policyUpdate.ts defaultTokensPerPass): 4096, or fewer on wasm,
+ * where one pass's activations are kept within 40% of the 4 GiB heap after the weights, the reference copy, Adam's two
+ * moments and the gradients (5 × the parameters); the rest of the heap goes to Adam's and the summed gradients'
+ * temporaries and to fragmentation. Small models keep 4096.
+ */
+export function tokensPerPass(backend: string | undefined, c: Parameters<typeof activationBytesPerToken>[0], params: number): number {
+  if (backend !== 'wasm') return MAX_TOKENS_PER_PASS;
+  const room = 0.4 * WASM_HEAP_BYTES - 5 * 4 * params;
+  return Math.max(64, Math.min(MAX_TOKENS_PER_PASS, Math.floor(room / activationBytesPerToken(c))));
+}
+
+const FLOAT = 4;
+/** Per trained parameter: the weight, Adam's two moments, the gradient, and the chunks' summed gradient. */
+const TRAINED_COPIES = 5;
+/** Vocabulary assumed when the task's is only known once its worlds are built (MARS and MARTI: ~200–1000 words). */
+const WORD_VOCAB = 2048;
+/** MARTI prompt tokens (role, task statement, tests, parent program) besides the program itself. */
+const MARTI_PROMPT = 256;
+
+const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface MemoryEstimate {
+  /** Parameters of every model the run holds (trained, frozen, reference). */
+  parameters: number;
+  /** Weights, Adam state and gradients: held for the whole run. */
+  resident: number;
+  /** The rollout's KV cache at its largest. */
+  rollout: number;
+  /** One update pass's activations (and attention scores). */
+  update: number;
+  /** One supervised pretraining batch's activations. */
+  pretrain: number;
+  total: number;
+  /** The part that dominates: which fields to name, and which path the issue goes on. */
+  culprit: { path: string; fields: string; what: string };
+}
+
+/** A loose view of a validated config: every algorithm's sections, as far as the estimate reads them. */
+interface ConfigView {
+  algorithm: string;
+  backend?: string;
+  model: { size: ModelSize; from: { kind: string; path?: string }; [k: string]: unknown };
+  rl: { klCoef: number };
+  pretrain: { batch: number };
+  budget: { ignoreMemoryCheck?: boolean };
+  task?: Record<string, unknown>;
+  mars?: Record<string, unknown>;
+  marti?: { configuration: string; agents: { size?: ModelSize; from?: { kind: string; path?: string } }[]; problemsPerStep: number; nodesPerTree: number; maxProgramTokens?: number };
+}
+
+const num = (v: unknown, dflt: number): number => (typeof v === 'number' && Number.isFinite(v) ? v : dflt);
+
+/** A checkpoint's config.json, when it is a small regular file that parses; else null (the loader reports it later). */
+function checkpointArchitecture(p: string | undefined): LlamaConfig | null {
+  if (!p) return null;
+  const dir = path.isAbsolute(p) || fs.existsSync(p) ? p : path.join(PROJECT_ROOT, p);
+  try {
+    const file = path.join(dir, 'config.json');
+    const st = fs.statSync(file);
+    if (!st.isFile() || st.size > 64 * 1024) return null;
+    return parseLlamaConfig(JSON.parse(fs.readFileSync(file, 'utf8')));
+  } catch {
+    return null;
+  }
+}
+
+function architecture(model: ConfigView['model'], vocab: number, size?: ModelSize, from?: { kind: string; path?: string }): LlamaConfig | null {
+  const source = from ?? model.from;
+  if (source.kind === 'checkpoint') return checkpointArchitecture(source.path);
+  const { size: ownSize, initStd: _s, from: _f, ...overrides } = model;
+  const chosen = size ?? ownSize;
+  if (!(chosen in MODEL_SIZES)) return null;
+  try {
+    return sizedConfig(chosen, { ...(overrides as Partial<LlamaConfig>), vocab_size: vocab });
+  } catch (err) {
+    if (err instanceof UserError) return null; // an inconsistent architecture: the schema says so already
+    throw err;
+  }
+}
+
+/** Bytes of keys and values cached per token across all layers. */
+function kvBytesPerToken(c: LlamaConfig): number {
+  return c.num_hidden_layers * 2 * c.num_key_value_heads * headDim(c) * FLOAT;
+}
+
+/** Activations of `tokens` padded tokens in rows of `seq`, in passes of at most `perPassCap` (policyUpdate's chunks). */
+function passBytes(c: LlamaConfig, tokens: number, seq: number, perPassCap = Infinity): number {
+  const perPass = Math.min(perPassCap, Math.max(tokens, seq));
+  const rows = Math.max(1, Math.ceil(perPass / Math.max(1, seq)));
+  // The scores of every layer are kept for the backward pass: rows × heads × seq² × layers, scores and softmax and
+  // their gradients (≈ 3 copies).
+  const scores = rows * c.num_attention_heads * seq * seq * c.num_hidden_layers * FLOAT * 3;
+  return perPass * activationBytesPerToken(c) + scores;
+}
+
+/** The shape of one step: rollout rows and sequence lengths, per algorithm (what dominates memory). */
+function stepShape(
+  cfg: ConfigView,
+  c: LlamaConfig,
+): { rows: number; seq: number; extraRows: number; extraSeq: number; rowsField: string; rowsPath: string; pretrainSeq: number } {
+  const t = cfg.task ?? {};
+  const ctx = c.max_position_embeddings;
+  if (cfg.algorithm === 'mars') {
+    const m = cfg.mars ?? {};
+    const rows = num(t.questionsPerStep, 8) * num(t.groupSize, 8);
+    const seq = Math.min(ctx, num(m.sys2PromptMax, 64) + num(m.sys2ResponseMax, 640));
+    // System 1 windows of one turn: up to topK per searching trajectory, cached beside System 2's rows.
+    const sys1Seq = Math.min(ctx, num(m.sys1PromptMax, 256) + num(m.sys1ResponseMax, 48));
+    const sys1Rows = m.sys1Params === 'off' ? 0 : rows * num(m.topK, 5);
+    // The pretraining primer mixes pages, System 1 windows and System 2 transcripts of 1..maxTurns turns, padded to
+    // the longest of a batch: typically about half System 2's response budget, not all of it.
+    const pretrainSeq = Math.min(ctx, Math.max(sys1Seq, num(m.sys2PromptMax, 64) + num(m.sys2ResponseMax, 640) / 2));
+    return { rows, seq, extraRows: sys1Rows, extraSeq: sys1Seq, rowsField: 'task.questionsPerStep × task.groupSize', rowsPath: 'task.groupSize', pretrainSeq };
+  }
+  if (cfg.algorithm === 'marti') {
+    const mt = cfg.marti!;
+    const seq = Math.min(ctx, MARTI_PROMPT + num(mt.maxProgramTokens, 48));
+    return { rows: mt.problemsPerStep * mt.nodesPerTree, seq, extraRows: 0, extraSeq: 0, rowsField: 'marti.problemsPerStep × marti.nodesPerTree', rowsPath: 'marti.nodesPerTree', pretrainSeq: seq };
+  }
+  const seq = Math.min(ctx, 2 * num(t.length, 3) + 8);
+  return { rows: num(t.groupSize, 8) * num(t.promptsPerStep, 1), seq, extraRows: 0, extraSeq: 0, rowsField: 'task.groupSize × task.promptsPerStep', rowsPath: 'task.groupSize', pretrainSeq: seq };
+}
+
+/** The estimate, or null when the architecture is not known before loading (a checkpoint without a readable config). */
+export function estimateRunMemory(config: unknown): MemoryEstimate | null {
+  const cfg = config as ConfigView;
+  if (!cfg?.model?.from || !cfg.rl || !cfg.pretrain) return null;
+  const vocab = cfg.algorithm === 'seqgrpo' ? num(cfg.task?.symbols, 16) + 8 : WORD_VOCAB;
+  const main = architecture(cfg.model, vocab);
+  if (!main) return null;
+  // Every trained parameter set, and the frozen copies.
+  const trained: LlamaConfig[] = [main];
+  let frozen = 0;
+  if (cfg.algorithm === 'mars' && cfg.mars?.sys1Params === 'separate') trained.push(main);
+  if (cfg.algorithm === 'mars' && cfg.mars?.sys1Params === 'frozen') frozen += parameterCount(main);
+  if (cfg.algorithm === 'marti' && cfg.marti?.configuration === 'heterogeneous') {
+    trained.length = 0;
+    for (const a of cfg.marti.agents) {
+      const c = architecture(cfg.model, vocab, a.size, a.from);
+      if (!c) return null;
+      trained.push(c);
+    }
+  }
+  const trainedParams = trained.reduce((s, c) => s + parameterCount(c), 0);
+  if (cfg.rl.klCoef > 0) frozen += trainedParams; // the reference policy of the KL term
+  const resident = (trainedParams * TRAINED_COPIES + frozen) * FLOAT;
+
+  const shape = stepShape(cfg, main);
+  const biggest = trained.reduce((a, c) => (parameterCount(c) > parameterCount(a) ? c : a), main);
+  const rollout = (shape.rows * shape.seq + shape.extraRows * shape.extraSeq) * kvBytesPerToken(biggest) + shape.rows * biggest.vocab_size * FLOAT;
+  const update = passBytes(biggest, shape.rows * shape.seq, shape.seq, tokensPerPass(cfg.backend, biggest, parameterCount(biggest)));
+  const pretrain = passBytes(main, cfg.pretrain.batch * shape.pretrainSeq, shape.pretrainSeq);
+  const total = resident + Math.max(rollout, update, pretrain);
+
+  const modelFields = cfg.model.from.kind === 'checkpoint' ? 'model.from.path (its config.json)' : 'model.size, model.hidden_size, model.intermediate_size, model.num_hidden_layers';
+  const parts: [number, MemoryEstimate['culprit']][] = [
+    [resident, { path: 'model', fields: modelFields, what: 'for weights, Adam state and gradients' }],
+    [rollout, { path: shape.rowsPath, fields: `${shape.rowsField} (and the sequence budgets)`, what: "for the rollout's key/value cache" }],
+    [update, { path: 'model', fields: modelFields, what: "for one update pass's activations" }],
+    [pretrain, { path: 'pretrain.batch', fields: 'pretrain.batch', what: "for one pretraining batch's activations" }],
+  ];
+  const culprit = parts.reduce((a, b) => (b[0] > a[0] ? b : a))[1];
+  const parameters = trainedParams + frozen;
+  return { parameters, resident, rollout, update, pretrain, total, culprit };
+}
+
+/** What a run may use here: the machine's memory, or the wasm heap when the config forces wasm. */
+export function memoryLimit(backend: string | undefined, totalmem = os.totalmem()): { bytes: number; what: string } {
+  if (backend === 'wasm' && WASM_HEAP_BYTES < totalmem) return { bytes: WASM_HEAP_BYTES, what: 'the wasm backend has a 4 GiB heap' };
+  return { bytes: totalmem, what: `this machine has ${formatBytes(totalmem, true)}` };
+}
+
+export function formatBytes(n: number, binary = false): string {
+  const base = binary ? 1024 : 1000;
+  const units = binary ? ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'] : ['B', 'kB', 'MB', 'GB', 'TB', 'PB'];
+  let i = 0;
+  while (n >= base && i < units.length - 1) {
+    n /= base;
+    i++;
+  }
+  return `${n >= 100 || i === 0 ? n.toFixed(0) : n.toFixed(1)} ${units[i]}`;
+}
+
+function formatCount(n: number): string {
+  if (n >= 1e9) return `${(n / 1e9).toFixed(1)}e9`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(1)}M`;
+  return String(Math.round(n));
+}
+
+/**
+ * Why the config will not fit in memory here, as an issue on the dominant field, or undefined when it fits, when it
+ * cannot be told before loading, or when `budget.ignoreMemoryCheck` is set.
+ */
+export function memoryProblem(config: unknown, totalmem = os.totalmem()): { path: string; message: string } | undefined {
+  const cfg = config as ConfigView;
+  if (cfg?.budget?.ignoreMemoryCheck === true) return undefined;
+  const est = estimateRunMemory(config);
+  if (!est) return undefined;
+  const limit = memoryLimit(cfg.backend, totalmem);
+  if (est.total <= limit.bytes) return undefined;
+  return {
+    path: est.culprit.path,
+    message:
+      `${est.culprit.fields}: ${formatCount(est.parameters)} parameters and one step need ≈ ${formatBytes(est.total)}, most of it ` +
+      `${est.culprit.what}; ${limit.what}; lower them, or set budget.ignoreMemoryCheck to true (--set budget.ignoreMemoryCheck=true)`,
+  };
+}

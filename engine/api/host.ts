@@ -7,7 +7,6 @@
  * exactly like the host's own.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { applySets } from '../runs/configOverrides';
 import { runConfigJsonSchema } from '../runs/configJsonSchema';
@@ -21,9 +20,12 @@ import { readLiveTrajectories } from '../runs/liveTrajectories';
 import { isCompleteCheckpoint, listCheckpoints, readRunMeta, writeRunLabels } from '../runs/runFolder';
 import { openRunIndex } from '../runs/runIndex';
 import { watchHome, type HomeWatcher, type RunEvent } from '../runs/watcher';
+import { configSizeProblem } from '../runs/boundedText';
+import { runWriter, shownStatus } from '../runs/writerProcess';
 import { UserError } from '../userError';
 import { ENGINE_VERSION } from '../version';
 import type { ApiEvent, ApiMethod, ApiMetricPoint, ApiParsedRequest, ApiResponse } from './contract';
+import { allowedRoots, checkCheckpointDir, defaultMaxWorkers, pathProblem, verifiedWriterPid, WorkerSlots } from './hostGuards';
 import { workerComparisonSchema, workerEvalSchema, workerResult, type RunLauncher, type RunProcess } from './runLauncher';
 import type { WorkerJob } from './runWorker';
 
@@ -32,6 +34,8 @@ export interface HostOptions {
   launcher: RunLauncher;
   transport: 'electron' | 'web';
   presetsDir?: string;
+  /** Most worker processes (runs, evaluations) at once; default one per core (hostGuards.ts). */
+  maxWorkers?: number;
 }
 
 export type ApiHandlers = { [M in ApiMethod]: (request: ApiParsedRequest<M>) => Promise<ApiResponse<M>> };
@@ -99,23 +103,11 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** The lock file's holder, if it is a process on this machine (engine/runs/runFolder.ts writes it). */
-function lockHolder(dir: string): number | null {
-  try {
-    const lock = JSON.parse(fs.readFileSync(path.join(dir, RUN_FILES.lock), 'utf8')) as { pid?: unknown; host?: unknown };
-    return typeof lock.pid === 'number' && lock.host === os.hostname() ? lock.pid : null;
-  } catch {
-    return null;
-  }
+/** Every field of a config that can name a checkpoint folder, with its value. */
+function checkpointSources(config: RunConfig): [string, { kind: string; path?: string }][] {
+  const out: [string, { kind: string; path?: string }][] = [['model.from.path', config.model.from]];
+  if (config.algorithm === 'marti') config.marti.agents.forEach((a, i) => a.from && out.push([`marti.agents.${i}.from.path`, a.from]));
+  return out;
 }
 
 function lastLines(text: string): string {
@@ -141,6 +133,8 @@ export async function createHost(opts: HostOptions): Promise<Host> {
   const trajectoryIndexes = new Map<string, LineIndex>();
   /** Run processes this host started, by run id, while they live. */
   const running = new Map<string, Launched>();
+  const slots = new WorkerSlots(opts.maxWorkers ?? defaultMaxWorkers());
+  const roots = allowedRoots(home);
 
   const dirOf = (runId: string): string => {
     const dir = runDir(home, runId);
@@ -213,6 +207,9 @@ export async function createHost(opts: HostOptions): Promise<Host> {
   /** The config a launch request describes, validated; never throws for a user's mistake. */
   const resolveLaunch = (req: ApiParsedRequest<'validateConfig'>): Checked<RunConfig> => {
     let base: object;
+    // Before any work: a config of megabytes (or nested thousands deep) would hold the host for minutes.
+    const tooBig = req.config ? configSizeProblem(req.config) : undefined;
+    if (tooBig) return { success: false, issues: [{ path: '', message: `the config ${tooBig}` }] };
     if (req.config) base = req.config;
     else if (req.preset) {
       try {
@@ -237,7 +234,15 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       if (err instanceof UserError) return { success: false, issues: [{ path: '', message: err.message }] };
       throw err;
     }
-    return checkRunConfig(withSets);
+    const checked = checkRunConfig(withSets);
+    if (!checked.success) return checked;
+    // A window names files only inside the home, resources/ or the allow-list (a terminal user is not restricted).
+    const issues: ConfigIssue[] = [];
+    for (const [field, from] of checkpointSources(checked.data)) {
+      const problem = from.kind === 'checkpoint' && from.path !== undefined ? pathProblem(from.path, roots) : undefined;
+      if (problem) issues.push({ path: field, message: problem });
+    }
+    return issues.length > 0 ? { success: false, issues } : checked;
   };
 
   /** Start a worker; resolves with the first line satisfying `until`, or rejects with its stderr when it exits first. */
@@ -247,10 +252,12 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     onRunKnown?: (runId: string, launched: Launched) => void,
   ): Promise<T> =>
     new Promise<T>((resolve, reject) => {
+      const release = slots.take(job.kind === 'start' || job.kind === 'resume' ? `${job.kind} a run` : `${job.kind} checkpoints`);
       let settled = false;
       let runId: string | undefined;
       const launched: Launched = { process: undefined as unknown as RunProcess, stderr: '' };
-      launched.process = opts.launcher.launch(['run-worker', JSON.stringify(job)], {
+      const launchArgs = ['run-worker', JSON.stringify(job)];
+      const handlers: Parameters<RunLauncher['launch']>[1] = {
         onStdoutLine(line) {
           let parsed: unknown;
           try {
@@ -274,6 +281,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
           launched.stderr = (launched.stderr + text).slice(-STDERR_KEEP);
         },
         onExit(code) {
+          release();
           if (runId !== undefined && running.get(runId) === launched) running.delete(runId);
           const error = code === 0 ? undefined : lastLines(launched.stderr) || `the process ended with code ${code}`;
           if (runId !== undefined) broadcast({ type: 'runProcessExit', runId, code, ...(error ? { error } : {}) });
@@ -282,7 +290,13 @@ export async function createHost(opts: HostOptions): Promise<Host> {
             reject(new Error(error ?? 'the process ended without answering'));
           }
         },
-      });
+      };
+      try {
+        launched.process = opts.launcher.launch(launchArgs, handlers);
+      } catch (err) {
+        release();
+        throw err;
+      }
     });
 
   const checkpointDir = (ref: { runId: string; step: number }): string => {
@@ -291,6 +305,8 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       const have = listCheckpoints(dirOf(ref.runId)).map((c) => c.step);
       throw new UserError(`run ${ref.runId} has no checkpoint at step ${ref.step} (it has: ${have.join(', ') || 'none'})`);
     }
+    // checkpoints/<step> may be a symbolic link out of the home (a copied-in run): follow it before a worker reads it.
+    checkCheckpointDir(dir, roots, `run ${ref.runId} step ${ref.step}`);
     return dir;
   };
 
@@ -342,10 +358,8 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       const dir = dirOf(runId);
       const meta = readRunMeta(dir);
       if (meta.status !== 'running') return { stopping: false, message: `run ${runId} is ${meta.status}, not running` };
-      const pid = lockHolder(dir);
-      if (pid === null || pid !== meta.pid || !pidAlive(pid)) {
-        return { stopping: false, message: `run ${runId} says it is running, but no process on this machine holds it (it was probably killed): resume it instead` };
-      }
+      // Never signal a pid that is not this run's writer: after a crash it may be any process (hostGuards.ts).
+      const pid = verifiedWriterPid(runId, dir, meta);
       // A run started from a terminal: SIGTERM is its Ctrl-C (engine/commands/runCommands.ts).
       process.kill(pid, 'SIGTERM');
       return { stopping: true, message: `asked process ${pid} to stop after its current step` };
@@ -355,10 +369,8 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       const dir = dirOf(runId);
       if (running.has(runId)) throw new UserError(`run ${runId} is already running in a process this app started`);
       const meta = readRunMeta(dir);
-      const holder = lockHolder(dir);
-      if (meta.status === 'running' && holder !== null && pidAlive(holder)) {
-        throw new UserError(`run ${runId} is running in process ${holder}; stop it before resuming`);
-      }
+      const writer = meta.status === 'running' ? runWriter(dir, meta) : undefined;
+      if (writer?.state === 'alive') throw new UserError(`run ${runId} is running in process ${writer.pid}; stop it before resuming`);
       await launchWorker({ kind: 'resume', runDir: dir }, (line) => (line.type === 'created' ? true : undefined));
       return { runId };
     },
@@ -369,7 +381,9 @@ export async function createHost(opts: HostOptions): Promise<Host> {
 
     async getRun({ runId, eventsLimit }) {
       const dir = dirOf(runId);
-      const meta = readRunMeta(dir);
+      const written = readRunMeta(dir);
+      // 'running' whose writer is gone (killed, out of memory) is shown interrupted; run.json stays the run's.
+      const meta = { ...written, status: shownStatus(dir, written) };
       const summary = index.list().find((s) => s.id === runId);
       const events = readJsonl<Record<string, unknown>>(path.join(dir, RUN_FILES.events), {
         tail: true,

@@ -79,11 +79,11 @@ async function withProgress(json: boolean | undefined, keyMetric: string, run: (
   const summary = { type: 'done', runId: outcome.runId, dir: outcome.dir, status: outcome.status, step: outcome.step, metrics: outcome.lastMetrics };
   if (json) console.log(JSON.stringify(summary));
   else if (Object.keys(outcome.lastMetrics).length === 0) {
-    console.log(`run ${outcome.runId} had already finished all ${outcome.step} steps; nothing to do\n  folder: ${outcome.dir}`);
+    console.log(`run ${tt(outcome.runId)} had already finished all ${outcome.step} steps; nothing to do\n  folder: ${tt(outcome.dir)}`);
   } else {
     const m = Object.entries(outcome.lastMetrics).filter(([k]) => k !== 'time' && k !== 'step');
-    console.log(`run ${outcome.runId} ${outcome.status} at step ${outcome.step}\n  ${m.map(([k, v]) => `${k} ${Number(v.toFixed(4))}`).join(', ')}\n  folder: ${outcome.dir}`);
-    if (outcome.status === 'stopped') console.log(`  continue with: npx mars-lab resume ${outcome.runId}`);
+    console.log(`run ${tt(outcome.runId)} ${outcome.status} at step ${outcome.step}\n  ${m.map(([k, v]) => `${tt(k)} ${Number(v.toFixed(4))}`).join(', ')}\n  folder: ${tt(outcome.dir)}`);
+    if (outcome.status === 'stopped') console.log(`  continue with: npx mars-lab resume ${tt(outcome.runId)}`);
   }
 }
 

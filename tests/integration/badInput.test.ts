@@ -45,6 +45,29 @@ describe('bad input', () => {
     expectCleanFailure(await cli(['train', '--config', bad, '--home', home]), new RegExp(`${bad}.*not valid JSON`));
   });
 
+  it('requests that would freeze or exhaust the machine are one line, at once (issue 15)', async () => {
+    expectCleanFailure(await cli(['train', '--preset', 'seqgrpo-copy', '--set', 'tags.4294967294=x', '--home', home]), /--set tags\.4294967294=x: tags is a list of \d+ items?, so the index must be from 0 to \d+/);
+    const mars = await cli(['train', '--preset', 'mars-small', '--set', 'model.size=medium', '--set', 'task.groupSize=1024', '--home', home]);
+    expectCleanFailure(mars, /task\.groupSize: task\.questionsPerStep × task\.groupSize .*≈ \d+ GB.*this machine has .*budget\.ignoreMemoryCheck/);
+    expect(mars.code).toBe(2);
+    const huge = path.join(home, 'huge-llama.json');
+    fs.writeFileSync(huge, JSON.stringify({ vocab_size: 512, hidden_size: 8192, intermediate_size: 32768, num_hidden_layers: 64, num_attention_heads: 128, num_key_value_heads: 128, max_position_embeddings: 1024 }));
+    const init = await cli(['model', 'init', '--config', huge, '--out', path.join(home, 'huge-ckpt')]);
+    expectCleanFailure(init, /68\.7e9 parameters need ≈ 1\.\d TB to initialise; this machine has .*--ignore-memory-check/);
+    expect(init.code).toBe(2);
+    const wide = path.join(home, 'wide-llama.json');
+    fs.writeFileSync(wide, JSON.stringify({ vocab_size: 512, hidden_size: 1 << 20, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 1, max_position_embeddings: 64 }));
+    expectCleanFailure(await cli(['model', 'init', '--config', wide, '--out', path.join(home, 'wide-ckpt')]), /field 'hidden_size' must be at most 8192, got 1048576/);
+  }, 120_000);
+
+  it("errors about a file that is not JSON never quote the file's content", async () => {
+    const secret = path.join(home, 'secret.txt');
+    fs.writeFileSync(secret, 'sekrit-token-4f2a: do not print me');
+    const r = await cli(['model', 'init', '--config', secret, '--out', path.join(home, 'never')]);
+    expectCleanFailure(r, new RegExp(`--config ${secret}: not valid JSON`));
+    expect(r.stderr).not.toMatch(/sekrit/);
+  });
+
   it('a checkpoint of another architecture is refused when evaluated against a task it does not fit', async () => {
     const other = path.join(home, 'other-ckpt');
     expect((await cli(['model', 'init', '--config', 'micro', '--out', other])).code).toBe(0); // vocab 512, no run config

@@ -8,6 +8,16 @@ export const RUN_STATUSES = ['created', 'running', 'stopped', 'finished', 'faile
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
 const metricStatsSchema = z.object({ last: z.number().nullable(), min: z.number().nullable(), max: z.number().nullable() });
+type MetricStatsShape = z.infer<typeof metricStatsSchema>;
+
+/**
+ * Statistics by metric name. Not z.record: zod drops a "__proto__" key from records, and metric names are data (a
+ * metrics line may name any); every value is still checked, and the object is kept as given.
+ */
+const metricsByNameSchema = z.custom<Record<string, MetricStatsShape>>(
+  (v) => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((s) => metricStatsSchema.safeParse(s).success),
+  { message: 'expected an object of {last, min, max} by metric name' },
+);
 
 /** One row of the run list (runIndex.ts RunSummary, whose fields are documented there). */
 export const runSummarySchema = z.object({
@@ -19,7 +29,7 @@ export const runSummarySchema = z.object({
   createdAt: z.string().optional(),
   statusAt: z.string().optional(),
   steps: z.number().nullable(),
-  metrics: z.record(z.string(), metricStatsSchema),
+  metrics: metricsByNameSchema,
   tags: z.array(z.string()),
   notes: z.string(),
   checkpoints: z.number(),

@@ -25,7 +25,7 @@ import { runWriter, shownStatus } from '../runs/writerProcess';
 import { UserError } from '../userError';
 import { ENGINE_VERSION } from '../version';
 import type { ApiEvent, ApiMethod, ApiMetricPoint, ApiParsedRequest, ApiResponse } from './contract';
-import { allowedRoots, checkCheckpointDir, defaultMaxWorkers, pathProblem, verifiedWriterPid, WorkerSlots } from './hostGuards';
+import { allowedRoots, checkCheckpointDir, configPathIssues, defaultMaxWorkers, verifiedWriterPid, WorkerSlots } from './hostGuards';
 import { workerComparisonSchema, workerEvalSchema, workerResult, type RunLauncher, type RunProcess } from './runLauncher';
 import type { WorkerJob } from './runWorker';
 
@@ -101,13 +101,6 @@ const STDERR_KEEP = 4000;
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** Every field of a config that can name a checkpoint folder, with its value. */
-function checkpointSources(config: RunConfig): [string, { kind: string; path?: string }][] {
-  const out: [string, { kind: string; path?: string }][] = [['model.from.path', config.model.from]];
-  if (config.algorithm === 'marti') config.marti.agents.forEach((a, i) => a.from && out.push([`marti.agents.${i}.from.path`, a.from]));
-  return out;
 }
 
 function lastLines(text: string): string {
@@ -237,11 +230,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     const checked = checkRunConfig(withSets);
     if (!checked.success) return checked;
     // A window names files only inside the home, resources/ or the allow-list (a terminal user is not restricted).
-    const issues: ConfigIssue[] = [];
-    for (const [field, from] of checkpointSources(checked.data)) {
-      const problem = from.kind === 'checkpoint' && from.path !== undefined ? pathProblem(from.path, roots) : undefined;
-      if (problem) issues.push({ path: field, message: problem });
-    }
+    const issues = configPathIssues(checked.data, roots);
     return issues.length > 0 ? { success: false, issues } : checked;
   };
 

@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { ConfigIssue, RunConfig } from '../runs/configSchema';
 import { PRESETS_DIR } from '../runs/presets';
 import { runWriter } from '../runs/writerProcess';
 import { UserError } from '../userError';
@@ -57,6 +58,23 @@ export function pathProblem(p: string, roots: readonly string[]): string | undef
   }
   if (!roots.some((r) => inside(r, real))) return `${p} leads (through a symbolic link) outside the folders a window may use (${list})`;
   return undefined;
+}
+
+/** Every field of a config that can name a checkpoint folder, with its value. */
+function checkpointSources(config: RunConfig): [string, { kind: string; path?: string }][] {
+  const out: [string, { kind: string; path?: string }][] = [['model.from.path', config.model.from]];
+  if (config.algorithm === 'marti') config.marti.agents.forEach((a, i) => a.from && out.push([`marti.agents.${i}.from.path`, a.from]));
+  return out;
+}
+
+/** The config's checkpoint paths that lie outside `roots`, as issues on their fields (the form shows them there). */
+export function configPathIssues(config: RunConfig, roots: readonly string[]): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  for (const [field, from] of checkpointSources(config)) {
+    const problem = from.kind === 'checkpoint' && from.path !== undefined ? pathProblem(from.path, roots) : undefined;
+    if (problem) issues.push({ path: field, message: problem });
+  }
+  return issues;
 }
 
 /** Throws unless the checkpoint folder `dir` (inside the home by construction) is really there, symlinks followed. */

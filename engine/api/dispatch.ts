@@ -3,6 +3,7 @@
  * call the host. Electron's IPC handlers and the web-mode socket both go through `callApi`, so the same request is
  * refused the same way whichever way it came.
  */
+import { clip } from '../runs/boundedText';
 import { ConfigValidationError } from '../runs/configSchema';
 import { UserError } from '../userError';
 import { apiSchemas, isApiMethod, type ApiErrorPayload, type ApiMethod } from './contract';
@@ -15,7 +16,10 @@ export function parseRequest(method: unknown, params: unknown): { method: ApiMet
   if (!isApiMethod(method)) throw new ApiRequestError(`'${String(method).slice(0, 60)}' is not a method of the mars-lab API`);
   const parsed = apiSchemas[method].request.safeParse(params ?? {});
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(request)'}: ${i.message}`);
+    // Bounded: a request may carry thousands of unknown keys, or keys megabytes long, that zod's messages name.
+    const issues = parsed.error.issues;
+    const problems = issues.slice(0, 10).map((i) => `${clip(i.path.length ? i.path.join('.') : '(request)', 100)}: ${clip(i.message, 200)}`);
+    if (issues.length > 10) problems.push(`and ${issues.length - 10} more`);
     throw new ApiRequestError(`${method}: invalid request (${problems.join('; ')})`);
   }
   return { method, request: parsed.data };

@@ -44,7 +44,7 @@ function readModelConfig(spec: string) {
     raw = JSON.parse(fs.readFileSync(spec, 'utf8'));
   } catch (err) {
     // The parser's own message quotes the file's first bytes: name the problem, never the content.
-    throw new UserError(`--config ${spec}: ${jsonParseProblem(err)}`);
+    throw new UserError(`--config ${spec}: not valid JSON (${jsonParseProblem(err)})`);
   }
   return parseLlamaConfig(raw, spec);
 }

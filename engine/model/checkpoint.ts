@@ -10,6 +10,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { faultPoint } from '../faultPoints';
 import { UserError } from '../userError';
+import { jsonParseProblem } from '../runs/boundedText';
 import { parseLlamaConfig, toHfConfigJson, type LlamaConfig } from './config';
 import { checkHfTensors, modelFromHf, modelToHf, type HostTensor } from './hfWeights';
 import type { LlamaModel } from './llama';
@@ -127,7 +128,7 @@ function readJson(file: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new CheckpointError(`${file}: not valid JSON (${(err as Error).message})`);
+    throw new CheckpointError(`${file}: not valid JSON (${jsonParseProblem(err)})`); // never the parser's message: it quotes the file
   }
 }
 

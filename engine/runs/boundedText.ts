@@ -83,16 +83,17 @@ export function boundedJson(value: unknown, max = 80): string {
 }
 
 /**
- * What was wrong with text JSON.parse refused, by position only. Node's messages quote the text (`Unexpected token
- * 'r', "root:x:0:0:"... is not valid JSON`), which would echo a file's first bytes into an error shown in a window.
+ * What was wrong with text JSON.parse refused, for `not valid JSON (…)`, by position only. Node's messages quote the
+ * text (`Unexpected token 'r', "root:x:0:0:"... is not valid JSON`), which would echo a file's first bytes into an
+ * error shown in a window.
  */
 export function jsonParseProblem(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err);
-  if (/unexpected end/i.test(message)) return 'it ends before the JSON value is complete';
-  const at = /position (\d+)/.exec(message);
+  if (/unexpected end/i.test(message)) return 'it ends before the value is complete';
   const line = /line (\d+) column (\d+)/.exec(message);
-  if (line) return `not valid JSON at line ${line[1]}, column ${line[2]}`;
-  if (at) return `not valid JSON at character ${at[1]}`;
+  if (line) return `at line ${line[1]}, column ${line[2]}`;
+  const at = /position (\d+)/.exec(message);
+  if (at) return `at character ${at[1]}`;
   if (/too deep|call stack/i.test(message)) return 'nested too deeply';
-  return 'not valid JSON';
+  return 'an unexpected character';
 }

@@ -12,6 +12,7 @@ import { CONFIG_FILE, loadCheckpoint, TRAINER_STATE_FILE, WEIGHTS_FILE, writeFol
 import { mcnemar, pairedBootstrap } from '../metrics/pairedStats';
 import { Rng } from '../random/prng';
 import { UserError } from '../userError';
+import { jsonParseProblem } from './boundedText';
 import { parseRunConfig, type RunConfig } from './configSchema';
 import type { EvalResult } from './trainer';
 
@@ -39,7 +40,7 @@ export function checkpointConfig(dir: string): RunConfig {
   try {
     state = JSON.parse(fs.readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new UserError(`${file}: not valid JSON (${(err as Error).message})`);
+    throw new UserError(`${file}: not valid JSON (${jsonParseProblem(err)})`); // never the parser's message: it quotes the file
   }
   return parseRunConfig(state.config, `${file} (config)`);
 }

@@ -223,12 +223,18 @@ function formatCount(n: number): string {
 }
 
 /**
+ * Set to 1 to skip the check everywhere: for a run made on a larger machine and resumed or evaluated on this one,
+ * whose config (in run.json, in its checkpoints) cannot take a --set.
+ */
+export const IGNORE_MEMORY_ENV = 'MARS_LAB_IGNORE_MEMORY_CHECK';
+
+/**
  * Why the config will not fit in memory here, as an issue on the dominant field, or undefined when it fits, when it
  * cannot be told before loading, or when `budget.ignoreMemoryCheck` is set.
  */
 export function memoryProblem(config: unknown, totalmem = os.totalmem()): { path: string; message: string } | undefined {
   const cfg = config as ConfigView;
-  if (cfg?.budget?.ignoreMemoryCheck === true) return undefined;
+  if (cfg?.budget?.ignoreMemoryCheck === true || process.env[IGNORE_MEMORY_ENV] === '1') return undefined;
   const est = estimateRunMemory(config);
   if (!est) return undefined;
   const limit = memoryLimit(cfg.backend, totalmem);
@@ -237,6 +243,7 @@ export function memoryProblem(config: unknown, totalmem = os.totalmem()): { path
     path: est.culprit.path,
     message:
       `${est.culprit.fields}: ${formatCount(est.parameters)} parameters and one step need ≈ ${formatBytes(est.total)}, most of it ` +
-      `${est.culprit.what}; ${limit.what}; lower them, or set budget.ignoreMemoryCheck to true (--set budget.ignoreMemoryCheck=true)`,
+      `${est.culprit.what}; ${limit.what}; lower them, or set budget.ignoreMemoryCheck to true (--set budget.ignoreMemoryCheck=true; ` +
+      `for a run made elsewhere, ${IGNORE_MEMORY_ENV}=1)`,
   };
 }

@@ -72,3 +72,51 @@ describe('config size and error messages', () => {
     expect(long.issues.find((i) => i.path === 'seed')!.message).toMatch(/received "x+…$/);
   }, 5_000);
 });
+
+describe("errors never quote a file's content", () => {
+  it('a damaged run.json or checkpoint config.json is named with a position, not its bytes', async () => {
+    const fs = await import('node:fs');
+    const os = await import('node:os');
+    const path = await import('node:path');
+    const { readRunMeta } = await import('../../../engine/runs/runFolder');
+    const { loadCheckpoint } = await import('../../../engine/model/checkpoint');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-quote-'));
+    try {
+      fs.writeFileSync(path.join(dir, 'run.json'), 'root:x:0:0:secret-token-9f1c');
+      fs.writeFileSync(path.join(dir, 'config.json'), 'root:x:0:0:secret-token-9f1c');
+      expect(() => readRunMeta(dir)).toThrow(/run\.json is not valid JSON \(an unexpected character\)/);
+      expect(() => readRunMeta(dir)).not.toThrow(/secret|root:/);
+      await expect(loadCheckpoint(dir)).rejects.toThrow(/config\.json: not valid JSON/);
+      await expect(loadCheckpoint(dir)).rejects.not.toThrow(/secret|root:/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a request with thousands of unknown keys is answered in a bounded line', async () => {
+    const { parseRequest } = await import('../../../engine/api/dispatch');
+    const params: Record<string, number> = {};
+    for (let i = 0; i < 5000; i++) params[`${'k'.repeat(1000)}${i}`] = i;
+    let message = '';
+    try {
+      parseRequest('listRuns', params);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/^listRuns: invalid request/);
+    expect(message.length).toBeLessThan(5000);
+  });
+});
+
+describe('memory check override for runs made elsewhere', () => {
+  it('MARS_LAB_IGNORE_MEMORY_CHECK=1 lets a too-large config through (resume, evaluation)', () => {
+    const huge = { algorithm: 'seqgrpo', model: { hidden_size: 8192, intermediate_size: 32768, num_hidden_layers: 64, num_attention_heads: 128, num_key_value_heads: 128 } };
+    expect(checkRunConfig(huge).success).toBe(false);
+    process.env.MARS_LAB_IGNORE_MEMORY_CHECK = '1';
+    try {
+      expect(checkRunConfig(huge).success).toBe(true);
+    } finally {
+      delete process.env.MARS_LAB_IGNORE_MEMORY_CHECK;
+    }
+  });
+});

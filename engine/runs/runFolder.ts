@@ -3,7 +3,6 @@
  * second writer out.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';

@@ -32,6 +32,8 @@ class SeqGrpoTrainer implements Trainer {
     private readonly optimizer: Adam,
     private readonly streams: Streams,
     step: number,
+    /** The KL reference (the run's initial weights), present only when rl.klCoef > 0. */
+    private readonly reference: LlamaModel | null,
   ) {
     this.step = step;
   }
@@ -81,7 +83,9 @@ class SeqGrpoTrainer implements Trainer {
       });
     });
     const t1 = performance.now();
-    const st = await policyUpdate(this.model, this.optimizer, samples, configuredUpdate(cfg, this.streams.minibatch));
+    const opts = configuredUpdate(cfg, this.streams.minibatch);
+    if (this.reference) opts.reference = this.reference;
+    const st = await policyUpdate(this.model, this.optimizer, samples, opts);
     const t2 = performance.now();
     this.step++;
     const n = samples.length;
@@ -94,6 +98,7 @@ class SeqGrpoTrainer implements Trainer {
         clipFraction: st.clipFraction,
         gradNorm: st.gradNorm,
         lr: st.lr,
+        ...(st.kl === null ? {} : { kl: st.kl }),
         // wall-clock time of the step's phases (the only non-deterministic fields besides `time`)
         'timing.rolloutMs': t1 - t0,
         'timing.updateMs': t2 - t1,
@@ -121,6 +126,7 @@ class SeqGrpoTrainer implements Trainer {
 
   dispose(): void {
     this.model.dispose();
+    this.reference?.dispose();
     this.optimizer.dispose();
   }
 }
@@ -172,24 +178,35 @@ async function evaluateSeq(cfg: SeqGrpoConfig, task: SeqTask, model: LlamaModel)
   };
 }
 
+/** The run's initial weights: random from the run seed's 'init' stream, or model.from (the KL reference is rebuilt the same way). */
+function initialModel(cfg: SeqGrpoConfig, task: SeqTask): Promise<LlamaModel> {
+  return configuredInitialModel(cfg, task.tokenizer.vocabSize, { max_position_embeddings: 64 }, new Rng(cfg.seed).split('init'), `this task's vocabulary (${cfg.task.symbols} symbols)`);
+}
+
 export const seqgrpo: Algorithm<SeqGrpoConfig> = {
   name: 'seqgrpo',
   async createTrainer(cfg, from) {
     const task = new SeqTask(cfg.task);
     const root = new Rng(cfg.seed);
+    const reference = cfg.rl.klCoef > 0 ? await initialModel(cfg, task) : null;
     if (!from) {
-      const model = await configuredInitialModel(cfg, task.tokenizer.vocabSize, { max_position_embeddings: 64 }, root.split('init'), `this task's vocabulary (${cfg.task.symbols} symbols)`);
+      const model = await initialModel(cfg, task);
       // Training inputs come from task.trainSeed (the task's own stream); tokens and minibatches from the run seed.
       const streams = { tokens: root.split('tokens'), task: new Rng(cfg.task.trainSeed).split('train-items'), minibatch: root.split('minibatch') };
-      return new SeqGrpoTrainer(cfg, task, model, configuredAdam(cfg, model), streams, 0);
+      return new SeqGrpoTrainer(cfg, task, model, configuredAdam(cfg, model), streams, 0, reference);
     }
-    const state = from.trainerState as { step?: number };
-    if (!Number.isInteger(state?.step)) throw new UserError('trainer_state.json: step is missing; the checkpoint cannot be resumed');
-    if (!from.optimizer) throw new UserError('optimizer.safetensors is missing; the checkpoint cannot be resumed exactly');
-    const optimizer = configuredAdam(cfg, from.model);
-    optimizer.importState(from.optimizer);
-    const streams = restoreStreams(state, ['tokens', 'task', 'minibatch'] as const);
-    return new SeqGrpoTrainer(cfg, task, from.model, optimizer, streams, state.step!);
+    try {
+      const state = from.trainerState as { step?: number };
+      if (!Number.isInteger(state?.step)) throw new UserError('trainer_state.json: step is missing; the checkpoint cannot be resumed');
+      if (!from.optimizer) throw new UserError('optimizer.safetensors is missing; the checkpoint cannot be resumed exactly');
+      const optimizer = configuredAdam(cfg, from.model);
+      optimizer.importState(from.optimizer);
+      const streams = restoreStreams(state, ['tokens', 'task', 'minibatch'] as const);
+      return new SeqGrpoTrainer(cfg, task, from.model, optimizer, streams, state.step!, reference);
+    } catch (err) {
+      reference?.dispose();
+      throw err;
+    }
   },
   evalIdentity,
   initialModel(cfg, rng) {

@@ -47,6 +47,20 @@ describe('stop and resume', () => {
     expect(lines.at(-1)!.reward).not.toBe(lines[0]!.reward);
   });
 
+  it('with a KL penalty the reference is the run\'s initial weights, rebuilt on resume: the resumed run equals the whole one', async () => {
+    // rl.klCoef > 0 was accepted by the schema but crashed the seqgrpo trainer ("needs a reference model").
+    const config = parseRunConfig({ ...quickConfig({ steps: 6, checkpointEvery: 3, evalEvery: 0 }), rl: { lr: 3e-3, klCoef: 0.1 } });
+    const whole = await startRun(home, config);
+    expect(whole.status).toBe('finished');
+    const part = await startRun(home, config, { stopAfterStep: 3 });
+    expect((await resumeRun(part.dir)).status).toBe('finished');
+    const lines = metricLines(runFilePaths(part.dir).metrics);
+    expect(lines).toEqual(metricLines(runFilePaths(whole.dir).metrics));
+    // the penalty is measured against a reference that starts equal to the policy and then differs from it
+    expect(lines[0]!.kl).toBeCloseTo(0, 6);
+    expect(lines.at(-1)!.kl).toBeGreaterThan(0);
+  });
+
   it('lines written after the last checkpoint are dropped on resume and recomputed, never duplicated', async () => {
     const config = parseRunConfig(quickConfig({ steps: 8, checkpointEvery: 3, evalEvery: 0 }));
     const part = await startRun(home, config, { stopAfterStep: 3 });

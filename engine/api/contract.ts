@@ -178,6 +178,34 @@ export const apiSchemas = {
     }),
     response: z.object({ points: z.number(), lastStep: z.number().nullable(), series: z.record(z.string(), seriesSchema) }),
   },
+  /**
+   * Several runs' series of the same metrics (the Runs view's overlay), each decimated to `width` buckets as
+   * getMetricSeries does, with each run's progress: last step, total steps (budget.steps), recent seconds per step.
+   * A run that cannot be read answers its `error` instead of failing the call (engine/api/runsSeries.ts).
+   */
+  getRunsMetricSeries: {
+    request: z.strictObject({
+      runIds: z.array(runIdSchema).min(1).max(50),
+      names: z.array(z.string().max(200)).max(100),
+      x: z.enum(['step', 'time']).default('step'),
+      width: z.number().int().min(1).max(5000).default(600),
+    }),
+    response: z.object({
+      runs: z.array(
+        z.object({
+          runId: z.string(),
+          points: z.number(),
+          lastStep: z.number().nullable(),
+          totalSteps: z.number().nullable(),
+          secondsPerStep: z.number().nullable(),
+          /** Time (seconds since the epoch) of the last metrics line. */
+          lastTime: z.number().nullable(),
+          series: z.record(z.string(), seriesSchema),
+          error: z.string().optional(),
+        }),
+      ),
+    }),
+  },
   /** Lines of trajectories.jsonl by position (0 = the first), for inspectors; `total` is the count so far. */
   getTrajectories: {
     request: z.strictObject({

@@ -26,6 +26,7 @@ import { UserError } from '../userError';
 import { ENGINE_VERSION } from '../version';
 import type { ApiEvent, ApiMethod, ApiMetricPoint, ApiParsedRequest, ApiResponse } from './contract';
 import { allowedRoots, checkCheckpointDir, configPathIssues, defaultMaxWorkers, verifiedWriterPid, WorkerSlots } from './hostGuards';
+import { runsMetricSeries } from './runsSeries';
 import { workerComparisonSchema, workerEvalSchema, workerResult, type RunLauncher, type RunProcess } from './runLauncher';
 import type { WorkerJob } from './runWorker';
 
@@ -405,6 +406,10 @@ export async function createHost(opts: HostOptions): Promise<Host> {
         series[name] = { x: buckets.map((b) => b.x), min: buckets.map((b) => b.min), max: buckets.map((b) => b.max), last: buckets.map((b) => b.last) };
       }
       return { points: points.length, lastStep: points.at(-1)?.step ?? null, series };
+    },
+
+    async getRunsMetricSeries(req) {
+      return runsMetricSeries(req, { metricsOf, dirOf });
     },
 
     async getTrajectories({ runId, offset, limit }) {

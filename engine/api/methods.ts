@@ -14,6 +14,7 @@ export const API_METHODS = [
   'listRuns',
   'getRun',
   'getMetricSeries',
+  'getRunsMetricSeries',
   'getTrajectories',
   'getLiveTrajectories',
   'setRunLabels',

@@ -112,6 +112,23 @@ const seriesSchema = z.object({
 });
 export type ApiSeries = z.infer<typeof seriesSchema>;
 
+/** Which trajectories a search keeps (engine/runs/trajectoryQuery.ts says what each field means per record kind). */
+export const trajectoryFilterSchema = z.strictObject({
+  stepMin: z.number().int().min(0).optional(),
+  stepMax: z.number().int().min(0).optional(),
+  rewardMin: z.number().optional(),
+  rewardMax: z.number().optional(),
+  /** A MARS question family (direct, paraphrase, bridge…). */
+  family: z.string().min(1).max(100).optional(),
+  /** A MARTI agent id. */
+  agent: z.string().min(1).max(100).optional(),
+  outcome: z.enum(['solved', 'unsolved']).optional(),
+  malformed: z.boolean().optional(),
+  /** Case-insensitive text in the question, answers, turns, outputs, statement or programs. */
+  text: z.string().min(1).max(200).optional(),
+});
+export type ApiTrajectoryFilter = z.infer<typeof trajectoryFilterSchema>;
+
 // ---- methods ---------------------------------------------------------------------------------------------------------
 
 const empty = z.strictObject({});
@@ -206,14 +223,35 @@ export const apiSchemas = {
       ),
     }),
   },
-  /** Lines of trajectories.jsonl by position (0 = the first), for inspectors; `total` is the count so far. */
+  /**
+   * Lines of trajectories.jsonl for the inspectors (engine/runs/trajectoryIndex.ts, trajectoryQuery.ts); `total` is the
+   * count of complete lines so far. By position (0 = the first) from `offset`; or, with `step`, that step's lines
+   * directly (the first step at or after it; `offset`..`stepEnd` are its positions); or, with `filter`, the lines
+   * that pass it, scanned newest first from `before` (default: the end) within a byte budget: `positions` say where
+   * each record is, `next` where to continue (null: every line in range was looked at). `pages` holds the text of
+   * the pages MARS episodes found, by `w<world seed>:<page id>`.
+   */
   getTrajectories: {
     request: z.strictObject({
       runId: runIdSchema,
       offset: z.number().int().min(0).default(0),
       limit: z.number().int().min(1).max(500).default(20),
+      step: z.number().int().min(0).optional(),
+      filter: trajectoryFilterSchema.optional(),
+      before: z.number().int().min(0).optional(),
     }),
-    response: z.object({ total: z.number(), offset: z.number(), records: z.array(z.unknown()) }),
+    response: z.object({
+      total: z.number(),
+      offset: z.number(),
+      records: z.array(z.unknown()),
+      steps: z.object({ first: z.number().nullable(), last: z.number().nullable(), count: z.number() }).optional(),
+      step: z.number().nullable().optional(),
+      stepEnd: z.number().optional(),
+      positions: z.array(z.number()).optional(),
+      next: z.number().nullable().optional(),
+      scanned: z.number().optional(),
+      pages: z.record(z.string(), z.object({ title: z.string(), text: z.string() })).optional(),
+    }),
   },
   /**
    * The records of the step in flight (live.json: MARTI's trees as they grow), or step null and none between steps.

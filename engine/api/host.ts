@@ -17,6 +17,9 @@ import { readJsonl } from '../runs/jsonl';
 import { metricLineProblem, metricNames, toMetricPoint, type MetricPoint } from '../runs/metricPoint';
 import { listPresets, loadPreset, PRESETS_DIR } from '../runs/presets';
 import { readLiveTrajectories } from '../runs/liveTrajectories';
+import { updateTrajectoryIndex, type TrajectoryIndex } from '../runs/trajectoryIndex';
+import { marsPagesOf } from '../runs/trajectoryPages';
+import { queryTrajectories } from '../runs/trajectoryQuery';
 import { isCompleteCheckpoint, listCheckpoints, readRunMeta, writeRunLabels } from '../runs/runFolder';
 import { openRunIndex } from '../runs/runIndex';
 import { watchHome, type HomeWatcher, type RunEvent } from '../runs/watcher';
@@ -85,14 +88,6 @@ interface MetricsCache {
   points: MetricPoint[];
 }
 
-/** Byte offsets of the lines of one run's trajectories.jsonl, found so far. */
-interface LineIndex {
-  ino: number;
-  scanned: number;
-  starts: number[];
-  ends: number[];
-}
-
 interface Launched {
   process: RunProcess;
   stderr: string;
@@ -112,6 +107,8 @@ export async function createHost(opts: HostOptions): Promise<Host> {
   const home = path.resolve(opts.home);
   const presetsDir = opts.presetsDir ?? PRESETS_DIR;
   const listeners = new Set<(event: ApiEvent) => void>();
+  /** Per run, the byte offsets and steps of trajectories.jsonl's lines (engine/runs/trajectoryIndex.ts). */
+  const trajectoryIndexes = new Map<string, TrajectoryIndex>();
   const broadcast = (event: ApiEvent): void => {
     for (const listener of listeners) {
       try {
@@ -121,10 +118,13 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       }
     }
   };
-  const watcher: HomeWatcher = await watchHome(home, (event) => broadcast(toApiEvent(event)));
+  const watcher: HomeWatcher = await watchHome(home, (event) => {
+    // A resume cut trajectories.jsonl back: its index is built again on the next request.
+    if (event.type === 'fileReset' && event.file === 'trajectories.jsonl') trajectoryIndexes.delete(event.runId);
+    broadcast(toApiEvent(event));
+  });
   const index = openRunIndex(home);
   const metricsCaches = new Map<string, MetricsCache>();
-  const trajectoryIndexes = new Map<string, LineIndex>();
   /** Run processes this host started, by run id, while they live. */
   const running = new Map<string, Launched>();
   const slots = new WorkerSlots(opts.maxWorkers ?? defaultMaxWorkers());
@@ -159,43 +159,10 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     return cache.points;
   };
 
-  const trajectoryLines = (runId: string): { file: string; index: LineIndex } => {
-    const file = path.join(dirOf(runId), RUN_FILES.trajectories);
-    let stat: fs.Stats;
-    try {
-      stat = fs.statSync(file);
-    } catch {
-      return { file, index: { ino: 0, scanned: 0, starts: [], ends: [] } };
-    }
-    let index = trajectoryIndexes.get(runId);
-    if (!index || index.ino !== stat.ino || stat.size < index.scanned) index = { ino: stat.ino, scanned: 0, starts: [], ends: [] };
-    if (stat.size > index.scanned) {
-      const fd = fs.openSync(file, 'r');
-      try {
-        const buf = Buffer.allocUnsafe(1 << 20);
-        let lineStart = index.scanned;
-        let pos = index.scanned;
-        while (pos < stat.size) {
-          const n = fs.readSync(fd, buf, 0, Math.min(buf.length, stat.size - pos), pos);
-          if (n === 0) break;
-          for (let i = buf.indexOf(0x0a, 0); i !== -1 && i < n; i = buf.indexOf(0x0a, i + 1)) {
-            const end = pos + i;
-            if (end > lineStart) {
-              index.starts.push(lineStart);
-              index.ends.push(end);
-            }
-            lineStart = end + 1;
-          }
-          pos += n;
-        }
-        // An unfinished last line is scanned again next time.
-        index.scanned = lineStart;
-      } finally {
-        fs.closeSync(fd);
-      }
-    }
+  const trajectoryLines = (runId: string): TrajectoryIndex => {
+    const index = updateTrajectoryIndex(path.join(dirOf(runId), RUN_FILES.trajectories), trajectoryIndexes.get(runId));
     trajectoryIndexes.set(runId, index);
-    return { file, index };
+    return index;
   };
 
   /** The config a launch request describes, validated; never throws for a user's mistake. */
@@ -392,7 +359,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
         metricNames: [...names].sort(),
         metricPoints: points.length,
         lastStep: points.at(-1)?.step ?? null,
-        trajectories: trajectoryLines(runId).index.starts.length,
+        trajectories: trajectoryLines(runId).starts.length,
         hostProcess: running.has(runId),
       };
     },
@@ -412,31 +379,10 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       return runsMetricSeries(req, { metricsOf, dirOf });
     },
 
-    async getTrajectories({ runId, offset, limit }) {
-      const { file, index: lines } = trajectoryLines(runId);
-      const total = lines.starts.length;
-      const records: unknown[] = [];
-      const end = Math.min(total, offset + limit);
-      if (offset < end) {
-        const from = lines.starts[offset]!;
-        const to = lines.ends[end - 1]!;
-        const fd = fs.openSync(file, 'r');
-        try {
-          const buf = Buffer.alloc(to - from);
-          fs.readSync(fd, buf, 0, buf.length, from);
-          for (let i = offset; i < end; i++) {
-            const text = buf.subarray(lines.starts[i]! - from, lines.ends[i]! - from).toString('utf8');
-            try {
-              records.push(JSON.parse(text));
-            } catch {
-              records.push({ unreadable: true, line: i + 1 });
-            }
-          }
-        } finally {
-          fs.closeSync(fd);
-        }
-      }
-      return { total, offset, records };
+    async getTrajectories({ runId, ...req }) {
+      const answer = queryTrajectories(trajectoryLines(runId), req);
+      const pages = marsPagesOf(answer.records, readRunMeta(dirOf(runId)).config);
+      return Object.keys(pages).length ? { ...answer, pages } : answer;
     },
 
     async getLiveTrajectories({ runId }) {

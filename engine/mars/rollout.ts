@@ -149,9 +149,12 @@ export async function rolloutBatch(
     if (live.length > 0) await session.extend(live.map((t) => t.tokens));
     // maxTurns tool turns, then one last turn in which only an answer counts [D].
     for (let turn = 0; turn <= s.maxTurns && live.length > 0; turn++) {
-      const room = live.map((t) => s.sys2ResponseMax - (t.tokens.length - t.promptLength));
+      // Each row's turn is capped by its own remaining budget, never by another row's: a trajectory does not depend on
+      // what it is batched with (a shared minimum cut other questions' turns short, so they parsed as malformed).
+      const room = live.map((t) => Math.max(1, s.sys2ResponseMax - (t.tokens.length - t.promptLength)));
       const gens = await session.sample({
-        maxNewTokens: Math.max(1, Math.min(s.sys2TurnMax, ...room)),
+        maxNewTokens: s.sys2TurnMax,
+        rowMaxNewTokens: room,
         temperature: s.temperature,
         topP: s.topP,
         stopTokens: format.sys2Stops,

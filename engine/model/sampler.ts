@@ -221,19 +221,28 @@ export class DecodeSession {
    * finish, so it stays in the batch for later phases. With `final`, the last drawn tokens are not fed back (nothing
    * follows them) and stopped rows leave the batch, which saves their compute.
    * The random stream is consumed in row order, by live rows only, at every step.
+   *
+   * `rowMaxNewTokens[b]` caps row b below `maxNewTokens` (a row's own remaining budget): a row stops at its own limit
+   * (finish 'length'), never at another row's, so with greedy decoding a row's output does not depend on its batch.
+   * (With temperature > 0 the rows share one random stream, so which numbers a row draws depends on the rows before
+   * it; its distribution does not.)
    */
-  async sample(opts: SampleOptions & { final?: boolean }): Promise<Generation[]> {
+  async sample(opts: SampleOptions & { final?: boolean; rowMaxNewTokens?: readonly number[] }): Promise<Generation[]> {
     if (!this.logits) throw new Error('sample: extend the session with prompts first');
     const V = this.model.config.vocab_size;
     const maxCtx = this.model.config.max_position_embeddings;
     const temperature = opts.temperature ?? 1;
     const topP = opts.topP ?? 1;
     const stops = new Set(opts.stopTokens ?? []);
+    const rowMax = opts.rowMaxNewTokens;
+    if (rowMax && rowMax.length !== this.rows) throw new Error(`sample: rowMaxNewTokens has ${rowMax.length} limits for ${this.rows} rows`);
+    const limit = this.seqs.map((_, b) => Math.max(0, Math.min(opts.maxNewTokens, rowMax ? rowMax[b]! : Infinity)));
     const out: Generation[] = this.seqs.map(() => ({ tokens: [], logProbs: [], finish: 'length' }));
     // Batch row → output row; shrinks only in `final` mode.
     let owner = this.seqs.map((_, b) => b);
-    const done = new Set<number>();
-    for (let n = 0; n < opts.maxNewTokens; n++) {
+    const done = new Set<number>(limit.flatMap((l, b) => (l === 0 ? [b] : [])));
+    const steps = Math.max(0, ...limit);
+    for (let n = 0; n < steps; n++) {
       const fresh: number[] = [];
       owner.forEach((o, b) => {
         if (done.has(o)) return;
@@ -248,9 +257,11 @@ export class DecodeSession {
         } else if (this.seqs[b]!.length + 1 >= maxCtx) {
           g.finish = 'context';
           done.add(o);
+        } else if (g.tokens.length >= limit[o]!) {
+          done.add(o); // its own budget is spent: finish stays 'length'
         }
       });
-      const last = n === opts.maxNewTokens - 1 || done.size === out.length;
+      const last = n === steps - 1 || done.size === out.length;
       if (opts.final) {
         if (last) break;
         // Only live rows remain in the batch, so every row was just drawn for; the stopped ones leave now.

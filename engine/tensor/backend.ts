@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { UserError } from '../userError';
+import { configureNativeKernels, type NativeKernelReport } from '../native/status';
 
 export { tf };
 
@@ -36,6 +37,8 @@ export interface BackendReport {
   versions: Record<string, string>;
   platform: string;
   cpus: number;
+  /** The native matrix-product kernels (issue 16): which path the wasm backend's products take, and why. */
+  native: NativeKernelReport;
 }
 
 export class BackendUnavailableError extends UserError {
@@ -403,7 +406,8 @@ export async function initBackend(opts: { force?: BackendName } = {}): Promise<B
     if (!chosen) throw new Error('No TensorFlow.js backend could be initialised, not even cpu.');
   }
   await tf.ready();
-  current = { ...describeThreads(chosen), ...(await simdAndVersions(chosen)), chosen, forced: Boolean(opts.force), attempts, platform: `${process.platform}-${process.arch}`, cpus: os.cpus().length };
+  const native = configureNativeKernels(chosen);
+  current = { ...describeThreads(chosen), ...(await simdAndVersions(chosen)), chosen, forced: Boolean(opts.force), attempts, platform: `${process.platform}-${process.arch}`, cpus: os.cpus().length, native };
   return current;
 }
 

@@ -1,0 +1,149 @@
+/**
+ * Finds and loads the native matrix-product addon (native/mars_gemm.c, built by scripts/buildNative.mjs at install;
+ * issue 16) and says why when it cannot: `doctor`, run.json and the tests read that reason.
+ *
+ * Environment: MARS_LAB_NATIVE=0 (or off) leaves the addon unloaded; MARS_LAB_NATIVE=own uses the project's own kernel
+ * even in an OpenBLAS build; MARS_LAB_NATIVE_PATH names an addon file to load instead of native/build's;
+ * MARS_LAB_BLAS_THREADS raises OpenBLAS's thread count from its default of 1 per process.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { UserError } from '../userError';
+
+export const ADDON_FILE = 'mars_native.node';
+
+/** The addon's functions (see the header of native/mars_gemm.c). */
+export interface NativeAddon {
+  gemm(
+    heap: ArrayBuffer,
+    aOffset: number,
+    bOffset: number,
+    cOffset: number,
+    m: number,
+    n: number,
+    k: number,
+    transposeA: boolean,
+    transposeB: boolean,
+    batch: Int32Array | null,
+    biasOffset: number,
+    biasLength: number,
+    activation: number,
+    alpha: number,
+  ): void;
+  info(): unknown;
+  setThreads(n: number): number;
+  setKernel(kernel: 'openblas' | 'own'): string;
+}
+
+const addonInfoSchema = z.object({
+  built: z.enum(['openblas', 'own']),
+  kernel: z.enum(['openblas', 'own']),
+  microkernel: z.string(),
+  threads: z.number().int(),
+  openblasCore: z.string().optional(),
+  openblasConfig: z.string().optional(),
+});
+export type AddonInfo = z.infer<typeof addonInfoSchema>;
+
+/** build.json, written by scripts/buildNative.mjs: what it built, or why nothing. */
+const buildRecordSchema = z.looseObject({
+  kernel: z.enum(['openblas', 'own', 'none']),
+  reasons: z.array(z.string()).default([]),
+  builtAt: z.string().optional(),
+  openblas: z.looseObject({ linkage: z.string(), lib: z.string() }).optional(),
+});
+
+export type NativeKernel = 'openblas' | 'own' | 'none';
+
+export interface LoadedAddon {
+  addon: NativeAddon;
+  info: AddonInfo;
+  file: string;
+}
+
+export interface AddonLoad {
+  loaded: LoadedAddon | null;
+  /** Why no addon was loaded (empty when one was). */
+  reason: string;
+  /** The linkage OpenBLAS was built with ('static' | 'dynamic'), from build.json, when known. */
+  linkage?: string;
+  /** Why the build did not use OpenBLAS (from build.json), when it built the own kernel. */
+  buildReasons: string[];
+}
+
+const BLAS_THREADS = z.coerce.number().int().min(1).max(256);
+
+/** MARS_LAB_BLAS_THREADS, or 1: runs are often several at once on one machine. */
+export function blasThreads(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.MARS_LAB_BLAS_THREADS;
+  if (raw === undefined || raw.trim() === '') return 1;
+  const parsed = BLAS_THREADS.safeParse(raw.trim());
+  if (!parsed.success) throw new UserError(`MARS_LAB_BLAS_THREADS: '${raw.slice(0, 20)}' is not a whole number from 1 to 256; unset it (1 thread) or set e.g. 2.`);
+  return parsed.data;
+}
+
+/** What MARS_LAB_NATIVE asks for: 'auto' (the default), 'off' or 'own'. */
+export function nativeRequest(env: NodeJS.ProcessEnv = process.env): 'auto' | 'off' | 'own' {
+  const v = (env.MARS_LAB_NATIVE ?? '').trim().toLowerCase();
+  if (v === '' || v === '1' || v === 'on' || v === 'auto') return 'auto';
+  if (v === '0' || v === 'off' || v === 'false') return 'off';
+  if (v === 'own') return 'own';
+  throw new UserError(`MARS_LAB_NATIVE: '${v.slice(0, 20)}' is not one of 1, 0, own; unset it to use the native kernels when they are built.`);
+}
+
+/** The project's root: the nearest folder above this module with a native/ folder and package.json. */
+function projectRoot(): string | null {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 8; i++) {
+    if (fs.existsSync(path.join(dir, 'native')) && fs.existsSync(path.join(dir, 'package.json'))) return dir;
+    const up = path.dirname(dir);
+    if (up === dir) break;
+    dir = up;
+  }
+  return null;
+}
+
+/** native/build/mars_native.node under the project root (whether or not it exists), or null without a root. */
+export function defaultAddonPath(): string | null {
+  const root = projectRoot();
+  return root ? path.join(root, 'native', 'build', ADDON_FILE) : null;
+}
+
+function readBuildRecord(dir: string): z.infer<typeof buildRecordSchema> | null {
+  try {
+    const parsed = buildRecordSchema.safeParse(JSON.parse(fs.readFileSync(path.join(dir, 'build.json'), 'utf8')));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}
+
+const require = createRequire(import.meta.url);
+
+/** Loads the addon named by MARS_LAB_NATIVE_PATH or native/build; never throws for a missing or broken file. */
+export function loadAddon(env: NodeJS.ProcessEnv = process.env): AddonLoad {
+  const explicit = env.MARS_LAB_NATIVE_PATH?.trim();
+  const file = explicit ? path.resolve(explicit) : defaultAddonPath();
+  if (!file) return { loaded: null, reason: 'the project folder (with native/) was not found next to the engine', buildReasons: [] };
+  const record = readBuildRecord(path.dirname(file));
+  if (!fs.existsSync(file)) {
+    if (explicit) return { loaded: null, reason: `MARS_LAB_NATIVE_PATH: ${file} does not exist`, buildReasons: [] };
+    if (record && record.kernel === 'none')
+      return { loaded: null, reason: `not built at install: ${record.reasons.join('; ') || 'no reason recorded'}`, buildReasons: record.reasons };
+    return { loaded: null, reason: `not built (${file} is missing; run 'node scripts/buildNative.mjs' in the project folder)`, buildReasons: [] };
+  }
+  let addon: NativeAddon;
+  try {
+    addon = require(file) as NativeAddon;
+  } catch (err) {
+    const msg = (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 300);
+    return { loaded: null, reason: `${file} would not load: ${msg} (rebuild it with 'node scripts/buildNative.mjs')`, buildReasons: [] };
+  }
+  const info = addonInfoSchema.safeParse(typeof addon.info === 'function' ? addon.info() : null);
+  if (!info.success || typeof addon.gemm !== 'function')
+    return { loaded: null, reason: `${file} is not the mars-lab addon of this version (rebuild it with 'node scripts/buildNative.mjs')`, buildReasons: [] };
+  return { loaded: { addon, info: info.data, file }, reason: '', linkage: record?.openblas?.linkage, buildReasons: record?.reasons ?? [] };
+}

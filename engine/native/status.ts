@@ -1,0 +1,92 @@
+/**
+ * Whether this process's matrix products run on the native addon, and why (issue 16). `initBackend` calls
+ * `configureNativeKernels` once a backend is chosen; the report goes into BackendReport, so `doctor` prints it and
+ * run.json records it, and a figure can be traced to the path that produced it.
+ */
+import { blasThreads, loadAddon, nativeRequest, type AddonLoad, type NativeKernel } from './addon';
+import { nativeKernelsRegistered, registerNativeKernels, unregisterNativeKernels } from './kernels';
+
+export interface NativeKernelReport {
+  /** The kernel the wasm backend's matrix products run on: OpenBLAS, the project's own, or none (wasm's stock kernels). */
+  kernel: NativeKernel;
+  /** Whether the native kernels are registered for the backend in use. */
+  active: boolean;
+  /** One line: what runs and why (or why not). */
+  detail: string;
+  /** What the installed addon was built with, or null when there is none. */
+  built: 'openblas' | 'own' | null;
+  /** OpenBLAS's core name (openblas_get_corename), when it is the kernel. */
+  core?: string;
+  /** BLAS threads per process (1 unless MARS_LAB_BLAS_THREADS says more; the own kernel has 1). */
+  threads: number;
+  /** The addon file loaded. */
+  file?: string;
+}
+
+let cachedLoad: AddonLoad | null = null;
+
+/** The addon of this process, loaded once (a Node-API addon cannot be unloaded anyway). */
+export function addonLoad(): AddonLoad {
+  cachedLoad ??= loadAddon();
+  return cachedLoad;
+}
+
+/** Forget the loaded addon so the next call loads again (tests that point MARS_LAB_NATIVE_PATH elsewhere). */
+export function resetAddonLoad(): void {
+  cachedLoad = null;
+}
+
+let lastReport: NativeKernelReport | null = null;
+
+/** The report of the last `configureNativeKernels`, or null before it. */
+export function nativeKernelReport(): NativeKernelReport | null {
+  return lastReport;
+}
+
+/** Whether BatchMatMul on wasm is the native kernel right now. */
+export function nativeMatMulActive(): boolean {
+  return nativeKernelsRegistered();
+}
+
+/**
+ * Registers the native kernels when the backend is wasm, the addon is built and MARS_LAB_NATIVE allows it; otherwise
+ * leaves (or puts back) the stock wasm kernels. Throws UserError for a malformed MARS_LAB_NATIVE / MARS_LAB_BLAS_THREADS.
+ */
+export function configureNativeKernels(backend: string): NativeKernelReport {
+  const request = nativeRequest();
+  const threads = blasThreads();
+  const load = request === 'off' ? null : addonLoad();
+  const built = load?.loaded?.info.built ?? null;
+  const none = (detail: string): NativeKernelReport => {
+    unregisterNativeKernels();
+    return { kernel: 'none', active: false, detail, built, threads: 1 };
+  };
+  if (request === 'off') lastReport = none('switched off with MARS_LAB_NATIVE=0; the wasm backend runs its own matrix products');
+  else if (!load?.loaded) lastReport = none(`no native addon: ${load?.reason ?? 'not loaded'}; the wasm backend runs its own matrix products`);
+  else if (backend !== 'wasm') lastReport = none(`the native kernels serve the wasm backend only; this process uses ${backend}`);
+  else {
+    const { addon, info, file } = load.loaded;
+    const kernel = request === 'own' ? 'own' : info.built;
+    addon.setKernel(kernel);
+    const t = addon.setThreads(threads);
+    registerNativeKernels(addon);
+    const now = addon.info() as { openblasCore?: string; microkernel?: string };
+    if (kernel === 'openblas') {
+      lastReport = {
+        kernel,
+        active: true,
+        built,
+        core: now.openblasCore,
+        threads: t,
+        file,
+        detail:
+          `OpenBLAS (core ${now.openblasCore ?? '?'}${load.linkage ? `, ${load.linkage}ally linked` : ''}), ${t} thread${t === 1 ? '' : 's'}` +
+          (threads === 1 ? ' (MARS_LAB_BLAS_THREADS raises it)' : ' (MARS_LAB_BLAS_THREADS)'),
+      };
+    } else {
+      const why = request === 'own' ? 'MARS_LAB_NATIVE=own' : load.buildReasons.length ? `built without OpenBLAS: ${load.buildReasons.join('; ')}` : 'built without OpenBLAS';
+      lastReport = { kernel, active: true, built, threads: 1, file, detail: `the project's own kernel (${now.microkernel ?? '?'}, 1 thread): ${why}` };
+    }
+  }
+  return lastReport;
+}

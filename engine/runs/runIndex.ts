@@ -36,6 +36,8 @@ export interface RunSummary {
   statusAt?: string;
   /** Step of the last metrics line; null before the first. */
   steps: number | null;
+  /** The run's budget.steps as launched (run.json's config), for "step of total"; absent when it has none. */
+  totalSteps?: number;
   metrics: Record<string, MetricStats>;
   tags: string[];
   notes: string;
@@ -57,7 +59,8 @@ export interface RunIndex {
 }
 
 // 2: entries stamp labels.json too (tags and notes edited after launch live there).
-const INDEX_VERSION = 2;
+// 3: summaries carry totalSteps (budget.steps), for the Runs table's "step of total".
+const INDEX_VERSION = 3;
 /** Bytes before a metrics offset kept to notice a file that was rewritten to at least the same length. */
 const FINGERPRINT_BYTES = 64;
 
@@ -178,6 +181,8 @@ function rebuildEntry(dir: string, id: string, old: IndexEntry | undefined, stam
     summary.statusAt = meta.statusAt;
     summary.tags = meta.tags;
     summary.notes = meta.notes;
+    const total = (meta.config as { budget?: { steps?: unknown } } | null | undefined)?.budget?.steps;
+    if (typeof total === 'number' && Number.isFinite(total)) summary.totalSteps = total;
   } catch (err) {
     if (!(err instanceof UserError)) throw err;
     summary.error = err.message;

@@ -29,6 +29,7 @@ export const runSummarySchema = z.object({
   createdAt: z.string().optional(),
   statusAt: z.string().optional(),
   steps: z.number().nullable(),
+  totalSteps: z.number().optional(),
   metrics: metricsByNameSchema,
   tags: z.array(z.string()),
   notes: z.string(),

@@ -53,6 +53,11 @@ describe('getRunsMetricSeries', () => {
     expect(missing!.series).toEqual({});
   });
 
+  it("lists each run's total steps (budget.steps) for the Runs table's step of total", async () => {
+    const listed = apiSchemas.listRuns.response.parse(await callApi(host.handlers, 'listRuns', {}));
+    expect(listed.runs.find((r) => r.id === ids[0])).toMatchObject({ steps: 300, totalSteps: 500 });
+  });
+
   it('refuses more than 50 runs and a run id that climbs out of runs/', async () => {
     await expect(callApi(host.handlers, 'getRunsMetricSeries', { runIds: Array.from({ length: 51 }, (_, i) => `r${i}`), names: ['reward'] })).rejects.toThrow(/runIds/);
     await expect(callApi(host.handlers, 'getRunsMetricSeries', { runIds: ['../x'], names: ['reward'] })).rejects.toThrow(/runIds\.0/);

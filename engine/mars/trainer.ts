@@ -245,7 +245,7 @@ class MarsTrainer implements Trainer {
       zeroAdv += b.a2.filter((a) => a === 0).length;
     });
     const routed = routeSamples(cfg.mars.sys1Params, sys2, sys1);
-    const upd = (model: LlamaModel, opt: Adam, samples: Sample[]) => policyUpdate(model, opt, samples, configuredUpdate(cfg, this.streams.minibatch));
+    const upd = (model: LlamaModel, opt: Adam, samples: Sample[]) => policyUpdate(model, opt, samples, configuredUpdate(cfg, this.streams.minibatch, this.step));
     let st: PolicyUpdateStats | null = null;
     let st1: PolicyUpdateStats | null = null;
     if (routed.policy.length) st = await upd(this.policy, this.opt, routed.policy);

@@ -270,7 +270,7 @@ class MartiTrainer implements Trainer {
     for (const set of this.sets) {
       const due = m.agentUpdate === 'everyStep' ? set.buffer.length > 0 : set.buffer.length >= m.trainBatch;
       if (!due) continue;
-      const opts = configuredUpdate(cfg, this.streams.minibatch);
+      const opts = configuredUpdate(cfg, this.streams.minibatch, this.step);
       opts.miniBatches = Math.max(cfg.rl.miniBatches, Math.ceil(set.buffer.length / m.trainBatch));
       if (set.ref) opts.reference = set.ref;
       stats.set(set.id, await policyUpdate(set.model, set.opt, set.buffer, opts));

@@ -23,6 +23,14 @@ export interface AdamOptions {
   decays?: (name: string) => boolean;
   /** Global-norm clip threshold (default 1.0); null or Infinity turns clipping off. */
   maxGradNorm?: number | null;
+  /**
+   * What the schedule's step counts. 'update' (default): every parameter update advances it. 'trainingStep': the
+   * caller passes the training step to `step`, so every update of one training step (minibatches × epochs, or
+   * MARTI's per-agent updates) uses that step's rate and a schedule over budget.steps spans the whole run. This is
+   * verl's convention: its actor lr scheduler steps once per `update_actor` call (one training step), however many
+   * optimizer steps the update took, over total_training_steps.
+   */
+  scheduleUnit?: 'update' | 'trainingStep';
 }
 
 export interface AdamStepResult {
@@ -69,6 +77,7 @@ export class Adam {
   private readonly weightDecay: number;
   private readonly decays: (name: string) => boolean;
   private readonly maxGradNorm: number;
+  private readonly scheduleUnit: 'update' | 'trainingStep';
   private t = 0;
   private disposed = false;
 
@@ -85,6 +94,10 @@ export class Adam {
     this.weightDecay = opts.weightDecay ?? 0;
     this.decays = opts.decays ?? (() => true);
     this.maxGradNorm = opts.maxGradNorm === null ? Infinity : (opts.maxGradNorm ?? 1.0);
+    this.scheduleUnit = opts.scheduleUnit ?? 'update';
+    if (this.scheduleUnit !== 'update' && this.scheduleUnit !== 'trainingStep') {
+      throw new Error(`Adam: scheduleUnit must be 'update' or 'trainingStep', got '${this.scheduleUnit as string}'.`);
+    }
     for (const [what, x] of [['beta1', this.beta1], ['beta2', this.beta2]] as const) {
       if (!(x >= 0 && x < 1)) throw new Error(`Adam: ${what} must be in [0, 1), got ${x}.`);
     }
@@ -113,9 +126,18 @@ export class Adam {
     return this.t;
   }
 
-  /** The learning rate the next update will use. */
-  nextLr(): number {
-    return lrAt(this.schedule, this.t);
+  /** The learning rate the next update will use (under scheduleUnit 'trainingStep': an update of `trainingStep`). */
+  nextLr(trainingStep?: number): number {
+    return lrAt(this.schedule, this.schedulePosition(trainingStep));
+  }
+
+  /** Where on the schedule an update is: its own count, or the 0-based training step it belongs to. */
+  private schedulePosition(trainingStep: number | undefined): number {
+    if (this.scheduleUnit === 'update') return this.t;
+    if (trainingStep === undefined || !Number.isInteger(trainingStep) || trainingStep < 0) {
+      throw new Error(`Adam: scheduleUnit 'trainingStep' needs the 0-based training step of the update, got ${trainingStep}.`);
+    }
+    return trainingStep;
   }
 
   private checkGrads(grads: Record<string, tf.Tensor>): [Slot, tf.Tensor][] {
@@ -136,10 +158,12 @@ export class Adam {
 
   /**
    * One update. Variables without a gradient in `grads` are left alone, moments included (as torch does for a
-   * parameter whose .grad is None). The gradients stay owned by the caller.
+   * parameter whose .grad is None). The gradients stay owned by the caller. `trainingStep` (0-based) is required
+   * under scheduleUnit 'trainingStep' and ignored otherwise.
    */
-  async step(grads: Record<string, tf.Tensor>): Promise<AdamStepResult> {
+  async step(grads: Record<string, tf.Tensor>, trainingStep?: number): Promise<AdamStepResult> {
     const pairs = this.checkGrads(grads);
+    const position = this.schedulePosition(trainingStep);
     const normT = tf.tidy(() => {
       if (pairs.length === 0) return tf.scalar(0);
       const squares = pairs.map(([, g]) => tf.sum(tf.square(tf.cast(g, 'float32'))));
@@ -151,7 +175,7 @@ export class Adam {
 
     const clipped = gradNorm > this.maxGradNorm;
     const scale = clipped ? this.maxGradNorm / gradNorm : 1;
-    const lr = lrAt(this.schedule, this.t);
+    const lr = lrAt(this.schedule, position);
     this.t += 1;
     const bc1 = 1 - Math.pow(this.beta1, this.t);
     const bc2 = 1 - Math.pow(this.beta2, this.t);

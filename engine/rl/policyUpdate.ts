@@ -29,6 +29,8 @@ export interface PolicyUpdateOptions {
    * the same update, in bounded memory and with less padding. Default: `defaultTokensPerPass`.
    */
   maxTokensPerPass?: number;
+  /** The 0-based training step this update belongs to: where the optimizer's lr schedule is (Adam's scheduleUnit). */
+  trainingStep?: number;
 }
 
 export interface PolicyUpdateStats extends PolicyLossStats {
@@ -214,7 +216,7 @@ export async function policyUpdate(
       }
       const named: Record<string, tf.Tensor> = {};
       for (const [varName, g] of Object.entries(sum!)) named[internalName.get(varName) ?? varName] = g;
-      last = await optimizer.step(named);
+      last = await optimizer.step(named, opts.trainingStep);
       if (last.skipped) skipped++;
       else steps++;
       tf.dispose(Object.values(sum!));

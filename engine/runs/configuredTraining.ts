@@ -52,7 +52,13 @@ export async function configuredInitialModel(
   return modelFromHf(c, initHfTensors(c, () => rng.normal(), initStd));
 }
 
-/** Adam with the config's learning rate, schedule (over budget.steps) and gradient clip. */
+/**
+ * Adam with the config's learning rate, schedule and gradient clip. The schedule counts training steps, not
+ * parameter updates (issue 17): every update of training step s (0-based; rl.miniBatches × rl.epochs of them, or
+ * MARTI's several per agent) uses the rate at s, as verl steps its lr scheduler once per training step. Warm-up takes
+ * rl.schedule.warmupSteps training steps, and the cosine reaches minLr at the run's last step, s = budget.steps − 1.
+ * The trainer passes s through `configuredUpdate`, so a resumed run, which restores its step, follows the same rates.
+ */
 export function configuredAdam(cfg: CommonConfig, model: LlamaModel): Adam {
   const { rl } = cfg;
   const s = rl.schedule;
@@ -61,14 +67,15 @@ export function configuredAdam(cfg: CommonConfig, model: LlamaModel): Adam {
       ? rl.lr
       : s.kind === 'linearWarmup'
         ? { kind: 'linearWarmup' as const, lr: rl.lr, warmupSteps: s.warmupSteps }
-        : { kind: 'cosine' as const, lr: rl.lr, minLr: s.minLr, warmupSteps: s.warmupSteps, totalSteps: cfg.budget.steps };
-  return new Adam(adamVariables(model), { lr, maxGradNorm: rl.gradClip });
+        : { kind: 'cosine' as const, lr: rl.lr, minLr: s.minLr, warmupSteps: s.warmupSteps, totalSteps: Math.max(s.warmupSteps, cfg.budget.steps - 1) };
+  return new Adam(adamVariables(model), { lr, maxGradNorm: rl.gradClip, scheduleUnit: 'trainingStep' });
 }
 
-/** policyUpdate's options from the rl and sampler sections. */
-export function configuredUpdate(cfg: CommonConfig, minibatchRng: Rng): PolicyUpdateOptions {
+/** policyUpdate's options from the rl and sampler sections, for the update of 0-based training step `trainingStep`. */
+export function configuredUpdate(cfg: CommonConfig, minibatchRng: Rng, trainingStep: number): PolicyUpdateOptions {
   const { rl } = cfg;
   return {
+    trainingStep,
     loss: { kind: rl.loss, clipLow: rl.clipLow, clipHigh: rl.clipHigh, klCoef: rl.klCoef, entCoef: rl.entCoef, tis: rl.tis },
     temperature: cfg.sampler.temperature > 0 ? cfg.sampler.temperature : 1,
     epochs: rl.epochs,

@@ -83,7 +83,7 @@ class SeqGrpoTrainer implements Trainer {
       });
     });
     const t1 = performance.now();
-    const opts = configuredUpdate(cfg, this.streams.minibatch);
+    const opts = configuredUpdate(cfg, this.streams.minibatch, this.step);
     if (this.reference) opts.reference = this.reference;
     const st = await policyUpdate(this.model, this.optimizer, samples, opts);
     const t2 = performance.now();

@@ -9,6 +9,7 @@ import { metricsToCsv } from '../runs/exportCsv';
 import { resolveHome, runsDir } from '../runs/home';
 import { readJsonl } from '../runs/jsonl';
 import { metricLineProblem, toMetricPoint, type MetricPoint } from '../runs/metricPoint';
+import { shownStatus } from '../runs/writerProcess';
 import { listPresets, resolveConfigFile, resolvePresetConfig } from '../runs/presets';
 import { listCheckpoints, readRunMeta, runFilePaths } from '../runs/runFolder';
 import { headlineScore } from '../runs/headlineMetric';
@@ -103,7 +104,8 @@ export function registerRunCommands(program: Command): void {
         const rt = p.expectedRuntime;
         const t = (s: number | null) => (s === null ? 'not measured' : s < 120 ? `≈${Math.round(s)} s` : `≈${Math.round(s / 60)} min`);
         const variants = p.variants ? `\n  variants (--variant NAME): ${Object.keys(p.variants).join(', ')}` : '';
-        console.log(`${p.name}  (CPU ${t(rt.cpuSeconds)}, GPU ${t(rt.gpuSeconds)})\n  ${p.description.replace(/\s+/g, ' ')}${variants}\n`);
+        const promise = p.success ? `\n  checked promise: ${p.success.metric} ≥ ${p.success.atLeast} at the last evaluation, seeds ${p.success.seeds.join(', ')} (npm run check:presets)` : '';
+        console.log(`${p.name}${p.recommended ? '  (recommended first run)' : ''}${p.gpuOnly ? '  (for a GPU)' : ''}  (CPU ${t(rt.cpuSeconds)}, GPU ${t(rt.gpuSeconds)})\n  ${p.description.replace(/\s+/g, ' ')}${variants}${promise}\n`);
       }
     });
 
@@ -210,7 +212,9 @@ export function registerRunCommands(program: Command): void {
     .addOption(homeOption())
     .action(async (spec: string, opts: { json?: boolean; home?: string }) => {
       const dir = resolveRun(resolveHome({ home: opts.home }), spec);
-      const meta = readRunMeta(dir);
+      const written = readRunMeta(dir);
+      // a run whose writer died says so ('interrupted'), as in `ls` and the app; run.json itself is left as written
+      const meta = { ...written, status: shownStatus(dir, written) };
       const { records, warnings } = readMetrics(dir);
       const summary = summarizeMetrics(records);
       const checkpoints = listCheckpoints(dir).map((c) => c.step);

@@ -18,6 +18,16 @@ export const PRESETS_DIR = fileURLToPath(new URL('../../resources/presets/', imp
 
 const PRESET_NAME = /^[a-z0-9][a-z0-9-]*$/;
 
+/**
+ * What the description promises, in a form that can be checked (engine/runs/presetCheck.ts): the run's last evaluation
+ * of `metric` is at least `atLeast` at every one of `seeds`.
+ */
+const successSchema = z.strictObject({
+  metric: z.string().regex(/^eval\./, { error: 'an evaluation metric, e.g. eval.accuracy' }),
+  atLeast: z.number(),
+  seeds: z.array(z.int().min(0)).min(1, { error: 'at least one seed' }),
+});
+
 export const presetFileSchema = z.strictObject({
   name: z.string().regex(PRESET_NAME, { error: 'lower-case letters, digits and dashes, as in the file name' }),
   description: z.string().trim().min(1),
@@ -32,6 +42,11 @@ export const presetFileSchema = z.strictObject({
   config: z.record(z.string(), z.unknown()),
   /** Named variations of `config` (an ablation grid): each is a list of `--set` overrides, launched with `--variant`. */
   variants: z.record(z.string().regex(PRESET_NAME, { error: 'lower-case letters, digits and dashes' }), z.array(z.string())).optional(),
+  success: successSchema.optional(),
+  /** The preset a newcomer should run first: listed first, in the app and by `mars-lab presets`. */
+  recommended: z.boolean().optional(),
+  /** Sized for a GPU (on a CPU a step takes minutes): marked so in the app and by `mars-lab presets`. */
+  gpuOnly: z.boolean().optional(),
 });
 
 export interface Preset {
@@ -42,6 +57,10 @@ export interface Preset {
   config: RunConfigInput;
   /** Named `--set` lists over `config` (validated), e.g. the switches of an ablation grid. */
   variants?: Record<string, string[]>;
+  /** The checkable promise, when the preset makes one. */
+  success?: z.infer<typeof successSchema>;
+  recommended?: boolean;
+  gpuOnly?: boolean;
   file: string;
 }
 
@@ -95,9 +114,10 @@ function presetFiles(dir: string): string[] {
     .sort((a, b) => (a.slice(0, -5) < b.slice(0, -5) ? -1 : 1));
 }
 
-/** Every preset in `dir`, sorted by name. */
+/** Every preset in `dir`: the recommended first, then by name. */
 export function listPresets(dir: string = PRESETS_DIR): Preset[] {
-  return presetFiles(dir).map((f) => readPresetFile(path.join(dir, f)));
+  const presets = presetFiles(dir).map((f) => readPresetFile(path.join(dir, f)));
+  return [...presets.filter((p) => p.recommended), ...presets.filter((p) => !p.recommended)];
 }
 
 export function loadPreset(name: string, dir: string = PRESETS_DIR): Preset {

@@ -2,7 +2,7 @@
  * A short real MARS training run raises exact match (the MARS issue's "Tests that must exist": a short real training
  * run on a one-hop-only tiny world raises the training reward). The mars-tiny preset as shipped (one-hop questions of
  * 128 training worlds, from resources/mars/base-tiny; resources/README.md has the command that reproduces it) trains
- * for 30 steps; greedy exact match on the 240 held-out questions of worlds never trained on, measured before and
+ * for 30 steps; greedy exact match on the 164 held-out questions of worlds never trained on, measured before and
  * after, must rise by more than 0.04 (ten questions). A held-out figure is the stronger claim (the policy learned to
  * research, not to recall) and, being greedy on a fixed question set, far less noisy than a window of training
  * rewards, which swing by ±0.05 from step to step at 64 trajectories a step.

@@ -31,16 +31,11 @@ import {
   type PosteriorSummary,
 } from './posterior';
 
+import { depthWeight, observeGenCredit, parseDepthWeighting, type DepthWeighting } from './depthWeighting';
+
+export { DEFAULT_DEPTH_WEIGHTING, depthWeight, type DepthWeighting } from './depthWeighting';
+
 export type AgentSelect = 'thompson' | 'ucb';
-
-/** §3.10 (b): ω(d, c) = (1 + α·d)/(1 + β·c). */
-export interface DepthWeighting {
-  alpha: number;
-  beta: number;
-}
-
-/** §4 T+ defaults [D]. */
-export const DEFAULT_DEPTH_WEIGHTING: Readonly<DepthWeighting> = Object.freeze({ alpha: 0.5, beta: 0.25 });
 
 export interface SearchConfig {
   /** Agent ids (treequest's "actions"); their order breaks ties in the agent argmax (lowest index wins). */
@@ -79,15 +74,7 @@ export function makeSearchConfig(input: SearchConfigInput): SearchConfig {
   if (agentSelect !== 'thompson' && agentSelect !== 'ucb') {
     throw new Error(`agentSelect must be 'thompson' or 'ucb', got '${agentSelect as string}'.`);
   }
-  let depthWeighting: DepthWeighting | null = null;
-  if (input.depthWeighting === true) depthWeighting = { ...DEFAULT_DEPTH_WEIGHTING };
-  else if (input.depthWeighting && typeof input.depthWeighting === 'object') {
-    const { alpha, beta } = input.depthWeighting;
-    if (!(alpha >= 0) || !(beta >= 0) || !Number.isFinite(alpha) || !Number.isFinite(beta)) {
-      throw new Error(`depthWeighting needs finite α ≥ 0 and β ≥ 0, got α=${alpha}, β=${beta}.`);
-    }
-    depthWeighting = { alpha, beta };
-  }
+  const depthWeighting = parseDepthWeighting(input.depthWeighting);
   return { agents, nodesPerTree: input.nodesPerTree, posterior, agentSelect, depthWeighting };
 }
 
@@ -149,7 +136,10 @@ export interface SearchNode<P = unknown> {
   publicScore: number;
   /** Used only for metrics; null when unknown (and for the root). */
   privateScore: number | null;
-  /** What `gen_p` observed for this node: s, or ω·s under T+ (clamped to [0,1] for Beta). null for the root. */
+  /**
+   * The credit `gen_p` got for this node: s, or r̄ = ω·s under T+ (under Beta, ω·s added to a and 1 − s to b; see
+   * docs/algorithms/tplus.md). null for the root.
+   */
   genObservation: number | null;
   /** Children ids in slot order. */
   children: number[];
@@ -248,11 +238,6 @@ export function isComplete(tree: SearchTree<unknown>): boolean {
 
 export function nonRootNodes<P>(tree: SearchTree<P>): SearchNode<P>[] {
   return tree.nodes.slice(1);
-}
-
-/** §3.10 (b): ω(d, c) = (1 + α·d)/(1 + β·c); increasing in d, decreasing in c. */
-export function depthWeight(d: number, c: number, w: DepthWeighting): number {
-  return (1 + w.alpha * d) / (1 + w.beta * c);
 }
 
 /** Index of the largest value; ties go to the lowest index (treequest compares with a strict '>'). */
@@ -432,8 +417,9 @@ export function abandonExpansion(tree: SearchTree<unknown>, expansion: Expansion
  *   rewardsByAgent[a].push(s);  child_p[slot(c)].observe(s);  gen_p.observe(s_gen)
  *   u = p;  while u ≠ root: q = parent(u); child_q[slot(u)].observe(s); cont_q.observe(s); u = q
  *
- * with s_gen = s, or under T+ ω(d_c, c_{d_c})·s where c_{d_c} counts the nodes already at that depth (clamped to
- * [0, 1] under Beta). Only the posteriors of the new node's ancestors (and the agent's tree-wide statistics) change.
+ * with s_gen = s, or under T+ the credit ω(d_c, c_{d_c})·s where c_{d_c} counts the nodes already at that depth; under
+ * Beta it acts on pseudo-counts (a += ω·s, b += 1 − s: docs/algorithms/tplus.md, depthWeighting.ts). Only the
+ * posteriors of the new node's ancestors (and the agent's tree-wide statistics) change.
  */
 export function addNode<P>(tree: SearchTree<P>, expansion: Expansion, result: NodeResult<P>): SearchNode<P> {
   if (!isPending(tree, expansion)) {
@@ -450,12 +436,7 @@ export function addNode<P>(tree: SearchTree<P>, expansion: Expansion, result: No
   const pending = tree.pending!; // the tree's own record, so a copied or edited expansion cannot redirect the update
   const parent = tree.nodes[pending.parentId]!;
   const depth = parent.depth + 1;
-  let sGen = s;
-  if (cfg.depthWeighting) {
-    const cd = tree.depthCounts[depth] ?? 0;
-    sGen = depthWeight(depth, cd, cfg.depthWeighting) * s;
-    if (cfg.posterior.kind === 'beta') sGen = Math.min(1, Math.max(0, sGen));
-  }
+  const omega = cfg.depthWeighting ? depthWeight(depth, tree.depthCounts[depth] ?? 0, cfg.depthWeighting) : 1;
 
   const node = makeNode<P>(cfg, tree.nodes.length, parent.id, depth);
   node.agentId = pending.agentId;
@@ -463,7 +444,6 @@ export function addNode<P>(tree: SearchTree<P>, expansion: Expansion, result: No
   node.score = s;
   node.publicScore = result.publicScore ?? s;
   node.privateScore = result.privateScore ?? null;
-  node.genObservation = sGen;
   node.expansion = pending.trace;
   node.payload = result.payload;
   tree.nodes.push(node);
@@ -476,7 +456,7 @@ export function addNode<P>(tree: SearchTree<P>, expansion: Expansion, result: No
   tree.rewardsByAgent[pending.agentId]!.push(s);
   observe(tree.agentPosteriors[pending.agentId]!, s);
   observe(parent.childPosteriors[parent.children.length - 1]!, s);
-  observe(parent.gen, sGen);
+  node.genObservation = observeGenCredit(parent.gen, s, omega);
   let u = parent;
   while (u.parentId !== null) {
     const q = tree.nodes[u.parentId]!;

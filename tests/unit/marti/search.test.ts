@@ -328,7 +328,7 @@ describe('T+ depth-guided GEN credit (§3.10 b, §7.22)', () => {
     expect(depthWeight(3, 2, w)).toBeCloseTo(2.5 / 1.5, 15);
   });
 
-  it('reweights only the GEN observation, counting the nodes already at that depth, clamped to [0,1] under Beta', () => {
+  it('reweights only the GEN credit, counting the nodes already at that depth; under Beta on pseudo-counts (docs/algorithms/tplus.md)', () => {
     for (const kind of ['beta', 'gaussian'] as const) {
       const tree = newTree('tp', makeSearchConfig({ agents: ['A'], nodesPerTree: 5, posterior: kind, depthWeighting: true }));
       const n1 = addNode(tree, forceExpansion(tree, 0, 'A'), { program: 'a', score: 0.5 }); // d=1, c=0: ω = 1.5
@@ -336,13 +336,14 @@ describe('T+ depth-guided GEN credit (§3.10 b, §7.22)', () => {
       const n2 = addNode(tree, forceExpansion(tree, 0, 'A'), { program: 'b', score: 0.5 }); // d=1, c=1: ω = 1.5/1.25 = 1.2
       expect(n2.genObservation).toBeCloseTo(0.6, 15);
       const n3 = addNode(tree, forceExpansion(tree, 1, 'A'), { program: 'c', score: 1 }); // d=2, c=0: ω = 2
-      expect(n3.genObservation).toBe(kind === 'beta' ? 1 : 2);
+      expect(n3.genObservation).toBe(2); // no longer clamped to 1 under Beta (issue 17): the depth bonus acts
       // The child posterior, the ancestors and the agent statistics see the raw score.
       expect(tree.rewardsByAgent.A).toEqual([0.5, 0.5, 1]);
       expect(tree.nodes[1]!.childPosteriors[0]!.n).toBe(1);
       if (kind === 'beta') {
-        expect(tree.nodes[0]!.gen).toEqual({ kind: 'beta', a: 0.5 + 0.75 + 0.6, b: 0.5 + 0.25 + 0.4, n: 2 });
-        expect(tree.nodes[1]!.gen).toEqual({ kind: 'beta', a: 1.5, b: 0.5, n: 1 });
+        // a += ω·s, b += 1 − s
+        expect(tree.nodes[0]!.gen).toEqual({ kind: 'beta', a: 0.5 + 0.75 + 0.6, b: 0.5 + 0.5 + 0.5, n: 2 });
+        expect(tree.nodes[1]!.gen).toEqual({ kind: 'beta', a: 2.5, b: 0.5, n: 1 });
         expect(tree.nodes[0]!.cont).toEqual({ kind: 'beta', a: 1.5, b: 0.5, n: 1 });
       } else {
         expect(tree.nodes[1]!.gen).toEqual({ kind: 'gaussian', n: 1, sum: 2, sumSq: 4 });

@@ -2,7 +2,7 @@
  * The MARS trainer (ALGORITHMS.md §2.8): questions from training worlds, G dual-system rollouts each, two advantage
  * pools, balanced System 1 samples, one clipped-loss update (or two, with separate System 1 parameters).
  */
-import { encodeSafetensors, decodeSafetensors } from '../model/safetensors';
+import { encodeSafetensors, readSafetensorsFile } from '../model/safetensors';
 import { encodeModelWeights, loadModelWeights } from '../model/checkpoint';
 import type { LlamaConfig } from '../model/config';
 import { cloneModel } from '../model/hfWeights';
@@ -392,7 +392,7 @@ export const mars: Algorithm<MarsConfig> = {
       if (mode === 'separate') {
         const file = path.join(from.dir, SYS1_OPTIMIZER);
         if (!fs.existsSync(file)) throw new UserError(`${file} is missing; the checkpoint cannot be resumed exactly`);
-        const decoded = decodeSafetensors(fs.readFileSync(file), file);
+        const decoded = await readSafetensorsFile(file);
         sys1.opt = configuredAdam(cfg, model);
         sys1.opt.importState({
           step: Number(decoded.metadata.step),

@@ -10,7 +10,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { decodeSafetensors, encodeSafetensors } from '../model/safetensors';
+import { encodeSafetensors, readSafetensorsFile } from '../model/safetensors';
 import { encodeModelWeights, loadModelWeights, type CheckpointContents } from '../model/checkpoint';
 import { parseLlamaConfig, toHfConfigJson } from '../model/config';
 import { cloneModel } from '../model/hfWeights';
@@ -536,7 +536,7 @@ export async function createMartiTrainer(cfg: MartiConfig, from?: CheckpointCont
       else {
         const file = path.join(from.dir, agentOptFile(id));
         if (!fs.existsSync(file)) throw new UserError(`${file} is missing; the checkpoint cannot be resumed exactly`);
-        const decoded = decodeSafetensors(fs.readFileSync(file), file);
+        const decoded = await readSafetensorsFile(file);
         opt.importState({ step: Number(decoded.metadata.step), tensors: Object.fromEntries(Object.entries(decoded.tensors).map(([k, t]) => [k, { shape: t.shape, data: t.data as Float32Array }])) });
       }
       // the KL reference is the set's initial weights, rebuilt exactly as a fresh run builds them

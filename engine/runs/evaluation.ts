@@ -45,6 +45,18 @@ export function checkpointConfig(dir: string): RunConfig {
   return parseRunConfig(state.config, `${file} (config)`);
 }
 
+/** A checkpoint file's bytes, for its hash; a FIFO, device or folder in its place is refused, never read (it could hang). */
+function readRegularFile(file: string): Buffer {
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(file);
+  } catch {
+    throw new UserError(`${file} is missing: not a complete checkpoint folder`);
+  }
+  if (!stat.isFile()) throw new UserError(`${file} is not a regular file: a checkpoint's files must be plain files`);
+  return fs.readFileSync(file);
+}
+
 function stableJson(o: Record<string, unknown>): string {
   return JSON.stringify(Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
 }
@@ -55,7 +67,7 @@ function stableJson(o: Record<string, unknown>): string {
 export async function evaluateCheckpoint(home: string, dir: string, config: RunConfig = checkpointConfig(dir)): Promise<CheckpointEval> {
   const algorithm = algorithmFor(config);
   const identity = algorithm.evalIdentity(config);
-  const weights = sha256(fs.readFileSync(path.join(dir, CONFIG_FILE)), fs.readFileSync(path.join(dir, WEIGHTS_FILE)));
+  const weights = sha256(readRegularFile(path.join(dir, CONFIG_FILE)), readRegularFile(path.join(dir, WEIGHTS_FILE)));
   const key = `${weights.slice(0, 20)}-${sha256(stableJson(identity)).slice(0, 12)}`;
   const cacheDir = path.join(home, 'evals', key);
   const file = path.join(cacheDir, 'eval.json');

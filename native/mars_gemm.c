@@ -13,12 +13,12 @@
  *    AVX2+FMA micro-kernel when the CPU has both (checked at run time), a portable C micro-kernel otherwise. One thread.
  * An OpenBLAS build can be switched to the own kernel at run time (setKernel), which is how both are tested.
  *
- * gemm(heap, aOff, bOff, cOff, m, n, k, transA, transB, batch, biasOff, biasLen, activation, alpha):
+ * gemm(heap, aOff, bOff, cOff, m, n, k, transA, transB, batch, biasOff, biasLen, activation, alpha, preluOff, preluLen):
  *   C[b] = act(op(A[b]) · op(B[b]) + bias), row-major; op(A) is m×k, op(B) k×n, C m×n.
  *   batch: null, or an Int32Array of triples (count, aStride, bStride), outermost first: the output's batch dimensions
  *   and, for each, how many matrices A and B advance per step (0 where that operand is broadcast).
  *   biasOff < 0: no bias; biasLen is n (one per column) or 1. activation: 0 linear, 1 relu, 2 relu6, 3 sigmoid,
- *   4 leakyrelu (alpha), 5 elu.
+ *   4 leakyrelu (alpha), 5 elu, 6 prelu (weights at preluOff, preluLen n or 1, like the bias).
  */
 #define NAPI_VERSION 8
 #include <node_api.h>
@@ -224,7 +224,8 @@ static int sgemm_one(int transA, int transB, int M, int N, int K, const float *A
   return own_sgemm(transA, transB, M, N, K, A, lda, B, ldb, C, N);
 }
 
-static void epilogue(float *C, int M, int N, const float *bias, int biasLen, int act, float alpha) {
+static void epilogue(float *C, int M, int N, const float *bias, int biasLen, int act, float alpha, const float *prelu,
+                     int preluLen) {
   size_t total = (size_t)M * N;
   if (bias) {
     for (int i = 0; i < M; i++) {
@@ -251,6 +252,12 @@ static void epilogue(float *C, int M, int N, const float *bias, int biasLen, int
     case 5:
       for (size_t i = 0; i < total; i++) C[i] = C[i] < 0.0f ? expf(C[i]) - 1.0f : C[i];
       break;
+    case 6:
+      for (size_t i = 0; i < total; i++) {
+        float w = prelu[preluLen == 1 ? 0 : i % (size_t)N];
+        C[i] = C[i] < 0.0f ? w * C[i] : C[i];
+      }
+      break;
     default:
       break;
   }
@@ -274,26 +281,26 @@ static int in_heap(double off, double count, size_t len) {
 }
 
 static napi_value js_gemm(napi_env env, napi_callback_info info) {
-  size_t argc = 14;
-  napi_value argv[14];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc != 14)
-    return throw_error(env, "gemm: expected 14 arguments");
+  size_t argc = 16;
+  napi_value argv[16];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc != 16)
+    return throw_error(env, "gemm: expected 16 arguments");
   void *heap = NULL;
   size_t heapLen = 0;
   bool isAb = false;
   napi_is_arraybuffer(env, argv[0], &isAb);
   if (!isAb || napi_get_arraybuffer_info(env, argv[0], &heap, &heapLen) != napi_ok)
     return throw_error(env, "gemm: the first argument must be the wasm heap's ArrayBuffer");
-  double aOff, bOff, cOff, biasOff, alphaD;
-  int32_t m, n, k, biasLen, act;
+  double aOff, bOff, cOff, biasOff, alphaD, preluOff;
+  int32_t m, n, k, biasLen, act, preluLen;
   bool transA, transB;
   if (!get_f64(env, argv[1], &aOff) || !get_f64(env, argv[2], &bOff) || !get_f64(env, argv[3], &cOff) ||
       !get_i32(env, argv[4], &m) || !get_i32(env, argv[5], &n) || !get_i32(env, argv[6], &k) ||
       napi_get_value_bool(env, argv[7], &transA) != napi_ok || napi_get_value_bool(env, argv[8], &transB) != napi_ok ||
       !get_f64(env, argv[10], &biasOff) || !get_i32(env, argv[11], &biasLen) || !get_i32(env, argv[12], &act) ||
-      !get_f64(env, argv[13], &alphaD))
+      !get_f64(env, argv[13], &alphaD) || !get_f64(env, argv[14], &preluOff) || !get_i32(env, argv[15], &preluLen))
     return throw_error(env, "gemm: an argument has the wrong type");
-  if (m < 0 || n < 0 || k < 0 || act < 0 || act > 5) return throw_error(env, "gemm: negative size or unknown activation");
+  if (m < 0 || n < 0 || k < 0 || act < 0 || act > 6) return throw_error(env, "gemm: negative size or unknown activation");
 
   int nd = 0;
   int32_t count[MAX_BATCH_DIMS], sa[MAX_BATCH_DIMS], sb[MAX_BATCH_DIMS];
@@ -337,6 +344,12 @@ static napi_value js_gemm(napi_env env, napi_callback_info info) {
     if (!in_heap(biasOff, biasLen, heapLen)) return throw_error(env, "gemm: the bias lies outside the heap");
     bias = (const float *)((char *)heap + (size_t)biasOff);
   }
+  const float *prelu = NULL;
+  if (act == 6) {
+    if (preluOff < 0 || (preluLen != 1 && preluLen != n)) return throw_error(env, "gemm: prelu weights must be n or 1 values");
+    if (!in_heap(preluOff, preluLen, heapLen)) return throw_error(env, "gemm: the prelu weights lie outside the heap");
+    prelu = (const float *)((char *)heap + (size_t)preluOff);
+  }
 
   const float *A = (const float *)((char *)heap + (size_t)aOff);
   const float *B = (const float *)((char *)heap + (size_t)bOff);
@@ -346,7 +359,7 @@ static napi_value js_gemm(napi_env env, napi_callback_info info) {
   for (double bi = 0; bi < batches; bi++) {
     if (!sgemm_one(transA, transB, m, n, k, A + ia * (size_t)sizeA, B + ib * (size_t)sizeB, C + (size_t)bi * (size_t)sizeC))
       return throw_error(env, "gemm: out of memory for the packing buffers");
-    if (bias || act) epilogue(C + (size_t)bi * (size_t)sizeC, m, n, bias, biasLen, act, (float)alphaD);
+    if (bias || act) epilogue(C + (size_t)bi * (size_t)sizeC, m, n, bias, biasLen, act, (float)alphaD, prelu, preluLen);
     /* Next batch index, innermost dimension fastest. */
     for (int d = nd - 1; d >= 0; d--) {
       if (++idx[d] < count[d]) {

@@ -109,7 +109,7 @@ function verify(file) {
       const A = (i, p) => i + 2 * p + 1, B = (p, j) => p - j + 0.5;
       for (let i = 0; i < M; i++) for (let p = 0; p < K; p++) f[ta ? p * M + i : i * K + p] = A(i, p);
       for (let p = 0; p < K; p++) for (let j = 0; j < N; j++) f[16 + (tb ? j * K + p : p * N + j)] = B(p, j);
-      m.gemm(buf, 0, 64, 128, M, N, K, ta, tb, null, -1, 0, 0, 0);
+      m.gemm(buf, 0, 64, 128, M, N, K, ta, tb, null, -1, 0, 0, 0, -1, 0);
       for (let i = 0; i < M; i++) for (let j = 0; j < N; j++) {
         let s = 0; for (let p = 0; p < K; p++) s += A(i, p) * B(p, j);
         if (f[32 + i * N + j] !== s) throw new Error('wrong product at ' + [ta, tb, i, j]);

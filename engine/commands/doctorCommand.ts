@@ -1,6 +1,7 @@
-/** `doctor`: which TensorFlow.js backend this machine gets, and why not the others. */
+/** `doctor`: which TensorFlow.js backend this machine gets, and why not the others; which kernel runs matrix products. */
 import type { Command } from 'commander';
 import { CUDA_LIBRARIES, initBackend, missingCudaLibraries, vulkanEnvironment, type BackendName, type BackendReport, type VulkanEnvironment } from '../tensor/backend';
+import type { NativeKernelReport } from '../native/status';
 import { ENGINE_VERSION } from '../version';
 import { backendOption } from './options';
 
@@ -25,10 +26,16 @@ function formatGpu(g: GpuLibraries): string[] {
   ];
 }
 
+/** The kernel path of matrix products (issue 16): OpenBLAS with its core, the own kernel, or none, and why. */
+function formatNative(n: NativeKernelReport): string {
+  return `${n.active ? 'native' : "the backend's own"} — ${n.detail}`;
+}
+
 function formatDoctor(r: BackendReport, g: GpuLibraries): string {
   const lines = [`backend: ${r.chosen}${r.forced ? ' (forced with --backend)' : ''}`];
   for (const a of r.attempts) lines.push(`  ${a.backend.padEnd(10)} ${a.status.padEnd(16)} ${a.package === '-' ? '' : a.package + ': '}${a.detail}`);
   lines.push(`threads: ${r.threads} (${r.threadsDetail})`);
+  lines.push(`matrix products: ${formatNative(r.native)}`);
   if (r.simd !== null) lines.push(`wasm SIMD: ${r.simd ? 'yes' : 'no'}`);
   lines.push(`platform: ${r.platform}, ${r.cpus} CPU cores`);
   if (r.platform.startsWith('linux')) lines.push(...formatGpu(g));
@@ -39,7 +46,7 @@ function formatDoctor(r: BackendReport, g: GpuLibraries): string {
 export function registerDoctorCommand(program: Command): void {
   program
     .command('doctor')
-    .description('show which TensorFlow.js backend is chosen, why the others are not, threads and versions')
+    .description('show which TensorFlow.js backend is chosen, why the others are not, the matrix-product kernel, threads and versions')
     .option('--json', 'print JSON')
     .addOption(backendOption())
     .action(async (opts: { json?: boolean; backend?: BackendName }) => {

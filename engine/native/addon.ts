@@ -32,6 +32,8 @@ export interface NativeAddon {
     biasLength: number,
     activation: number,
     alpha: number,
+    preluOffset: number,
+    preluLength: number,
   ): void;
   info(): unknown;
   setThreads(n: number): number;
@@ -130,9 +132,9 @@ export function loadAddon(env: NodeJS.ProcessEnv = process.env): AddonLoad {
   if (!file) return { loaded: null, reason: 'the project folder (with native/) was not found next to the engine', buildReasons: [] };
   const record = readBuildRecord(path.dirname(file));
   if (!fs.existsSync(file)) {
-    if (explicit) return { loaded: null, reason: `MARS_LAB_NATIVE_PATH: ${file} does not exist`, buildReasons: [] };
     if (record && record.kernel === 'none')
       return { loaded: null, reason: `not built at install: ${record.reasons.join('; ') || 'no reason recorded'}`, buildReasons: record.reasons };
+    if (explicit) return { loaded: null, reason: `MARS_LAB_NATIVE_PATH: ${file} does not exist`, buildReasons: [] };
     return { loaded: null, reason: `not built (${file} is missing; run 'node scripts/buildNative.mjs' in the project folder)`, buildReasons: [] };
   }
   let addon: NativeAddon;

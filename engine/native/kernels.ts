@@ -4,8 +4,8 @@
  * Each call reads the operands where the wasm backend keeps them (their byte offsets in the wasm heap), lets the
  * backend allocate the output there (`makeOutput`), and hands the addon the heap's current ArrayBuffer: the heap can
  * grow between calls, which replaces the buffer, so it is fetched after the output exists and never kept. Nothing is
- * copied. Cases the addon does not cover (non-float32, rank < 2, PReLU, a bias that is not one value per column) go to
- * the stock kernel, which stays registered under the hood and comes back when the native kernels are switched off.
+ * copied. Cases the addon does not cover (non-float32, rank < 2, a bias or PReLU weights that are not one value per
+ * column or a single one) go to the stock kernel, which stays registered under the hood and comes back when the native kernels are switched off.
  */
 import * as tf from '@tensorflow/tfjs';
 import type { NativeAddon } from './addon';
@@ -18,7 +18,7 @@ interface WasmBackendLike {
 }
 
 /** Activation codes of native/mars_gemm.c's epilogue. */
-const ACTIVATIONS: Record<string, number> = { linear: 0, relu: 1, relu6: 2, sigmoid: 3, leakyrelu: 4, elu: 5 };
+const ACTIVATIONS: Record<string, number> = { linear: 0, relu: 1, relu6: 2, sigmoid: 3, leakyrelu: 4, elu: 5, prelu: 6 };
 
 export interface ProductPlan {
   m: number;
@@ -80,6 +80,13 @@ export function planProduct(aShape: readonly number[], bShape: readonly number[]
   return { m, n, k, outShape: [...outBatch, m, n], batch: merged.length ? Int32Array.from(merged.flat()) : null };
 }
 
+let calls = 0;
+
+/** How many products the native kernels have run in this process (tests check that a path really ran natively). */
+export function nativeProductCount(): number {
+  return calls;
+}
+
 /** Runs one product on the heap; returns the output's TensorInfo. */
 function runProduct(
   addon: NativeAddon,
@@ -88,7 +95,7 @@ function runProduct(
   b: tf.TensorInfo,
   transposeA: boolean,
   transposeB: boolean,
-  epilogue: { bias: tf.TensorInfo | null; activation: number; alpha: number },
+  epilogue: { bias: tf.TensorInfo | null; activation: number; alpha: number; prelu: tf.TensorInfo | null },
 ): tf.TensorInfo {
   const plan = planProduct(a.shape, b.shape, transposeA, transposeB);
   const out = backend.makeOutput(plan.outShape, 'float32');
@@ -99,6 +106,7 @@ function runProduct(
   };
   const heap = backend.wasm.HEAPU8.buffer as ArrayBuffer;
   const bias = epilogue.bias;
+  calls++;
   addon.gemm(
     heap,
     offset(a),
@@ -114,6 +122,8 @@ function runProduct(
     bias ? tf.util.sizeFromShape(bias.shape) : 0,
     epilogue.activation,
     epilogue.alpha,
+    epilogue.prelu ? offset(epilogue.prelu) : -1,
+    epilogue.prelu ? tf.util.sizeFromShape(epilogue.prelu.shape) : 0,
   );
   return out;
 }
@@ -133,7 +143,7 @@ export function nativeKernelConfigs(addon: NativeAddon, stock: { batchMatMul?: t
     const { a, b } = args.inputs as unknown as { a: tf.TensorInfo; b: tf.TensorInfo };
     const { transposeA, transposeB } = args.attrs as unknown as { transposeA: boolean; transposeB: boolean };
     if (a.dtype !== 'float32' || b.dtype !== 'float32' || a.shape.length < 2 || b.shape.length < 2) return stockBatch(args);
-    return runProduct(addon, args.backend as unknown as WasmBackendLike, a, b, transposeA, transposeB, { bias: null, activation: 0, alpha: 0 });
+    return runProduct(addon, args.backend as unknown as WasmBackendLike, a, b, transposeA, transposeB, { bias: null, activation: 0, alpha: 0, prelu: null });
   };
   const fusedMatMul: tf.KernelFunc = (args) => {
     const { a, b, bias, preluActivationWeights } = args.inputs as unknown as {
@@ -150,13 +160,16 @@ export function nativeKernelConfigs(addon: NativeAddon, stock: { batchMatMul?: t
     };
     const code = ACTIVATIONS[activation ?? 'linear'];
     const n = transposeB ? b.shape[b.shape.length - 2] : b.shape[b.shape.length - 1];
-    const biasOk = bias == null || (bias.dtype === 'float32' && bias.shape.length <= 1 && [1, n].includes(tf.util.sizeFromShape(bias.shape)));
-    if (code === undefined || preluActivationWeights != null || !biasOk || a.dtype !== 'float32' || b.dtype !== 'float32' || a.shape.length < 2 || b.shape.length < 2)
+    // One value per output column, or a single one: what the addon broadcasts (tfjs allows more; those go to stock).
+    const perColumn = (t: tf.TensorInfo | null | undefined) => t == null || (t.dtype === 'float32' && t.shape.length <= 1 && [1, n].includes(tf.util.sizeFromShape(t.shape)));
+    const prelu = code === ACTIVATIONS.prelu ? preluActivationWeights : null;
+    if (code === undefined || !perColumn(bias) || (code === ACTIVATIONS.prelu && (prelu == null || !perColumn(prelu))) || a.dtype !== 'float32' || b.dtype !== 'float32' || a.shape.length < 2 || b.shape.length < 2)
       return stockFused(args);
     return runProduct(addon, args.backend as unknown as WasmBackendLike, a, b, transposeA, transposeB, {
       bias: bias ?? null,
       activation: code,
       alpha: leakyreluAlpha ?? 0.2,
+      prelu: prelu ?? null,
     });
   };
   return [

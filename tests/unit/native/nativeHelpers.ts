@@ -13,11 +13,14 @@ export const built = loadAddon({ MARS_LAB_NATIVE_PATH: process.env.MARS_LAB_NATI
 
 /**
  * Why a native test cannot run here, or '' when it can. With MARS_LAB_EXPECT_NATIVE set (CI installs OpenBLAS and
- * sets it), a missing addon is a failure, not a skip.
+ * sets it to openblas), a missing addon is a failure, not a skip; =openblas also fails an own-kernel build.
  */
 export function nativeMissing(): string {
+  const expected = process.env.MARS_LAB_EXPECT_NATIVE;
+  if (expected === 'openblas' && built.loaded && built.loaded.info.built !== 'openblas')
+    throw new Error(`MARS_LAB_EXPECT_NATIVE=openblas but the addon was built with the ${built.loaded.info.built} kernel (build.json says why)`);
   if (built.loaded) return '';
-  if (process.env.MARS_LAB_EXPECT_NATIVE) throw new Error(`MARS_LAB_EXPECT_NATIVE is set but the native addon is missing: ${built.reason}`);
+  if (expected) throw new Error(`MARS_LAB_EXPECT_NATIVE is set but the native addon is missing: ${built.reason}`);
   return `native addon not built: ${built.reason}`;
 }
 

@@ -15,6 +15,7 @@ import path from 'node:path';
 import { MARS_FAMILIES, type MarsConfig } from '../../engine/mars/configSchema';
 import { loadPreset, resolvePresetConfig } from '../../engine/runs/presets';
 import { evaluateCheckpoint } from '../../engine/runs/evaluation';
+import { claimLine, DEFAULT_ALPHA, pairedSeedsVerdict, seedsVerdict, shiftVerdict } from '../../engine/metrics/verdict';
 import { startRun } from '../../engine/runs/runLoop';
 import { runFilePaths } from '../../engine/runs/runFolder';
 import { initBackend } from '../../engine/tensor/backend';
@@ -94,18 +95,31 @@ async function main() {
   const byName = (n: string) => rows.find((r) => r.name === n);
   const full = byName('full');
   const baseRow = rows[0]!;
-  const claim = (text: string, holds: boolean | null, detail: string) => `- ${text}: **${holds === null ? 'not measurable here' : holds ? 'holds' : 'does not hold'}** (${detail}).`;
+  // Verdicts by a test at level α (engine/metrics/verdict.ts), never by a bare comparison of means: arms against each
+  // other by an exact permutation test over seeds, a run against itself or a fixed base figure by a sign-flip test.
+  const seedsOf = (r: Row | undefined, k: string) => r?.metrics[k] ?? [];
   const diff = (a: number, b: number) => `${a.toFixed(3)} vs ${b.toFixed(3)}`;
+  const beats = (text: string, other: string) => {
+    const o = byName(other);
+    if (!seedsOf(full, 'exactMatch').length || !seedsOf(o, 'exactMatch').length) return claimLine(text, null, 'variant not run');
+    return claimLine(text, seedsVerdict(seedsOf(full, 'exactMatch'), seedsOf(o, 'exactMatch')), diff(m(full, 'exactMatch'), m(o, 'exactMatch')));
+  };
   const gain = (k: string) => m(full, k) - m(baseRow, k);
+  // per seed: (multi-hop gain over the base) − (single-hop gain over the base); the base is one deterministic figure
+  const gainGap = seedsOf(full, 'multiHopExactMatch').map((x, i) => x - m(baseRow, 'multiHopExactMatch') - (seedsOf(full, 'singleHopExactMatch')[i]! - m(baseRow, 'singleHopExactMatch')));
   const claims = [
-    claim('Full MARS beats System 1 off on held-out exact match', full && byName('sys1-off') ? m(full, 'exactMatch') > m(byName('sys1-off'), 'exactMatch') : null, full && byName('sys1-off') ? diff(m(full, 'exactMatch'), m(byName('sys1-off'), 'exactMatch')) : 'variant not run'),
-    claim('Full MARS beats System 1 frozen', full && byName('sys1-frozen') ? m(full, 'exactMatch') > m(byName('sys1-frozen'), 'exactMatch') : null, full && byName('sys1-frozen') ? diff(m(full, 'exactMatch'), m(byName('sys1-frozen'), 'exactMatch')) : 'variant not run'),
-    claim(
+    beats('Full MARS beats System 1 off on held-out exact match', 'sys1-off'),
+    beats('Full MARS beats System 1 frozen', 'sys1-frozen'),
+    claimLine(
       'Multi-hop gains exceed single-hop gains (full MARS over the base)',
-      Number.isFinite(gain('multiHopExactMatch')) && Number.isFinite(gain('singleHopExactMatch')) ? gain('multiHopExactMatch') > gain('singleHopExactMatch') : null,
+      full && gainGap.length && gainGap.every(Number.isFinite) ? shiftVerdict(gainGap) : null,
       `multi-hop ${gain('multiHopExactMatch').toFixed(3)}, single-hop ${gain('singleHopExactMatch').toFixed(3)}`,
     ),
-    claim('Search calls per question grow during training (full MARS, first vs last fifth of the steps)', full ? m(full, 'train.searchesLast') > m(full, 'train.searchesFirst') : null, full ? diff(m(full, 'train.searchesFirst'), m(full, 'train.searchesLast')) : 'variant not run'),
+    claimLine(
+      'Search calls per question grow during training (full MARS, first vs last fifth of the steps)',
+      seedsOf(full, 'train.searchesLast').length ? pairedSeedsVerdict(seedsOf(full, 'train.searchesLast'), seedsOf(full, 'train.searchesFirst')) : null,
+      full ? diff(m(full, 'train.searchesFirst'), m(full, 'train.searchesLast')) : 'variant not run',
+    ),
   ];
   const familyCols = families.flatMap((f) => [`exactMatch.${f}`, `f1.${f}`]);
   const lines: string[] = [
@@ -117,6 +131,8 @@ async function main() {
     `Each variant is the \`${PRESET}\` preset with its named overrides (\`npx mars-lab presets\` lists them), trained from the same base checkpoint; only seed, steps and evaluation size are changed here. Figures are mean ± sample sd over seeds of one greedy evaluation of the final checkpoint on the same held-out questions (worlds never trained on); the base row is one deterministic evaluation. Seeds vary the RL streams, not the base model or the worlds.`,
     '',
     '## The paper\'s claims, as measured',
+    '',
+    `Each claim is decided by a one-sided test at α = ${DEFAULT_ALPHA}: **holds** when the test in the claim's direction rejects, **does not hold** when the test against it rejects, **inconclusive** when neither does.`,
     '',
     ...claims,
     '',

@@ -23,6 +23,7 @@ import { resolvePresetConfig } from '../../engine/runs/presets';
 import { startRun } from '../../engine/runs/runLoop';
 import { runFilePaths } from '../../engine/runs/runFolder';
 import { initBackend } from '../../engine/tensor/backend';
+import { allOf, claimLine, DEFAULT_ALPHA, seedsVerdict, shiftVerdict, type VerdictResult } from '../../engine/metrics/verdict';
 
 function arg(name: string, dflt: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -99,6 +100,46 @@ async function runArm(arm: (typeof ALL_ARMS)[number], home: string, backend: str
   return { arm: arm.preset, cmd, steps, seeds, items, temperature: cfg0.eval.temperature, backend, machine: machine(backend), minutes: (Date.now() - t0) / 60000, base, trained: { name: arm.name, metrics, seconds } };
 }
 
+/**
+ * The paper's claims, each decided by a one-sided test at α (engine/metrics/verdict.ts): arm against arm by an exact
+ * permutation test over seeds; an arm against its base (one deterministic figure) by a sign-flip test on the seeds'
+ * gains. Never a bare comparison of means.
+ */
+function claimLines(parts: Part[]): string[] {
+  const arm = (preset: string) => parts.find((p) => p.arm === preset);
+  const seedsOf = (preset: string, k: string) => arm(preset)?.trained.metrics[k] ?? [];
+  const avg = (xs: number[]) => (xs.length ? stats(xs).m.toFixed(3) : '–');
+  /** `hi` beats `lo` on metric k for every consecutive pair of presets (an ordering lo < … < hi). */
+  const order = (text: string, presets: string[], k: string) => {
+    const have = presets.every((p) => seedsOf(p, k).length > 0);
+    const short = (p: string) => p.replace('marti-', '');
+    const pairs: (VerdictResult & { label: string })[] = have
+      ? presets.slice(1).map((p, i) => ({ ...seedsVerdict(seedsOf(p, k), seedsOf(presets[i]!, k)), label: `${short(p)} > ${short(presets[i]!)}` }))
+      : [];
+    const figures = presets.map((p) => `${short(p)} ${avg(seedsOf(p, k))}`).join(', ');
+    return claimLine(text, have ? (pairs.length === 1 ? pairs[0]! : allOf(pairs)) : null, have ? figures : 'arm not run');
+  };
+  const overBase = (preset: string) => {
+    const a = arm(preset);
+    const b = a?.base.metrics.pass1?.[0];
+    const xs = seedsOf(preset, 'pass1');
+    const text = `${preset} beats its base on held-out pass@1`;
+    if (!a || b === undefined || !xs.length) return claimLine(text, null, 'arm not run');
+    return claimLine(text, shiftVerdict(xs.map((x) => x - b)), `${b.toFixed(3)} → ${avg(xs)}`);
+  };
+  return [
+    '## The paper\'s claims, as measured',
+    '',
+    `Each claim is decided by a one-sided test at α = ${DEFAULT_ALPHA}: **holds** when the test in the claim's direction rejects, **does not hold** when the test against it rejects, **inconclusive** when neither does. An ordering holds only when each of its comparisons does.`,
+    '',
+    order('Heterogeneous beats homogeneous beats single-agent GRPO on held-out pass@1', ['marti-single', 'marti-homo', 'marti-hetero'], 'pass1'),
+    order('The same order under T+ (T+ pass@1)', ['marti-single', 'marti-homo', 'marti-hetero'], 'tplus.pass1'),
+    order('Diversity rises from single to homogeneous to heterogeneous (within-tree edit distance)', ['marti-single', 'marti-homo', 'marti-hetero'], 'div.editDistance'),
+    ...ALL_ARMS.map((a) => overBase(a.preset)),
+    '',
+  ];
+}
+
 function writeReport(): void {
   const parts = ALL_ARMS.map((a) => path.join(partsDir, `${a.preset}.json`)).filter((f) => fs.existsSync(f)).map((f) => JSON.parse(fs.readFileSync(f, 'utf8')) as Part);
   if (!parts.length) throw new Error(`no study parts in ${partsDir}`);
@@ -118,6 +159,7 @@ function writeReport(): void {
     '- **bestOfTree**: the best private score in the 8-node tree (§3.9 passN). For marti-single the 8 nodes are independent samples (no tree).',
     '- **tplus.***: T+ (§3.10 a, b): 16 nodes, rich feedback, depth weighting, final pick by public tests; the learned verifier (c) is not implemented.',
     '',
+    ...claimLines(parts),
     '| arm | pass1 | pass1Greedy | pass1MCTS | bestOfTree | T+ pass1 | T+ bestOfTree | train reward first 5 steps → last 5 | s/step |',
     '|---|---|---|---|---|---|---|---|---|',
     ...rows.map((r) => `| ${r.name} | ${MAIN.map((k) => fmt(r.metrics[k])).join(' | ')} | ${r.metrics['train.rewardFirst5'] ? `${fmt(r.metrics['train.rewardFirst5'])} → ${fmt(r.metrics['train.rewardLast5'])}` : '–'} | ${fmt(r.metrics['train.stepSeconds'])} |`),

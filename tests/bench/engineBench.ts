@@ -11,8 +11,13 @@
  * - leak (only with --leak-steps N): the tensor count after step 10 and after step N of the tiny model.
  *
  *   npm run bench -- [--parts engine,peer,mars,marti,runs (or '' for none)] [--sizes tiny,small,medium] [--repeats 5]
- *                    [--backend wasm] [--python PATH] [--leak-steps 1000] [--json out.json] [--md out.md]
+ *                    [--backend wasm] [--threads N] [--python PATH] [--leak-steps 1000] [--json out.json] [--md out.md]
+ *
+ * The matrix-product path (native OpenBLAS / own kernel / the backend's own, issue 16) is printed in the header and
+ * recorded in the JSON; MARS_LAB_NATIVE=0 measures without it. --threads N gives both sides N BLAS threads
+ * (MARS_LAB_BLAS_THREADS here; OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and torch.set_num_threads in the peer).
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -27,7 +32,7 @@ import type { Sample } from '../../engine/rl/sample';
 import { BACKENDS, initBackend, tf, type BackendName } from '../../engine/tensor/backend';
 import { findTorchPython, runPeer, type PeerResult, type PeerSpec } from './peer';
 import { benchRunFolders, describeRunFolderBench, type RunFolderBench } from './runsBench';
-import { stat, msStat, num, table, timeRepeats, type Stat } from './stats';
+import { stat, msStat, num, table, timeRepeats, timeRepeatsCpu, type Stat } from './stats';
 import { benchTrainer, PHASES, type StepBreakdown } from './trainerBench';
 
 const PARTS = ['engine', 'peer', 'mars', 'marti', 'runs'] as const;
@@ -37,6 +42,7 @@ const { values: args } = parseArgs({
     sizes: { type: 'string', default: 'tiny,small,medium' },
     repeats: { type: 'string', default: '5' },
     backend: { type: 'string' },
+    threads: { type: 'string' },
     batch: { type: 'string', default: '16' },
     seq: { type: 'string', default: '64' },
     'new-tokens': { type: 'string', default: '64' },
@@ -106,6 +112,8 @@ interface EngineRow {
   size: ModelSize;
   params: number;
   train: Stat;
+  /** CPU time of the process per training step (all threads). */
+  trainCpu: Stat;
   trainTokensPerSec: number;
   trainGflops: number;
   sampling: SamplingRow[];
@@ -137,7 +145,7 @@ async function benchEngine(size: ModelSize): Promise<EngineRow> {
   const opt = new Adam(adamVariables(model), { lr: 1e-5 });
   const samples = trainingBatch(cfg, rng);
   const tensorsBefore = tf.memory().numTensors;
-  const train = await timeRepeats(() => trainStep(model, reference, opt, samples), trainRepeats(size), 2);
+  const { wall: train, cpu: trainCpu } = await timeRepeatsCpu(() => trainStep(model, reference, opt, samples), trainRepeats(size), 2);
   const tensorsLeaked = tf.memory().numTensors - tensorsBefore;
   const sampling: SamplingRow[] = [];
   for (const rows of SAMPLE_BATCHES) {
@@ -157,6 +165,7 @@ async function benchEngine(size: ModelSize): Promise<EngineRow> {
     size,
     params: parameterCount(cfg),
     train,
+    trainCpu,
     trainTokensPerSec: (B * T) / (train.median / 1000),
     trainGflops: trainFlops(cfg) / (train.median / 1000) / 1e9,
     sampling,
@@ -202,17 +211,25 @@ async function leakCheck(steps: number) {
 
 // ---------------------------------------------------------------------------------------------------------------
 
+if (args.threads !== undefined) process.env.MARS_LAB_BLAS_THREADS = args.threads;
 const report = await initBackend({ force: args.backend as BackendName | undefined });
+/** Threads of the matrix products: the native BLAS's when it runs them, else the backend's. */
+const threads = args.threads !== undefined ? Number(args.threads) : report.native.active ? report.native.threads : report.threads;
 const cpu = `${os.cpus()[0]?.model ?? 'cpu'} ×${os.cpus().length}`;
 const header = `mars-lab bench: backend ${report.chosen} (threads ${report.threads}${report.simd ? ', SIMD' : ''}), ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.versions.node}, ${new Date().toISOString().slice(0, 10)}`;
+const lscpu = spawnSync('lscpu', { encoding: 'utf8' });
+const lscpuText = lscpu.status === 0 ? lscpu.stdout.split('\n').filter((l) => !/^(Flags|Vulnerability)/.test(l)).join('\n') : null;
+const load = os.loadavg().map((x) => x.toFixed(2)).join(' ');
 console.log(header);
-const md: string[] = [header, ''];
+const md: string[] = [header, `matrix products: ${report.native.active ? 'native' : "the backend's own"} — ${report.native.detail}`, `load average at the start: ${load}`, ''];
+console.log(md[1]);
+console.log(md[2]);
 const say = (s: string) => {
   console.log(s);
   md.push(s);
 };
 
-const out: Record<string, unknown> = { date: new Date().toISOString(), command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(), backend: report, machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, memGiB: os.totalmem() / 2 ** 30, node: process.versions.node }, batch: B, seq: T, newTokens: NEW };
+const out: Record<string, unknown> = { date: new Date().toISOString(), command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(), backend: report, machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, memGiB: os.totalmem() / 2 ** 30, node: process.versions.node, lscpu: lscpuText, loadAverageAtStart: os.loadavg() }, batch: B, seq: T, newTokens: NEW, threads };
 
 if (parts.has('engine')) {
   const peerPy = parts.has('peer') ? findTorchPython(args.python) : null;
@@ -222,7 +239,7 @@ if (parts.has('engine')) {
     const r = await benchEngine(s);
     if (peerPy && 'python' in peerPy) {
       process.stdout.write(`peer: ${s}…\n`);
-      r.peer = runPeer(peerPy.python, peerSpec(s, report.threads));
+      r.peer = runPeer(peerPy.python, peerSpec(s, threads));
     }
     rows.push(r);
   }
@@ -230,11 +247,15 @@ if (parts.has('engine')) {
   const ratio = (ours: number, theirs: number | undefined) => (theirs ? `×${(ours / theirs).toFixed(1)}` : '—');
   say(`\nTraining step: GRPO update (ppoToken + k3 KL vs a frozen reference, Adam) on ${B} × ${T} tokens, vocabulary 512; ms per step median (min–max, n) after 2 warm-up steps.`);
   if (peerPy && 'skip' in peerPy) say(peerPy.skip);
-  else if (peerPy) say(`PyTorch peer: ${peerPy.python}, torch ${peerPy.torch}, ${report.threads} thread(s) like mars-lab's backend; ratio = mars-lab time / PyTorch time.`);
+  else if (peerPy) {
+    const blas = rows.find((r) => r.peer?.blas)?.peer?.blas;
+    const blasText = blas?.core ? `OpenBLAS core ${blas.core}, ${blas.threads} BLAS thread(s)` : `BLAS core unknown (${JSON.stringify(blas ?? null)})`;
+    say(`PyTorch peer: ${peerPy.python}, torch ${peerPy.torch}, ${threads} thread(s) like mars-lab's matrix products (OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=${threads}); ${blasText}; ratio = mars-lab time / PyTorch time. CPU = process CPU time per step, all threads.`);
+  }
   say('');
-  say(table(['size', 'parameters', 'mars-lab ms/step', 'tokens/s', 'GFLOP/s', 'PyTorch ms/step', 'ratio'], rows.map((r) => [
-    r.size, `${(r.params / 1e6).toFixed(2)}M`, msStat(r.train), num(r.trainTokensPerSec), num(r.trainGflops, 1),
-    r.peer ? msStat(r.peer.train.msPerStep) : '—', ratio(r.train.median, r.peer?.train.msPerStep.median),
+  say(table(['size', 'parameters', 'mars-lab ms/step', 'CPU ms', 'tokens/s', 'GFLOP/s', 'PyTorch ms/step', 'PyTorch CPU ms', 'ratio'], rows.map((r) => [
+    r.size, `${(r.params / 1e6).toFixed(2)}M`, msStat(r.train), num(r.trainCpu.median), num(r.trainTokensPerSec), num(r.trainGflops, 1),
+    r.peer ? msStat(r.peer.train.msPerStep) : '—', r.peer?.train.cpuMsPerStep ? num(r.peer.train.cpuMsPerStep.median) : '—', ratio(r.train.median, r.peer?.train.msPerStep.median),
   ])));
   say(`\nSampling: ${NEW} new tokens from a 1-token prompt, temperature 1; tokens/s (median ms). "recompute" reruns the whole prefix every token.\n`);
   say(table(['size', 'batch', 'KV cache', 'recompute', 'KV speed-up', 'PyTorch KV', 'PyTorch recompute', 'ratio KV', 'ratio recompute'], rows.flatMap((r) => r.sampling.map((s) => {

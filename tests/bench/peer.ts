@@ -31,7 +31,9 @@ export interface PeerSpec {
 export interface PeerResult {
   torch: string;
   threads: number;
-  train: { msPerStep: Stat; tokensPerSec: number };
+  train: { msPerStep: Stat; cpuMsPerStep?: Stat; tokensPerSec: number };
+  /** The OpenBLAS torch loaded: its core name (openblas_get_corename) and thread count. */
+  blas?: { library?: string; core?: string | null; threads?: number; error?: string };
   sampling: { batch: number; kvMs: Stat; kvTokensPerSec: number; naiveMs?: Stat; naiveTokensPerSec?: number }[];
   gemm: { shape: [number, number, number]; ms: number; gflops: number }[];
 }
@@ -48,8 +50,14 @@ export function findTorchPython(explicit?: string): { python: string; torch: str
   return { skip: `PyTorch peer skipped: no Python with torch found (tried ${tried.join(', ')}); to compare, ${PEER_HOWTO}.` };
 }
 
+/**
+ * Runs the peer at spec.threads. `torch.set_num_threads` alone does not cap the OpenBLAS torch links (it ran 2 threads
+ * inside a "1-thread" peer: BUILD-NOTES §8), so the BLAS and OpenMP pools are pinned through the environment as well.
+ */
 export function runPeer(python: string, spec: PeerSpec): PeerResult {
-  const r = spawnSync(python, [SCRIPT], { input: JSON.stringify(spec), encoding: 'utf8', maxBuffer: 1 << 24 });
+  const n = String(spec.threads);
+  const env = { ...process.env, OPENBLAS_NUM_THREADS: n, OMP_NUM_THREADS: n, MKL_NUM_THREADS: n };
+  const r = spawnSync(python, [SCRIPT], { input: JSON.stringify(spec), encoding: 'utf8', maxBuffer: 1 << 24, env });
   if (r.status !== 0) throw new Error(`the PyTorch peer failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-3).join(' ')}`);
   return JSON.parse(r.stdout) as PeerResult;
 }

@@ -31,6 +31,22 @@ export async function timeRepeats(fn: () => Promise<unknown>, repeats: number, w
   return stat(ms);
 }
 
+/** As timeRepeats, and the process's CPU time per call (user + system, all threads) beside the wall time. */
+export async function timeRepeatsCpu(fn: () => Promise<unknown>, repeats: number, warmup: number): Promise<{ wall: Stat; cpu: Stat }> {
+  for (let i = 0; i < warmup; i++) await fn();
+  const wall: number[] = [];
+  const cpu: number[] = [];
+  for (let i = 0; i < repeats; i++) {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    await fn();
+    wall.push(performance.now() - t0);
+    const c = process.cpuUsage(c0);
+    cpu.push((c.user + c.system) / 1000);
+  }
+  return { wall: stat(wall), cpu: stat(cpu) };
+}
+
 /** 1,234 with d decimals. */
 export const num = (x: number, d = 0): string => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 

@@ -109,15 +109,41 @@ def stat(xs):
     return {"median": med, "min": s[0], "max": s[-1], "n": n}
 
 
-def timed(fn, repeats, warmup):
+def timed(fn, repeats, warmup, cpu=None):
+    """Wall-clock ms per call; with a list `cpu`, also this process's CPU ms per call (all its threads) into it."""
     for _ in range(warmup):
         fn()
     ms = []
+    cpu_ms = []
     for _ in range(repeats):
+        c0 = time.process_time()
         t0 = time.perf_counter()
         fn()
         ms.append((time.perf_counter() - t0) * 1000)
+        cpu_ms.append((time.process_time() - c0) * 1000)
+    if cpu is not None:
+        cpu.append(stat(cpu_ms))
     return stat(ms)
+
+
+def blas_info():
+    """The OpenBLAS this process loaded (torch links the system BLAS): its core name and thread count, or why unknown."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as f:
+            libs = sorted({line.split()[-1] for line in f if "blas" in line.split()[-1].lower()})
+    except OSError as e:
+        return {"error": str(e)}
+    for lib in libs:
+        try:
+            so = ctypes.CDLL(lib)
+            core = so.openblas_get_corename
+            core.restype = ctypes.c_char_p
+            return {"library": lib, "core": core().decode(), "threads": so.openblas_get_num_threads()}
+        except (OSError, AttributeError):
+            continue
+    return {"libraries": libs, "core": None}
 
 
 def token_logp(model, ids):
@@ -156,8 +182,10 @@ def main():
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
 
-    train = timed(train_step, spec["trainRepeats"], 2)
-    out["train"] = {"msPerStep": train, "tokensPerSec": B * T / (train["median"] / 1000)}
+    cpu = []
+    train = timed(train_step, spec["trainRepeats"], 2, cpu)
+    out["train"] = {"msPerStep": train, "cpuMsPerStep": cpu[0], "tokensPerSec": B * T / (train["median"] / 1000)}
+    out["blas"] = blas_info()
 
     new_tokens = spec["newTokens"]
 

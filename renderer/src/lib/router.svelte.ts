@@ -1,6 +1,8 @@
 /**
  * Hash routing: `#/runs`, `#/launch`, `#/launch?from=<runId>` (clone), `#/launch?preset=<name>`, `#/run/<runId>`,
  * `#/run/<runId>/<tab>` (a tab of the run page: charts, episodes, tree, diversity), `#/compare?a=<runId>@<step>&b=…`.
+ * `#/run/<runId>/episodes?step=N` and `#/run/<runId>/tree?step=N` open that step's trajectories (`#/runs/<runId>/…` is
+ * the same route).
  * The hash keeps the page's query (web mode's token) untouched and works the same over file:// in Electron.
  *
  * Adding a view: add its name to RouteName, a pattern in parse(), and a branch in App.svelte.
@@ -21,6 +23,7 @@ function parse(hash: string): Route {
   const query = Object.fromEntries(new URLSearchParams(queryPart));
   if (parts.length === 0 || (parts[0] === 'runs' && parts.length === 1)) return { name: 'runs', params: {}, query };
   if (parts[0] === 'launch' && parts.length === 1) return { name: 'launch', params: {}, query };
+  if (parts[0] === 'runs' && (parts.length === 2 || parts.length === 3)) parts[0] = 'run';
   if (parts[0] === 'run' && parts.length === 2) return { name: 'run', params: { runId: parts[1]! }, query };
   if (parts[0] === 'run' && parts.length === 3) return { name: 'run', params: { runId: parts[1]!, tab: parts[2]! }, query };
   if (parts[0] === 'compare' && parts.length === 1) return { name: 'compare', params: {}, query };

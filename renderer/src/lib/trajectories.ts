@@ -131,6 +131,73 @@ export function byReward(episodes: readonly MarsEpisode[]): { episode: MarsEpiso
     .sort((a, b) => b.episode.reward - a.episode.reward || b.episode.f1 - a.episode.f1 || a.index - b.index);
 }
 
+/** The MARS question families (engine/mars/questions.ts QUESTION_FAMILIES; a unit test keeps the two lists equal). */
+export const MARS_FAMILIES = ['direct', 'paraphrase', 'longTail', 'bridge', 'comparison', 'threeHop', 'compositional'] as const;
+
+/** The text of a page a search found, as the host sends it (getTrajectories `pages`, by `w<seed>:<page id>`). */
+export interface PageText {
+  title: string;
+  text: string;
+}
+export type PageTexts = Readonly<Record<string, PageText>>;
+
+/** A page's key in PageTexts: its world's seed (the `w<seed>:` of the question id) and its id. */
+export function pageTextKey(questionId: string, pageId: string): string {
+  return `${questionId.split(':')[0]}:${pageId}`;
+}
+
+/** A piece of text, marked where it is (part of) a gold answer. */
+export interface MarkedPiece {
+  text: string;
+  gold: boolean;
+}
+
+const words = (text: string): string[] => text.toLowerCase().split(/\s+/).filter(Boolean);
+
+/**
+ * Splits `text` (the worlds' texts are space-separated words) into pieces, marking every occurrence of a gold answer
+ * as whole words, case-insensitively; the longest answer wins where several start at the same word.
+ */
+export function markGold(text: string, gold: readonly string[]): MarkedPiece[] {
+  const tokens = text.split(/(\s+)/);
+  const wordsAt: { word: string; index: number }[] = [];
+  tokens.forEach((t, index) => {
+    if (t && !/^\s+$/.test(t)) wordsAt.push({ word: t.toLowerCase(), index });
+  });
+  const answers = gold.map(words).filter((a) => a.length > 0).sort((a, b) => b.length - a.length);
+  const marked = new Set<number>();
+  for (let i = 0; i < wordsAt.length; i++) {
+    for (const a of answers) {
+      if (i + a.length <= wordsAt.length && a.every((w, k) => wordsAt[i + k]!.word === w)) {
+        for (let k = 0; k < a.length; k++) marked.add(i + k);
+        break;
+      }
+    }
+  }
+  const pieces: MarkedPiece[] = [];
+  const markedToken = new Set([...marked].map((i) => wordsAt[i]!.index));
+  tokens.forEach((t, index) => {
+    if (!t) return;
+    // a space between two marked words belongs to the mark
+    const gold = markedToken.has(index) || (/^\s+$/.test(t) && markedToken.has(index - 1) && markedToken.has(index + 1));
+    const last = pieces.at(-1);
+    if (last && last.gold === gold) last.text += t;
+    else pieces.push({ text: t, gold });
+  });
+  return pieces;
+}
+
+/** Whether a gold answer appears in `text` (as whole words). */
+export function hasGold(text: string | null | undefined, gold: readonly string[]): boolean {
+  return !!text && markGold(text, gold).some((p) => p.gold);
+}
+
+/** The first `take` words of a page (what System 1 read of it) and the rest (cut off by the window). */
+export function splitTaken(text: string, take: number): { read: string; cut: string } {
+  const all = text.split(' ');
+  return { read: all.slice(0, take).join(' '), cut: all.slice(take).join(' ') };
+}
+
 // ---- MARTI -----------------------------------------------------------------------------------------------------------
 
 export interface PosteriorSummary {

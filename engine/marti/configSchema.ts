@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { LOSS_KINDS, MODEL_SIZE_NAMES, checkCommon, commonFields, field, modelSourceSchema, rlSchema, seedNumber } from '../runs/configSections';
 import { textTokens } from './lang/text';
+import { targetPoolBound } from './tasks/generator';
 import { martiVocabulary } from './tasks/vocabulary';
 
 /**
@@ -69,6 +70,18 @@ export const martiTaskSchema = z
   })
   .superRefine((t, ctx) => {
     if (t.minOps > t.maxOps) ctx.addIssue({ code: 'custom', path: ['minOps'], message: `must be ≤ task.maxOps (${t.maxOps})` });
+    else {
+      // Caught here, not when the trainer builds its pool minutes into a launch (issue 19).
+      const bound = targetPoolBound('train', t.minOps, t.maxOps);
+      if (t.trainTasks > bound) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['trainTasks'],
+          message: `at most ${bound} distinct training targets of ${t.minOps}–${t.maxOps} operations exist (fewer once degenerate ones are dropped): ask for fewer, or raise task.maxOps — ${t.trainTasks} asked for`,
+          params: { whole: true },
+        });
+      }
+    }
   });
 
 export const tplusSchema = z.strictObject({
@@ -186,6 +199,18 @@ export const martiConfigSchema = z
     const m = c.marti;
     if (m?.overlongPenalty && c.task && m.overlongPenalty.buffer > c.task.maxProgramTokens) {
       ctx.addIssue({ code: 'custom', path: ['marti', 'overlongPenalty', 'buffer'], message: `must be ≤ task.maxProgramTokens (${c.task.maxProgramTokens})` });
+    }
+    const t = c.task;
+    if (t && c.eval && t.minOps <= t.maxOps) {
+      const bound = targetPoolBound('heldout', t.minOps, t.maxOps);
+      if (c.eval.items > bound) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['eval', 'items'],
+          message: `at most ${bound} distinct held-out targets of ${t.minOps}–${t.maxOps} operations exist (fewer once degenerate ones are dropped): ask for fewer, or raise task.maxOps — ${c.eval.items} asked for`,
+          params: { whole: true },
+        });
+      }
     }
   });
 

@@ -24,7 +24,7 @@ import { parse } from '../../marti/lang/parser';
 import { printProgram } from '../../marti/lang/printer';
 import { joinTokens, textTokens } from '../../marti/lang/text';
 import { valueEquals, valueKey, valueTokens, type Value } from '../../marti/lang/values';
-import { TEXT_WORDS, drawOp, opId, type OpInstance, type TaskType } from './ops';
+import { TEXT_WORDS, drawOp, opId, opsFrom, type OpInstance, type TaskType } from './ops';
 
 export const TASK_SPLITS = ['train', 'heldout'] as const;
 export type TaskSplit = (typeof TASK_SPLITS)[number];
@@ -258,4 +258,71 @@ export function generateTasks(split: TaskSplit, baseSeed: number, n: number, spe
     out.push(task);
   }
   return out;
+}
+
+/** Every op instance (each family with each of its parameters). */
+function opInstancesFrom(type: TaskType): OpInstance[] {
+  return opsFrom(type).flatMap((spec) => (spec.params.length === 0 ? [{ spec, param: 0 }] : spec.params.map((param) => ({ spec, param }))));
+}
+
+/** Op chains of exactly `n` ops counted without building them; beyond this many, enumerating texts is not worth it. */
+function chainCount(n: number): number {
+  // ways[type][lastFamily] after k ops
+  let ways = new Map<string, number>([['numbers|', 1], ['text|', 1]]);
+  for (let k = 0; k < n; k++) {
+    const next = new Map<string, number>();
+    for (const [key, w] of ways) {
+      const [type, last] = key.split('|') as [TaskType, string];
+      for (const o of opInstancesFrom(type)) {
+        if (o.spec.name === last) continue;
+        const nk = `${o.spec.to}|${o.spec.name}`;
+        next.set(nk, (next.get(nk) ?? 0) + w);
+      }
+    }
+    ways = next;
+  }
+  return [...ways.values()].reduce((a, b) => a + b, 0);
+}
+
+const ENUMERATE_UP_TO = 20_000;
+const poolBounds = new Map<string, number>();
+
+/** Distinct chain texts of exactly `n` ops on `split`'s side (or the plain chain count when there are too many). */
+function textsOfLength(split: TaskSplit, n: number): number {
+  const key = `${split}:${n}`;
+  const known = poolBounds.get(key);
+  if (known !== undefined) return known;
+  const chains = chainCount(n);
+  let bound = chains;
+  if (chains <= ENUMERATE_UP_TO) {
+    const texts = new Set<string>();
+    const side = sideOfSplit(split);
+    const grow = (chain: OpInstance[], type: TaskType): void => {
+      if (chain.length === n) {
+        const text = programText(chain);
+        if (targetSide(text) === side) texts.add(text);
+        return;
+      }
+      const last = chain.length ? chain[chain.length - 1]!.spec.name : null;
+      for (const o of opInstancesFrom(type)) if (o.spec.name !== last) grow([...chain, o], o.spec.to);
+    };
+    grow([], 'numbers');
+    grow([], 'text');
+    bound = texts.size;
+  }
+  poolBounds.set(key, bound);
+  return bound;
+}
+
+/**
+ * An upper bound on the distinct targets of `minOps`–`maxOps` operations on `split`'s side: generateTasks can never
+ * return more. The degeneracy checks make the true pool smaller (2,415 training targets of 1–2 operations, found in
+ * ~24 s by generateTasks, under this bound's 2,983); the bound is what a config check can afford. Chain texts are
+ * enumerated only while there are few chains (about 6,000 of 2 ops: ~0.1–0.3 s once, then cached); past
+ * ENUMERATE_UP_TO chains (3 or more ops, hundreds of thousands) the plain chain count is the bound.
+ */
+export function targetPoolBound(split: TaskSplit, minOps: number, maxOps: number): number {
+  let bound = 0;
+  for (let n = minOps; n <= maxOps; n++) bound += textsOfLength(split, n);
+  return bound;
 }

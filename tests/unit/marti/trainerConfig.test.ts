@@ -36,8 +36,10 @@ describe('marti config', () => {
   });
 
   it('a held-out set larger than the spec\'s pool of targets is an error that names eval.items', () => {
-    const c = parseRunConfig({ algorithm: 'marti', task: { minOps: 1, maxOps: 1 }, eval: { items: 300 } });
+    // (the config check refuses this at once, configSchema's targetPoolBound; the trainer's own guard is tested past it)
+    const c = parseRunConfig({ algorithm: 'marti', task: { trainTasks: 30, minOps: 1, maxOps: 1 }, eval: { items: 30 } });
     if (c.algorithm !== 'marti') throw new Error('expected marti');
+    c.eval.items = 300;
     expect(() => heldoutTasks(c)).toThrow(/^eval\.items: only \d+ distinct heldout targets of 1–1 operations exist \(300 asked for.*\(task\.maxOps\)$/);
   });
 

@@ -9,10 +9,13 @@
  * pattern is drawn on one chart. tests/unit/runs/metricCatalog.test.ts checks that every metric a short real run of
  * each algorithm logs is declared here: a new metric without a declaration fails it.
  *
+ * No imports at all: the renderer's type check must not reach the engine's Node modules through this file. Each
+ * algorithm's headline metric (headlineMetric.ts) is declared right after `reward`, so declaration order puts reward
+ * and the held-out score first; the test checks that it is the headline metric.
+ *
  * Sources: engine/seqgrpo/trainer.ts, engine/mars/trainer.ts, engine/marti/trainer.ts (trainStep and evaluate), and
  * engine/runs/runLoop.ts, which logs each evaluation metric as `eval.<name>`.
  */
-import { headlineMetricOf } from './headlineMetric';
 
 export type MetricUnit = 'fraction' | 'score' | 'count' | 'tokens' | 'ms' | 'nats' | 'ratio' | 'steps' | 'edits' | 'value' | 'lr';
 
@@ -244,15 +247,14 @@ export interface DashboardPanel {
 
 /**
  * The default dashboard of a run: its logged metrics grouped into panels in PANELS order, each panel's charts in
- * declaration order (the headline panel: reward, then the algorithm's headline metric), patterns on one chart each.
+ * declaration order (the headline panel: reward, then the algorithm's headline metric, as declared), patterns on one chart each.
  */
 export function dashboard(algorithm: string | undefined, names: readonly string[]): DashboardPanel[] {
   const all = metricCatalog(algorithm);
-  const headline = headlineMetricOf(algorithm)?.key;
-  const rank = (key: string): number => (key === 'reward' ? -2 : key === headline ? -1 : (() => {
+  const rank = (key: string): number => {
     const i = all.findIndex((d) => d.name === key);
     return i < 0 ? all.length : i;
-  })());
+  };
   const charts = new Map<string, DashboardChart & { panel: PanelId }>();
   for (const name of names) {
     const info = describeMetric(algorithm, name);

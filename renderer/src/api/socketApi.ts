@@ -102,6 +102,7 @@ export function createSocketApi(token: string, onState: (state: ConnectionState)
     listRuns: call('listRuns'),
     getRun: call('getRun'),
     getMetricSeries: call('getMetricSeries'),
+    getRunsMetricSeries: call('getRunsMetricSeries'),
     getTrajectories: call('getTrajectories'),
     getLiveTrajectories: call('getLiveTrajectories'),
     setRunLabels: call('setRunLabels'),

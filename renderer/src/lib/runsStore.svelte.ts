@@ -1,6 +1,7 @@
 /**
  * The run list, kept current by pushed events (DESIGN.md: the window is told, it does not poll): new runs and status
- * changes reload the list (coalesced), appended metrics update the row in place.
+ * changes reload the list (coalesced), appended metrics update the row in place. For running runs it also keeps the
+ * recent seconds per step (getRunsMetricSeries on reload, then the pushed lines' times), for the table's ETA.
  */
 import type { ApiEvent, ApiRunSummary } from '../../../engine/api/contract';
 import { api } from '../api/connection.svelte';
@@ -11,6 +12,9 @@ class RunsStore {
   home = $state('');
   loaded = $state(false);
   error = $state<string | null>(null);
+  /** Seconds per step of running runs, by id. */
+  pace = $state<Record<string, number>>({});
+  #lastPoint = new Map<string, { step: number; time: number }>();
   #reloadTimer: ReturnType<typeof setTimeout> | null = null;
 
   async reload(): Promise<void> {
@@ -20,10 +24,24 @@ class RunsStore {
       this.runs = answer.runs;
       this.home = answer.home;
       this.error = null;
+      void this.#loadPace(answer.runs.filter((r) => r.status === 'running').map((r) => r.id));
     } catch (error) {
       this.error = messageOf(error);
     } finally {
       this.loaded = true;
+    }
+  }
+
+  async #loadPace(ids: string[]): Promise<void> {
+    if (!api || ids.length === 0) return;
+    try {
+      const { runs } = await api.getRunsMetricSeries({ runIds: ids.slice(0, 50), names: [] });
+      for (const r of runs) {
+        if (r.secondsPerStep !== null) this.pace[r.runId] = r.secondsPerStep;
+        if (r.lastStep !== null && r.lastTime !== null) this.#lastPoint.set(r.runId, { step: r.lastStep, time: r.lastTime });
+      }
+    } catch {
+      // no ETA is shown; the list itself is fine
     }
   }
 
@@ -52,6 +70,15 @@ class RunsStore {
         const row = this.runs.find((r) => r.id === event.runId);
         if (!row) return this.#reloadSoon();
         for (const point of event.points) {
+          const before = this.#lastPoint.get(event.runId);
+          if (point.time !== null) {
+            if (before && point.step === before.step + 1 && point.time >= before.time) {
+              const dt = point.time - before.time;
+              const old = this.pace[event.runId];
+              this.pace[event.runId] = old === undefined ? dt : 0.8 * old + 0.2 * dt;
+            }
+            this.#lastPoint.set(event.runId, { step: point.step, time: point.time });
+          }
           row.steps = point.step;
           for (const [name, value] of Object.entries(point)) {
             if (name === 'step' || name === 'time') continue;

@@ -9,7 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRunConfig, type RunConfigInput } from '../../../engine/runs/configSchema';
-import { dashboard, describeMetric } from '../../../engine/runs/metricCatalog';
+import { HEADLINE_METRICS } from '../../../engine/runs/headlineMetric';
+import { dashboard, describeMetric, metricCatalog } from '../../../engine/runs/metricCatalog';
 import { runFilePaths } from '../../../engine/runs/runFolder';
 import { startRun } from '../../../engine/runs/runLoop';
 import { useBackend } from '../../helpers/backends';
@@ -93,6 +94,13 @@ describe('metric catalog', () => {
     const homo = await loggedNames(marti('homogeneous'));
     expect(undeclared('marti', homo)).toEqual([]);
   }, 300_000);
+
+  it("puts each algorithm's headline metric right after reward in the first panel", () => {
+    for (const [algorithm, headline] of Object.entries(HEADLINE_METRICS)) {
+      const names = metricCatalog(algorithm).map((d) => d.name).filter((n) => !n.includes('<'));
+      expect(dashboard(algorithm, names)[0]!.charts.slice(0, 2).map((c) => c.key)).toEqual(['reward', headline.key]);
+    }
+  });
 
   it('an undeclared metric goes to the "other" panel, named as not declared', () => {
     const panels = dashboard('seqgrpo', ['reward', 'mystery']);

@@ -1,4 +1,5 @@
 /** `eval` and `compare`: checkpoints on a fixed held-out set, one at a time or side by side. */
+import fs from 'node:fs';
 import path from 'node:path';
 import { Command, Option } from 'commander';
 import { CONFIG_FILE, TRAINER_STATE_FILE } from '../model/checkpointFiles';
@@ -6,9 +7,11 @@ import { initBackend, type BackendName } from '../tensor/backend';
 import { checkpointConfig, compareCheckpoints, evaluateCheckpoint } from '../runs/evaluation';
 import { resolveHome } from '../runs/home';
 import { resolveConfigFile, resolvePresetConfig } from '../runs/presets';
+import { listCheckpoints } from '../runs/runFolder';
 import { UserError } from '../userError';
 import { checkJsonNesting } from './ioErrors';
 import { backendOption, homeOption, setOption } from './options';
+import { resolveRun } from './runCommands';
 import { terminalText as tt } from './terminalText';
 
 const splitOption = () => new Option('--split <name>', 'which items: the held-out split, never trained on').choices(['heldout']).default('heldout');
@@ -18,6 +21,26 @@ function checkInputs(checkpoint: string, config?: string): void {
   if (config) checkJsonNesting(config, 'the config');
   checkJsonNesting(path.join(checkpoint, CONFIG_FILE), CONFIG_FILE);
   checkJsonNesting(path.join(checkpoint, TRAINER_STATE_FILE), TRAINER_STATE_FILE);
+}
+
+/**
+ * A checkpoint named as `compare` takes it: a checkpoint folder (RUN_FOLDER/checkpoints/N), a run as `show` takes it
+ * (id, unique id prefix or folder: its last checkpoint), `RUN@N` or `RUN/checkpoints/N` (that run's checkpoint N).
+ */
+export function resolveCheckpoint(home: string, spec: string): string {
+  if (fs.existsSync(path.join(spec, CONFIG_FILE))) return spec;
+  const m = /^(.+?)(?:@|\/checkpoints\/)(\d+)\/?$/.exec(spec);
+  const dir = resolveRun(home, m ? m[1]! : spec);
+  const checkpoints = listCheckpoints(dir);
+  const id = tt(path.basename(dir));
+  if (m) {
+    const found = checkpoints.find((c) => c.step === Number(m[2]));
+    if (!found) throw new UserError(`run ${id} has no checkpoint at step ${m[2]}; it has ${checkpoints.length ? `steps ${checkpoints.map((c) => c.step).join(', ')}` : 'none yet'}`);
+    return found.path;
+  }
+  const last = checkpoints.at(-1);
+  if (!last) throw new UserError(`run ${id} has no checkpoint yet (one is written every checkpoint.every steps and when the run ends)`);
+  return last.path;
 }
 
 function pct(x: number): string {
@@ -53,17 +76,20 @@ export function registerEvalCommands(program: Command): void {
   program
     .command('compare')
     .description('evaluate two checkpoints on the same held-out items and compare them item by item')
-    .argument('<a>', 'checkpoint folder A (its run config fixes the items)')
-    .argument('<b>', 'checkpoint folder B (same algorithm and task)')
+    .argument('<a>', "checkpoint A (its run config fixes the items): a run id, unique id prefix or run folder (its last checkpoint), RUN@STEP, RUN/checkpoints/STEP, or a checkpoint folder")
+    .argument('<b>', 'checkpoint B (same algorithm and task), named the same ways')
     .option('--json', 'print JSON')
     .addOption(backendOption())
     .addOption(homeOption())
-    .action(async (a: string, b: string, opts: { json?: boolean; backend?: BackendName; home?: string }) => {
+    .action(async (specA: string, specB: string, opts: { json?: boolean; backend?: BackendName; home?: string }) => {
+      const home = resolveHome({ home: opts.home });
+      const a = resolveCheckpoint(home, specA);
+      const b = resolveCheckpoint(home, specB);
       checkInputs(a);
       checkInputs(b);
       const config = checkpointConfig(a);
       await initBackend({ force: opts.backend ?? (config.backend === 'auto' ? undefined : config.backend) });
-      const c = await compareCheckpoints(resolveHome({ home: opts.home }), a, b);
+      const c = await compareCheckpoints(home, a, b);
       if (opts.json) {
         const { a: ea, b: eb, ...rest } = c;
         return console.log(JSON.stringify({ ...rest, a: { checkpoint: ea.checkpoint, metrics: ea.metrics, cached: ea.cached }, b: { checkpoint: eb.checkpoint, metrics: eb.metrics, cached: eb.cached } }));

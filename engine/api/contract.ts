@@ -100,6 +100,9 @@ const presetInfoSchema = z.object({
   expectedRuntime: z.object({ cpuSeconds: z.number().nullable(), gpuSeconds: z.number().nullable(), measuredOn: z.string() }),
   /** The preset's partial config as written; the schema's defaults fill the rest. */
   config: rawConfigSchema,
+  /** The one a newcomer should run first (listed first); sized for a GPU only. */
+  recommended: z.boolean().optional(),
+  gpuOnly: z.boolean().optional(),
 });
 export type ApiPreset = z.infer<typeof presetInfoSchema>;
 

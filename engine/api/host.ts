@@ -285,6 +285,8 @@ export async function createHost(opts: HostOptions): Promise<Host> {
           algorithm: String((p.config as { algorithm?: unknown }).algorithm ?? ''),
           expectedRuntime: p.expectedRuntime,
           config: p.config as Record<string, unknown>,
+          ...(p.recommended ? { recommended: true } : {}),
+          ...(p.gpuOnly ? { gpuOnly: true } : {}),
         })),
       };
     },

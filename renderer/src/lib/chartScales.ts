@@ -29,6 +29,15 @@ export function xRange(time: boolean): uPlot.Range.Function {
   };
 }
 
+/**
+ * The x range for data whose x are all one value, or null. uPlot's own x auto-scaling does not call a scale's range
+ * function: for a lone time it adds 86400 / ms (1000 days with x in seconds), so the charts set this range themselves.
+ */
+export function loneXRange(xs: readonly number[], time: boolean): [number, number] | null {
+  if (xs.length === 0 || xs[0] !== xs[xs.length - 1]) return null;
+  return xRange(time)(undefined as unknown as uPlot, xs[0]!, xs[0]!, 'x') as [number, number];
+}
+
 /** The y range of values from min to max; `bounded`: a share or score in [0, 1]. */
 export function yExtent(min: number | null, max: number | null, bounded: boolean): [number, number] {
   if (min === null || max === null || !Number.isFinite(min) || !Number.isFinite(max)) return bounded ? [0, 1] : [-1, 1];
@@ -66,8 +75,3 @@ export function xAxis(time: boolean): uPlot.Axis {
   return time ? {} : { label: 'step', incrs: STEP_INCRS, values: (_u, ticks) => ticks.map((t) => (Number.isInteger(t) ? String(t) : '')) };
 }
 
-/** The index of the point nearest the cursor in series `seriesIdx`, or null (uPlot's cursor.idx is per x only). */
-export function nearestIndex(u: uPlot): number | null {
-  const idx = u.cursor.idx;
-  return idx === null || idx === undefined ? null : idx;
-}

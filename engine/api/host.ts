@@ -18,7 +18,7 @@ import { metricLineProblem, metricNames, toMetricPoint, type MetricPoint } from 
 import { listPresets, loadPreset, PRESETS_DIR } from '../runs/presets';
 import { readLiveTrajectories } from '../runs/liveTrajectories';
 import { updateTrajectoryIndex, type TrajectoryIndex } from '../runs/trajectoryIndex';
-import { marsPagesOf } from '../runs/trajectoryPages';
+import { marsPagesOf, withCapacities } from '../runs/trajectoryPages';
 import { queryTrajectories } from '../runs/trajectoryQuery';
 import { isCompleteCheckpoint, listCheckpoints, readRunMeta, writeRunLabels } from '../runs/runFolder';
 import { openRunIndex } from '../runs/runIndex';
@@ -383,8 +383,10 @@ export async function createHost(opts: HostOptions): Promise<Host> {
 
     async getTrajectories({ runId, ...req }) {
       const answer = queryTrajectories(trajectoryLines(runId), req);
-      const pages = marsPagesOf(answer.records, readRunMeta(dirOf(runId)).config);
-      return Object.keys(pages).length ? { ...answer, pages } : answer;
+      const { config } = readRunMeta(dirOf(runId));
+      const records = withCapacities(answer.records, config);
+      const pages = marsPagesOf(records, config);
+      return Object.keys(pages).length ? { ...answer, records, pages } : { ...answer, records };
     },
 
     async getLiveTrajectories({ runId }) {

@@ -1,12 +1,20 @@
 /**
- * The text of the pages a MARS episode's searches found, for the inspector (issue 19: "show the pages' text next to
- * each System 1 window"). Episodes record only page ids and lengths; the pages are those of the question's world,
+ * What the inspector shows of MARS episodes beyond their records, computed here so the window only draws it:
+ *
+ * The text of the pages a MARS episode's searches found (issue 19: "show the pages' text next to each System 1
+ * window"). Episodes record only page ids and lengths; the pages are those of the question's world,
  * which is generated again from its seed (the `w<seed>:` of the question id) and the run's `task.world` settings,
  * exactly as the trainer generated it (engine/mars/trainer.ts worldEnv). The window receives the text; it computes
  * nothing of the world.
  *
  * Worlds are kept in a small cache (about 45 ms and a few hundred kB each).
+ *
+ * System 1's window capacity of each search, for records written before the trainer recorded it (`capacity`):
+ * C = sys1PromptMax − 3 (template) − the purpose's tokens (the purpose System 2 wrote, or its query when it wrote none
+ * and mars.missingPurpose is 'query'), capped at purposeMax (ALGORITHMS.md §2.3). The purpose is counted in word
+ * pre-tokens: System 2 can only write vocabulary words, each one token of the MARS tokenizer.
  */
+import { normaliseWordText, pretokenise } from '../model/wordNormalForm';
 import { generateWorld, type World, type WorldSpec } from '../mars/world';
 
 export interface PageText {
@@ -76,4 +84,25 @@ export function marsPagesOf(records: readonly unknown[], config: unknown): Recor
     }
   }
   return out;
+}
+
+/** MARS episodes with every search's `capacity` filled in where the record lacks it; other records unchanged. */
+export function withCapacities(records: readonly unknown[], config: unknown): unknown[] {
+  const mars = isRec(config) && isRec(config['mars']) ? config['mars'] : {};
+  const n = (v: unknown, d: number): number => (typeof v === 'number' && Number.isFinite(v) ? v : d);
+  const promptMax = n(mars['sys1PromptMax'], 256);
+  const purposeMax = n(mars['purposeMax'], 24);
+  const missing = mars['missingPurpose'] === 'empty' ? 'empty' : 'query';
+  return records.map((r) => {
+    if (!isRec(r) || r['kind'] !== 'mars.episode' || !Array.isArray(r['turns'])) return r;
+    if (r['turns'].every((t) => !isRec(t) || typeof t['capacity'] === 'number' || t['query'] === null)) return r;
+    return {
+      ...r,
+      turns: r['turns'].map((t) => {
+        if (!isRec(t) || typeof t['capacity'] === 'number' || t['query'] === null) return t;
+        const purpose = typeof t['purpose'] === 'string' ? t['purpose'] : missing === 'query' && typeof t['query'] === 'string' ? t['query'] : '';
+        return { ...t, capacity: promptMax - 3 - Math.min(pretokenise(normaliseWordText(purpose, false)).length, purposeMax) };
+      }),
+    };
+  });
 }

@@ -1,7 +1,7 @@
 /**
  * getTrajectories over a run folder (issue 19 "Finding the bad trajectory"), through the contract's validation
  * (callApi) with a fake launcher so nothing trains: any step opens directly however many steps the file holds, filters
- * narrow and continue newest first, MARS episodes come with their pages' text, the index follows a growing file and
+ * narrow and continue newest first, MARS episodes come with their pages' text and capacities, the index follows a growing file and
  * a file a resume cut back, and a malformed filter is refused naming its field.
  */
 import fs from 'node:fs';
@@ -82,6 +82,10 @@ describe('getTrajectories', () => {
     expect(wanted.size).toBeGreaterThan(0);
     expect(Object.keys(a.pages ?? {}).sort()).toEqual([...wanted].sort());
     for (const p of Object.values(a.pages!)) expect(p.text.length).toBeGreaterThan(0);
+    // and, for these records written before capacities were recorded, each search's System 1 capacity
+    const turns = a.records.flatMap((r) => (r as { turns: { query: string | null; capacity?: number }[] }).turns).filter((t) => t.query !== null);
+    expect(turns.length).toBeGreaterThan(0);
+    expect(turns.every((t) => typeof t.capacity === 'number')).toBe(true);
   });
 
   it('filters narrow the list, newest first, and `next` continues the search', async () => {

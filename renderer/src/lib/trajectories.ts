@@ -4,8 +4,6 @@
  * JSON; the guards below check the few fields the views rely on, so a record of another kind (or a damaged line, which
  * the host sends as { unreadable, line }) is skipped rather than drawn wrong.
  */
-import { normaliseWordText, pretokenise } from '../../../engine/model/wordNormalForm';
-
 // ---- MARS ------------------------------------------------------------------------------------------------------------
 
 export interface MarsBin {
@@ -30,7 +28,7 @@ export interface MarsTurn {
   purpose: string | null;
   results: { id: string; length: number }[];
   bins: MarsBin[];
-  /** The window capacity the trainer used (records written before it was recorded lack it). */
+  /** The window capacity the trainer used (for records written before it was recorded, the host fills it in). */
   capacity?: number | null;
   info: string;
 }
@@ -78,24 +76,13 @@ export function marsWindowSettings(config: unknown): MarsWindowSettings {
 }
 
 /**
- * Token count of a purpose under the MARS word tokenizer: its pre-tokens (the tokenizer maps each in-vocabulary word to
- * one id; System 2 can only write vocabulary words, so a decoded purpose re-encodes to as many tokens).
+ * System 1's window capacity for one search (ALGORITHMS.md §2.3), as the trainer recorded it (the host fills it in
+ * for older records: engine/runs/trajectoryPages.ts withCapacities), and the purpose's share of the window; null
+ * when the record has none (a search without results).
  */
-export function wordTokenCount(text: string): number {
-  return pretokenise(normaliseWordText(text, false)).length;
-}
-
-/**
- * System 1's window capacity for one search (ALGORITHMS.md §2.3): as recorded by the trainer, or for older records
- * recomputed as C = sys1PromptMax − 3 (template) − purpose length,
- * the purpose being the one System 2 wrote, or its query when it wrote none (missingPurpose 'query'), capped at
- * purposeMax.
- */
-export function sys1Capacity(turn: Pick<MarsTurn, 'purpose' | 'query' | 'capacity'>, s: MarsWindowSettings): { capacity: number; purposeTokens: number } {
+export function sys1Capacity(turn: Pick<MarsTurn, 'capacity'>, s: MarsWindowSettings): { capacity: number | null; purposeTokens: number | null } {
   if (typeof turn.capacity === 'number') return { capacity: turn.capacity, purposeTokens: s.sys1PromptMax - 3 - turn.capacity };
-  const purposeText = turn.purpose ?? (s.missingPurpose === 'query' ? (turn.query ?? '') : '');
-  const purposeTokens = Math.min(wordTokenCount(purposeText), s.purposeMax);
-  return { capacity: s.sys1PromptMax - 3 - purposeTokens, purposeTokens };
+  return { capacity: null, purposeTokens: null };
 }
 
 /** The G rollouts of one question at one step. */

@@ -134,6 +134,13 @@ export class TrajectoryFeed<T> {
     });
   }
 
+  /** Reads again what is shown (after a reconnection, or a resume cut the file): the step, the search, or the newest. */
+  reload(): Promise<void> {
+    if (this.mode === 'step' && this.openedStep !== null) return this.openStep(this.openedStep);
+    if (this.mode === 'search' && this.filter) return this.search(this.filter);
+    return this.load();
+  }
+
   /** Back to the newest lines, followed live. */
   showNewest(): Promise<void> {
     return this.load();
@@ -252,13 +259,9 @@ export class TrajectoryFeed<T> {
 
   /** Feed it the host's events (subscribe in the view, which owns the subscription). */
   onEvent(event: ApiEvent): void {
-    if (event.type === 'host-ready') void this.load();
+    if (event.type === 'host-ready') void this.reload();
     else if (event.type === 'trajectories' && event.runId === this.runId) void this.tail();
-    else if (event.type === 'fileReset' && event.runId === this.runId && event.file === 'trajectories.jsonl') {
-      if (this.mode === 'step' && this.openedStep !== null) void this.openStep(this.openedStep);
-      else if (this.mode === 'search' && this.filter) void this.search(this.filter);
-      else void this.load();
-    }
+    else if (event.type === 'fileReset' && event.runId === this.runId && event.file === 'trajectories.jsonl') void this.reload();
     else if (event.type === 'liveTrajectories' && event.runId === this.runId && this.followLive) this.onLive(event.step, event.records);
   }
 }

@@ -204,11 +204,17 @@ export class TrajectoryFeed<T> {
     });
   }
 
+  /** Whether the search has older matches to fetch, within what the feed keeps (the window's memory stays bounded). */
+  get canSearchOlder(): boolean {
+    return this.mode === 'search' && this.next !== null && this.records.length < this.keep;
+  }
+
   /** More matches of the search, older than those shown. */
   searchOlder(): Promise<void> {
     return this.queue(async () => {
-      if (this.mode !== 'search' || this.filter === null || this.next === null) return;
-      const answer = await api!.getTrajectories({ runId: this.runId, filter: this.filter, limit: this.pageSize, before: this.next });
+      const before = this.next;
+      if (!this.canSearchOlder || this.filter === null || before === null) return;
+      const answer = await api!.getTrajectories({ runId: this.runId, filter: this.filter, limit: this.pageSize, before });
       this.take(answer, false);
       this.records = [...this.split(answer.records), ...this.records];
       this.next = answer.next ?? null;

@@ -26,13 +26,17 @@ export interface TrajectoryIndex {
   ends: number[];
   /** Step of each line; -1 where the line had none (not JSON, or no numeric step). */
   steps: number[];
+  /** Whether `steps` never decreases (a run's file does: then a step is found by binary search). */
+  ordered: boolean;
+  /** stepSpan's answer for the first `lines` lines. */
+  span?: { lines: number; value: { first: number | null; last: number | null; count: number } };
 }
 
 const CHUNK = 1 << 20;
 const STEP_PREFIX = /^\{"step":(-?\d+)[,}]/;
 
 function emptyIndex(file: string, ino: number): TrajectoryIndex {
-  return { file, ino, scanned: 0, starts: [], ends: [], steps: [] };
+  return { file, ino, scanned: 0, starts: [], ends: [], steps: [], ordered: true };
 }
 
 /** The step of one line: from its prefix when the run loop wrote it, else by parsing it; -1 when it has none. */
@@ -99,6 +103,7 @@ export function updateTrajectoryIndex(file: string, index?: TrajectoryIndex): Tr
             const whole = carry.length ? Buffer.concat([...carry, buf.subarray(from, i)]) : buf.subarray(from, i);
             step = stepOfLine(whole.toString('utf8'));
           }
+          if (index.steps.length > 0 && step < index.steps[index.steps.length - 1]!) index.ordered = false;
           index.starts.push(lineStart);
           index.ends.push(end);
           index.steps.push(step);
@@ -155,7 +160,17 @@ export function readTrajectoryLines(index: TrajectoryIndex, positions: readonly 
 /** Positions [first, end) of the lines of one step, or of the first step after it when it has none; null past the last. */
 export function linesOfStep(index: TrajectoryIndex, step: number): { step: number; first: number; end: number } | null {
   let best = -1;
-  for (let i = 0; i < index.steps.length; i++) {
+  if (index.ordered) {
+    // the first line whose step is ≥ step
+    let lo = 0;
+    let hi = index.steps.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (index.steps[mid]! < step) lo = mid + 1;
+      else hi = mid;
+    }
+    best = lo < index.steps.length ? lo : -1;
+  } else for (let i = 0; i < index.steps.length; i++) {
     const s = index.steps[i]!;
     if (s >= step && (best === -1 || s < index.steps[best]!)) {
       best = i;
@@ -171,6 +186,7 @@ export function linesOfStep(index: TrajectoryIndex, step: number): { step: numbe
 
 /** The steps the file holds: first, last and how many distinct. */
 export function stepSpan(index: TrajectoryIndex): { first: number | null; last: number | null; count: number } {
+  if (index.span?.lines === index.steps.length) return index.span.value;
   let first: number | null = null;
   let last: number | null = null;
   const seen = new Set<number>();
@@ -180,5 +196,7 @@ export function stepSpan(index: TrajectoryIndex): { first: number | null; last: 
     if (first === null || s < first) first = s;
     if (last === null || s > last) last = s;
   }
-  return { first, last, count: seen.size };
+  const value = { first, last, count: seen.size };
+  index.span = { lines: index.steps.length, value };
+  return value;
 }

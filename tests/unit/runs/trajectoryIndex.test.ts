@@ -115,7 +115,15 @@ describe('trajectory queries', () => {
     expect(a.offset).toBe(16);
     expect(a.stepEnd).toBe(20);
     expect(a.steps).toEqual({ first: 1, last: 10, count: 10 });
-    const limited = queryTrajectories(index, { offset: 0, limit: 2, step: 5 });
+    expect(index.ordered).toBe(true);
+    // a file whose steps go back (lines copied in by hand) is searched line by line, with the same answers
+    const unordered = write([{ step: 1 }, { step: 3 }, { step: 2 }, { step: 2 }, { step: 5 }]);
+    expect(unordered.ordered).toBe(false);
+    expect(linesOfStep(unordered, 2)).toEqual({ step: 2, first: 2, end: 4 });
+    expect(linesOfStep(unordered, 3)).toEqual({ step: 3, first: 1, end: 2 });
+    expect(linesOfStep(unordered, 4)).toEqual({ step: 5, first: 4, end: 5 });
+    expect(linesOfStep(unordered, 6)).toBeNull();
+    const limited = queryTrajectories(write(records), { offset: 0, limit: 2, step: 5 });
     expect(limited.records.length).toBe(2);
     expect(limited.stepEnd).toBe(20);
     expect(queryTrajectories(index, { offset: 0, limit: 10, step: 99 })).toMatchObject({ step: null, records: [] });

@@ -378,7 +378,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     },
 
     async getRunsMetricSeries(req) {
-      return runsMetricSeries(req, { metricsOf, dirOf });
+      return runsMetricSeries(req, { dirOf });
     },
 
     async getTrajectories({ runId, ...req }) {

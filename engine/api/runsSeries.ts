@@ -2,11 +2,14 @@
  * getRunsMetricSeries (contract.ts): several runs' series of the same metrics in one call, for the overlay chart of the
  * Runs view and a run page's progress, each decimated as getMetricSeries does (engine/runs/decimate.ts), with what a
  * progress line needs: the step of the total (run.json's budget.steps) and the recent seconds per step (for an ETA).
- * A run that cannot be read answers its own `error`, so one removed run does not blank a 20-run overlay.
+ * A run that cannot be read answers its own `error`, so one removed run does not blank a 20-run overlay. The columns
+ * come from metricColumns.ts (only the metrics asked, cached by run), not the host's whole-line cache.
  */
-import { decimate, metricSeries } from '../runs/decimate';
-import type { MetricPoint } from '../runs/metricPoint';
+import path from 'node:path';
+import { decimate } from '../runs/decimate';
+import { RUN_FILES } from '../runs/home';
 import { readRunMeta } from '../runs/runFolder';
+import { metricColumn } from './metricColumns';
 import type { ApiParsedRequest, ApiResponse } from './contract';
 
 /** Steps at the end of the log the ETA's rate is measured over (recent speed, not the average since the start). */
@@ -21,25 +24,22 @@ export function totalStepsOf(config: unknown): number | null {
 
 /**
  * Seconds per step over the last RATE_WINDOW lines with a time, or null with fewer than two. A resume's pause between
- * lines is left out: only gaps of consecutive steps count.
+ * lines is left out: only gaps of consecutive steps count. `steps` and `times` are the lines' step and time columns.
  */
-export function secondsPerStep(points: readonly MetricPoint[]): number | null {
+export function secondsPerStep(steps: readonly number[], times: readonly number[]): number | null {
   let seconds = 0;
-  let steps = 0;
-  for (let i = points.length - 1, seen = 0; i > 0 && seen < RATE_WINDOW; i--, seen++) {
-    const a = points[i - 1]!;
-    const b = points[i]!;
-    const ds = b.step - a.step;
-    const dt = b.time - a.time;
+  let count = 0;
+  for (let i = steps.length - 1, seen = 0; i > 0 && seen < RATE_WINDOW; i--, seen++) {
+    const ds = steps[i]! - steps[i - 1]!;
+    const dt = times[i]! - times[i - 1]!;
     if (ds !== 1 || !Number.isFinite(dt) || dt < 0) continue;
     seconds += dt;
-    steps += ds;
+    count += ds;
   }
-  return steps > 0 ? seconds / steps : null;
+  return count > 0 ? seconds / count : null;
 }
 
 export interface RunsSeriesDeps {
-  metricsOf(runId: string): MetricPoint[];
   dirOf(runId: string): string;
 }
 
@@ -49,20 +49,25 @@ export function runsMetricSeries(req: ApiParsedRequest<'getRunsMetricSeries'>, d
     try {
       const dir = deps.dirOf(runId);
       const meta = readRunMeta(dir);
-      const points = deps.metricsOf(runId);
+      const file = path.join(dir, RUN_FILES.metrics);
+      // Every line's step and time: the progress, and the count of lines (lines without a time are rare: none from the run loop).
+      const clock = metricColumn(runId, file, 'time', 'step');
       const series: ApiResponse<'getRunsMetricSeries'>['runs'][number]['series'] = {};
       for (const name of req.names) {
-        const buckets = decimate(metricSeries(points, name, { x: req.x }), req.width);
+        const column = metricColumn(runId, file, name, req.x);
+        const points = column.x.map((x, i) => ({ x, y: column.y[i]! }));
+        const buckets = decimate(points, req.width);
         if (buckets.length === 0) continue;
         series[name] = { x: buckets.map((b) => b.x), min: buckets.map((b) => b.min), max: buckets.map((b) => b.max), last: buckets.map((b) => b.last) };
       }
+      const lastTime = clock.y.at(-1);
       runs.push({
         runId,
-        points: points.length,
-        lastStep: points.at(-1)?.step ?? null,
+        points: clock.x.length,
+        lastStep: clock.x.at(-1) ?? null,
         totalSteps: totalStepsOf(meta.config),
-        secondsPerStep: secondsPerStep(points),
-        lastTime: points.length && Number.isFinite(points.at(-1)!.time) ? points.at(-1)!.time : null,
+        secondsPerStep: secondsPerStep(clock.x, clock.y),
+        lastTime: lastTime !== undefined && Number.isFinite(lastTime) ? lastTime : null,
         series,
       });
     } catch (error) {

@@ -1,0 +1,141 @@
+/**
+ * One metric of one run as two plain columns (x, y), read straight from metrics.jsonl for getRunsMetricSeries: a
+ * 20-run overlay of runs with 10^5 lines each must not parse 2·10^6 lines into objects with every metric (the host's
+ * getMetricSeries cache holds whole lines; 20 such runs took ~30 s and ~900 MB, tests/bench/appScaleBench.ts).
+ *
+ * Lines as the run loop writes them (JSON.stringify of numbers, `{"step":…` first) are read by looking up the key's
+ * text; any other line is JSON.parsed as before, so the result is the same as parsing every line. A value that is not a
+ * finite number (null, as NaN is written) is NaN, as toMetricPoint reads it. Only complete lines count (a line being
+ * written is read next time). Columns are cached by run and metric, extended from the byte offset read so far while the
+ * file grows, and read again when it was replaced or cut (a resume); at most MAX_COLUMNS are kept (least recently used
+ * dropped), so the host's memory stays bounded however many runs are overlaid over a session.
+ */
+import fs from 'node:fs';
+
+export interface Column {
+  x: number[];
+  y: number[];
+}
+
+interface Cached extends Column {
+  ino: number;
+  /** Bytes of the file consumed (up to the end of the last complete line). */
+  offset: number;
+  /** The first bytes of the file when read, to notice a file rewritten to at least the same length. */
+  head: string;
+}
+
+/** About 1.6 MB each for a run of 10^5 lines: at most ~200 MB held. */
+export const MAX_COLUMNS = 120;
+const HEAD_BYTES = 64;
+const CHUNK = 8 << 20;
+
+const cache = new Map<string, Cached>();
+
+/**
+ * The number after `"key":` in a fast-path line (NaN for null), or undefined when the line does not log the key. The
+ * key must begin a member (after `{` or `,`): `"x\"reward":` does not log `reward`.
+ */
+function fastValue(line: string, needle: string): number | undefined {
+  let at = line.indexOf(needle);
+  while (at > 0 && line.charCodeAt(at - 1) !== 44 /* , */ && line.charCodeAt(at - 1) !== 123 /* { */) at = line.indexOf(needle, at + 1);
+  if (at <= 0) return undefined;
+  const from = at + needle.length;
+  let end = from;
+  while (end < line.length && line.charCodeAt(end) !== 44 /* , */ && line.charCodeAt(end) !== 125 /* } */) end++;
+  const text = line.slice(from, end);
+  if (text === 'null') return NaN;
+  const value = Number(text);
+  return text.length > 0 && !Number.isNaN(value) ? value : undefined;
+}
+
+/** Whether a line is as the run loop writes it: an object of numbers (or null) with `step` first and no strings. */
+function fastLine(line: string): boolean {
+  return line.startsWith('{"step":') && line.endsWith('}') && !/:\s*"|[[{]/.test(line.slice(1));
+}
+
+function readLines(text: string, key: string, xKey: 'step' | 'time', into: Column): void {
+  const needle = `${JSON.stringify(key)}:`;
+  const xNeedle = `"${xKey}":`;
+  let start = 0;
+  while (start < text.length) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = text.length;
+    const line = text.slice(start, end).trim();
+    start = end + 1;
+    if (!line) continue;
+    let x: number | undefined;
+    let y: number | undefined;
+    if (fastLine(line)) {
+      const step = fastValue(line, '"step":');
+      if (step === undefined || !Number.isFinite(step)) continue;
+      y = fastValue(line, needle);
+      if (y === undefined) continue;
+      x = xKey === 'step' ? step : fastValue(line, xNeedle);
+    } else {
+      let record: unknown;
+      try {
+        record = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      if (typeof record !== 'object' || record === null || Array.isArray(record)) continue;
+      const r = record as Record<string, unknown>;
+      if (typeof r.step !== 'number' || !Number.isFinite(r.step) || !Object.hasOwn(r, key)) continue;
+      const v = r[key];
+      if (typeof v !== 'number' && v !== null) continue;
+      y = v === null ? NaN : v;
+      const xv = r[xKey];
+      x = typeof xv === 'number' ? xv : NaN;
+    }
+    if (x === undefined) x = NaN;
+    into.x.push(x);
+    into.y.push(y);
+  }
+}
+
+/** The (x, y) column of metric `key` in `file` (metrics.jsonl), x the step or the time; empty when there is no file. */
+export function metricColumn(runId: string, file: string, key: string, xKey: 'step' | 'time'): Column {
+  const id = `${runId}\n${xKey}\n${key}`;
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(file);
+  } catch {
+    cache.delete(id);
+    return { x: [], y: [] };
+  }
+  let c = cache.get(id);
+  const fd = fs.openSync(file, 'r');
+  try {
+    if (c && (c.ino !== stat.ino || stat.size < c.offset || headOf(fd, c.head.length) !== c.head)) c = undefined;
+    if (!c) c = { ino: stat.ino, offset: 0, head: headOf(fd, HEAD_BYTES), x: [], y: [] };
+    let pending = '';
+    let pos = c.offset;
+    const buf = Buffer.allocUnsafe(Math.min(CHUNK, Math.max(1, stat.size - pos)));
+    while (pos < stat.size) {
+      const n = fs.readSync(fd, buf, 0, Math.min(buf.length, stat.size - pos), pos);
+      if (n === 0) break;
+      const text = pending + buf.toString('utf8', 0, n);
+      const last = text.lastIndexOf('\n');
+      if (last >= 0) {
+        readLines(text.slice(0, last), key, xKey, c);
+        pending = text.slice(last + 1);
+        c.offset = pos + n - Buffer.byteLength(pending);
+      } else pending = text;
+      pos += n;
+    }
+    if (c.head.length < HEAD_BYTES) c.head = headOf(fd, HEAD_BYTES);
+  } finally {
+    fs.closeSync(fd);
+  }
+  cache.delete(id);
+  cache.set(id, c);
+  while (cache.size > MAX_COLUMNS) cache.delete(cache.keys().next().value!);
+  return c;
+}
+
+function headOf(fd: number, bytes: number): string {
+  const buf = Buffer.alloc(bytes);
+  const n = fs.readSync(fd, buf, 0, bytes, 0);
+  return buf.toString('latin1', 0, n);
+}

@@ -74,7 +74,7 @@ describe.skipIf(!haveChromium)('finding a trajectory in the Episodes and Tree ta
     await h.page.getByTestId('finder-choice').selectOption('');
     await h.page.getByTestId('finder-outcome').selectOption('solved');
     await h.page.getByTestId('finder-search').click();
-    await expect.poll(async () => (await h.page.getByTestId('group-item').locator('.meta').allTextContents()).every((m) => m.includes('1 rollouts · 1 right'))).toBe(true);
+    await expect.poll(async () => (await h.page.getByTestId('group-item').locator('.meta').allTextContents()).every((m) => m.includes('1 rollout · 1 right'))).toBe(true);
     await expect.poll(() => h.page.getByTestId('group-item').count()).toBe(3);
     // text
     await h.page.getByTestId('finder-outcome').selectOption('');

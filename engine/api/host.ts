@@ -94,6 +94,8 @@ interface Launched {
 }
 
 const STDERR_KEEP = 4000;
+/** Runs whose trajectories.jsonl index the host keeps in memory (engine/runs/trajectoryIndex.ts). */
+const TRAJECTORY_INDEXES_KEPT = 16;
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -161,7 +163,10 @@ export async function createHost(opts: HostOptions): Promise<Host> {
 
   const trajectoryLines = (runId: string): TrajectoryIndex => {
     const index = updateTrajectoryIndex(path.join(dirOf(runId), RUN_FILES.trajectories), trajectoryIndexes.get(runId));
+    // the most recently read runs' indexes are kept (a few MB each for a file of gigabytes)
+    trajectoryIndexes.delete(runId);
     trajectoryIndexes.set(runId, index);
+    if (trajectoryIndexes.size > TRAJECTORY_INDEXES_KEPT) trajectoryIndexes.delete(trajectoryIndexes.keys().next().value!);
     return index;
   };
 

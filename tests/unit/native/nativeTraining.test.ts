@@ -14,13 +14,13 @@ import { readSafetensorsFile } from '../../../engine/model/safetensors';
 import { nativeProductCount } from '../../../engine/native/kernels';
 import { Rng } from '../../../engine/random/prng';
 import { parseRunConfig } from '../../../engine/runs/configSchema';
-import { runFilePaths } from '../../../engine/runs/runFolder';
+import { readRunMeta, runFilePaths } from '../../../engine/runs/runFolder';
 import { startRun } from '../../../engine/runs/runLoop';
 import { tf } from '../../../engine/tensor/backend';
 import { useBackend } from '../../helpers/backends';
 import { metricLines, quickConfig } from '../../helpers/runFixtures';
 import { tinyModel } from '../../helpers/tinyModel';
-import { buildKernels, maxRelDiff, nativeMissing, take, useProducts } from './nativeHelpers';
+import { buildKernels, built, maxRelDiff, nativeMissing, take, useProducts } from './nativeHelpers';
 
 type Products = 'openblas' | 'own' | null;
 
@@ -107,7 +107,7 @@ describe.each(buildKernels())('native %s kernel against the stock wasm kernels',
       const run = await startRun(home, config);
       expect(run.status).toBe('finished');
       const weights = await readSafetensorsFile(path.join(run.dir, 'checkpoints', '8', 'model.safetensors'));
-      return { lines: metricLines(runFilePaths(run.dir).metrics), weights: weights.tensors };
+      return { lines: metricLines(runFilePaths(run.dir).metrics), weights: weights.tensors, meta: readRunMeta(run.dir) };
     };
     const before = tf.memory().numTensors;
     const stock = await withProducts(null, train);
@@ -120,5 +120,8 @@ describe.each(buildKernels())('native %s kernel against the stock wasm kernels',
     expect(Object.keys(native.weights)).toEqual(Object.keys(stock.weights));
     for (const [name, t] of Object.entries(native.weights)) expect(maxRelDiff(t.data, stock.weights[name]!.data), name).toBeLessThan(1e-4);
     expect(tf.memory().numTensors).toBe(before);
+    // run.json records the matrix-product path of the process (set when the backend was initialised), so a figure
+    // can be traced to it.
+    expect(native.meta.backend).toMatchObject({ chosen: 'wasm', native: { kernel: built.loaded!.info.built, active: true, detail: expect.any(String) } });
   });
 });

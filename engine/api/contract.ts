@@ -214,7 +214,7 @@ export const apiSchemas = {
       runs: z.array(
         z.object({
           runId: z.string(),
-          points: z.number(),
+          /** Step of the last complete metrics line (read from the end of the log), null before the first. */
           lastStep: z.number().nullable(),
           totalSteps: z.number().nullable(),
           secondsPerStep: z.number().nullable(),

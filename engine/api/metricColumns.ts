@@ -32,6 +32,10 @@ const CHUNK = 8 << 20;
 
 const cache = new Map<string, Cached>();
 
+export function clearMetricColumns(): void {
+  cache.clear();
+}
+
 /**
  * The number after `"key":` in a fast-path line (NaN for null), or undefined when the line does not log the key. The
  * key must begin a member (after `{` or `,`): `"x\"reward":` does not log `reward`.
@@ -54,7 +58,65 @@ function fastLine(line: string): boolean {
   return line.startsWith('{"step":') && line.endsWith('}') && !/:\s*"|[[{]/.test(line.slice(1));
 }
 
+/** Occurrences of `needle` in `text`. */
+function count(text: string, needle: string): number {
+  let n = 0;
+  for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + needle.length)) n++;
+  return n;
+}
+
+/**
+ * Whether every line of a chunk (complete lines, '\n'-separated) is as the run loop writes them: each starts with
+ * `{"step":`, holds one object (one `{`), no array and no string value. Then a key's text is found by searching the
+ * chunk for it, line by line only where it occurs.
+ */
+function fastChunk(text: string): boolean {
+  const lines = count(text, '\n') + 1;
+  return text.startsWith('{"step":') && count(text, '\n{"step":') === lines - 1 && count(text, '{') === lines && text.indexOf('[') < 0 && !/:\s*"/.test(text);
+}
+
+/** The next `"key":` at or after `from` that begins a member (after `{` or `,`), or -1. */
+function nextKey(text: string, needle: string, from: number): number {
+  let at = text.indexOf(needle, from);
+  while (at > 0 && text.charCodeAt(at - 1) !== 44 /* , */ && text.charCodeAt(at - 1) !== 123 /* { */) at = text.indexOf(needle, at + 1);
+  return at;
+}
+
+/** The number written at text[from…] up to `,` or `}` (NaN for null), or undefined when it is not a number. */
+function numberAt(text: string, from: number): number | undefined {
+  let end = from;
+  while (end < text.length && text.charCodeAt(end) !== 44 && text.charCodeAt(end) !== 125) end++;
+  const word = text.slice(from, end);
+  if (word === 'null') return NaN;
+  const value = Number(word);
+  return word.length > 0 && !Number.isNaN(value) ? value : undefined;
+}
+
+function readFastChunk(text: string, key: string, xKey: 'step' | 'time', into: Column): void {
+  const needle = `${JSON.stringify(key)}:`;
+  const xNeedle = `"${xKey}":`;
+  const STEP = '{"step":'.length;
+  for (let at = nextKey(text, needle, 0); at >= 0; ) {
+    const start = text.lastIndexOf('\n', at) + 1;
+    let end = text.indexOf('\n', at);
+    if (end < 0) end = text.length;
+    const step = numberAt(text, start + STEP);
+    const y = numberAt(text, at + needle.length);
+    if (step !== undefined && Number.isFinite(step) && y !== undefined) {
+      let x: number | undefined = step;
+      if (xKey !== 'step') {
+        const xAt = nextKey(text, xNeedle, start);
+        x = xAt >= 0 && xAt < end ? numberAt(text, xAt + xNeedle.length) : NaN;
+      }
+      into.x.push(x ?? NaN);
+      into.y.push(y);
+    }
+    at = nextKey(text, needle, end);
+  }
+}
+
 function readLines(text: string, key: string, xKey: 'step' | 'time', into: Column): void {
+  if (fastChunk(text)) return readFastChunk(text, key, xKey, into);
   const needle = `${JSON.stringify(key)}:`;
   const xNeedle = `"${xKey}":`;
   let start = 0;

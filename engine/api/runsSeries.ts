@@ -5,11 +5,12 @@
  * A run that cannot be read answers its own `error`, so one removed run does not blank a 20-run overlay. The columns
  * come from metricColumns.ts (only the metrics asked, cached by run), not the host's whole-line cache.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { decimate } from '../runs/decimate';
 import { RUN_FILES } from '../runs/home';
 import { readRunMeta } from '../runs/runFolder';
-import { metricColumn } from './metricColumns';
+import { clearMetricColumns, metricColumn, type Column } from './metricColumns';
 import type { ApiParsedRequest, ApiResponse } from './contract';
 
 /** Steps at the end of the log the ETA's rate is measured over (recent speed, not the average since the start). */
@@ -24,14 +25,14 @@ export function totalStepsOf(config: unknown): number | null {
 
 /**
  * Seconds per step over the last RATE_WINDOW lines with a time, or null with fewer than two. A resume's pause between
- * lines is left out: only gaps of consecutive steps count. `steps` and `times` are the lines' step and time columns.
+ * lines is left out: only gaps of consecutive steps count.
  */
-export function secondsPerStep(steps: readonly number[], times: readonly number[]): number | null {
+export function secondsPerStep(lines: readonly { step: number; time: number }[]): number | null {
   let seconds = 0;
   let count = 0;
-  for (let i = steps.length - 1, seen = 0; i > 0 && seen < RATE_WINDOW; i--, seen++) {
-    const ds = steps[i]! - steps[i - 1]!;
-    const dt = times[i]! - times[i - 1]!;
+  for (let i = lines.length - 1, seen = 0; i > 0 && seen < RATE_WINDOW; i--, seen++) {
+    const ds = lines[i]!.step - lines[i - 1]!.step;
+    const dt = lines[i]!.time - lines[i - 1]!.time;
     if (ds !== 1 || !Number.isFinite(dt) || dt < 0) continue;
     seconds += dt;
     count += ds;
@@ -39,8 +40,66 @@ export function secondsPerStep(steps: readonly number[], times: readonly number[
   return count > 0 ? seconds / count : null;
 }
 
+/** Bytes read from the end of metrics.jsonl for the progress: RATE_WINDOW lines of even a MARTI run fit many times. */
+const TAIL_BYTES = 256 << 10;
+
+/** The last complete lines' step and time (RATE_WINDOW + 1 of them at most), read from the end of the file. */
+export function tailClock(file: string): { step: number; time: number }[] {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch {
+    return [];
+  }
+  try {
+    const size = fs.fstatSync(fd).size;
+    const from = Math.max(0, size - TAIL_BYTES);
+    const buf = Buffer.alloc(size - from);
+    fs.readSync(fd, buf, 0, buf.length, from);
+    const text = buf.toString('utf8');
+    const lines = text.slice(0, text.lastIndexOf('\n') + 1).split('\n');
+    // The first piece may be the end of a line cut by the window; the last is empty (after the final newline).
+    const out: { step: number; time: number }[] = [];
+    for (const line of (from > 0 ? lines.slice(1) : lines).slice(-(RATE_WINDOW + 2))) {
+      try {
+        const r = JSON.parse(line) as { step?: unknown; time?: unknown };
+        if (typeof r.step === 'number' && Number.isFinite(r.step)) out.push({ step: r.step, time: typeof r.time === 'number' ? r.time : NaN });
+      } catch {
+        // a torn line: not a step
+      }
+    }
+    return out;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 export interface RunsSeriesDeps {
   dirOf(runId: string): string;
+}
+
+type Series = ApiResponse<'getRunsMetricSeries'>['runs'][number]['series'][string];
+
+/** Decimated series by run, metric, x and width, kept while its column is the same and has not grown (a warm overlay is instant). */
+const decimatedCache = new Map<string, { column: Column; length: number; series: Series }>();
+const MAX_DECIMATED = 400;
+
+function decimated(runId: string, name: string, req: { x: 'step' | 'time'; width: number }, column: Column): Series {
+  const key = `${runId}\n${name}\n${req.x}\n${req.width}`;
+  const hit = decimatedCache.get(key);
+  if (hit && hit.column === column && hit.length === column.x.length) return hit.series;
+  const buckets = decimate(column.x.map((x, i) => ({ x, y: column.y[i]! })), req.width);
+  const series = { x: buckets.map((b) => b.x), min: buckets.map((b) => b.min), max: buckets.map((b) => b.max), last: buckets.map((b) => b.last) };
+  decimatedCache.delete(key);
+  decimatedCache.set(key, { column, length: column.x.length, series });
+  while (decimatedCache.size > MAX_DECIMATED) decimatedCache.delete(decimatedCache.keys().next().value!);
+  return series;
+}
+
+/** Forgets every cached column and decimation (the benchmark's cold start; a test's fresh state). */
+export function clearSeriesCaches(): void {
+  decimatedCache.clear();
+  clearMetricColumns();
 }
 
 export function runsMetricSeries(req: ApiParsedRequest<'getRunsMetricSeries'>, deps: RunsSeriesDeps): ApiResponse<'getRunsMetricSeries'> {
@@ -50,28 +109,25 @@ export function runsMetricSeries(req: ApiParsedRequest<'getRunsMetricSeries'>, d
       const dir = deps.dirOf(runId);
       const meta = readRunMeta(dir);
       const file = path.join(dir, RUN_FILES.metrics);
-      // Every line's step and time: the progress, and the count of lines (lines without a time are rare: none from the run loop).
-      const clock = metricColumn(runId, file, 'time', 'step');
+      const clock = tailClock(file);
       const series: ApiResponse<'getRunsMetricSeries'>['runs'][number]['series'] = {};
       for (const name of req.names) {
         const column = metricColumn(runId, file, name, req.x);
-        const points = column.x.map((x, i) => ({ x, y: column.y[i]! }));
-        const buckets = decimate(points, req.width);
-        if (buckets.length === 0) continue;
-        series[name] = { x: buckets.map((b) => b.x), min: buckets.map((b) => b.min), max: buckets.map((b) => b.max), last: buckets.map((b) => b.last) };
+        const buckets = decimated(runId, name, req, column);
+        if (buckets.x.length === 0) continue;
+        series[name] = buckets;
       }
-      const lastTime = clock.y.at(-1);
+      const last = clock.at(-1);
       runs.push({
         runId,
-        points: clock.x.length,
-        lastStep: clock.x.at(-1) ?? null,
+        lastStep: last?.step ?? null,
         totalSteps: totalStepsOf(meta.config),
-        secondsPerStep: secondsPerStep(clock.x, clock.y),
-        lastTime: lastTime !== undefined && Number.isFinite(lastTime) ? lastTime : null,
+        secondsPerStep: secondsPerStep(clock),
+        lastTime: last && Number.isFinite(last.time) ? last.time : null,
         series,
       });
     } catch (error) {
-      runs.push({ runId, points: 0, lastStep: null, totalSteps: null, secondsPerStep: null, lastTime: null, series: {}, error: error instanceof Error ? error.message : String(error) });
+      runs.push({ runId, lastStep: null, totalSteps: null, secondsPerStep: null, lastTime: null, series: {}, error: error instanceof Error ? error.message : String(error) });
     }
   }
   return { runs };

@@ -47,8 +47,8 @@ describe('getRunsMetricSeries', () => {
     expect(a!.series.reward!.x.at(-1)).toBe(300);
     expect(a!.series['eval.accuracy']!.x).toEqual([50, 100, 150, 200, 250, 300]);
     expect(b!.series.reward!.x.length).toBe(100);
-    expect(a).toMatchObject({ points: 300, lastStep: 300, totalSteps: 500, secondsPerStep: 2 });
-    expect(b).toMatchObject({ points: 120, lastStep: 120, totalSteps: 500, secondsPerStep: 0.5 });
+    expect(a).toMatchObject({ lastStep: 300, totalSteps: 500, secondsPerStep: 2 });
+    expect(b).toMatchObject({ lastStep: 120, totalSteps: 500, secondsPerStep: 0.5 });
     expect(missing!.error).toMatch(/no run 'no-such-run'/);
     expect(missing!.series).toEqual({});
   });

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { metricColumn } from '../../../engine/api/metricColumns';
+import { secondsPerStep, tailClock } from '../../../engine/api/runsSeries';
 import { decimate, metricSeries } from '../../../engine/runs/decimate';
 import { metricLineProblem, toMetricPoint } from '../../../engine/runs/metricPoint';
 
@@ -60,6 +61,19 @@ describe('metric columns', () => {
     expect(metricColumn('a', file, 'reward', 'step').x).toEqual([1, 2, 5, 6, 9]);
   });
 
+  it('equal parsing every line in a log of only run-loop lines (read by searching the chunk for the key)', () => {
+    const file = path.join(dir, 'fast.jsonl');
+    const text = [LINES[0], LINES[1], LINES[2], LINES[3], LINES[7], LINES[8]].join('\n') + '\n';
+    fs.writeFileSync(file, text);
+    for (const key of ['reward', 'loss', 'eval.reward', 'x"reward']) {
+      for (const x of ['step', 'time'] as const) {
+        const got = metricColumn(`fast-${key}`, file, key, x);
+        expect({ x: got.x, y: got.y }, `${key} by ${x}`).toEqual(parsedColumn(text, key, x));
+      }
+    }
+    expect(metricColumn('fast', file, 'reward', 'step').y).toEqual([0.1, NaN, 1e-7, -2500]);
+  });
+
   it('follows the file as it grows (the torn last line counts once written) and reads it again when cut back', () => {
     const file = path.join(dir, 'b.jsonl');
     fs.writeFileSync(file, LINES[0] + '\n' + '{"step":2,"time":101,"rew');
@@ -85,5 +99,11 @@ describe('metric columns', () => {
       const c = metricColumn('c', file, key, 'step');
       expect(decimate(c.x.map((x, i) => ({ x, y: c.y[i]! })), 300)).toEqual(decimate(metricSeries(points, key), 300));
     }
+    // the progress reads the end of the log only (a window that cuts a line): the last steps and their pace
+    expect(fs.statSync(file).size).toBeGreaterThan(256 << 10);
+    const clock = tailClock(file);
+    expect(clock.at(-1)).toEqual({ step: 5000, time: 5999 });
+    expect(clock.length).toBeLessThanOrEqual(22);
+    expect(secondsPerStep(clock)).toBe(1);
   });
 });

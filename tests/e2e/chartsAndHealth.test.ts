@@ -185,4 +185,22 @@ describe.skipIf(!haveChromium)('charts, overlays and run health (issue 19)', () 
     await page.screenshot({ path: path.join(OUTPUT, 'run-failed.png'), fullPage: true });
     expect(pageErrors).toEqual([]);
   });
+
+  it('fits 1024 px: the overlay and the run page have no clipped table or chart', async () => {
+    await page.setViewportSize({ width: 1024, height: 900 });
+    await page.goto(`${server.url}#/runs`);
+    await page.getByTestId('runs-table').waitFor();
+    for (const key of ['high1', 'high2', 'low1']) await page.locator(`tr[data-run-id="${ids[key]}"] [data-testid="pick-run"]`).check();
+    await expect.poll(() => page.getByTestId('overlay-chart').getAttribute('data-lines')).toBe('3');
+    const overflow = () => page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth') as Promise<number>;
+    expect(await overflow()).toBeLessThanOrEqual(0);
+    // the table fits its box: no column scrolled out of view
+    expect(await page.evaluate("(() => { const w = document.querySelector('.table-wrap'); return w.scrollWidth - w.clientWidth; })()")).toBeLessThanOrEqual(0);
+    await page.screenshot({ path: path.join(OUTPUT, 'runs-overlay-1024.png'), fullPage: true });
+    await page.goto(`${server.url}#/run/${ids.mars}`);
+    await page.getByTestId('panel-headline').waitFor();
+    expect(await overflow()).toBeLessThanOrEqual(0);
+    await page.screenshot({ path: path.join(OUTPUT, 'run-dashboard-1024.png'), fullPage: false });
+    expect(pageErrors).toEqual([]);
+  });
 });

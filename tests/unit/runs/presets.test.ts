@@ -52,8 +52,12 @@ describe('shipped presets', () => {
   it('every file validates, is named after its file, and has a description and runtime fields', () => {
     const files = fs.readdirSync(PRESETS_DIR).filter((f) => f.endsWith('.json'));
     const presets = listPresets();
-    // listPresets sorts by name ("marti-homo" before "marti-homo-small"), not by file name
-    expect(presets.map((p) => p.name)).toEqual(files.map((f) => f.slice(0, -5)).sort());
+    // listPresets puts the recommended first run first, then sorts by name ("marti-homo" before "marti-homo-small"), not by file name
+    const names = files.map((f) => f.slice(0, -5)).sort();
+    expect(presets.map((p) => p.name)).toEqual(['seqgrpo-copy', ...names.filter((n) => n !== 'seqgrpo-copy')]);
+    expect(presets.filter((p) => p.recommended).map((p) => p.name)).toEqual(['seqgrpo-copy']);
+    // the presets sized for a GPU say so (the app badges them, `mars-lab presets` prints "for a GPU")
+    expect(presets.filter((p) => p.gpuOnly).map((p) => p.name)).toEqual(names.filter((n) => n.endsWith('-small')));
     for (const p of presets) {
       expect(p.description.trim().length, p.name).toBeGreaterThan(80);
       expect(p.expectedRuntime.measuredOn.trim(), p.name).not.toBe('');
@@ -119,7 +123,7 @@ describe('loading presets', () => {
 
   it('refuses unknown fields in a preset file', () => {
     const dir = presetDir({ 'a.json': { ...good('a'), runtime: 3 } });
-    expect(thrown(() => listPresets(dir)).message).toMatch(/a\.json: runtime: unknown field \(allowed: name, description, expectedRuntime, config, variants\)/);
+    expect(thrown(() => listPresets(dir)).message).toMatch(/a\.json: runtime: unknown field \(allowed: name, description, expectedRuntime, config, variants, success, recommended, gpuOnly\)/);
   });
 });
 

@@ -132,6 +132,15 @@ describe.skipIf(!haveChromium)('charts, overlays and run health (issue 19)', () 
     await overlay.getByTestId('overlay-metric').selectOption('eval.accuracy');
     await expect.poll(() => overlay.getByTestId('overlay-chart').getAttribute('data-points')).toBe(String(2 * 4));
     await page.screenshot({ path: path.join(OUTPUT, 'runs-overlay-arms.png'), fullPage: false });
+
+    // A line appended to a picked run's log: its row and the overlay follow without a reload.
+    await overlay.getByTestId('overlay-group').uncheck();
+    await overlay.getByTestId('overlay-metric').selectOption('reward');
+    await expect.poll(() => overlay.getByTestId('overlay-chart').getAttribute('data-lines')).toBe('5');
+    const pointsBefore = Number(await overlay.getByTestId('overlay-chart').getAttribute('data-points'));
+    fs.appendFileSync(path.join(home, 'runs', ids.high1!, 'metrics.jsonl'), JSON.stringify({ step: 201, time: T0 + 301.5, reward: 0.95 }) + '\n');
+    await expect.poll(() => row.getByTestId('run-progress').textContent()).toContain('201 / 300');
+    await expect.poll(async () => Number(await overlay.getByTestId('overlay-chart').getAttribute('data-points'))).toBe(pointsBefore + 1);
     expect(pageErrors).toEqual([]);
   });
 

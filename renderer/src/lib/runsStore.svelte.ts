@@ -8,7 +8,11 @@ import { api } from '../api/connection.svelte';
 import { messageOf } from '../api/errors';
 
 class RunsStore {
-  runs = $state<ApiRunSummary[]>([]);
+  /**
+   * Not deeply reactive ($state.raw): a home of 1,000 runs is not wrapped in proxies; a row that changes is replaced by
+   * a new object (see 'metrics' below), which is what the table's keyed rows react to.
+   */
+  runs = $state.raw<ApiRunSummary[]>([]);
   home = $state('');
   loaded = $state(false);
   error = $state<string | null>(null);
@@ -67,8 +71,10 @@ class RunsStore {
         this.#reloadSoon();
         return;
       case 'metrics': {
-        const row = this.runs.find((r) => r.id === event.runId);
-        if (!row) return this.#reloadSoon();
+        const at = this.runs.findIndex((r) => r.id === event.runId);
+        if (at < 0) return this.#reloadSoon();
+        const was = this.runs[at]!;
+        const row: ApiRunSummary = { ...was, metrics: { ...was.metrics } };
         for (const point of event.points) {
           const before = this.#lastPoint.get(event.runId);
           if (point.time !== null) {
@@ -82,7 +88,9 @@ class RunsStore {
           row.steps = point.step;
           for (const [name, value] of Object.entries(point)) {
             if (name === 'step' || name === 'time') continue;
-            const stats = (row.metrics[name] ??= { last: null, min: null, max: null });
+            const stats = { ...(Object.hasOwn(row.metrics, name) ? row.metrics[name]! : { last: null, min: null, max: null }) };
+            // defined, not assigned: a metric named "__proto__" stays a metric
+            Object.defineProperty(row.metrics, name, { value: stats, writable: true, enumerable: true, configurable: true });
             stats.last = value;
             if (value !== null) {
               stats.min = stats.min === null ? value : Math.min(stats.min, value);
@@ -90,6 +98,7 @@ class RunsStore {
             }
           }
         }
+        this.runs = this.runs.with(at, row);
         return;
       }
       default:

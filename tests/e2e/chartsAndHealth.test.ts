@@ -77,6 +77,19 @@ beforeAll(async () => {
     ids.mars = id;
   }
 
+  // A heterogeneous MARTI run: per-agent series, diversity that falls by half (a collapse warning).
+  {
+    const { id, dir } = createRunFolder(home, { algorithm: 'marti', preset: 'marti-hetero-small', config: { algorithm: 'marti', budget: { steps: 30 } }, engineVersion: '0', seed: 1, tags: [], notes: '' });
+    const lines = Array.from({ length: 30 }, (_, i) => {
+      const s = i + 1;
+      const ev = s % 10 === 0 ? { 'eval.pass1': s / 100, 'eval.pass1.alpha': s / 90, 'eval.pass1.beta': s / 120, 'eval.div.distinctPrograms': 0.9 - s / 40, 'eval.div.editDistance.alpha': 0.5, 'eval.div.editDistance.beta': 0.4 } : {};
+      return { step: s, time: T0 + s * 3, reward: s / 40, 'agentReward.alpha': s / 35, 'agentReward.beta': s / 50, 'agentShare.alpha': 0.6, 'agentShare.beta': 0.4, 'loss.alpha': 0.3, 'loss.beta': 0.4, 'timing.generationMs': 50, ...ev };
+    });
+    writeLines(dir, lines);
+    updateStatus(dir, 'finished', { step: 30 });
+    ids.marti = id;
+  }
+
   // A run that failed at step 3 with a reason, before any checkpoint.
   {
     const { id, dir } = createRunFolder(home, { algorithm: 'seqgrpo', preset: 'seqgrpo-copy', config: { algorithm: 'seqgrpo', budget: { steps: 150 } }, engineVersion: '0', seed: 9, tags: [], notes: '' });
@@ -175,6 +188,25 @@ describe.skipIf(!haveChromium)('charts, overlays and run health (issue 19)', () 
     const ck = step >= 20 ? 20 : 40;
     expect(await page.getByTestId('picked-compare').getAttribute('href')).toBe(`#/compare?a=${encodeURIComponent(`${ids.mars}@${ck}`)}&b=${encodeURIComponent(`${ids.mars}@${ck === 20 ? 40 : 20}`)}`);
     await page.screenshot({ path: path.join(OUTPUT, 'run-picked-step.png'), fullPage: false });
+    expect(pageErrors).toEqual([]);
+  });
+
+  it('opens a MARTI run with per-agent series on one chart each, and warns that program diversity fell', async () => {
+    await page.goto(`${server.url}#/run/${ids.marti}`);
+    const agents = page.getByTestId('panel-agents');
+    await agents.waitFor();
+    expect(await page.getByTestId('chart-agentReward.<agent>').getAttribute('data-lines')).toBe('2');
+    expect(await page.getByTestId('chart-eval.pass1.<agent>').getAttribute('data-lines')).toBe('2');
+    expect(await page.getByTestId('chart-loss.<set>').getAttribute('data-lines')).toBe('2');
+    expect(await page.getByTestId('chart-agentReward.<agent>').getByTestId('overlay-legend').textContent()).toMatch(/alpha[\s\S]*beta/);
+    expect(await page.getByTestId('panel-diversity').count()).toBe(1);
+    expect(await page.getByTestId('health-warnings').textContent()).toMatch(/eval\.div\.distinctPrograms: program diversity is falling[\s\S]*half the run’s highest/);
+    const plot = page.getByTestId('chart-reward').locator('.u-over');
+    const box = (await plot.boundingBox())!;
+    await plot.click({ position: { x: box.width * 0.8, y: box.height / 2 } });
+    const link = await page.getByTestId('picked-trajectories').getAttribute('href');
+    expect(link).toMatch(new RegExp(`^#/run/${ids.marti}/tree\\?step=\\d+$`));
+    await page.screenshot({ path: path.join(OUTPUT, 'run-dashboard-marti.png'), fullPage: true });
     expect(pageErrors).toEqual([]);
   });
 

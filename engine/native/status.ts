@@ -81,7 +81,9 @@ export function configureNativeKernels(backend: string): NativeKernelReport {
         file,
         detail:
           `OpenBLAS (core ${now.openblasCore ?? '?'}${load.linkage ? `, ${load.linkage}ally linked` : ''}), ${t} thread${t === 1 ? '' : 's'}` +
-          (threads === 1 ? ' (MARS_LAB_BLAS_THREADS raises it)' : ' (MARS_LAB_BLAS_THREADS)'),
+          (threads === 1 ? ' (MARS_LAB_BLAS_THREADS raises it)' : ' (MARS_LAB_BLAS_THREADS)') +
+          // The environment can pin OpenBLAS's kernels below what the CPU offers (this project's VMs set Haswell).
+          (process.env.OPENBLAS_CORETYPE ? `; core set by OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE} in the environment` : ''),
       };
     } else {
       const why = request === 'own' ? 'MARS_LAB_NATIVE=own' : load.buildReasons.length ? `built without OpenBLAS: ${load.buildReasons.join('; ')}` : 'built without OpenBLAS';

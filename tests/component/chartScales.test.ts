@@ -3,7 +3,8 @@
  * from the figure's data-x-min/-max, data-y-min/-max and data-x-ticks (the scales uPlot drew):
  * - a series of one point on the time axis spans minutes, not years (uPlot pads a lone timestamp by its magnitude);
  * - a step axis is labelled with whole steps only, even for two steps;
- * - a flat series gets ±10 % around its value (±1 only around 0); a flat share (bounded unit) at 0 gets [0, 1];
+ * - a flat series gets ±10 % around its value (0 to 1 at 0, with 2 % of room below for the line; no negative axis
+ *   for values never below 0);
  * - the legend shows the value and a bucket's min–max only where they differ (no empty min/max entries).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -57,10 +58,15 @@ describe.skipIf(!haveChromium)('chart scales', () => {
     await mount({ series: series([1, 2, 3], [250, 250, 250]) });
     expect(await num('data-y-min')).toBeCloseTo(225, 6);
     expect(await num('data-y-max')).toBeCloseTo(275, 6);
+    // at 0 (nothing solved yet, a count of none): 0 to 1 with room for the line, no negative axis
     await mount({ series: series([1, 2, 3], [0, 0, 0]) });
-    expect([await num('data-y-min'), await num('data-y-max')]).toEqual([-1, 1]);
+    expect([await num('data-y-min'), await num('data-y-max')]).toEqual([-0.02, 1]);
     await mount({ series: series([1, 2, 3], [0, 0, 0]), bounded: true });
-    expect([await num('data-y-min'), await num('data-y-max')]).toEqual([0, 1]);
+    expect([await num('data-y-min'), await num('data-y-max')]).toEqual([-0.02, 1]);
+    // a flat negative value keeps its band on both sides
+    await mount({ series: series([1, 2, 3], [-2, -2, -2]) });
+    expect(await num('data-y-min')).toBeCloseTo(-2.2, 6);
+    expect(await num('data-y-max')).toBeCloseTo(-1.8, 6);
     // a rising share is padded, but not past [-0.02, 1.02]
     await mount({ series: series([1, 2, 3], [0, 0.5, 1]), bounded: true });
     expect(await num('data-y-min')).toBeGreaterThanOrEqual(-0.02);

@@ -3,8 +3,9 @@
  * - a series of one point has an x range of a few steps, or two minutes of time, not uPlot's magnitude-based padding
  *   (which made one timestamp span years);
  * - steps are labelled with whole numbers only;
- * - a flat series gets a band of ±10 % around its value (±1 only when the value is 0), and a metric whose unit is a
- *   share or a score (0–1, engine/runs/metricCatalog.ts) is never drawn beyond [0, 1] by padding.
+ * - a flat series gets a band of ±10 % around its value (0 to 1 when the value is 0), a metric whose unit is a share
+ *   or a score (0–1, engine/runs/metricCatalog.ts) is never drawn beyond [0, 1] by padding, and values that are never
+ *   negative get no negative axis (2 % of room below 0 for a line at 0).
  */
 import uPlot from 'uplot';
 
@@ -51,9 +52,13 @@ export function yExtent(min: number | null, max: number | null, bounded: boolean
     [lo, hi] = [r[0] ?? min, r[1] ?? max];
   }
   if (bounded && min >= 0 && max <= 1) {
-    lo = Math.max(lo, min === max && min === 0 ? 0 : -BOUNDED_SLACK);
+    lo = Math.max(lo, -BOUNDED_SLACK);
     hi = Math.min(hi, 1 + BOUNDED_SLACK);
     if (min === 0 && max === 0) hi = 1;
+  } else if (min >= 0 && lo < 0) {
+    // values never below 0 (counts, losses, shares): no negative axis, just room for a line at 0
+    if (min === 0 && max === 0) hi = 1;
+    lo = -hi * BOUNDED_SLACK;
   }
   return [lo, hi];
 }

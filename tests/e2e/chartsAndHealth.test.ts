@@ -19,6 +19,7 @@ import { createHost, type Host } from '../../engine/api/host';
 import { nodeRunLauncher } from '../../engine/api/runLauncher';
 import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/webServer';
 import { createRunFolder, updateStatus } from '../../engine/runs/runFolder';
+import { acquireRunLock } from '../../engine/runs/runLock';
 
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const haveChromium = fs.existsSync(CHROMIUM);
@@ -32,6 +33,7 @@ let browser: Browser;
 let page: Page;
 const pageErrors: string[] = [];
 const ids: Record<string, string> = {};
+let releaseLock: (() => void) | undefined;
 
 function writeLines(dir: string, lines: object[]): void {
   fs.writeFileSync(path.join(dir, 'metrics.jsonl'), lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
@@ -90,6 +92,15 @@ beforeAll(async () => {
     ids.marti = id;
   }
 
+  // A running run (this process holds its lock, as its writer would): 10 of 100 steps at 2 s a step.
+  {
+    const { id, dir } = createRunFolder(home, { algorithm: 'seqgrpo', preset: 'seqgrpo-copy', config: { algorithm: 'seqgrpo', budget: { steps: 100 } }, engineVersion: '0', seed: 4, tags: [], notes: '' });
+    releaseLock = acquireRunLock(dir);
+    updateStatus(dir, 'running', { pid: process.pid, step: 0 });
+    writeLines(dir, Array.from({ length: 10 }, (_, i) => ({ step: i + 1, time: T0 + 2 * (i + 1), reward: 0.1 * i })));
+    ids.running = id;
+  }
+
   // A run that failed at step 3 with a reason, before any checkpoint.
   {
     const { id, dir } = createRunFolder(home, { algorithm: 'seqgrpo', preset: 'seqgrpo-copy', config: { algorithm: 'seqgrpo', budget: { steps: 150 } }, engineVersion: '0', seed: 9, tags: [], notes: '' });
@@ -109,6 +120,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  releaseLock?.();
   await browser?.close();
   await server?.close();
   await host?.close();
@@ -207,6 +219,21 @@ describe.skipIf(!haveChromium)('charts, overlays and run health (issue 19)', () 
     const link = await page.getByTestId('picked-trajectories').getAttribute('href');
     expect(link).toMatch(new RegExp(`^#/run/${ids.marti}/tree\\?step=\\d+$`));
     await page.screenshot({ path: path.join(OUTPUT, 'run-dashboard-marti.png'), fullPage: true });
+    expect(pageErrors).toEqual([]);
+  });
+
+  it('shows a running run\'s step of total and the time left at its recent pace, on its page and in the table', async () => {
+    await page.goto(`${server.url}#/run/${ids.running}`);
+    await page.getByTestId('run-eta').waitFor();
+    expect(await page.getByTestId('run-progress').textContent()).toContain('10 of 100 steps (10 %)');
+    // 90 steps left at 2 s a step
+    expect(await page.getByTestId('run-progress').getAttribute('data-eta')).toBe('180');
+    expect(await page.getByTestId('run-eta').textContent()).toBe('about 3 min left');
+    expect(await page.getByTestId('resume-run').isDisabled()).toBe(true);
+    await page.goto(`${server.url}#/runs`);
+    const row = page.locator(`tr[data-run-id="${ids.running}"]`);
+    await expect.poll(() => row.getByTestId('run-eta').textContent().catch(() => '')).toBe('≈3 min');
+    expect(await row.getByTestId('run-progress').textContent()).toContain('10 / 100');
     expect(pageErrors).toEqual([]);
   });
 

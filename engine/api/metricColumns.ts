@@ -67,12 +67,14 @@ function count(text: string, needle: string): number {
 
 /**
  * Whether every line of a chunk (complete lines, '\n'-separated) is as the run loop writes them: each starts with
- * `{"step":`, holds one object (one `{`), no array and no string value. Then a key's text is found by searching the
+ * `{"step":` and holds one flat object (one `{`, no array). Then a key's text is found by searching the
  * chunk for it, line by line only where it occurs.
  */
 function fastChunk(text: string): boolean {
   const lines = count(text, '\n') + 1;
-  return text.startsWith('{"step":') && count(text, '\n{"step":') === lines - 1 && count(text, '{') === lines && text.indexOf('[') < 0 && !/:\s*"/.test(text);
+  // (String values need no check: inside a string every quote is escaped, so a key's text `"k":` after `,` or `{`
+  // cannot occur there; a string where a number should be reads as no value, as toMetricPoint skips it.)
+  return text.startsWith('{"step":') && count(text, '\n{"step":') === lines - 1 && count(text, '{') === lines && text.indexOf('[') < 0;
 }
 
 /** The next `"key":` at or after `from` that begins a member (after `{` or `,`), or -1. */

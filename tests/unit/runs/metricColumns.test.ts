@@ -63,7 +63,8 @@ describe('metric columns', () => {
 
   it('equal parsing every line in a log of only run-loop lines (read by searching the chunk for the key)', () => {
     const file = path.join(dir, 'fast.jsonl');
-    const text = [LINES[0], LINES[1], LINES[2], LINES[3], LINES[7], LINES[8]].join('\n') + '\n';
+    // (LINES[5] has a string whose text holds `\"reward\":7`: escaped, so never the key)
+    const text = [LINES[0], LINES[1], LINES[2], LINES[3], LINES[5], LINES[7], LINES[8]].join('\n') + '\n';
     fs.writeFileSync(file, text);
     for (const key of ['reward', 'loss', 'eval.reward', 'x"reward']) {
       for (const x of ['step', 'time'] as const) {
@@ -71,7 +72,7 @@ describe('metric columns', () => {
         expect({ x: got.x, y: got.y }, `${key} by ${x}`).toEqual(parsedColumn(text, key, x));
       }
     }
-    expect(metricColumn('fast', file, 'reward', 'step').y).toEqual([0.1, NaN, 1e-7, -2500]);
+    expect(metricColumn('fast', file, 'reward', 'step').y).toEqual([0.1, NaN, 0.6, 1e-7, -2500]);
   });
 
   it('follows the file as it grows (the torn last line counts once written) and reads it again when cut back', () => {

@@ -11,19 +11,12 @@ import { z } from 'zod';
 import { UserError } from '../userError';
 import { headlineScore, type HeadlineScore } from './headlineMetric';
 import { INDEX_FILE, RUN_FILES, runsDir } from './home';
-import { readJsonl } from './jsonl';
-import { metricLineProblem, metricNames, ownEntry, toMetricPoint } from './metricPoint';
+import { scanMetricStats, type MetricStats, type MetricsSummary } from './metricStats';
 import { runSummarySchema } from './runSummary';
 import { isRunFolderName, listCheckpoints, readRunMeta, type RunStatus } from './runFolder';
 import { shownStatus } from './writerProcess';
 
-export interface MetricStats {
-  /** The last value written; null when it was not finite (NaN is stored as null in JSON). */
-  last: number | null;
-  /** Over finite values only; null when there were none. */
-  min: number | null;
-  max: number | null;
-}
+export type { MetricStats } from './metricStats';
 
 export interface RunSummary {
   id: string;
@@ -56,11 +49,17 @@ export interface RunIndex {
   readonly path: string;
   /** Every run under the home, by id (creation time to the second), brought up to date with the folders. */
   list(): RunSummary[];
+  /**
+   * One run's summary, brought up to date with its folder alone (a run page needs no listing of the home), with the
+   * number of metrics lines read; undefined when there is no such run folder.
+   */
+  get(id: string): { summary: RunSummary; metricLines: number } | undefined;
 }
 
 // 2: entries stamp labels.json too (tags and notes edited after launch live there).
 // 3: summaries carry totalSteps (budget.steps), for the Runs table's "step of total".
-const INDEX_VERSION = 3;
+// 4: the cursor counts the metrics lines read (getRun's metricPoints without reading the log).
+const INDEX_VERSION = 4;
 /** Bytes before a metrics offset kept to notice a file that was rewritten to at least the same length. */
 const FINGERPRINT_BYTES = 64;
 
@@ -73,7 +72,7 @@ const entrySchema = z.object({
   labels: stampSchema.nullable(),
   metrics: stampSchema.nullable(),
   checkpoints: stampSchema.nullable(),
-  cursor: z.object({ offset: z.number(), nextLine: z.number(), fingerprint: z.string() }),
+  cursor: z.object({ offset: z.number(), nextLine: z.number(), fingerprint: z.string(), lines: z.number() }),
 });
 type IndexEntry = z.infer<typeof entrySchema>;
 const indexSchema = z.object({ version: z.literal(INDEX_VERSION), runs: z.record(z.string(), entrySchema) });
@@ -146,24 +145,6 @@ function emptySummary(id: string): RunSummary {
   return { id, status: 'corrupt', steps: null, metrics: {}, tags: [], notes: '', checkpoints: 0, mtime: 0 };
 }
 
-function addMetrics(summary: RunSummary, records: Record<string, unknown>[]): void {
-  for (const record of records) {
-    const point = toMetricPoint(record);
-    summary.steps = point.step;
-    for (const name of metricNames(point)) {
-      const v = point[name]!;
-      const s = ownEntry(summary.metrics, name, () => ({ last: null, min: null, max: null }));
-      if (Number.isFinite(v)) {
-        s.last = v;
-        s.min = s.min === null ? v : Math.min(s.min, v);
-        s.max = s.max === null ? v : Math.max(s.max, v);
-      } else {
-        s.last = null;
-      }
-    }
-  }
-}
-
 function withHeadline(summary: RunSummary): RunSummary {
   const headline = headlineScore(summary.algorithm, (key) => (Object.hasOwn(summary.metrics, key) ? summary.metrics[key]!.last : undefined));
   if (headline) summary.headline = headline;
@@ -189,7 +170,7 @@ function rebuildEntry(dir: string, id: string, old: IndexEntry | undefined, stam
   }
 
   const metricsFile = path.join(dir, RUN_FILES.metrics);
-  let cursor = { offset: 0, nextLine: 1, fingerprint: '' };
+  let cursor = { offset: 0, nextLine: 1, fingerprint: '', lines: 0 };
   if (old && sameStamp(old.metrics, stamps.metrics)) {
     summary.steps = old.summary.steps;
     summary.metrics = old.summary.metrics;
@@ -205,15 +186,11 @@ function rebuildEntry(dir: string, id: string, old: IndexEntry | undefined, stam
       summary.metrics = structuredClone(old.summary.metrics);
       cursor = old.cursor;
     }
-    // tail: the run may be writing its next line right now; a half line is read on the next refresh.
-    const read = readJsonl<Record<string, unknown>>(metricsFile, {
-      from: cursor.offset,
-      firstLine: cursor.nextLine,
-      tail: true,
-      validate: metricLineProblem,
-    });
-    addMetrics(summary, read.records);
-    cursor = { offset: read.end, nextLine: read.nextLine ?? cursor.nextLine, fingerprint: fingerprint(metricsFile, read.end) };
+    // Complete lines only: the run may be writing its next line right now; a half line is read on the next refresh.
+    const read: MetricsSummary = { steps: summary.steps, metrics: summary.metrics, lines: cursor.lines };
+    const scanned = scanMetricStats(metricsFile, cursor.offset, cursor.nextLine, read);
+    summary.steps = read.steps;
+    cursor = { offset: scanned.end, nextLine: scanned.nextLine, fingerprint: fingerprint(metricsFile, scanned.end), lines: read.lines };
   }
 
   if (old && sameStamp(old.checkpoints, stamps.checkpoints)) {
@@ -262,6 +239,42 @@ export function openRunIndex(home: string): RunIndex {
   const file = path.join(home, INDEX_FILE);
   const db = new LowSync<IndexData>(new IndexFile(file), { version: INDEX_VERSION, runs: {} });
   db.read();
+
+  /** Rebuilds run `id`'s entry if a file it was built from changed; whether it did. */
+  const refresh = (id: string): boolean => {
+    const runs = db.data.runs;
+    const dir = path.join(runsDir(home), id);
+    const stamps: Stamps = {
+      meta: stampOf(path.join(dir, RUN_FILES.meta)),
+      labels: stampOf(path.join(dir, RUN_FILES.labels)),
+      metrics: stampOf(path.join(dir, RUN_FILES.metrics)),
+      checkpoints: stampOf(path.join(dir, RUN_FILES.checkpoints)),
+    };
+    const old = runs[id];
+    if (old && sameStamp(old.meta, stamps.meta) && sameStamp(old.labels, stamps.labels) && sameStamp(old.metrics, stamps.metrics) && sameStamp(old.checkpoints, stamps.checkpoints)) {
+      return false;
+    }
+    runs[id] = rebuildEntry(dir, id, old, stamps);
+    return true;
+  };
+
+  const save = (): void => {
+    try {
+      db.write();
+    } catch {
+      // A cache that cannot be saved (read-only home, full disk) is rebuilt next time; the listing stands.
+    }
+  };
+
+  /** A run's summary as shown: a copy, with its headline score and its writer's liveness. */
+  const shown = (id: string): RunSummary => {
+    const summary = withHeadline(structuredClone(db.data.runs[id]!.summary));
+    // Liveness is in no file's stamp: a run whose writer died (killed, out of memory) still says 'running' in
+    // run.json, which only its own process writes. It is shown interrupted, checked at every listing.
+    if (summary.status === 'running') summary.status = shownWriterStatus(path.join(runsDir(home), id));
+    return summary;
+  };
+
   return {
     path: file,
     list(): RunSummary[] {
@@ -275,35 +288,14 @@ export function openRunIndex(home: string): RunIndex {
           changed = true;
         }
       }
-      for (const id of ids) {
-        const dir = path.join(runsDir(home), id);
-        const stamps: Stamps = {
-          meta: stampOf(path.join(dir, RUN_FILES.meta)),
-          labels: stampOf(path.join(dir, RUN_FILES.labels)),
-          metrics: stampOf(path.join(dir, RUN_FILES.metrics)),
-          checkpoints: stampOf(path.join(dir, RUN_FILES.checkpoints)),
-        };
-        const old = runs[id];
-        if (old && sameStamp(old.meta, stamps.meta) && sameStamp(old.labels, stamps.labels) && sameStamp(old.metrics, stamps.metrics) && sameStamp(old.checkpoints, stamps.checkpoints)) {
-          continue;
-        }
-        runs[id] = rebuildEntry(dir, id, old, stamps);
-        changed = true;
-      }
-      if (changed || (ids.length > 0 && !fs.existsSync(file))) {
-        try {
-          db.write();
-        } catch {
-          // A cache that cannot be saved (read-only home, full disk) is rebuilt next time; the listing stands.
-        }
-      }
-      return ids.map((id) => {
-        const summary = withHeadline(structuredClone(runs[id]!.summary));
-        // Liveness is in no file's stamp: a run whose writer died (killed, out of memory) still says 'running' in
-        // run.json, which only its own process writes. It is shown interrupted, checked at every listing.
-        if (summary.status === 'running') summary.status = shownWriterStatus(path.join(runsDir(home), id));
-        return summary;
-      });
+      for (const id of ids) if (refresh(id)) changed = true;
+      if (changed || (ids.length > 0 && !fs.existsSync(file))) save();
+      return ids.map(shown);
+    },
+    get(id) {
+      if (!isRunFolderName(id) || !fs.existsSync(path.join(runsDir(home), id))) return undefined;
+      if (refresh(id)) save();
+      return { summary: shown(id), metricLines: db.data.runs[id]!.cursor.lines };
     },
   };
 }

@@ -8,7 +8,8 @@
  * finite number (null, as NaN is written) is NaN, as toMetricPoint reads it. Only complete lines count (a line being
  * written is read next time). Columns are cached by run and metric, extended from the byte offset read so far while the
  * file grows, and read again when it was replaced or cut (a resume); at most MAX_COLUMNS are kept (least recently used
- * dropped), so the host's memory stays bounded however many runs are overlaid over a session.
+ * dropped), so the host's memory stays bounded however many runs are overlaid over a session. Several metrics of one
+ * run are read in one pass over the file (metricColumns: a run page's getMetricSeries asks for all of them).
  */
 import fs from 'node:fs';
 
@@ -67,14 +68,25 @@ function count(text: string, needle: string): number {
 
 /**
  * Whether every line of a chunk (complete lines, '\n'-separated) is as the run loop writes them: each starts with
- * `{"step":` and holds one flat object (one `{`, no array). Then a key's text is found by searching the
- * chunk for it, line by line only where it occurs.
+ * `{"step":` and holds one flat object (one `{`, no array) that ends the line with its only `}`. Then a key's text is
+ * found by searching the chunk for it, line by line only where it occurs. A torn line (a crash mid-write, then the
+ * next line after it) has no `}` of its own, so a chunk holding one is read line by line and the torn line skipped.
  */
 function fastChunk(text: string): boolean {
   const lines = count(text, '\n') + 1;
   // (String values need no check: inside a string every quote is escaped, so a key's text `"k":` after `,` or `{`
   // cannot occur there; a string where a number should be reads as no value, as toMetricPoint skips it.)
-  return text.startsWith('{"step":') && count(text, '\n{"step":') === lines - 1 && count(text, '{') === lines && text.indexOf('[') < 0;
+  return (
+    text.startsWith('{"step":') &&
+    count(text, '\n{"step":') === lines - 1 &&
+    count(text, '{') === lines &&
+    text.indexOf('[') < 0 &&
+    text.endsWith('}') &&
+    count(text, '}\n') === lines - 1 &&
+    count(text, '}') === lines &&
+    text.indexOf(',,') < 0 &&
+    text.indexOf(',}') < 0
+  );
 }
 
 /** The next `"key":` at or after `from` that begins a member (after `{` or `,`), or -1. */
@@ -117,8 +129,8 @@ function readFastChunk(text: string, key: string, xKey: 'step' | 'time', into: C
   }
 }
 
-function readLines(text: string, key: string, xKey: 'step' | 'time', into: Column): void {
-  if (fastChunk(text)) return readFastChunk(text, key, xKey, into);
+function readLines(text: string, fast: boolean, key: string, xKey: 'step' | 'time', into: Column): void {
+  if (fast) return readFastChunk(text, key, xKey, into);
   const needle = `${JSON.stringify(key)}:`;
   const xNeedle = `"${xKey}":`;
   let start = 0;
@@ -160,42 +172,76 @@ function readLines(text: string, key: string, xKey: 'step' | 'time', into: Colum
 
 /** The (x, y) column of metric `key` in `file` (metrics.jsonl), x the step or the time; empty when there is no file. */
 export function metricColumn(runId: string, file: string, key: string, xKey: 'step' | 'time'): Column {
-  const id = `${runId}\n${xKey}\n${key}`;
+  return metricColumns(runId, file, [key], xKey)[0]!;
+}
+
+/**
+ * The columns of several metrics of one file, in the order asked, reading the file once for all of them (a run page
+ * asks for every metric of a run).
+ */
+export function metricColumns(runId: string, file: string, keys: readonly string[], xKey: 'step' | 'time'): Column[] {
+  const ids = keys.map((key) => `${runId}\n${xKey}\n${key}`);
   let stat: fs.Stats;
   try {
     stat = fs.statSync(file);
   } catch {
-    cache.delete(id);
-    return { x: [], y: [] };
+    for (const id of ids) cache.delete(id);
+    return keys.map(() => ({ x: [], y: [] }));
   }
-  let c = cache.get(id);
+  const columns: Cached[] = [];
   const fd = fs.openSync(file, 'r');
   try {
-    if (c && (c.ino !== stat.ino || stat.size < c.offset || headOf(fd, c.head.length) !== c.head)) c = undefined;
-    if (!c) c = { ino: stat.ino, offset: 0, head: headOf(fd, HEAD_BYTES), x: [], y: [] };
-    let pending = '';
-    let pos = c.offset;
-    const buf = Buffer.allocUnsafe(Math.min(CHUNK, Math.max(1, stat.size - pos)));
-    while (pos < stat.size) {
-      const n = fs.readSync(fd, buf, 0, Math.min(buf.length, stat.size - pos), pos);
-      if (n === 0) break;
-      const text = pending + buf.toString('utf8', 0, n);
-      const last = text.lastIndexOf('\n');
-      if (last >= 0) {
-        readLines(text.slice(0, last), key, xKey, c);
-        pending = text.slice(last + 1);
-        c.offset = pos + n - Buffer.byteLength(pending);
-      } else pending = text;
-      pos += n;
+    const head = headOf(fd, HEAD_BYTES);
+    for (const id of ids) {
+      const seen = ids.indexOf(id);
+      if (seen < columns.length) {
+        columns.push(columns[seen]!);
+        continue;
+      }
+      let c = cache.get(id);
+      if (c && (c.ino !== stat.ino || stat.size < c.offset || head.slice(0, c.head.length) !== c.head)) c = undefined;
+      columns.push(c ?? { ino: stat.ino, offset: 0, head, x: [], y: [] });
     }
-    if (c.head.length < HEAD_BYTES) c.head = headOf(fd, HEAD_BYTES);
+    // Columns read up to the same offset are extended by one read of the file (usually all of them).
+    const byOffset = new Map<number, number[]>();
+    columns.forEach((c, i) => {
+      if (ids.indexOf(ids[i]!) !== i) return; // a key asked twice is read once
+      const group = byOffset.get(c.offset);
+      if (group) group.push(i);
+      else byOffset.set(c.offset, [i]);
+    });
+    for (const [offset, group] of byOffset) {
+      let pending = '';
+      let pos = offset;
+      const buf = Buffer.allocUnsafe(Math.min(CHUNK, Math.max(1, stat.size - pos)));
+      while (pos < stat.size) {
+        const n = fs.readSync(fd, buf, 0, Math.min(buf.length, stat.size - pos), pos);
+        if (n === 0) break;
+        const text = pending + buf.toString('utf8', 0, n);
+        const last = text.lastIndexOf('\n');
+        if (last >= 0) {
+          const lines = text.slice(0, last);
+          const fast = fastChunk(lines);
+          pending = text.slice(last + 1);
+          const consumed = pos + n - Buffer.byteLength(pending);
+          for (const i of group) {
+            readLines(lines, fast, keys[i]!, xKey, columns[i]!);
+            columns[i]!.offset = consumed;
+          }
+        } else pending = text;
+        pos += n;
+      }
+    }
+    for (const c of columns) if (c.head.length < HEAD_BYTES) c.head = head;
   } finally {
     fs.closeSync(fd);
   }
-  cache.delete(id);
-  cache.set(id, c);
+  ids.forEach((id, i) => {
+    cache.delete(id);
+    cache.set(id, columns[i]!);
+  });
   while (cache.size > MAX_COLUMNS) cache.delete(cache.keys().next().value!);
-  return c;
+  return columns;
 }
 
 function headOf(fd: number, bytes: number): string {

@@ -11,10 +11,10 @@ import path from 'node:path';
 import { applySets } from '../runs/configOverrides';
 import { runConfigJsonSchema } from '../runs/configJsonSchema';
 import { checkRunConfig, ConfigValidationError, type Checked, type ConfigIssue, type RunConfig } from '../runs/configSchema';
-import { decimate, metricSeries } from '../runs/decimate';
+import { decimate } from '../runs/decimate';
 import { RUN_FILES, runDir } from '../runs/home';
 import { readJsonl } from '../runs/jsonl';
-import { metricLineProblem, metricNames, toMetricPoint, type MetricPoint } from '../runs/metricPoint';
+import { type MetricPoint } from '../runs/metricPoint';
 import { listPresets, loadPreset, PRESETS_DIR } from '../runs/presets';
 import { readLiveTrajectories } from '../runs/liveTrajectories';
 import { updateTrajectoryIndex, type TrajectoryIndex } from '../runs/trajectoryIndex';
@@ -29,6 +29,7 @@ import { UserError } from '../userError';
 import { ENGINE_VERSION } from '../version';
 import type { ApiEvent, ApiMethod, ApiMetricPoint, ApiParsedRequest, ApiResponse } from './contract';
 import { allowedRoots, checkCheckpointDir, configPathIssues, defaultMaxWorkers, verifiedWriterPid, WorkerSlots } from './hostGuards';
+import { metricColumns } from './metricColumns';
 import { runsMetricSeries } from './runsSeries';
 import { workerComparisonSchema, workerEvalSchema, workerResult, type RunLauncher, type RunProcess } from './runLauncher';
 import type { WorkerJob } from './runWorker';
@@ -80,14 +81,6 @@ function toApiEvent(event: RunEvent): ApiEvent {
   return event;
 }
 
-/** What was read of one run's metrics.jsonl so far, extended by each request (the log only grows, until a resume). */
-interface MetricsCache {
-  ino: number;
-  offset: number;
-  nextLine: number | undefined;
-  points: MetricPoint[];
-}
-
 interface Launched {
   process: RunProcess;
   stderr: string;
@@ -126,7 +119,6 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     broadcast(toApiEvent(event));
   });
   const index = openRunIndex(home);
-  const metricsCaches = new Map<string, MetricsCache>();
   /** Run processes this host started, by run id, while they live. */
   const running = new Map<string, Launched>();
   const slots = new WorkerSlots(opts.maxWorkers ?? defaultMaxWorkers());
@@ -136,29 +128,6 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     const dir = runDir(home, runId);
     if (!fs.existsSync(path.join(dir, RUN_FILES.meta))) throw new UserError(`no run '${runId}' in ${path.dirname(dir)}`);
     return dir;
-  };
-
-  const metricsOf = (runId: string): MetricPoint[] => {
-    const file = path.join(dirOf(runId), RUN_FILES.metrics);
-    let ino: number;
-    try {
-      ino = fs.statSync(file).ino;
-    } catch {
-      return [];
-    }
-    let cache = metricsCaches.get(runId);
-    if (!cache || cache.ino !== ino) cache = { ino, offset: 0, nextLine: 1, points: [] };
-    let read = readJsonl<Record<string, unknown>>(file, { from: cache.offset, firstLine: cache.nextLine, tail: true, validate: metricLineProblem });
-    if (read.shrunk) {
-      // A resume cut the log back to its last checkpoint: read it again.
-      cache = { ino, offset: 0, nextLine: 1, points: [] };
-      read = readJsonl(file, { tail: true, validate: metricLineProblem });
-    }
-    for (const record of read.records) cache.points.push(toMetricPoint(record));
-    cache.offset = read.end;
-    cache.nextLine = read.nextLine;
-    metricsCaches.set(runId, cache);
-    return cache.points;
   };
 
   const trajectoryLines = (runId: string): TrajectoryIndex => {
@@ -348,14 +317,14 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       const written = readRunMeta(dir);
       // 'running' whose writer is gone (killed, out of memory) is shown interrupted; run.json stays the run's.
       const meta = { ...written, status: shownStatus(dir, written) };
-      const summary = index.list().find((s) => s.id === runId);
+      // This run's entry of the run index alone, its metrics summarised incrementally (runIndex.ts): names, lines and
+      // the last step without reading the whole log.
+      const indexed = index.get(runId);
+      const summary = indexed?.summary;
       const events = readJsonl<Record<string, unknown>>(path.join(dir, RUN_FILES.events), {
         tail: true,
         validate: (v) => (isRecord(v) ? undefined : 'is not a JSON object'),
       }).records;
-      const points = metricsOf(runId);
-      const names = new Set<string>();
-      for (const p of points) for (const name of metricNames(p)) names.add(name);
       const limit = eventsLimit ?? 200;
       return {
         meta,
@@ -363,23 +332,27 @@ export async function createHost(opts: HostOptions): Promise<Host> {
         checkpoints: listCheckpoints(dir).map((c) => ({ step: c.step })),
         events: limit === 0 ? [] : events.slice(-limit),
         eventsTotal: events.length,
-        metricNames: [...names].sort(),
-        metricPoints: points.length,
-        lastStep: points.at(-1)?.step ?? null,
+        metricNames: Object.keys(summary?.metrics ?? {}).sort(),
+        metricPoints: indexed?.metricLines ?? 0,
+        lastStep: summary?.steps ?? null,
         trajectories: trajectoryLines(runId).starts.length,
         hostProcess: running.has(runId),
       };
     },
 
     async getMetricSeries({ runId, names, x, width, xMin, xMax }) {
-      const points = metricsOf(runId);
-      const wanted = names ?? [...new Set(points.flatMap((p) => metricNames(p)))];
+      const file = path.join(dirOf(runId), RUN_FILES.metrics);
+      // The index gives the names, lines and last step; the series are columns of only those metrics (metricColumns.ts).
+      const indexed = index.get(runId);
+      const wanted = names ?? Object.keys(indexed?.summary.metrics ?? {});
+      const columns = metricColumns(runId, file, wanted, x);
       const series: ApiResponse<'getMetricSeries'>['series'] = {};
-      for (const name of wanted) {
-        const buckets = decimate(metricSeries(points, name, { x }), width, { xMin, xMax });
+      wanted.forEach((name, i) => {
+        const { x: xs, y: ys } = columns[i]!;
+        const buckets = decimate(xs.map((xv, j) => ({ x: xv, y: ys[j]! })), width, { xMin, xMax });
         series[name] = { x: buckets.map((b) => b.x), min: buckets.map((b) => b.min), max: buckets.map((b) => b.max), last: buckets.map((b) => b.last) };
-      }
-      return { points: points.length, lastStep: points.at(-1)?.step ?? null, series };
+      });
+      return { points: indexed?.metricLines ?? 0, lastStep: indexed?.summary.steps ?? null, series };
     },
 
     async getRunsMetricSeries(req) {

@@ -12,6 +12,7 @@
  * run are read in one pass over the file (metricColumns: a run page's getMetricSeries asks for all of them).
  */
 import fs from 'node:fs';
+import { parseNumber, parsedNumberEnd } from '../runs/metricStats';
 
 export interface Column {
   x: number[];
@@ -78,12 +79,11 @@ function fastChunk(text: string): boolean {
   // cannot occur there; a string where a number should be reads as no value, as toMetricPoint skips it.)
   return (
     text.startsWith('{"step":') &&
-    count(text, '\n{"step":') === lines - 1 &&
-    count(text, '{') === lines &&
-    text.indexOf('[') < 0 &&
     text.endsWith('}') &&
-    count(text, '}\n') === lines - 1 &&
+    count(text, '}\n{"step":') === lines - 1 &&
+    count(text, '{') === lines &&
     count(text, '}') === lines &&
+    text.indexOf('[') < 0 &&
     text.indexOf(',,') < 0 &&
     text.indexOf(',}') < 0
   );
@@ -98,6 +98,10 @@ function nextKey(text: string, needle: string, from: number): number {
 
 /** The number written at text[from…] up to `,` or `}` (NaN for null), or undefined when it is not a number. */
 function numberAt(text: string, from: number): number | undefined {
+  // A JSON number ending the member is read without a slice (the same value as Number() of its text).
+  const fast = parseNumber(text, from, text.length);
+  const after = parsedNumberEnd();
+  if (after >= 0 && (text.charCodeAt(after) === 44 || text.charCodeAt(after) === 125)) return fast;
   let end = from;
   while (end < text.length && text.charCodeAt(end) !== 44 && text.charCodeAt(end) !== 125) end++;
   const word = text.slice(from, end);

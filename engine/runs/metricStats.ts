@@ -79,12 +79,17 @@ const EXACT = 2 ** 53;
 /** Where the last parseNumber ended (-1: not a JSON number). */
 let numberEnd = -1;
 
+/** Where the last parseNumber call's number ended, or -1 when there was no JSON number there. */
+export function parsedNumberEnd(): number {
+  return numberEnd;
+}
+
 /**
  * The JSON number at s[at…] (strict JSON grammar; numberEnd set after it), or NaN with numberEnd -1. Its digits as an
  * integer below 2^53 and a power of ten up to 10^22 are both exact, so one multiplication or division rounds it
  * correctly (Clinger's fast path), as Number() does; other numbers go to Number().
  */
-function parseNumber(s: string, at: number, end: number): number {
+export function parseNumber(s: string, at: number, end: number): number {
   let i = at;
   numberEnd = -1;
   const negative = i < end && s.charCodeAt(i) === 45; /* - */

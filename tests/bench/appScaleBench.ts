@@ -1,6 +1,7 @@
 /**
  * App scale figures (issue 19 "Scale"; a benchmark, never test assertions): a home of 1,000 runs, `--big` of them with
- * 10^5 metrics lines each; the time to list the runs and to fetch a 20-run overlay through the host API (cold: first
+ * 10^5 metrics lines each; the time to list the runs (cold: the run index built for the first time), to open a big
+ * run's page (getRun, then every metric's series) and to fetch a 20-run overlay through the host API (cold: first
  * read of the logs; warm: the host's caches filled), the answers' sizes, and, with the built renderer (`npm run build`)
  * and Debian's Chromium, the time until the Runs view shows its table and until a 20-run overlay shows its 20 lines,
  * with the window's JS heap after each.
@@ -90,6 +91,14 @@ export async function benchAppScale(opts: { runs: number; lines: number; big: nu
       out.listRunsBytes = JSON.stringify(again).length;
       out.listed = listed.runs.length;
 
+      // A run page's first calls for a 10^5-line run not read yet (the index built by the listing, its columns cold).
+      t = performance.now();
+      await callApi(host.handlers, 'getRun', { runId: bigIds[1], eventsLimit: 200 });
+      out.getRunColdMs = ms(t);
+      t = performance.now();
+      await callApi(host.handlers, 'getMetricSeries', { runId: bigIds[1], width: 1000 });
+      out.runPageSeriesColdMs = ms(t);
+
       const overlay = { runIds: bigIds.slice(0, 20), names: ['reward'], width: 600 };
       t = performance.now();
       await callApi(host.handlers, 'getRunsMetricSeries', overlay);
@@ -102,6 +111,8 @@ export async function benchAppScale(opts: { runs: number; lines: number; big: nu
       await callApi(host.handlers, 'getMetricSeries', { runId: bigIds[0], width: 1000 });
       out.runPageSeriesWarmMs = ms(t);
       out.hostRssMb = Math.round(process.memoryUsage().rss / 2 ** 20);
+      out.loadAverage = os.loadavg().map((l) => Math.round(l * 100) / 100);
+      out.cpus = os.cpus().length;
     } finally {
       await host.close();
     }

@@ -3,7 +3,8 @@
  * with MARTI trees side by side, Launch with its form) in a real headless Chromium (Debian's, driven by playwright-core)
  * against web mode, at 1440 and 1024 px, light and dark (prefers-color-scheme), on real small runs made from the command
  * line in a temporary home. Screenshots go to tests/output/e2e/screens/ (git-ignored) to be looked at; at 1024 px the
- * page must not scroll sideways (document scrollWidth ≤ clientWidth).
+ * page must not scroll sideways (document scrollWidth ≤ clientWidth). In dark, every view's main content must be dark
+ * and its text readable on its background (WCAG contrast, darkReadability below).
  *
  * With it, the smaller fixes of issue 19 in the views: presets with the recommended one first and GPU-only ones marked;
  * the form scrolls into view when a preset or a clone fills it; a problem inside a closed section opens it; the form
@@ -69,7 +70,61 @@ async function overflow(): Promise<{ scrollWidth: number; clientWidth: number; w
   })()`);
 }
 
-/** Opens `hash`, waits for `ready`, then for each width and scheme takes a full-page screenshot and checks overflow. */
+/**
+ * Dark mode is readable: the main content's background (the colours behind it composited, as drawn) is dark, and each
+ * visible piece of text in it (outside SVG, disabled controls, option lists, and Diversity's heat cells, whose score
+ * colours and dark text are the same in both schemes) stands out from the background behind it
+ * by WCAG's contrast ratio: at least 4.5 for headings, chart and table titles and table cells, at least 3 for the rest
+ * (notes, units, muted facts). Returns the main background's luminance and the offenders (at most 12).
+ */
+async function darkReadability(): Promise<{ mainLuminance: number; checked: number; poor: string[] }> {
+  return page.evaluate(`(() => {
+    const parse = (c) => {
+      const m = /^rgba?\\(([^)]+)\\)$/.exec(c) || /^color\\(srgb ([^)]+)\\)$/.exec(c);
+      if (!m) return null;
+      const p = m[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number);
+      const scale = c.startsWith('color(') ? 255 : 1;
+      return [p[0] * scale, p[1] * scale, p[2] * scale, p.length > 3 ? p[3] : 1];
+    };
+    const over = (top, under) => [0, 1, 2].map((i) => top[i] * top[3] + under[i] * (1 - top[3])).concat(1);
+    const behind = (el) => {
+      const chain = [];
+      for (let e = el; e; e = e.parentElement) chain.push(parse(getComputedStyle(e).backgroundColor));
+      let c = [255, 255, 255, 1];
+      for (let i = chain.length - 1; i >= 0; i--) if (chain[i] && chain[i][3] > 0) c = over(chain[i], c);
+      return c;
+    };
+    const lum = (c) => {
+      const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+      return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]);
+    };
+    const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+    const main = document.querySelector('main');
+    const primary = 'h1, h2, h3, h4, figcaption, figcaption *, td, th, .name';
+    const texts = [...main.querySelectorAll('*')].filter((el) =>
+      el.getClientRects().length > 0 &&
+      !el.closest('svg, option, select, [disabled], .visually-hidden, td.heat') &&
+      getComputedStyle(el).visibility === 'visible' &&
+      [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim()));
+    const poor = [];
+    for (const el of texts) {
+      const bg = behind(el);
+      const fg = over(parse(getComputedStyle(el).color) || [0, 0, 0, 1], bg);
+      const r = ratio(fg, bg);
+      const need = el.matches(primary) ? 4.5 : 3;
+      if (r < need) {
+        const name = el.tagName.toLowerCase() + (typeof el.className === 'string' && el.className ? '.' + el.className.split(' ')[0] : '');
+        poor.push(name + ' "' + el.textContent.trim().slice(0, 30) + '" ' + r.toFixed(2) + ' < ' + need + ' (' + fg.slice(0, 3).map(Math.round) + ' on ' + bg.slice(0, 3).map(Math.round) + ')');
+      }
+    }
+    return { mainLuminance: lum(behind(main)), checked: texts.length, poor: poor.slice(0, 12) };
+  })()`);
+}
+
+/**
+ * Opens `hash`, waits for `ready`, then for each width and scheme takes a full-page screenshot and checks overflow;
+ * in dark, that the main content is dark and its text readable (darkReadability).
+ */
 async function shootEverywhere(name: string, hash: string, ready: (p: Page) => Promise<void>): Promise<void> {
   for (const width of WIDTHS) {
     for (const scheme of SCHEMES) {
@@ -81,6 +136,12 @@ async function shootEverywhere(name: string, hash: string, ready: (p: Page) => P
       await ready(page);
       await page.waitForTimeout(300); // layout after the resize (charts redraw on their width)
       await page.screenshot({ path: path.join(OUTPUT, `${name}-${width}-${scheme}.png`), fullPage: true });
+      if (scheme === 'dark') {
+        const dark = await darkReadability();
+        expect.soft(dark.mainLuminance, `${name} at ${width} px in dark: the main content's background is light`).toBeLessThan(0.05);
+        expect.soft(dark.checked, `${name}: no text found to check`).toBeGreaterThan(5);
+        expect.soft(dark.poor, `${name} at ${width} px in dark: text hard to read on its background`).toEqual([]);
+      }
       if (width === 1024) {
         const o = await overflow();
         expect.soft(o.scrollWidth, `${name} at 1024 px (${scheme}) scrolls sideways: ${o.wide.join(', ')}`).toBeLessThanOrEqual(o.clientWidth);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { decimate } from '../runs/decimate';
 import { RUN_FILES } from '../runs/home';
 import { readRunMeta } from '../runs/runFolder';
-import { clearMetricColumns, metricColumn, type Column } from './metricColumns';
+import { clearMetricColumns, metricColumns, type Column } from './metricColumns';
 import type { ApiParsedRequest, ApiResponse } from './contract';
 
 /** Steps at the end of the log the ETA's rate is measured over (recent speed, not the average since the start). */
@@ -111,9 +111,10 @@ export function runsMetricSeries(req: ApiParsedRequest<'getRunsMetricSeries'>, d
       const file = path.join(dir, RUN_FILES.metrics);
       const clock = tailClock(file);
       const series: ApiResponse<'getRunsMetricSeries'>['runs'][number]['series'] = {};
-      for (const name of req.names) {
-        const column = metricColumn(runId, file, name, req.x);
-        const buckets = decimated(runId, name, req, column);
+      // Every metric asked in one read of the log.
+      const columns = metricColumns(runId, file, req.names, req.x);
+      for (const [i, name] of req.names.entries()) {
+        const buckets = decimated(runId, name, req, columns[i]!);
         if (buckets.x.length === 0) continue;
         series[name] = buckets;
       }

@@ -320,6 +320,32 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
     expect(pageErrors).toEqual([]);
   });
 
+  it('screenshots: two runs overlaid in Runs, the token heat map, a selected tree node (dark mode’s tints)', async () => {
+    await shootEverywhere('runs-overlay', '#/runs', async (p) => {
+      for (const id of [runs.seqA, runs.seqB]) {
+        const box = p.locator(`tr[data-run-id="${id}"] [data-testid="pick-run"]`);
+        await box.waitFor();
+        if (!(await box.isChecked())) await box.check();
+      }
+      await p.getByTestId('runs-overlay').locator('canvas').first().waitFor();
+    });
+    await shootEverywhere('episodes-logprob', `#/run/${encodeURIComponent(runs.mars)}/episodes`, async (p) => {
+      await p.getByTestId('episode-inspector').waitFor();
+      if ((await p.getByTestId('episode').count()) === 0) {
+        await p.getByTestId('group-card').first().click();
+        await p.getByTestId('episode').waitFor();
+      }
+      await p.getByTestId('token-mode-logprob').check();
+      await p.getByTestId('token-legend').waitFor();
+    });
+    await shootEverywhere('tree-node', `#/run/${encodeURIComponent(runs.marti)}/tree`, async (p) => {
+      await p.getByTestId('tree-view').waitFor();
+      await p.locator('[data-testid="tree-node"]:not([data-root])').first().click();
+      await p.getByTestId('node-program').waitFor();
+    });
+    expect(pageErrors).toEqual([]);
+  });
+
   it('screenshots: Compare with two MARTI checkpoints’ trees side by side', async () => {
     // opened from the address, then the button (a page opened on an address waits for it)
     await page.goto(`${server.url}#/compare?a=${encodeURIComponent(`${runs.marti}@1`)}&b=${encodeURIComponent(`${runs.marti}@2`)}`);

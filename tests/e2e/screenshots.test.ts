@@ -122,8 +122,29 @@ async function darkReadability(): Promise<{ mainLuminance: number; checked: numb
 }
 
 /**
+ * How many pixels of the first chart's canvas in the main content are light grey and opaque: uPlot draws axis labels
+ * on the canvas in --chart-axis, black in light and light grey in dark, so a chart drawn in dark's colours has many,
+ * one drawn in light's (or uPlot's default black) none. Null where no chart is shown. (The switch without a reload is
+ * tests/component/chartTheme.test.ts's: here the views may make their charts again after it.)
+ */
+async function lightInkOnChart(): Promise<number | null> {
+  return page.evaluate(`(() => {
+    const canvas = document.querySelector('main .uplot canvas');
+    if (!canvas) return null;
+    const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    let n = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      const [r, g, b, a] = [data[i], data[i + 1], data[i + 2], data[i + 3]];
+      if (a > 200 && r > 140 && Math.abs(r - g) < 20 && Math.abs(g - b) < 25) n++;
+    }
+    return n;
+  })()`);
+}
+
+/**
  * Opens `hash`, waits for `ready`, then for each width and scheme takes a full-page screenshot and checks overflow;
- * in dark, that the main content is dark and its text readable (darkReadability).
+ * in dark, that the main content is dark and its text readable (darkReadability), and a chart's axes drawn in dark's
+ * colours (lightInkOnChart).
  */
 async function shootEverywhere(name: string, hash: string, ready: (p: Page) => Promise<void>): Promise<void> {
   for (const width of WIDTHS) {
@@ -141,6 +162,8 @@ async function shootEverywhere(name: string, hash: string, ready: (p: Page) => P
         expect.soft(dark.mainLuminance, `${name} at ${width} px in dark: the main content's background is light`).toBeLessThan(0.05);
         expect.soft(dark.checked, `${name}: no text found to check`).toBeGreaterThan(5);
         expect.soft(dark.poor, `${name} at ${width} px in dark: text hard to read on its background`).toEqual([]);
+        const ink = await lightInkOnChart();
+        if (ink !== null) expect.soft(ink, `${name} at ${width} px in dark: the chart's axes are not drawn in dark's colours`).toBeGreaterThan(50);
       }
       if (width === 1024) {
         const o = await overflow();

@@ -10,13 +10,14 @@ import { mount, unmount } from 'svelte';
 import EpisodeInspector from '../components/EpisodeInspector.svelte';
 import EpisodeView from '../components/EpisodeView.svelte';
 import MetricChart from '../components/MetricChart.svelte';
+import OverlayChart from '../components/OverlayChart.svelte';
 import TokenStrip from '../components/TokenStrip.svelte';
 import TreeExplorer from '../components/TreeExplorer.svelte';
 import TreeView from '../components/TreeView.svelte';
 
 // Each component's props are checked where it is used; here they arrive as JSON from the test.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-const components: Record<string, any> = { EpisodeInspector, EpisodeView, MetricChart, TokenStrip, TreeExplorer, TreeView };
+const components: Record<string, any> = { EpisodeInspector, EpisodeView, MetricChart, OverlayChart, TokenStrip, TreeExplorer, TreeView };
 
 let current: Record<string, unknown> | null = null;
 let props: Record<string, unknown> = $state({});

@@ -43,8 +43,9 @@ export function clearMetricColumns(): void {
  * key must begin a member (after `{` or `,`): `"x\"reward":` does not log `reward`.
  */
 function fastValue(line: string, needle: string): number | undefined {
-  let at = line.indexOf(needle);
-  while (at > 0 && line.charCodeAt(at - 1) !== 44 /* , */ && line.charCodeAt(at - 1) !== 123 /* { */) at = line.indexOf(needle, at + 1);
+  // The key's last member: JSON.parse keeps a repeated key's last value.
+  let at = -1;
+  for (let k = nextKey(line, needle, 0); k > 0; k = nextKey(line, needle, k + needle.length)) at = k;
   if (at <= 0) return undefined;
   const from = at + needle.length;
   let end = from;
@@ -81,6 +82,8 @@ function fastChunk(text: string): boolean {
     text.startsWith('{"step":') &&
     text.endsWith('}') &&
     count(text, '}\n{"step":') === lines - 1 &&
+    // step once a line: JSON.parse would keep a repeated step's last value
+    count(text, '"step":') === lines &&
     count(text, '{') === lines &&
     count(text, '}') === lines &&
     text.indexOf('[') < 0 &&
@@ -114,22 +117,34 @@ function readFastChunk(text: string, key: string, xKey: 'step' | 'time', into: C
   const needle = `${JSON.stringify(key)}:`;
   const xNeedle = `"${xKey}":`;
   const STEP = '{"step":'.length;
-  for (let at = nextKey(text, needle, 0); at >= 0; ) {
-    const start = text.lastIndexOf('\n', at) + 1;
-    let end = text.indexOf('\n', at);
-    if (end < 0) end = text.length;
+  let at = nextKey(text, needle, 0);
+  let start = at >= 0 ? text.lastIndexOf('\n', at) + 1 : 0;
+  while (at >= 0) {
+    // The next occurrence and its line; one in the same line is the key repeated, whose last value JSON.parse keeps.
+    let next = nextKey(text, needle, at + needle.length);
+    let nextStart = next >= 0 ? text.lastIndexOf('\n', next) + 1 : -1;
+    while (next >= 0 && nextStart === start) {
+      at = next;
+      next = nextKey(text, needle, at + needle.length);
+      nextStart = next >= 0 ? text.lastIndexOf('\n', next) + 1 : -1;
+    }
     const step = numberAt(text, start + STEP);
     const y = numberAt(text, at + needle.length);
     if (step !== undefined && Number.isFinite(step) && y !== undefined) {
       let x: number | undefined = step;
       if (xKey !== 'step') {
-        const xAt = nextKey(text, xNeedle, start);
-        x = xAt >= 0 && xAt < end ? numberAt(text, xAt + xNeedle.length) : NaN;
+        let end = text.indexOf('\n', start);
+        if (end < 0) end = text.length;
+        // The last `"time":` of the line, as JSON.parse keeps it.
+        let xAt = -1;
+        for (let k = nextKey(text, xNeedle, start); k >= 0 && k < end; k = nextKey(text, xNeedle, k + xNeedle.length)) xAt = k;
+        x = xAt >= 0 ? numberAt(text, xAt + xNeedle.length) : NaN;
       }
       into.x.push(x ?? NaN);
       into.y.push(y);
     }
-    at = nextKey(text, needle, end);
+    at = next;
+    start = nextStart;
   }
 }
 

@@ -43,19 +43,32 @@ const LINES = [
   '{"step":6,"time":105,"reward":0.30000000000000004,"r":-2.5e-3}',
   '{"step":7,"time":106,"reward":9,"r":8',
   '{"step":8,"time":107,"reward":3,"r":1}',
+  '{"step":9,"time":108,"reward":3,"r":1,"reward":4,"time":109}',
+  '{"step":10,"time":110,"r":2,"step":11}',
 ];
 const KEYS = ['reward', 'r', 'reward2', '__proto__', 'constructor', 'toString', 'time', 'note'];
 
 describe('metricColumns on awkward lines', () => {
-  it('equal parsing every line, for each metric and x', () => {
+  it('equal parsing every line, for each metric and x (also in a log of only run-loop lines with repeated keys)', () => {
     const file = path.join(dir, 'a.jsonl');
-    const text = LINES.join('\n') + '\n{"step":9,"reward":5';
+    const text = LINES.join('\n') + '\n{"step":12,"reward":5';
     fs.writeFileSync(file, text);
     for (const x of ['step', 'time'] as const) {
       for (const key of KEYS) {
         clearMetricColumns();
         const c = metricColumn('a', file, key, x);
         expect([key, x, { x: [...c.x], y: [...c.y] }]).toEqual([key, x, parsedColumn(text, key, x)]);
+      }
+    }
+    // Every line as the run loop writes it but for repeated keys: read by searching the chunk, not line by line.
+    const plain = path.join(dir, 'plain.jsonl');
+    const plainText = [LINES[0], LINES[7], LINES[8], LINES[9], LINES[7]].join('\n') + '\n';
+    fs.writeFileSync(plain, plainText);
+    for (const x of ['step', 'time'] as const) {
+      for (const key of KEYS) {
+        clearMetricColumns();
+        const c = metricColumn('plain', plain, key, x);
+        expect([key, x, { x: [...c.x], y: [...c.y] }]).toEqual([key, x, parsedColumn(plainText, key, x)]);
       }
     }
   });

@@ -82,8 +82,8 @@ function fastChunk(text: string): boolean {
     text.startsWith('{"step":') &&
     text.endsWith('}') &&
     count(text, '}\n{"step":') === lines - 1 &&
-    // step once a line: JSON.parse would keep a repeated step's last value
-    count(text, '"step":') === lines &&
+    // step once a line (a repeated key follows a comma): JSON.parse would keep a repeated step's last value
+    text.indexOf(',"step":') < 0 &&
     count(text, '{') === lines &&
     count(text, '}') === lines &&
     text.indexOf('[') < 0 &&
@@ -149,7 +149,8 @@ function readFastChunk(text: string, key: string, xKey: 'step' | 'time', into: C
 }
 
 function readLines(text: string, fast: boolean, key: string, xKey: 'step' | 'time', into: Column): void {
-  if (fast) return readFastChunk(text, key, xKey, into);
+  // (step and time asked as metrics are read line by line: the chunk search assumes they are not the key.)
+  if (fast && key !== 'step' && key !== 'time') return readFastChunk(text, key, xKey, into);
   const needle = `${JSON.stringify(key)}:`;
   const xNeedle = `"${xKey}":`;
   let start = 0;

@@ -25,6 +25,7 @@ import { openRunIndex } from '../runs/runIndex';
 import { watchHome, type HomeWatcher, type RunEvent } from '../runs/watcher';
 import { configSizeProblem } from '../runs/boundedText';
 import { runWriter, shownStatus } from '../runs/writerProcess';
+import { setOwn } from '../runs/metricPoint';
 import { UserError } from '../userError';
 import { ENGINE_VERSION } from '../version';
 import type { ApiEvent, ApiMethod, ApiMetricPoint, ApiParsedRequest, ApiResponse } from './contract';
@@ -350,7 +351,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       wanted.forEach((name, i) => {
         const { x: xs, y: ys } = columns[i]!;
         const buckets = decimate(xs.map((xv, j) => ({ x: xv, y: ys[j]! })), width, { xMin, xMax });
-        series[name] = { x: buckets.map((b) => b.x), min: buckets.map((b) => b.min), max: buckets.map((b) => b.max), last: buckets.map((b) => b.last) };
+        setOwn(series, name, { x: buckets.map((b) => b.x), min: buckets.map((b) => b.min), max: buckets.map((b) => b.max), last: buckets.map((b) => b.last) });
       });
       return { points: indexed?.metricLines ?? 0, lastStep: indexed?.summary.steps ?? null, series };
     },

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { decimate } from '../runs/decimate';
 import { RUN_FILES } from '../runs/home';
+import { setOwn } from '../runs/metricPoint';
 import { readRunMeta } from '../runs/runFolder';
 import { clearMetricColumns, metricColumns, type Column } from './metricColumns';
 import type { ApiParsedRequest, ApiResponse } from './contract';
@@ -116,7 +117,7 @@ export function runsMetricSeries(req: ApiParsedRequest<'getRunsMetricSeries'>, d
       for (const [i, name] of req.names.entries()) {
         const buckets = decimated(runId, name, req, columns[i]!);
         if (buckets.x.length === 0) continue;
-        series[name] = buckets;
+        setOwn(series, name, buckets);
       }
       const last = clock.at(-1);
       runs.push({

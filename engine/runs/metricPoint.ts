@@ -35,9 +35,13 @@ export function toMetricPoint(record: Record<string, unknown>): MetricPoint {
   return point;
 }
 
-/** Sets a field as an own data property, whatever its name. */
+/** Sets a field of a record used as a map by name as an own data property, whatever the name ("__proto__" included). */
+export function setOwn<T>(map: Record<string, T>, name: string, value: T): void {
+  Object.defineProperty(map, name, { value, writable: true, enumerable: true, configurable: true });
+}
+
 export function setMetric(point: Record<string, number>, name: string, value: number): void {
-  Object.defineProperty(point, name, { value, writable: true, enumerable: true, configurable: true });
+  setOwn(point, name, value);
 }
 
 /** A point's own value for a metric, or undefined: never an inherited member such as `constructor` or `toString`. */
@@ -57,6 +61,6 @@ export function metricNames(point: Readonly<Record<string, unknown>>): string[] 
 export function ownEntry<T>(map: Record<string, T>, name: string, make: () => T): T {
   if (Object.hasOwn(map, name)) return map[name]!;
   const value = make();
-  Object.defineProperty(map, name, { value, writable: true, enumerable: true, configurable: true });
+  setOwn(map, name, value);
   return value;
 }

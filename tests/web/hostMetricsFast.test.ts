@@ -14,7 +14,7 @@ import { createHost, type Host } from '../../engine/api/host';
 import type { RunLauncher } from '../../engine/api/runLauncher';
 import { decimate, metricSeries } from '../../engine/runs/decimate';
 import { readJsonl } from '../../engine/runs/jsonl';
-import { metricLineProblem, metricNames, toMetricPoint } from '../../engine/runs/metricPoint';
+import { metricLineProblem, metricNames, setOwn, toMetricPoint } from '../../engine/runs/metricPoint';
 import { createRunFolder } from '../../engine/runs/runFolder';
 
 const noLaunches: RunLauncher = {
@@ -56,7 +56,8 @@ function expected(x: 'step' | 'time', width: number, zoom: { xMin?: number; xMax
   const series: Record<string, unknown> = {};
   for (const name of names) {
     const b = decimate(metricSeries(points, name, { x }), width, zoom);
-    series[name] = { x: b.map((v) => v.x), min: b.map((v) => v.min), max: b.map((v) => v.max), last: b.map((v) => v.last) };
+    // defined, not assigned: a metric named __proto__ is a series like the others (tests/web/prototypeSeries.test.ts)
+    setOwn(series, name, { x: b.map((v) => v.x), min: b.map((v) => v.min), max: b.map((v) => v.max), last: b.map((v) => v.last) });
   }
   return { names: names.sort(), points: points.length, lastStep: points.at(-1)?.step ?? null, series };
 }

@@ -7,12 +7,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { BIN } from '../helpers/cli';
+import { rawExchange, statusOf, type Ending } from '../helpers/rawHttp';
 
 const CONNECTIONS = 400;
 const AT_ONCE = 16;
@@ -60,40 +60,8 @@ function random(seed: number): () => number {
   };
 }
 
-type Ending = 'whole' | 'cut' | 'reset';
-
-/**
- * Sends `text` on a new loopback connection and resolves with what came back: once a whole response head arrived, the
- * server closed, or 1 s passed (a cut-off request is left waiting). 'reset' sends a TCP reset right after writing.
- */
-function exchange(text: string, ending: Ending = 'whole'): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: '127.0.0.1', port });
-    let got = '';
-    const done = (): void => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(got);
-    };
-    const timer = setTimeout(done, 1000);
-    socket.setEncoding('latin1');
-    socket.on('data', (chunk: string) => {
-      got += chunk;
-      if (got.includes('\r\n\r\n')) done();
-    });
-    socket.on('close', done);
-    socket.on('error', done);
-    socket.on('connect', () => {
-      socket.write(text, 'latin1');
-      if (ending === 'reset') {
-        socket.resetAndDestroy();
-        done();
-      }
-    });
-  });
-}
-
-const statusOf = (response: string): number => Number(/^HTTP\/1\.[01] (\d{3})/.exec(response)?.[1] ?? 0);
+/** One request on a new connection (1 s before a cut-off request is given up). */
+const exchange = (text: string, ending: Ending = 'whole'): Promise<string> => rawExchange(port, text, { ending, timeoutMs: 1000 });
 
 function fuzzRequest(rand: () => number): { text: string; ending: Ending } {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;

@@ -7,7 +7,6 @@
  */
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +16,7 @@ import { nodeRunLauncher } from '../../engine/api/runLauncher';
 import { parseHostHeader, startWebServer, targetPath, TOKEN_REFUSED, type WebServer } from '../../engine/api/webServer';
 import { CONTENT_SECURITY_POLICY_HEADER } from '../../engine/api/contentSecurityPolicy';
 import { createRunFolder } from '../../engine/runs/runFolder';
+import { rawExchange, statusOf } from '../helpers/rawHttp';
 
 let home: string;
 let renderer: string;
@@ -52,32 +52,7 @@ function get(pathAndQuery: string, headers: Record<string, string> = {}): Promis
   });
 }
 
-/**
- * Sends raw bytes on a fresh loopback connection; resolves with what came back once a whole response head arrived,
- * or the server closed the connection (or after 3 s).
- */
-function raw(text: string): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: '127.0.0.1', port: server.port });
-    let got = '';
-    const done = (): void => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(got);
-    };
-    const timer = setTimeout(done, 3000);
-    socket.setEncoding('latin1');
-    socket.on('data', (chunk: string) => {
-      got += chunk;
-      if (got.includes('\r\n\r\n')) done();
-    });
-    socket.on('close', done);
-    socket.on('error', done);
-    socket.write(text, 'latin1');
-  });
-}
-
-const statusOf = (response: string): number => Number(/^HTTP\/1\.1 (\d{3})/.exec(response)?.[1] ?? 0);
+const raw = (text: string): Promise<string> => rawExchange(server.port, text);
 
 interface OpenSocket {
   socket: WebSocket;

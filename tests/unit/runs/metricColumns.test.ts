@@ -12,28 +12,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { metricColumn } from '../../../engine/api/metricColumns';
 import { secondsPerStep, tailClock } from '../../../engine/api/runsSeries';
 import { decimate, metricSeries } from '../../../engine/runs/decimate';
-import { metricLineProblem, toMetricPoint } from '../../../engine/runs/metricPoint';
+import { toMetricPoint } from '../../../engine/runs/metricPoint';
+import { parsedColumn } from '../../helpers/metricReference';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-columns-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-/** What parsing every complete line gives (as the host reads metrics.jsonl). */
-function parsedColumn(text: string, key: string, x: 'step' | 'time') {
-  const complete = text.slice(0, text.lastIndexOf('\n') + 1);
-  const points = complete
-    .split('\n')
-    .filter((l) => l.trim())
-    .flatMap((l) => {
-      try {
-        const v = JSON.parse(l) as unknown;
-        return metricLineProblem(v) ? [] : [toMetricPoint(v as Record<string, unknown>)];
-      } catch {
-        return [];
-      }
-    });
-  const s = metricSeries(points, key, { x });
-  return { x: s.map((p) => p.x), y: s.map((p) => p.y) };
-}
 
 const LINES = [
   '{"step":1,"time":100,"reward":0.1,"loss":2}',

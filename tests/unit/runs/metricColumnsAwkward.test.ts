@@ -9,29 +9,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { clearMetricColumns, metricColumn, metricColumns } from '../../../engine/api/metricColumns';
-import { metricSeries } from '../../../engine/runs/decimate';
-import { metricLineProblem, toMetricPoint } from '../../../engine/runs/metricPoint';
+import { parsedColumn } from '../../helpers/metricReference';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-columns-awkward-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 beforeEach(() => clearMetricColumns());
 
-function parsedColumn(text: string, key: string, x: 'step' | 'time') {
-  const complete = text.slice(0, text.lastIndexOf('\n') + 1);
-  const points = complete
-    .split('\n')
-    .filter((l) => l.trim())
-    .flatMap((l) => {
-      try {
-        const v = JSON.parse(l) as unknown;
-        return metricLineProblem(v) ? [] : [toMetricPoint(v as Record<string, unknown>)];
-      } catch {
-        return [];
-      }
-    });
-  const s = metricSeries(points, key, { x });
-  return { x: s.map((p) => p.x), y: s.map((p) => p.y) };
-}
 
 /** Lines as the run loop writes them, with the awkward ones among them (every line starts `{"step":`). */
 const LINES = [

@@ -9,11 +9,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { svelte } from '@sveltejs/vite-plugin-svelte';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { launchChromium } from '../helpers/chromium';
 import { createServer, type ViteDevServer } from 'vite';
 
-export const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
-export const haveChromium = fs.existsSync(CHROMIUM);
+export { CHROMIUM, haveChromium } from '../helpers/chromium';
 export const OUTPUT = path.resolve('tests/output/component');
 
 export function readFixture(name: string): Record<string, unknown>[] {
@@ -49,10 +49,7 @@ export async function openHarness(): Promise<Harness> {
   const port = typeof address === 'object' && address ? address.port : 0;
   let browser: Browser | undefined;
   try {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
+    browser = await launchChromium();
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const errors: string[] = [];
     page.on('pageerror', (error) => errors.push(error.message));

@@ -8,12 +8,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { svelte } from '@sveltejs/vite-plugin-svelte';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { launchChromium } from '../helpers/chromium';
 import { createServer, type ViteDevServer } from 'vite';
 import { callApi } from '../../engine/api/dispatch';
 import { createHost, type Host } from '../../engine/api/host';
 import type { RunLauncher } from '../../engine/api/runLauncher';
-import { CHROMIUM, OUTPUT } from './harness';
+import { OUTPUT } from './harness';
 
 export interface TabsHarness {
   page: Page;
@@ -48,10 +49,7 @@ export async function openTabsHarness(width = 1440): Promise<TabsHarness> {
   const port = typeof address === 'object' && address ? address.port : 0;
   let browser: Browser | undefined;
   try {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
+    browser = await launchChromium();
     const page = await browser.newPage({ viewport: { width, height: 1000 } });
     const errors: string[] = [];
     page.on('pageerror', (error) => errors.push(error.message));

@@ -14,15 +14,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { haveChromium, launchChromium } from '../helpers/chromium';
 import { createHost, type Host } from '../../engine/api/host';
 import { nodeRunLauncher } from '../../engine/api/runLauncher';
 import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/webServer';
 import { createRunFolder, updateStatus } from '../../engine/runs/runFolder';
 import { acquireRunLock } from '../../engine/runs/runLock';
 
-const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
-const haveChromium = fs.existsSync(CHROMIUM);
 const OUTPUT = path.resolve('tests/output/e2e');
 const T0 = 1_800_000_000;
 
@@ -111,10 +110,7 @@ beforeAll(async () => {
 
   host = await createHost({ home, launcher: nodeRunLauncher(), transport: 'web' });
   server = await startWebServer({ host, port: 0 });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
   page.on('pageerror', (error) => pageErrors.push(error.message));
 });

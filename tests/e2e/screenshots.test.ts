@@ -17,14 +17,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { CHROMIUM, haveChromium, launchChromium } from '../helpers/chromium';
 import { createHost, type Host } from '../../engine/api/host';
 import { nodeRunLauncher } from '../../engine/api/runLauncher';
 import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/webServer';
 import { cli } from '../helpers/cli';
 
-const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
-const haveChromium = fs.existsSync(CHROMIUM);
 const OUTPUT = path.resolve('tests/output/e2e/screens');
 const WIDTHS = [1440, 1024] as const;
 const SCHEMES = ['light', 'dark'] as const;
@@ -213,10 +212,7 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
 
     host = await createHost({ home, launcher: nodeRunLauncher(), transport: 'web' });
     server = await startWebServer({ host, port: 0 });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
     page.on('pageerror', (error) => pageErrors.push(error.message));
   }, 900_000);

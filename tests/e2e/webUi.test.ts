@@ -14,15 +14,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { CHROMIUM, haveChromium, launchChromium } from '../helpers/chromium';
 import { createHost, type Host } from '../../engine/api/host';
 import { nodeRunLauncher } from '../../engine/api/runLauncher';
 import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/webServer';
 import { loadPreset } from '../../engine/runs/presets';
 import { spawnCli } from '../helpers/cli';
 
-const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
-const haveChromium = fs.existsSync(CHROMIUM);
 const OUTPUT = path.resolve('tests/output/e2e');
 const STEPS = 60;
 
@@ -51,10 +50,7 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-e2e-'));
     host = await createHost({ home, launcher: nodeRunLauncher(), transport: 'web' });
     server = await startWebServer({ host, port: 0 });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.on('pageerror', (error) => pageErrors.push(error.message));
     // Record every change of a chart's point count with the page's clock, from before the first chart exists.

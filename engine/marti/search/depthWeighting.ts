@@ -9,7 +9,7 @@
  * exceed an unweighted pass: the depth bonus did nothing and only the crowding penalty acted.) Under the Gaussian
  * posterior ω·s is observed as it is.
  */
-import type { Posterior } from './posterior';
+import { observe, type Posterior } from './posterior';
 
 /** §3.10 (b): ω(d, c) = (1 + α·d)/(1 + β·c). */
 export interface DepthWeighting {
@@ -45,15 +45,13 @@ export function observeGenCredit(p: Posterior, s: number, omega: number): number
     throw new Error(`GEN credit needs a finite score and a finite weight ≥ 0, got s=${s}, ω=${omega}.`);
   }
   const credit = omega * s;
-  if (p.kind === 'beta') {
-    if (s < 0 || s > 1) throw new Error(`Beta posterior observation must be in [0, 1], got ${s}.`);
-    p.a += credit;
-    p.b += 1 - s;
-    p.n += 1;
-  } else {
-    p.n += 1;
-    p.sum += credit;
-    p.sumSq += credit * credit;
+  if (p.kind !== 'beta') {
+    observe(p, credit);
+    return credit;
   }
+  if (s < 0 || s > 1) throw new Error(`Beta posterior observation must be in [0, 1], got ${s}.`);
+  p.a += credit;
+  p.b += 1 - s;
+  p.n += 1;
   return credit;
 }

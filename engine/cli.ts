@@ -11,6 +11,7 @@
 import { Command } from 'commander';
 import { registerDoctorCommand } from './commands/doctorCommand';
 import { registerEvalCommands } from './commands/evalCommands';
+import { registerExportCommand } from './commands/exportCommand';
 import { describeFailure } from './commands/ioErrors';
 import { registerModelCommands } from './commands/modelCommands';
 import { registerRunCommands } from './commands/runCommands';
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
   registerDoctorCommand(program);
   registerModelCommands(program);
   registerRunCommands(program);
+  registerExportCommand(program);
   registerEvalCommands(program);
   registerServeCommand(program);
   registerWorkerCommand(program);

@@ -1,12 +1,11 @@
-/** `presets`, `train`, `resume`, `ls`, `show`, `export`: launching and inspecting runs from a terminal. */
+/** `presets`, `train`, `resume`, `ls`, `show`: launching and inspecting runs from a terminal. */
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { initBackend, type BackendName } from '../tensor/backend';
 import { UserError } from '../userError';
 import { parseRunConfig, type RunConfig } from '../runs/configSchema';
-import { metricsToCsv } from '../runs/exportCsv';
-import { resolveHome, runsDir } from '../runs/home';
+import { resolveHome, runDir, runsDir } from '../runs/home';
 import { readJsonl } from '../runs/jsonl';
 import { metricLineProblem, toMetricPoint, type MetricPoint } from '../runs/metricPoint';
 import { shownStatus } from '../runs/writerProcess';
@@ -17,7 +16,7 @@ import { describeMetric, UNIT_TEXT } from '../runs/metricCatalog';
 import { openRunIndex } from '../runs/runIndex';
 import { resumeRun, startRun, type RunOptions, type RunOutcome } from '../runs/runLoop';
 import { pretrain } from '../runs/pretrain';
-import { checkJsonNesting, noteRun, withFilePath } from './ioErrors';
+import { checkJsonNesting, noteRun } from './ioErrors';
 import { backendOption, homeOption, setOption } from './options';
 import { progressSink } from './progress';
 import { terminalText as tt } from './terminalText';
@@ -119,9 +118,10 @@ export function registerRunCommands(program: Command): void {
     .addOption(setOption('rl.lr=3e-4'))
     .option('--steps <n>', 'training steps (same as --set budget.steps=N)', positiveInt)
     .option('--json', 'progress as one JSON object per line on stdout')
+    .option('--run-id <id>', "the new run's id (letters, digits, '.', '_', '-'; e.g. a study's, which is also its Ray job's id)")
     .addOption(backendOption())
     .addOption(homeOption())
-    .action(async (opts: { preset?: string; config?: string; variant?: string; set: string[]; steps?: number; json?: boolean; backend?: BackendName; home?: string }) => {
+    .action(async (opts: { preset?: string; config?: string; variant?: string; set: string[]; steps?: number; json?: boolean; runId?: string; backend?: BackendName; home?: string }) => {
       if (Boolean(opts.preset) === Boolean(opts.config)) throw new UserError('train: give exactly one of --preset NAME or --config FILE (see `npx mars-lab presets`)');
       if (opts.variant && !opts.preset) throw new UserError('train: --variant needs --preset (a variant belongs to a preset)');
       const sets = opts.steps ? [...opts.set, `budget.steps=${opts.steps}`] : opts.set;
@@ -129,7 +129,8 @@ export function registerRunCommands(program: Command): void {
       const config = opts.preset ? resolvePresetConfig(opts.preset, sets, undefined, opts.variant) : resolveConfigFile(opts.config!, sets);
       await backendFor(config, opts.backend);
       const home = resolveHome({ home: opts.home });
-      await withProgress(opts.json, 'reward', (ro) => startRun(home, config, { ...ro, preset: opts.preset }));
+      if (opts.runId !== undefined) runDir(home, opts.runId); // a bad id is a UserError before the backend loads
+      await withProgress(opts.json, 'reward', (ro) => startRun(home, config, { ...ro, preset: opts.preset, runId: opts.runId }));
     });
 
   program
@@ -236,29 +237,10 @@ export function registerRunCommands(program: Command): void {
       for (const w of warnings) console.error(`warning: ${tt(w)}`);
       console.log(`config: ${tt(JSON.stringify(meta.config))}`);
     });
-
-  program
-    .command('export')
-    .description("write a run's full metrics (no decimation) as CSV")
-    .argument('<run>', 'run id, unique id prefix, or run folder')
-    .requiredOption('--csv', 'CSV (the only format so far)')
-    .option('--out <file>', 'write to a file instead of stdout')
-    .addOption(homeOption())
-    .action(async (spec: string, opts: { out?: string; home?: string }) => {
-      const dir = resolveRun(resolveHome({ home: opts.home }), spec);
-      const { records, warnings } = readMetrics(dir);
-      for (const w of warnings) console.error(`warning: ${tt(w)}`);
-      const csv = metricsToCsv(records);
-      if (opts.out) {
-        const out = opts.out;
-        withFilePath(out, () => fs.writeFileSync(out, csv));
-        console.error(`wrote ${records.length} rows to ${tt(out)}`);
-      } else process.stdout.write(csv);
-    });
 }
 
 /** The whole metrics log of a run (a final read: a torn last line is reported). */
-function readMetrics(dir: string): { records: MetricPoint[]; warnings: string[] } {
+export function readMetrics(dir: string): { records: MetricPoint[]; warnings: string[] } {
   const r = readJsonl<Record<string, unknown>>(runFilePaths(dir).metrics, { validate: metricLineProblem });
   return { records: r.records.map(toMetricPoint), warnings: r.warnings };
 }

@@ -67,6 +67,8 @@ interface CheckpointState {
 
 export interface StartOptions extends RunOptions {
   preset?: string;
+  /** The run's id (e.g. a Ray job's submission id, `train --run-id`); default: a new one from the time and preset. */
+  runId?: string;
   /** Called once the run folder exists, before the (possibly slow) trainer is built: a host learns the run's id early. */
   onCreated?: (run: { runId: string; dir: string }) => void;
 }
@@ -82,7 +84,7 @@ export async function startRun(home: string, config: RunConfig, opts: StartOptio
     status: 'created',
     tags: config.tags,
     notes: config.notes,
-  });
+  }, { id: opts.runId });
   const release = acquireRunLock(dir);
   opts.onCreated?.({ runId: id, dir });
   try {

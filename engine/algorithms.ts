@@ -1,6 +1,6 @@
 /** The algorithms a run can use, by the name in its config's `algorithm` field. */
 import type { RunConfig } from './runs/configSchema';
-import type { Algorithm } from './runs/trainer';
+import type { Algorithm } from './training/trainer';
 import { mars } from './mars/trainer';
 import { marti } from './marti/trainer';
 import { seqgrpo } from './seqgrpo/trainer';

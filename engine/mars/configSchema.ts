@@ -3,7 +3,7 @@
  * own switches (`mars`), with ALGORITHMS.md §4's mars-lab defaults. Every [D] of §2 and every ablation of §6 is a field.
  */
 import { z } from 'zod';
-import { checkCommon, commonFields, field, seedNumber } from '../runs/configSections';
+import { checkCommon, commonFields, field, seedNumber } from '../training/configSections';
 import { NAME_POOL_SIZES } from './namePool';
 
 export const MARS_FAMILIES = ['direct', 'paraphrase', 'longTail', 'bridge', 'comparison', 'threeHop', 'compositional'] as const;

@@ -6,7 +6,7 @@
  * parameter set, z-score eps 1e-9. They are defaults of this member's `rl` section, so a partial `rl` keeps them.
  */
 import { z } from 'zod';
-import { LOSS_KINDS, MODEL_SIZE_NAMES, checkCommon, commonFields, field, modelSourceSchema, rlSchema, seedNumber } from '../runs/configSections';
+import { LOSS_KINDS, MODEL_SIZE_NAMES, checkCommon, commonFields, field, modelSourceSchema, rlSchema, seedNumber } from '../training/configSections';
 import { textTokens } from './lang/text';
 import { targetPoolBound } from './tasks/generator';
 import { martiVocabulary } from './tasks/vocabulary';

@@ -10,9 +10,9 @@ import { seqgrpoConfigSchema } from '../seqgrpo/configSchema';
 import { UserError } from '../userError';
 import { boundedJson, clip, configSizeProblem } from './boundedText';
 import { memoryProblem } from './memoryBudget';
-import { budgetSchema, checkpointSchema, evalSchema, modelSchema, modelSourceSchema, pretrainSchema, rlSchema, samplerSchema, scheduleSchema } from './configSections';
+import { budgetSchema, checkpointSchema, evalSchema, modelSchema, modelSourceSchema, pretrainSchema, rlSchema, samplerSchema, scheduleSchema } from '../training/configSections';
 
-export * from './configSections';
+export * from '../training/configSections';
 export { seqgrpoConfigSchema, seqgrpoTaskSchema, type SeqGrpoConfig, type SeqGrpoTaskConfig } from '../seqgrpo/configSchema';
 export { marsConfigSchema, type MarsConfig } from '../mars/configSchema';
 export { martiConfigSchema, type MartiConfig } from '../marti/configSchema';

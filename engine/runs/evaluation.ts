@@ -14,7 +14,7 @@ import { Rng } from '../random/prng';
 import { UserError } from '../userError';
 import { jsonParseProblem } from './boundedText';
 import { parseRunConfig, type RunConfig } from './configSchema';
-import type { EvalResult } from './trainer';
+import type { EvalResult } from '../training/trainer';
 
 export interface CheckpointEval extends EvalResult {
   checkpoint: string;

@@ -22,7 +22,7 @@ import { parseRunConfig, type RunConfig } from './configSchema';
 import { JsonlAppender, truncateTo } from './jsonl';
 import { clearLiveTrajectories, writeLiveTrajectories } from './liveTrajectories';
 import { acquireRunLock, appendEvent, createRunFolder, listCheckpoints, readRunMeta, runFilePaths, updateRunMeta, updateStatus, type RunMeta } from './runFolder';
-import type { Trainer } from './trainer';
+import type { Trainer } from '../training/trainer';
 
 export interface Progress {
   runId: string;

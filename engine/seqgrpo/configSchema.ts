@@ -1,6 +1,9 @@
 /** The `seqgrpo` member of the run configuration: the shared sections plus the sequence task. */
 import { z } from 'zod';
-import { checkCommon, commonFields, field, SEQ_TASK_KINDS, seedNumber } from '../runs/configSections';
+import { checkCommon, commonFields, field, SEQ_TASK_KINDS, seedNumber, type Same } from '../training/configSections';
+import type { SeqTaskKind } from './task';
+
+true satisfies Same<(typeof SEQ_TASK_KINDS)[number], SeqTaskKind>;
 
 export const seqgrpoTaskSchema = z
   .strictObject({

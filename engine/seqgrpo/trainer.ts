@@ -10,9 +10,9 @@ import type { Sample } from '../rl/sample';
 import type { LlamaModel } from '../model/llama';
 import { generate } from '../model/sampler';
 import { Rng } from '../random/prng';
-import type { Algorithm, EvalResult, StepOutput, Trainer, TrainerSnapshot } from '../runs/trainer';
-import type { SeqGrpoConfig } from '../runs/configSchema';
-import { configuredAdam, configuredInitialModel, configuredUpdate, restoreStreams, saveStreams } from '../runs/configuredTraining';
+import type { Algorithm, EvalResult, StepOutput, Trainer, TrainerSnapshot } from '../training/trainer';
+import type { SeqGrpoConfig } from './configSchema';
+import { configuredAdam, configuredInitialModel, configuredUpdate, restoreStreams, saveStreams } from '../training/configuredTraining';
 import { UserError } from '../userError';
 import { SeqTask, seqTokenizer, type SeqItem } from './task';
 

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { marti } from '../../engine/marti/trainer';
 import { readLiveTrajectories, type LiveTrajectories } from '../../engine/runs/liveTrajectories';
-import type { StepHooks } from '../../engine/runs/trainer';
+import type { StepHooks } from '../../engine/training/trainer';
 import { parseRunConfig } from '../../engine/runs/configSchema';
 import { runFilePaths } from '../../engine/runs/runFolder';
 import { resumeRun, startRun } from '../../engine/runs/runLoop';

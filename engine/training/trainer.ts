@@ -1,5 +1,5 @@
 /**
- * What an algorithm gives the run layer. The run loop (runLoop.ts) owns the folder, the cadences, checkpoints,
+ * What an algorithm gives the run layer. The run loop (engine/runs/runLoop.ts) owns the folder, the cadences, checkpoints,
  * progress and signals; a trainer owns its models, optimisers and random streams, and knows its task.
  */
 import type { CheckpointContents, OptimizerState } from '../model/checkpoint';

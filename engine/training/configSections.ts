@@ -1,6 +1,6 @@
 /**
- * The shared sections of every run configuration (see configSchema.ts for the union and its validation): one zod schema gives the TypeScript types, the validation (messages that name the field, what
- * it accepts and what it got) and, through configJsonSchema.ts, the JSON Schema the launch form is drawn from.
+ * The shared sections of every run configuration (see engine/runs/configSchema.ts for the union and its validation): one zod schema gives the TypeScript types, the validation (messages that name the field, what
+ * it accepts and what it got) and, through engine/runs/configJsonSchema.ts, the JSON Schema the launch form is drawn from.
  *
  * A config is a discriminated union on `algorithm`. Each algorithm's member is the shared sections below plus its own
  * (`task` for seqgrpo); MARS and MARTI add their members the same way: `z.strictObject({ algorithm: …,
@@ -15,21 +15,21 @@ import { ConfigError, MODEL_SIZES, sizedConfig, type ModelSize } from '../model/
 import type { ZScoreOptions } from '../rl/advantages';
 import type { PolicyLossKind } from '../rl/losses';
 import type { LrSchedule } from '../rl/schedule';
-import type { SeqTaskKind } from '../seqgrpo/task';
 import type { BackendName } from '../tensor/backend';
 
 // The choices are listed here rather than imported, so that loading the schema (in the app's main process, in the
-// form) never loads TensorFlow.js; the type checks below fail the build if a list drifts from the module that owns it.
+// form) never loads TensorFlow.js; the type checks below fail the build if a list drifts from the module that owns it
+// (SEQ_TASK_KINDS is checked in seqgrpo/configSchema.ts: this floor does not import an algorithm, even for a type).
 export const BACKEND_CHOICES = ['auto', 'tensorflow', 'webgpu', 'wasm', 'cpu'] as const;
 export const MODEL_SIZE_NAMES = ['micro', 'tiny', 'small', 'medium'] as const;
 export const LOSS_KINDS = ['ppoToken', 'gspo'] as const;
 export const SEQ_TASK_KINDS = ['copy', 'reverse', 'sort', 'increment'] as const;
 
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+/** True when A and B are the same union (the checks below, and seqgrpo/configSchema.ts's for SEQ_TASK_KINDS). */
+export type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 true satisfies Same<(typeof BACKEND_CHOICES)[number], 'auto' | BackendName>;
 true satisfies Same<(typeof MODEL_SIZE_NAMES)[number], ModelSize>;
 true satisfies Same<(typeof LOSS_KINDS)[number], PolicyLossKind>;
-true satisfies Same<(typeof SEQ_TASK_KINDS)[number], SeqTaskKind>;
 true satisfies Same<'zero' | 'verl', NonNullable<ZScoreOptions['singleton']>>;
 true satisfies Same<'unbiased' | 'population', NonNullable<ZScoreOptions['stdMode']>>;
 true satisfies Same<'constant' | 'linearWarmup' | 'cosine', LrSchedule['kind']>;

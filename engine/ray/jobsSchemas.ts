@@ -1,0 +1,57 @@
+/**
+ * What the Ray Jobs REST API sends back (Ray ≥ 2.9, checked against 2.52.1; /work/shared/docs/SCALE-OUT.md §1), as zod
+ * schemas: every response is parsed here before the client uses it. Unknown fields are kept out (z.object strips
+ * them), so a newer server's extra fields (retry_policy, attempt_number, …) pass.
+ */
+import { z } from 'zod';
+
+export const JOB_STATUSES = ['PENDING', 'RUNNING', 'STOPPED', 'SUCCEEDED', 'FAILED'] as const;
+export type RayJobStatus = (typeof JOB_STATUSES)[number];
+export const TERMINAL_STATUSES: ReadonlySet<RayJobStatus> = new Set(['STOPPED', 'SUCCEEDED', 'FAILED']);
+
+export const versionSchema = z.object({
+  version: z.string(),
+  ray_version: z.string(),
+  ray_commit: z.string().optional(),
+  session_name: z.string().optional(),
+});
+export type RayVersion = z.infer<typeof versionSchema>;
+
+export const submitResponseSchema = z.object({ submission_id: z.string(), job_id: z.string().nullish() });
+
+const nullableNumber = z.number().nullish();
+
+export const jobDetailsSchema = z.object({
+  type: z.string().nullish(),
+  job_id: z.string().nullish(),
+  submission_id: z.string().nullish(),
+  status: z.enum(JOB_STATUSES),
+  entrypoint: z.string().nullish(),
+  message: z.string().nullish(),
+  error_type: z.string().nullish(),
+  start_time: nullableNumber,
+  end_time: nullableNumber,
+  metadata: z.record(z.string(), z.string()).nullish(),
+  runtime_env: z.record(z.string(), z.unknown()).nullish(),
+  driver_exit_code: nullableNumber,
+});
+export type RayJobDetails = z.infer<typeof jobDetailsSchema>;
+
+export const jobListSchema = z.array(jobDetailsSchema);
+export const logsSchema = z.object({ logs: z.string() });
+export const stopResponseSchema = z.object({ stopped: z.boolean() });
+export const deleteResponseSchema = z.object({ deleted: z.boolean() });
+
+/** POST /api/jobs/: only the keys that are set are sent (older servers reject unknown ones). */
+export const submitRequestSchema = z.object({
+  entrypoint: z.string().min(1),
+  submission_id: z.string().min(1).optional(),
+  runtime_env: z.record(z.string(), z.unknown()).optional(),
+  /** The server accepts string → string only. */
+  metadata: z.record(z.string(), z.string()).optional(),
+  entrypoint_num_cpus: z.number().nonnegative().optional(),
+  entrypoint_num_gpus: z.number().nonnegative().optional(),
+  entrypoint_resources: z.record(z.string(), z.number()).optional(),
+  entrypoint_memory: z.number().int().nonnegative().optional(),
+});
+export type RaySubmitRequest = z.infer<typeof submitRequestSchema>;

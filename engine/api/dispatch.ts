@@ -3,7 +3,7 @@
  * call the host. Electron's IPC handlers and the web-mode socket both go through `callApi`, so the same request is
  * refused the same way whichever way it came.
  */
-import { clip } from '../runs/boundedText';
+import { clip } from '../boundedText';
 import { ConfigValidationError } from '../runs/configSchema';
 import { UserError } from '../userError';
 import { apiSchemas, isApiMethod, type ApiErrorPayload, type ApiMethod } from './contract';

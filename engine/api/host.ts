@@ -23,7 +23,7 @@ import { queryTrajectories } from '../runs/trajectoryQuery';
 import { isCompleteCheckpoint, listCheckpoints, readRunMeta, writeRunLabels } from '../runs/runFolder';
 import { openRunIndex } from '../runs/runIndex';
 import { watchHome, type HomeWatcher, type RunEvent } from '../runs/watcher';
-import { configSizeProblem } from '../runs/boundedText';
+import { configSizeProblem } from '../boundedText';
 import { runWriter, shownStatus } from '../runs/writerProcess';
 import { setOwn } from '../runs/metricPoint';
 import { UserError } from '../userError';

@@ -10,8 +10,8 @@ import { lastPositionLogits } from '../model/inference';
 import { Rng } from '../random/prng';
 import { initBackend, type BackendName } from '../tensor/backend';
 import { UserError } from '../userError';
-import { jsonParseProblem } from '../runs/boundedText';
-import { formatBytes } from '../runs/memoryBudget';
+import { jsonParseProblem } from '../boundedText';
+import { formatBytes } from '../training/memoryBudget';
 import { backendOption } from './options';
 
 function parseIds(value: string): number[] {

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { faultPoint } from '../faultPoints';
 import { UserError } from '../userError';
-import { jsonParseProblem } from '../runs/boundedText';
+import { jsonParseProblem } from '../boundedText';
 import { parseLlamaConfig, toHfConfigJson, type LlamaConfig } from './config';
 import { checkHfTensors, modelFromHf, modelToHf, type HostTensor } from './hfWeights';
 import type { LlamaModel } from './llama';

@@ -10,7 +10,7 @@ import type { Adam, AdamStepResult } from './adam';
 import { policyLoss, type PolicyLossOptions, type PolicyLossStats } from './losses';
 import { packBatch, type Sample } from './sample';
 import { stopGradient } from './stopGradient';
-import { tokensPerPass } from '../runs/memoryBudget';
+import { tokensPerPass } from './passSize';
 
 export interface PolicyUpdateOptions {
   loss: PolicyLossOptions;
@@ -46,7 +46,7 @@ export interface PolicyUpdateStats extends PolicyLossStats {
  * A pass keeps about 12 bytes × layers × (10·hidden + 4·intermediate) per token for the backward pass (measured on the
  * medium model: 1.9 GB live for 16 × 64 tokens, when the heap ran out), plus the vocabulary head per trained token;
  * the rest of the heap goes to Adam's and the summed gradients' temporaries and to fragmentation (a medium step with
- * 430-token passes left a 3.4 GB heap). Small models keep 4096. The figures live in engine/runs/memoryBudget.ts, which
+ * 430-token passes left a 3.4 GB heap). Small models keep 4096. The figures live in engine/rl/passSize.ts, which
  * a config's memory check estimates with too.
  */
 export function defaultTokensPerPass(model: LlamaModel): number {

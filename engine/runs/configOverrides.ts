@@ -6,7 +6,7 @@
  * string otherwise (`task.kind=reverse`), so strings need no shell-escaped quotes.
  */
 import { UserError } from '../userError';
-import { boundedJson, clip, MAX_CONFIG_DEPTH } from './boundedText';
+import { boundedJson, clip, MAX_CONFIG_DEPTH } from '../boundedText';
 
 export class InvalidSetError extends UserError {}
 

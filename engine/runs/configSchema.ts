@@ -8,8 +8,8 @@ import { marsConfigSchema } from '../mars/configSchema';
 import { martiConfigSchema } from '../marti/configSchema';
 import { seqgrpoConfigSchema } from '../seqgrpo/configSchema';
 import { UserError } from '../userError';
-import { boundedJson, clip, configSizeProblem } from './boundedText';
-import { memoryProblem } from './memoryBudget';
+import { boundedJson, clip, configSizeProblem } from '../boundedText';
+import { memoryProblem } from '../training/memoryBudget';
 import { budgetSchema, checkpointSchema, evalSchema, modelSchema, modelSourceSchema, pretrainSchema, rlSchema, samplerSchema, scheduleSchema } from '../training/configSections';
 
 export * from '../training/configSections';

@@ -12,7 +12,7 @@ import { CONFIG_FILE, loadCheckpoint, TRAINER_STATE_FILE, WEIGHTS_FILE, writeFol
 import { mcnemar, pairedBootstrap } from '../metrics/pairedStats';
 import { Rng } from '../random/prng';
 import { UserError } from '../userError';
-import { jsonParseProblem } from './boundedText';
+import { jsonParseProblem } from '../boundedText';
 import { parseRunConfig, type RunConfig } from './configSchema';
 import type { EvalResult } from '../training/trainer';
 

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { UserError } from '../userError';
 import { CHECKPOINT_REQUIRED_FILES, LOG_FILES, RUN_FILES, runDir, runsDir } from './home';
 import { JsonlAppender } from './jsonl';
-import { jsonParseProblem } from './boundedText';
+import { jsonParseProblem } from '../boundedText';
 
 import { RUN_STATUSES, type RunStatus } from './runSummary';
 export { RUN_STATUSES, type RunStatus };

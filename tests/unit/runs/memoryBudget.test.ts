@@ -1,11 +1,11 @@
 /**
- * Memory is checked before it is spent (engine/runs/memoryBudget.ts): configs no machine here can hold are refused at
+ * Memory is checked before it is spent (engine/training/memoryBudget.ts): configs no machine here can hold are refused at
  * validation with one line naming the fields and the figure, every shipped preset is accepted, and the check can be
  * overridden.
  */
 import { describe, expect, it } from 'vitest';
 import { checkRunConfig, parseRunConfig } from '../../../engine/runs/configSchema';
-import { estimateRunMemory, memoryProblem } from '../../../engine/runs/memoryBudget';
+import { estimateRunMemory, memoryProblem } from '../../../engine/training/memoryBudget';
 import { listPresets } from '../../../engine/runs/presets';
 
 const GiB = 2 ** 30;

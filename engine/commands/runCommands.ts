@@ -12,7 +12,7 @@ import { shownStatus } from '../runs/writerProcess';
 import { listPresets, resolveConfigFile, resolvePresetConfig } from '../runs/presets';
 import { listCheckpoints, readRunMeta, runFilePaths } from '../runs/runFolder';
 import { headlineScore } from '../runs/headlineMetric';
-import { describeMetric, UNIT_TEXT } from '../runs/metricCatalog';
+import { describeMetric, UNIT_TEXT } from '../shared/metricCatalog';
 import { openRunIndex } from '../runs/runIndex';
 import { resumeRun, startRun, type RunOptions, type RunOutcome } from '../runs/runLoop';
 import { pretrain } from '../runs/pretrain';
@@ -230,7 +230,7 @@ export function registerRunCommands(program: Command): void {
       if (headline) console.log(`held-out score: ${headline.value === null ? 'not evaluated yet' : `${fmt(headline.value)} ${headline.label}`} (${headline.key})`);
       console.log(`folder: ${tt(dir)}\nsteps: ${out.steps}; checkpoints: ${checkpoints.join(', ') || 'none'}`);
       for (const [k, s] of summary) {
-        // the metric's declaration (engine/runs/metricCatalog.ts): its unit and one-line description
+        // the metric's declaration (engine/shared/metricCatalog.ts): its unit and one-line description
         const d = describeMetric(meta.algorithm, k);
         console.log(`  ${tt(k).padEnd(22)} last ${fmt(s.last)}  min ${fmt(s.min)}  max ${fmt(s.max)}${d ? `  (${UNIT_TEXT[d.unit]}) ${d.description}` : ''}`);
       }

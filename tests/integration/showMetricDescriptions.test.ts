@@ -1,5 +1,5 @@
 /**
- * `mars-lab show` prints each metric's unit and one-line description (engine/runs/metricCatalog.ts) next to its
+ * `mars-lab show` prints each metric's unit and one-line description (engine/shared/metricCatalog.ts) next to its
  * summary; a metric without a declaration is printed as before, with nothing after it.
  */
 import fs from 'node:fs';

@@ -1,6 +1,6 @@
 /**
  * Every metric a short real run of each algorithm logs (training lines and the evaluation's eval.* keys) has a
- * declaration in engine/runs/metricCatalog.ts: a description, a unit and a dashboard panel. A metric added to a trainer
+ * declaration in engine/shared/metricCatalog.ts: a description, a unit and a dashboard panel. A metric added to a trainer
  * without a declaration fails here. Also: the default dashboard puts reward and the held-out score first, and draws
  * per-agent and per-family series on one chart each.
  */
@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRunConfig, type RunConfigInput } from '../../../engine/runs/configSchema';
 import { HEADLINE_METRICS } from '../../../engine/runs/headlineMetric';
-import { dashboard, describeMetric, metricCatalog } from '../../../engine/runs/metricCatalog';
+import { dashboard, describeMetric, metricCatalog } from '../../../engine/shared/metricCatalog';
 import { runFilePaths } from '../../../engine/runs/runFolder';
 import { startRun } from '../../../engine/runs/runLoop';
 import { useBackend } from '../../helpers/backends';

@@ -1,8 +1,9 @@
 /**
  * What every metric an algorithm logs means: a one-line description, its unit, and the dashboard panel it belongs to.
  * The charts draw their grouped default dashboards from these declarations, the run page shows the line and unit next
- * to each chart, and `mars-lab show` prints the line next to the summary. Like headlineMetric.ts it imports no model
- * code, so the renderer and Electron main read it too.
+ * to each chart, and `mars-lab show` prints the line next to the summary. It lives in engine/shared/, the floor of
+ * pure modules that import nothing outside it (no Node, no zod, no model code), so the renderer may import it at run
+ * time as well as the engine; `npm run deps` enforces that.
  *
  * A declaration's name is a metrics.jsonl key, or a pattern with one placeholder (<agent>, <family>, <set>) for the
  * families of metrics that the trainers log per agent, per question family or per parameter set; every member of a
@@ -10,7 +11,7 @@
  * each algorithm logs is declared here: a new metric without a declaration fails it.
  *
  * No imports at all: the renderer's type check must not reach the engine's Node modules through this file. Each
- * algorithm's headline metric (headlineMetric.ts) is declared right after `reward`, so declaration order puts reward
+ * algorithm's headline metric (engine/runs/headlineMetric.ts) is declared right after `reward`, so declaration order puts reward
  * and the held-out score first; the test checks that it is the headline metric.
  *
  * Sources: engine/seqgrpo/trainer.ts, engine/mars/trainer.ts, engine/marti/trainer.ts (trainStep and evaluate), and
@@ -261,7 +262,7 @@ export function dashboard(algorithm: string | undefined, names: readonly string[
     const key = info?.chart ?? name;
     let chart = charts.get(key);
     if (!chart) {
-      chart = { key, title: key, description: info?.description ?? 'not declared in engine/runs/metricCatalog.ts', unit: info?.unit ?? null, names: [], members: [], panel: info?.panel ?? 'other' };
+      chart = { key, title: key, description: info?.description ?? 'not declared in engine/shared/metricCatalog.ts', unit: info?.unit ?? null, names: [], members: [], panel: info?.panel ?? 'other' };
       charts.set(key, chart);
     }
     chart.names.push(name);

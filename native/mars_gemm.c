@@ -12,6 +12,7 @@
  *  - the project's own blocked kernel (always compiled in): A and B packed into 6-row / 16-column strips, a 6×16
  *    AVX2+FMA micro-kernel when the CPU has both (checked at run time), a portable C micro-kernel otherwise. One thread.
  * An OpenBLAS build can be switched to the own kernel at run time (setKernel), which is how both are tested.
+ * The optimiser's fused passes (sumSquares, adam) live in mars_adam.c and are registered here with the rest.
  *
  * gemm(heap, aOff, bOff, cOff, m, n, k, transA, transB, batch, biasOff, biasLen, activation, alpha, preluOff, preluLen):
  *   C[b] = act(op(A[b]) · op(B[b]) + bias), row-major; op(A) is m×k, op(B) k×n, C m×n.
@@ -20,8 +21,7 @@
  *   biasOff < 0: no bias; biasLen is n (one per column) or 1. activation: 0 linear, 1 relu, 2 relu6, 3 sigmoid,
  *   4 leakyrelu (alpha), 5 elu, 6 prelu (weights at preluOff, preluLen n or 1, like the bias).
  */
-#define NAPI_VERSION 8
-#include <node_api.h>
+#include "mars_native.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -267,30 +267,20 @@ static void epilogue(float *C, int M, int N, const float *bias, int biasLen, int
 
 #define MAX_BATCH_DIMS 6
 
-static napi_value throw_error(napi_env env, const char *msg) {
-  napi_throw_error(env, "MARS_NATIVE", msg);
-  return NULL;
-}
-
 static int get_i32(napi_env env, napi_value v, int32_t *out) { return napi_get_value_int32(env, v, out) == napi_ok; }
 static int get_f64(napi_env env, napi_value v, double *out) { return napi_get_value_double(env, v, out) == napi_ok; }
-
-/* A byte offset into the heap that leaves room for `count` floats. */
-static int in_heap(double off, double count, size_t len) {
-  return off >= 0 && off == floor(off) && ((uint64_t)off % 4) == 0 && off + count * 4.0 <= (double)len;
-}
 
 static napi_value js_gemm(napi_env env, napi_callback_info info) {
   size_t argc = 16;
   napi_value argv[16];
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc != 16)
-    return throw_error(env, "gemm: expected 16 arguments");
+    return mars_throw(env, "gemm: expected 16 arguments");
   void *heap = NULL;
   size_t heapLen = 0;
   bool isAb = false;
   napi_is_arraybuffer(env, argv[0], &isAb);
   if (!isAb || napi_get_arraybuffer_info(env, argv[0], &heap, &heapLen) != napi_ok)
-    return throw_error(env, "gemm: the first argument must be the wasm heap's ArrayBuffer");
+    return mars_throw(env, "gemm: the first argument must be the wasm heap's ArrayBuffer");
   double aOff, bOff, cOff, biasOff, alphaD, preluOff;
   int32_t m, n, k, biasLen, act, preluLen;
   bool transA, transB;
@@ -299,8 +289,8 @@ static napi_value js_gemm(napi_env env, napi_callback_info info) {
       napi_get_value_bool(env, argv[7], &transA) != napi_ok || napi_get_value_bool(env, argv[8], &transB) != napi_ok ||
       !get_f64(env, argv[10], &biasOff) || !get_i32(env, argv[11], &biasLen) || !get_i32(env, argv[12], &act) ||
       !get_f64(env, argv[13], &alphaD) || !get_f64(env, argv[14], &preluOff) || !get_i32(env, argv[15], &preluLen))
-    return throw_error(env, "gemm: an argument has the wrong type");
-  if (m < 0 || n < 0 || k < 0 || act < 0 || act > 6) return throw_error(env, "gemm: negative size or unknown activation");
+    return mars_throw(env, "gemm: an argument has the wrong type");
+  if (m < 0 || n < 0 || k < 0 || act < 0 || act > 6) return mars_throw(env, "gemm: negative size or unknown activation");
 
   int nd = 0;
   int32_t count[MAX_BATCH_DIMS], sa[MAX_BATCH_DIMS], sb[MAX_BATCH_DIMS];
@@ -314,14 +304,14 @@ static napi_value js_gemm(napi_env env, napi_callback_info info) {
     void *data = NULL;
     if (!isTa || napi_get_typedarray_info(env, argv[9], &tt, &len, &data, NULL, NULL) != napi_ok || tt != napi_int32_array ||
         len % 3 != 0 || len / 3 > MAX_BATCH_DIMS)
-      return throw_error(env, "gemm: batch must be an Int32Array of (count, aStride, bStride) triples, at most 6");
+      return mars_throw(env, "gemm: batch must be an Int32Array of (count, aStride, bStride) triples, at most 6");
     nd = (int)(len / 3);
     const int32_t *t = data;
     for (int d = 0; d < nd; d++) {
       count[d] = t[3 * d];
       sa[d] = t[3 * d + 1];
       sb[d] = t[3 * d + 2];
-      if (count[d] < 0 || sa[d] < 0 || sb[d] < 0) return throw_error(env, "gemm: negative batch count or stride");
+      if (count[d] < 0 || sa[d] < 0 || sb[d] < 0) return mars_throw(env, "gemm: negative batch count or stride");
     }
   }
   /* The number of products, and the highest matrix index each operand reaches. */
@@ -335,19 +325,19 @@ static napi_value js_gemm(napi_env env, napi_callback_info info) {
   }
   double sizeA = (double)m * k, sizeB = (double)k * n, sizeC = (double)m * n;
   if (batches == 0 || sizeC == 0) return NULL;
-  if (!in_heap(aOff, (lastA + 1) * sizeA, heapLen) || !in_heap(bOff, (lastB + 1) * sizeB, heapLen) ||
-      !in_heap(cOff, batches * sizeC, heapLen))
-    return throw_error(env, "gemm: an operand lies outside the heap");
+  if (!mars_in_heap(aOff, (lastA + 1) * sizeA, heapLen) || !mars_in_heap(bOff, (lastB + 1) * sizeB, heapLen) ||
+      !mars_in_heap(cOff, batches * sizeC, heapLen))
+    return mars_throw(env, "gemm: an operand lies outside the heap");
   const float *bias = NULL;
   if (biasOff >= 0) {
-    if (biasLen != 1 && biasLen != n) return throw_error(env, "gemm: bias length must be n or 1");
-    if (!in_heap(biasOff, biasLen, heapLen)) return throw_error(env, "gemm: the bias lies outside the heap");
+    if (biasLen != 1 && biasLen != n) return mars_throw(env, "gemm: bias length must be n or 1");
+    if (!mars_in_heap(biasOff, biasLen, heapLen)) return mars_throw(env, "gemm: the bias lies outside the heap");
     bias = (const float *)((char *)heap + (size_t)biasOff);
   }
   const float *prelu = NULL;
   if (act == 6) {
-    if (preluOff < 0 || (preluLen != 1 && preluLen != n)) return throw_error(env, "gemm: prelu weights must be n or 1 values");
-    if (!in_heap(preluOff, preluLen, heapLen)) return throw_error(env, "gemm: the prelu weights lie outside the heap");
+    if (preluOff < 0 || (preluLen != 1 && preluLen != n)) return mars_throw(env, "gemm: prelu weights must be n or 1 values");
+    if (!mars_in_heap(preluOff, preluLen, heapLen)) return mars_throw(env, "gemm: the prelu weights lie outside the heap");
     prelu = (const float *)((char *)heap + (size_t)preluOff);
   }
 
@@ -358,7 +348,7 @@ static napi_value js_gemm(napi_env env, napi_callback_info info) {
   size_t ia = 0, ib = 0;
   for (double bi = 0; bi < batches; bi++) {
     if (!sgemm_one(transA, transB, m, n, k, A + ia * (size_t)sizeA, B + ib * (size_t)sizeB, C + (size_t)bi * (size_t)sizeC))
-      return throw_error(env, "gemm: out of memory for the packing buffers");
+      return mars_throw(env, "gemm: out of memory for the packing buffers");
     if (bias || act) epilogue(C + (size_t)bi * (size_t)sizeC, m, n, bias, biasLen, act, (float)alphaD, prelu, preluLen);
     /* Next batch index, innermost dimension fastest. */
     for (int d = nd - 1; d >= 0; d--) {
@@ -418,7 +408,7 @@ static napi_value js_set_threads(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   int32_t t = 1;
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc != 1 || !get_i32(env, argv[0], &t) || t < 1)
-    return throw_error(env, "setThreads: expected a positive integer");
+    return mars_throw(env, "setThreads: expected a positive integer");
 #ifdef MARS_WITH_OPENBLAS
   openblas_set_num_threads(t);
 #endif
@@ -433,12 +423,12 @@ static napi_value js_set_kernel(napi_env env, napi_callback_info info) {
   size_t len = 0;
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc != 1 ||
       napi_get_value_string_utf8(env, argv[0], name, sizeof name, &len) != napi_ok)
-    return throw_error(env, "setKernel: expected 'openblas' or 'own'");
+    return mars_throw(env, "setKernel: expected 'openblas' or 'own'");
   if (strcmp(name, "own") == 0) g_kernel = KERNEL_OWN;
 #ifdef MARS_WITH_OPENBLAS
   else if (strcmp(name, "openblas") == 0) g_kernel = KERNEL_OPENBLAS;
 #endif
-  else return throw_error(env, "setKernel: this build has no such kernel");
+  else return mars_throw(env, "setKernel: this build has no such kernel");
   return make_string(env, g_kernel == KERNEL_OPENBLAS ? "openblas" : "own");
 }
 
@@ -456,6 +446,9 @@ NAPI_MODULE_INIT() {
       {"info", NULL, js_info, NULL, NULL, NULL, napi_default, NULL},
       {"setThreads", NULL, js_set_threads, NULL, NULL, NULL, napi_default, NULL},
       {"setKernel", NULL, js_set_kernel, NULL, NULL, NULL, napi_default, NULL},
+      /* mars_adam.c */
+      {"sumSquares", NULL, mars_js_sum_squares, NULL, NULL, NULL, napi_default, NULL},
+      {"adam", NULL, mars_js_adam, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

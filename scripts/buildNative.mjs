@@ -22,7 +22,8 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const SOURCE = path.join(ROOT, 'native', 'mars_gemm.c');
+/** The addon's C sources: the matrix products (with the module's registration) and the optimiser's fused passes. */
+const SOURCES = ['mars_gemm.c', 'mars_adam.c'].map((f) => path.join(ROOT, 'native', f));
 export const ADDON_NAME = 'mars_native.node';
 const KERNELS = ['auto', 'openblas', 'own', 'off'];
 
@@ -127,7 +128,7 @@ function verify(file) {
 
 function compile(cc, headers, extra, link, outFile) {
   const platformFlags = process.platform === 'darwin' ? ['-undefined', 'dynamic_lookup'] : [];
-  const args = ['-O3', '-std=c11', '-D_GNU_SOURCE', '-fPIC', '-shared', '-fvisibility=hidden', ...platformFlags, `-I${headers}`, ...extra, '-o', outFile, SOURCE, ...link];
+  const args = ['-O3', '-std=c11', '-D_GNU_SOURCE', '-fPIC', '-shared', '-fvisibility=hidden', ...platformFlags, `-I${headers}`, ...extra, '-o', outFile, ...SOURCES, ...link];
   if (process.platform === 'linux') args.push('-Wl,--gc-sections', '-s');
   const r = run(cc, args);
   return { ok: r.ok, reason: r.ok ? '' : `${cc} failed: ${firstLine(r.out)}`, command: [cc, ...args].join(' ') };

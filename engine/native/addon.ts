@@ -15,7 +15,7 @@ import { UserError } from '../userError';
 
 export const ADDON_FILE = 'mars_native.node';
 
-/** The addon's functions (see the header of native/mars_gemm.c). */
+/** The addon's functions (see the headers of native/mars_gemm.c and native/mars_adam.c). */
 export interface NativeAddon {
   gemm(
     heap: ArrayBuffer,
@@ -38,6 +38,25 @@ export interface NativeAddon {
   info(): unknown;
   setThreads(n: number): number;
   setKernel(kernel: 'openblas' | 'own'): string;
+  /**
+   * The optimiser's fused passes (native/mars_adam.c). Optional: an addon built before they existed lacks them, and
+   * the JS optimiser then runs.
+   */
+  sumSquares?(heap: ArrayBuffer, table: Float64Array): number;
+  adam?(
+    heap: ArrayBuffer,
+    table: Float64Array,
+    scaled: boolean,
+    scale: number,
+    beta1: number,
+    oneMinusBeta1: number,
+    beta2: number,
+    oneMinusBeta2: number,
+    biasCorrection1: number,
+    biasCorrection2: number,
+    eps: number,
+    lr: number,
+  ): void;
 }
 
 const addonInfoSchema = z.object({

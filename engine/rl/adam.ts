@@ -7,9 +7,15 @@
  * Loshchilov & Hutter, 2019, in torch.optim.AdamW's order):
  *   m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²
  *   p ← p·(1 − lr·wd) − lr · (m/(1−β1^t)) / (sqrt(v/(1−β2^t)) + eps)
+ *
+ * The tensor ops below are the reference. While the native kernels are active on the wasm backend (issue 16), the
+ * norm and the update run instead as two fused native passes in place on the wasm heap (nativeAdam.ts), in the same
+ * float32 order, so an unclipped update is the same to the bit and a clipped one differs only by the norm's rounding;
+ * the moments live in the same variables either way, so checkpoints do not depend on the path.
  */
 import { tf } from '../tensor/backend';
 import { lrAt, validateSchedule, type LrSchedule } from './schedule';
+import { fusedAdamUpdate, fusedSumSquares, nativeAdamStatus, type FusedOptimiser } from './nativeAdam';
 
 export interface AdamOptions {
   /** A constant learning rate or a schedule. */
@@ -31,6 +37,11 @@ export interface AdamOptions {
    * optimizer steps the update took, over total_training_steps.
    */
   scheduleUnit?: 'update' | 'trainingStep';
+  /**
+   * Which path computes the norm and the update: 'auto' (default) the fused native one when it is available
+   * (nativeAdam.ts), else the tensor ops; 'js' always the tensor ops; 'native' the fused one or an error.
+   */
+  implementation?: 'auto' | 'js' | 'native';
 }
 
 export interface AdamStepResult {
@@ -44,6 +55,8 @@ export interface AdamStepResult {
   skipped: boolean;
   /** Updates performed so far, this one included. */
   step: number;
+  /** Whether the fused native passes computed the update (and the norm). */
+  native: boolean;
 }
 
 export interface AdamTensorState {
@@ -78,6 +91,7 @@ export class Adam {
   private readonly decays: (name: string) => boolean;
   private readonly maxGradNorm: number;
   private readonly scheduleUnit: 'update' | 'trainingStep';
+  private readonly implementation: 'auto' | 'js' | 'native';
   private t = 0;
   private disposed = false;
 
@@ -95,6 +109,10 @@ export class Adam {
     this.decays = opts.decays ?? (() => true);
     this.maxGradNorm = opts.maxGradNorm === null ? Infinity : (opts.maxGradNorm ?? 1.0);
     this.scheduleUnit = opts.scheduleUnit ?? 'update';
+    this.implementation = opts.implementation ?? 'auto';
+    if (!['auto', 'js', 'native'].includes(this.implementation)) {
+      throw new Error(`Adam: implementation must be 'auto', 'js' or 'native', got '${this.implementation as string}'.`);
+    }
     if (this.scheduleUnit !== 'update' && this.scheduleUnit !== 'trainingStep') {
       throw new Error(`Adam: scheduleUnit must be 'update' or 'trainingStep', got '${this.scheduleUnit as string}'.`);
     }
@@ -164,14 +182,20 @@ export class Adam {
   async step(grads: Record<string, tf.Tensor>, trainingStep?: number): Promise<AdamStepResult> {
     const pairs = this.checkGrads(grads);
     const position = this.schedulePosition(trainingStep);
-    const normT = tf.tidy(() => {
-      if (pairs.length === 0) return tf.scalar(0);
-      const squares = pairs.map(([, g]) => tf.sum(tf.square(tf.cast(g, 'float32'))));
-      return tf.sqrt(squares.length === 1 ? squares[0]! : tf.addN(squares));
-    });
-    const gradNorm = (await normT.data())[0]!;
-    normT.dispose();
-    if (!Number.isFinite(gradNorm)) return { gradNorm, lr: 0, clipped: false, skipped: true, step: this.t };
+    const fused = this.fusedOptimiser();
+    let gradNorm = fused && pairs.length > 0 ? fusedSumSquares(fused, pairs.map(([, g]) => g)) : null;
+    if (gradNorm !== null) gradNorm = Math.sqrt(gradNorm);
+    else {
+      if (this.implementation === 'native' && pairs.length > 0) throw new Error('Adam: the native norm needs float32 gradients on the wasm backend.');
+      const normT = tf.tidy(() => {
+        if (pairs.length === 0) return tf.scalar(0);
+        const squares = pairs.map(([, g]) => tf.sum(tf.square(tf.cast(g, 'float32'))));
+        return tf.sqrt(squares.length === 1 ? squares[0]! : tf.addN(squares));
+      });
+      gradNorm = (await normT.data())[0]!;
+      normT.dispose();
+    }
+    if (!Number.isFinite(gradNorm)) return { gradNorm, lr: 0, clipped: false, skipped: true, step: this.t, native: false };
 
     const clipped = gradNorm > this.maxGradNorm;
     const scale = clipped ? this.maxGradNorm / gradNorm : 1;
@@ -179,6 +203,13 @@ export class Adam {
     this.t += 1;
     const bc1 = 1 - Math.pow(this.beta1, this.t);
     const bc2 = 1 - Math.pow(this.beta2, this.t);
+    const decayFactor = (slot: Slot) => (this.weightDecay > 0 && this.decays(slot.name) ? 1 - lr * this.weightDecay : 1);
+    if (fused) {
+      const slots = pairs.map(([slot, grad]) => ({ variable: slot.variable, m: slot.m, v: slot.v, grad, decayFactor: decayFactor(slot) }));
+      if (fusedAdamUpdate(fused, slots, { scale, beta1: this.beta1, beta2: this.beta2, eps: this.eps, lr, bc1, bc2 }))
+        return { gradNorm, lr, clipped, skipped: false, step: this.t, native: true };
+      if (this.implementation === 'native') throw new Error('Adam: the native update needs float32 tensors on the wasm backend that share no data.');
+    }
     for (const [slot, grad] of pairs) {
       tf.tidy(() => {
         const g = scale === 1 ? tf.cast(grad, 'float32') : tf.mul(grad, scale);
@@ -188,11 +219,20 @@ export class Adam {
         slot.v.assign(v);
         const update = tf.div(tf.div(m, bc1), tf.add(tf.sqrt(tf.div(v, bc2)), this.eps));
         let p: tf.Tensor = slot.variable;
-        if (this.weightDecay > 0 && this.decays(slot.name)) p = tf.mul(p, 1 - lr * this.weightDecay);
+        const decay = decayFactor(slot);
+        if (decay !== 1) p = tf.mul(p, decay);
         slot.variable.assign(tf.sub(p, tf.mul(update, lr)));
       });
     }
-    return { gradNorm, lr, clipped, skipped: false, step: this.t };
+    return { gradNorm, lr, clipped, skipped: false, step: this.t, native: false };
+  }
+
+  /** The fused native passes when this step may and can use them (implementation 'native': must). */
+  private fusedOptimiser(): FusedOptimiser | null {
+    if (this.implementation === 'js') return null;
+    const { optimiser, detail } = nativeAdamStatus();
+    if (!optimiser && this.implementation === 'native') throw new Error(`Adam: implementation 'native' is not available: ${detail}.`);
+    return optimiser;
   }
 
   /** Copies of the step count and both moments of every variable. */

@@ -1,0 +1,90 @@
+/**
+ * `serve-model`: a mars-lab checkpoint as an OpenAI-compatible endpoint (engine/serveModel/), so anything that speaks
+ * the OpenAI API — and mars-lab's own endpoint agents (engine/endpoints/) — can use it. Loopback only unless
+ * `--allow-remote`, like `serve`; the API key is a random token printed at start (or read from --token-env).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { resolveBindHost, sshTunnelAdvice } from '../api/webServer';
+import { loadCheckpoint } from '../model/checkpoint';
+import { loadTokenizer } from '../model/tokenizer';
+import { startModelServer } from '../serveModel/server';
+import { initBackend, type BackendName } from '../tensor/backend';
+import { UserError } from '../userError';
+import { backendOption } from './options';
+
+function port(v: string): number {
+  if (!/^\d+$/.test(v) || Number(v) > 65535) throw new InvalidArgumentError('expected a port number (0 picks a free one)');
+  return Number(v);
+}
+
+function count(v: string): number {
+  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 4096) throw new InvalidArgumentError('expected a whole number from 1 to 4096');
+  return Number(v);
+}
+
+interface ServeModelOptions {
+  checkpoint: string;
+  port: number;
+  host: string;
+  allowRemote?: boolean;
+  modelName?: string;
+  tokenEnv?: string;
+  maxBatch: number;
+  json?: boolean;
+  backend?: BackendName;
+}
+
+export function registerServeModelCommand(program: Command): void {
+  program
+    .command('serve-model')
+    .description('serve a mars-lab checkpoint as an OpenAI-compatible endpoint (/v1/models, /v1/completions, /v1/chat/completions); prints the base URL and the API key')
+    .requiredOption('--checkpoint <dir>', 'a checkpoint folder with its tokenizer.json, e.g. <run>/checkpoints/200 or resources/mars/base-tiny')
+    .option('--port <n>', 'port to listen on (0: any free port)', port, 8000)
+    .option('--host <address>', 'interface to bind (default loopback); anything else also needs --allow-remote', '127.0.0.1')
+    .option('--allow-remote', `bind --host beyond loopback: cleartext HTTP, the key readable on the network (prefer \`${sshTunnelAdvice(8000)}\`)`)
+    .option('--model-name <id>', 'the model id clients name (default: the checkpoint folder\'s name)')
+    .option('--token-env <NAME>', 'take the API key from this environment variable instead of a random one')
+    .addOption(new Option('--max-batch <n>', 'most requests generated together in one batch').argParser(count).default(64))
+    .option('--json', 'print {"baseUrl", "model", "token", "port"} as one JSON line')
+    .addOption(backendOption())
+    .action(async (opts: ServeModelOptions) => {
+      const dir = opts.checkpoint;
+      const tokFile = path.join(dir, 'tokenizer.json');
+      if (!fs.existsSync(tokFile)) throw new UserError(`${tokFile} is missing: serve-model needs the tokenizer a mars-lab checkpoint carries`);
+      let token: string | undefined;
+      if (opts.tokenEnv) {
+        token = process.env[opts.tokenEnv];
+        if (!token) throw new UserError(`--token-env ${opts.tokenEnv}: that environment variable is not set (or empty); set it to the API key clients will send`);
+      }
+      const bind = await resolveBindHost(opts.host, opts.allowRemote ?? false, opts.port);
+      if (!bind.loopback) {
+        console.error(`mars-lab: warning: binding ${opts.host}: other machines can reach port ${opts.port || '(any free)'} over cleartext HTTP and read the API key on the network; prefer the default (127.0.0.1) with an SSH tunnel`);
+      }
+      await initBackend({ force: opts.backend });
+      const tokenizer = await loadTokenizer(tokFile);
+      const { model } = await loadCheckpoint(dir);
+      if (model.config.vocab_size !== tokenizer.vocabSize) {
+        throw new UserError(`${tokFile}: ${tokenizer.vocabSize} tokens, but the model's vocab_size is ${model.config.vocab_size}; the tokenizer must be the checkpoint's own`);
+      }
+      const modelName = opts.modelName ?? path.basename(path.resolve(dir));
+      const server = await startModelServer({ model, tokenizer, modelName, port: opts.port, bindHost: opts.host, allowRemote: opts.allowRemote ?? false, token, maxBatch: opts.maxBatch });
+      if (opts.json) console.log(JSON.stringify({ baseUrl: server.baseUrl, model: modelName, token: server.token, port: server.port }));
+      else {
+        console.log(`mars-lab serve-model: ${modelName} at ${server.baseUrl}`);
+        console.log(`  API key: ${server.token}  (e.g. export MARS_LAB_KEY=${server.token}, then "apiKeyEnv": "MARS_LAB_KEY"); Ctrl-C stops the server`);
+      }
+      await new Promise<void>((resolve) => {
+        const stop = (): void => {
+          process.off('SIGINT', stop);
+          process.off('SIGTERM', stop);
+          resolve();
+        };
+        process.on('SIGINT', stop);
+        process.on('SIGTERM', stop);
+      });
+      await server.close();
+      model.dispose();
+    });
+}

@@ -1,0 +1,350 @@
+/**
+ * `serve-model`'s HTTP server: a mars-lab checkpoint behind OpenAI's `/v1/models`, `/v1/completions` and
+ * `/v1/chat/completions` (request forms and the chat template: protocol.ts), with per-token log-probs and streaming
+ * (server-sent events), every request going through one GenerationQueue (batcher.ts).
+ *
+ * Web mode's rules: it binds loopback unless told `--allow-remote` (webServer.ts resolveBindHost), answers only to its
+ * own names (the Host header, against DNS rebinding), and every request needs the random token printed at start, as
+ * an OpenAI API key (`Authorization: Bearer TOKEN`), compared in constant time.
+ */
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { z } from 'zod';
+import { isLoopbackHost, parseHostHeader, resolveBindHost, targetPath } from '../api/webServer';
+import type { LlamaModel } from '../model/llama';
+import type { Tokenizer } from '../model/tokenizer';
+import { GenerationQueue, type GenerationResult } from './batcher';
+import { chatPromptText, chatRequestSchema, completionRequestSchema, errorBody, stopList, type ChatRequest, type CompletionRequest } from './protocol';
+
+export interface ModelServerOptions {
+  model: LlamaModel;
+  tokenizer: Tokenizer;
+  /** The id clients name in `model`. */
+  modelName: string;
+  port?: number;
+  bindHost?: string;
+  allowRemote?: boolean;
+  token?: string;
+  maxBatch?: number;
+  seed?: number;
+}
+
+export interface ModelServer {
+  readonly port: number;
+  readonly baseUrl: string;
+  readonly token: string;
+  readonly queue: GenerationQueue;
+  close(): Promise<void>;
+}
+
+const MAX_BODY = 16 * 1024 * 1024;
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly type = 'invalid_request_error',
+    readonly code: string | null = null,
+  ) {
+    super(message);
+  }
+}
+
+function sameSecret(given: string, token: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(token);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function zodProblem(err: z.ZodError): string {
+  const i = err.issues[0]!;
+  return `${i.path.length ? i.path.join('.') : '(body)'}: ${i.message}`;
+}
+
+export async function startModelServer(o: ModelServerOptions): Promise<ModelServer> {
+  const bindHost = o.bindHost ?? '127.0.0.1';
+  const bind = await resolveBindHost(bindHost, o.allowRemote ?? false, o.port);
+  const token = o.token ?? randomBytes(24).toString('base64url');
+  const tok = o.tokenizer;
+  const decode = (ids: number[], skipSpecial = false): string => tok.decode(ids, { skipSpecial });
+  const queue = new GenerationQueue(o.model, (ids) => decode(ids), o.maxBatch ?? 64, o.seed ?? 0);
+  const maxCtx = o.model.config.max_position_embeddings;
+  const eos = tok.specials.eos;
+  const bosText = tok.specials.bos !== undefined ? tok.tokenOf(tok.specials.bos) : '';
+  const created = Math.floor(Date.now() / 1000);
+  let port = 0;
+
+  const remoteNames = new Set<string>();
+  if (!bind.loopback) {
+    remoteNames.add(bindHost.trim().replace(/^\[|\]$/g, '').toLowerCase());
+    remoteNames.add(bind.address.toLowerCase());
+    if (bind.wildcard) remoteNames.add(os.hostname().toLowerCase());
+  }
+  const hostAllowed = (value: string | undefined): boolean => {
+    const h = parseHostHeader(value);
+    if (!h || h.port !== port) return false;
+    const bare = h.name.replace(/^\[|\]$/g, '');
+    return isLoopbackHost(bare) || remoteNames.has(bare) || (bind.wildcard && net.isIP(bare) !== 0);
+  };
+
+  const send = (res: http.ServerResponse, status: number, body: string): void => {
+    res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' });
+    res.end(body);
+  };
+
+  const readBody = (req: http.IncomingMessage): Promise<unknown> =>
+    new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      req.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size > MAX_BODY) {
+          reject(new HttpError(413, `request body over ${MAX_BODY} bytes`));
+          req.destroy();
+        } else chunks.push(c);
+      });
+      req.on('end', () => {
+        try {
+          resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+        } catch {
+          reject(new HttpError(400, 'the request body is not valid JSON'));
+        }
+      });
+      req.on('error', reject);
+    });
+
+  const checkModel = (name: string): void => {
+    if (name !== o.modelName) throw new HttpError(404, `The model \`${name}\` does not exist; this server serves \`${o.modelName}\` (GET /v1/models)`, 'invalid_request_error', 'model_not_found');
+  };
+
+  const promptIds = (prompt: CompletionRequest['prompt']): number[] => {
+    if (Array.isArray(prompt) && typeof prompt[0] === 'number') {
+      const ids = prompt as number[];
+      const bad = ids.find((i) => i >= tok.vocabSize);
+      if (bad !== undefined) throw new HttpError(400, `prompt: token id ${bad} is outside the vocabulary (size ${tok.vocabSize})`);
+      return ids;
+    }
+    const text = Array.isArray(prompt) ? (prompt[0] as string) : prompt;
+    const ids = tok.encode(text);
+    if (ids.length === 0) throw new HttpError(400, 'prompt: empty; the model needs at least one token (e.g. the tokenizer\'s <bos>)');
+    return ids;
+  };
+
+  /** Stop strings that are a special token's text stop on that token (as the rollouts' stop tokens do). */
+  const stops = (stop: string[], ignoreEos: boolean): { ids: number[]; strings: string[] } => {
+    const ids: number[] = [];
+    const strings: string[] = [];
+    for (const s of stop) {
+      let id: number | null = null;
+      try {
+        id = tok.idOf(s);
+      } catch {
+        id = null;
+      }
+      if (id !== null && tok.isSpecial(id)) ids.push(id);
+      else if (s !== '') strings.push(s);
+    }
+    if (eos !== undefined && !ignoreEos && !ids.includes(eos)) ids.push(eos);
+    return { ids, strings };
+  };
+
+  interface Job {
+    prompt: number[];
+    maxTokens: number;
+    temperature: number;
+    topP: number;
+    stop: { ids: number[]; strings: string[] };
+    includeStop: boolean;
+    skipSpecial: boolean;
+  }
+
+  const jobOf = (r: CompletionRequest | ChatRequest, prompt: number[], maxTokens: number | null | undefined): Job => {
+    if (prompt.length >= maxCtx) throw new HttpError(400, `the prompt has ${prompt.length} tokens; this model's context is ${maxCtx}`, 'invalid_request_error', 'context_length_exceeded');
+    return {
+      prompt,
+      maxTokens: Math.min(maxTokens ?? maxCtx, maxCtx - 1 - prompt.length),
+      temperature: r.temperature ?? 1,
+      topP: r.top_p ?? 1,
+      stop: stops(stopList(r.stop), (r as { ignore_eos?: unknown }).ignore_eos === true),
+      includeStop: r.include_stop_str_in_output ?? false,
+      skipSpecial: r.skip_special_tokens ?? false,
+    };
+  };
+
+  /** What the client sees of a finished row: the stop dropped unless asked for, text, finish reason. */
+  const visible = (job: Job, g: GenerationResult): { ids: number[]; logProbs: number[]; text: string; finish: 'stop' | 'length' } => {
+    let ids = g.tokens;
+    let logProbs = g.logProbs;
+    if (g.finish === 'stop' && typeof g.stopReason === 'number' && !job.includeStop) ((ids = ids.slice(0, -1)), (logProbs = logProbs.slice(0, -1)));
+    let text = decode(ids, job.skipSpecial);
+    if (g.finish === 'stop' && typeof g.stopReason === 'string' && !job.includeStop && text.endsWith(g.stopReason)) text = text.slice(0, -g.stopReason.length);
+    return { ids, logProbs, text, finish: g.finish === 'stop' ? 'stop' : 'length' };
+  };
+
+  const run = async (job: Job, res: http.ServerResponse, stream: boolean, chunk: (piece: string, ids: number[], lps: number[], finish: string | null, stopReason: unknown) => unknown): Promise<GenerationResult> => {
+    const abort = new AbortController();
+    res.on('close', () => abort.abort());
+    if (!stream) return queue.submit({ prompt: job.prompt, maxTokens: job.maxTokens, temperature: job.temperature, topP: job.topP, stopIds: job.stop.ids, stopStrings: job.stop.strings, signal: abort.signal });
+    res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
+    const write = (obj: unknown): void => void res.write(`data: ${JSON.stringify(obj)}\n\n`);
+    // Tokens go out as they are drawn; a stop token is held back until we know whether the client wants it, and with
+    // stop strings everything waits for the end (a stop string's first tokens must not have been sent).
+    const sent: number[] = [];
+    let sentText = '';
+    const flush = (ids: number[], lps: number[], upTo: number, finish: string | null, stopReason: unknown): void => {
+      const newIds = ids.slice(sent.length, upTo);
+      const newLps = lps.slice(sent.length, upTo);
+      const full = decode(ids.slice(0, upTo), job.skipSpecial);
+      const piece = full.startsWith(sentText) ? full.slice(sentText.length) : '';
+      if (newIds.length === 0 && finish === null) return;
+      sent.push(...newIds);
+      sentText = full.startsWith(sentText) ? full : sentText;
+      write(chunk(piece, newIds, newLps, finish, stopReason));
+    };
+    const all: number[] = [];
+    const allLps: number[] = [];
+    const g = await queue.submit({
+      prompt: job.prompt,
+      maxTokens: job.maxTokens,
+      temperature: job.temperature,
+      topP: job.topP,
+      stopIds: job.stop.ids,
+      stopStrings: job.stop.strings,
+      signal: abort.signal,
+      onToken: (id, lp) => {
+        all.push(id);
+        allLps.push(lp);
+        if (job.stop.strings.length === 0 && !job.stop.ids.includes(id)) flush(all, allLps, all.length, null, null);
+      },
+    });
+    const v = visible(job, g);
+    const upTo = v.ids.length;
+    if (job.stop.strings.length > 0 && g.finish === 'stop' && !job.includeStop) {
+      // the stop string is cut from the text: send the text, then the last chunk
+      const text = v.text;
+      const piece = text.startsWith(sentText) ? text.slice(sentText.length) : '';
+      write(chunk(piece, v.ids.slice(sent.length), v.logProbs.slice(sent.length), v.finish, g.stopReason));
+    } else flush(v.ids, v.logProbs, upTo, v.finish, g.stopReason);
+    res.write('data: [DONE]\n\n');
+    res.end();
+    return g;
+  };
+
+  const tokenLogprobs = (ids: number[], lps: number[], k: number | null | undefined, textStart: number) => {
+    if (k == null) return null;
+    const tokens = ids.map((i) => tok.tokenOf(i));
+    const full = decode(ids);
+    return {
+      tokens,
+      token_logprobs: lps,
+      // Only the drawn token's log-prob is computed; top alternatives are not (top_logprobs holds the drawn token).
+      top_logprobs: k > 0 ? tokens.map((t, i) => ({ [t]: lps[i]! })) : null,
+      // where each token's text starts: after the text of the tokens before it and the space that joins them, if any
+      text_offset: ids.map((_, i) => {
+        const before = i === 0 ? 0 : decode(ids.slice(0, i)).length;
+        return textStart + before + (i > 0 && full[before] === ' ' ? 1 : 0);
+      }),
+    };
+  };
+
+  const completions = async (body: unknown, res: http.ServerResponse): Promise<void> => {
+    const parsed = completionRequestSchema.safeParse(body);
+    if (!parsed.success) throw new HttpError(400, zodProblem(parsed.error));
+    const r = parsed.data;
+    checkModel(r.model);
+    const prompt = promptIds(r.prompt);
+    const job = jobOf(r, prompt, r.max_tokens ?? 16);
+    const id = `cmpl-${randomUUID()}`;
+    const base = { id, object: 'text_completion', created: Math.floor(Date.now() / 1000), model: o.modelName };
+    if (r.stream) {
+      await run(job, res, true, (piece, ids, lps, finish, stopReason) => ({
+        ...base,
+        choices: [{ index: 0, text: piece, logprobs: tokenLogprobs(ids, lps, r.logprobs, 0), finish_reason: finish, stop_reason: finish ? (stopReason ?? null) : null }],
+      }));
+      return;
+    }
+    const g = await run(job, res, false, () => null);
+    const v = visible(job, g);
+    send(res, 200, JSON.stringify({
+      ...base,
+      choices: [{ index: 0, text: v.text, logprobs: tokenLogprobs(v.ids, v.logProbs, r.logprobs, 0), finish_reason: v.finish, stop_reason: g.stopReason }],
+      usage: { prompt_tokens: prompt.length, completion_tokens: g.tokens.length, total_tokens: prompt.length + g.tokens.length },
+    }));
+  };
+
+  const chatLogprobs = (ids: number[], lps: number[], on: boolean | null | undefined) =>
+    on ? { content: ids.map((i, k) => ({ token: tok.tokenOf(i), logprob: lps[k]!, bytes: [...Buffer.from(tok.tokenOf(i))], top_logprobs: [] })) } : null;
+
+  const chat = async (body: unknown, res: http.ServerResponse): Promise<void> => {
+    const parsed = chatRequestSchema.safeParse(body);
+    if (!parsed.success) throw new HttpError(400, zodProblem(parsed.error));
+    const r = parsed.data;
+    checkModel(r.model);
+    const prompt = promptIds(chatPromptText(r.messages, bosText));
+    const job = jobOf(r, prompt, r.max_completion_tokens ?? r.max_tokens);
+    const id = `chatcmpl-${randomUUID()}`;
+    const base = { id, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: o.modelName };
+    if (r.stream) {
+      let first = true;
+      await run(job, res, true, (piece, ids, lps, finish, stopReason) => {
+        const delta = first ? { role: 'assistant', content: piece } : { content: piece };
+        first = false;
+        return { ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, logprobs: chatLogprobs(ids, lps, r.logprobs), finish_reason: finish, stop_reason: finish ? (stopReason ?? null) : null }] };
+      });
+      return;
+    }
+    const g = await run(job, res, false, () => null);
+    const v = visible(job, g);
+    send(res, 200, JSON.stringify({
+      ...base,
+      choices: [{ index: 0, message: { role: 'assistant', content: v.text }, logprobs: chatLogprobs(v.ids, v.logProbs, r.logprobs), finish_reason: v.finish, stop_reason: g.stopReason }],
+      usage: { prompt_tokens: prompt.length, completion_tokens: g.tokens.length, total_tokens: prompt.length + g.tokens.length },
+    }));
+  };
+
+  const modelEntry = { id: o.modelName, object: 'model', created, owned_by: 'mars-lab', max_model_len: maxCtx };
+
+  const server = http.createServer((req, res) => {
+    void (async () => {
+      try {
+        if (!hostAllowed(req.headers.host)) throw new HttpError(403, 'this server answers only to its own address (Host header refused)', 'permission_error');
+        const auth = /^Bearer (.+)$/.exec(req.headers.authorization ?? '');
+        if (!auth || !sameSecret(auth[1]!.trim(), token)) {
+          throw new HttpError(401, 'missing or wrong API key: send the token serve-model printed at start as the API key (Authorization: Bearer TOKEN)', 'invalid_request_error', 'invalid_api_key');
+        }
+        const p = targetPath(req.url)?.replace(/\/$/, '') ?? '';
+        if (req.method === 'GET' && p === '/v1/models') return send(res, 200, JSON.stringify({ object: 'list', data: [modelEntry] }));
+        if (req.method === 'GET' && p.startsWith('/v1/models/')) {
+          checkModel(p.slice('/v1/models/'.length));
+          return send(res, 200, JSON.stringify(modelEntry));
+        }
+        if (req.method === 'POST' && p === '/v1/completions') return await completions(await readBody(req), res);
+        if (req.method === 'POST' && p === '/v1/chat/completions') return await chat(await readBody(req), res);
+        throw new HttpError(404, `no such endpoint: ${req.method} ${p || '(bad target)'}; serve-model answers GET /v1/models, POST /v1/completions and /v1/chat/completions`, 'invalid_request_error', 'not_found');
+      } catch (err) {
+        const e = err instanceof HttpError ? err : new HttpError(500, `internal error: ${(err as Error).message}`, 'server_error');
+        if (res.headersSent) return void res.destroy();
+        send(res, e.status, errorBody(e.message, e.type, e.code));
+      }
+    })();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port ?? 0, bind.address, () => resolve());
+  });
+  port = (server.address() as net.AddressInfo).port;
+  const shown = bind.wildcard ? '127.0.0.1' : net.isIPv6(bind.address) ? `[${bind.address}]` : bind.address;
+  return {
+    port,
+    baseUrl: `http://${shown}:${port}/v1`,
+    token,
+    queue,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -31,7 +31,7 @@ import { closeDevToolsWhenPackaged, createWindowOptions, type WindowContext } fr
 const PRELOAD_PATH = fileURLToPath(new URL('../preload/index.cjs', import.meta.url));
 /** The built renderer's folder: the only files app://mars-lab/ serves. */
 const RENDERER_DIR = fileURLToPath(new URL('../renderer/', import.meta.url));
-/** The CLI entry that run processes start from (it loads the engine's sources through tsx). */
+/** The CLI entry that run processes start from (the built engine in out/cli, or its sources through tsx). */
 const CLI_BIN = fileURLToPath(new URL('../../engine/bin/mars-lab.mjs', import.meta.url));
 
 /** Every method of the contract on its own channel; each checks its sender, then validates its request (callApi). */

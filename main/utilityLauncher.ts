@@ -6,7 +6,7 @@
 import { utilityProcess } from 'electron';
 import { lineSplitter, type RunLauncher } from '../engine/api/runLauncher';
 
-/** `bin` is the CLI's entry point (engine/bin/mars-lab.mjs), which loads the engine from its TypeScript sources. */
+/** `bin` is the CLI's entry point (engine/bin/mars-lab.mjs), which starts the built engine (out/cli) or its sources. */
 export function utilityRunLauncher(bin: string): RunLauncher {
   return {
     launch(args, handlers) {

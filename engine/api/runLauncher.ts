@@ -37,8 +37,11 @@ export interface RunLauncher {
   launch(args: readonly string[], handlers: RunProcessHandlers): RunProcess;
 }
 
-/** The CLI's entry point (it registers tsx, so the engine runs from its TypeScript sources). */
-export const CLI_BIN = fileURLToPath(new URL('../bin/mars-lab.mjs', import.meta.url));
+/**
+ * The CLI's entry point (it starts the built engine, or the TypeScript sources through tsx). Written from the root
+ * ('../../') so it resolves the same from engine/api/ and from the bundle in out/cli/ (engine.vite.config.ts).
+ */
+export const CLI_BIN = fileURLToPath(new URL('../../engine/bin/mars-lab.mjs', import.meta.url));
 
 /** Splits a byte stream into lines; the returned function takes each chunk. */
 export function lineSplitter(onLine: (line: string) => void): (chunk: string | Buffer) => void {

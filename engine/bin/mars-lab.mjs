@@ -1,9 +1,14 @@
 #!/usr/bin/env node
-// Entry point of `npx mars-lab`: the engine is TypeScript, run through tsx's loader (Node 20 cannot strip types).
-// Loading the engine opens a few hundred files and starts esbuild; when the open-file limit is too low for that, say
-// so in one line instead of a loader's stack trace (engine/cli.ts reports everything after loading).
+// Entry point of `npx mars-lab` (and of the run worker: `mars-lab run-worker`). It starts the engine as JavaScript,
+// the bundle `npm run build` made (out/cli/index.js), while that is fresher than the sources or the sources are not
+// there (a packaged app); otherwise, and with MARS_LAB_DEV=1, the TypeScript sources through tsx's loader (Node 20
+// cannot strip types). builtEntry.mjs decides; MARS_LAB_DEBUG=1 says which engine started and why.
+// Loading the engine from sources opens a few hundred files and starts esbuild; when the open-file limit is too low
+// for that, say so in one line instead of a loader's stack trace (engine/cli.ts reports everything after loading).
 import { readFileSync, writeSync } from 'node:fs';
-import { register } from 'tsx/esm/api';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { chooseEntry } from './builtEntry.mjs';
 
 /** The soft limit on open files (Linux), or null where it cannot be read. Read now: once files run out, it cannot be. */
 function openFileLimit() {
@@ -57,9 +62,14 @@ const exitWhileLoading = (code) => {
 };
 process.on('uncaughtException', whileLoading);
 process.on('exit', exitWhileLoading);
-register();
+const entry = chooseEntry(path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..'));
+if (process.env.MARS_LAB_DEBUG === '1') {
+  writeSync(2, `mars-lab: engine from ${entry.kind === 'built' ? entry.file : `sources (${entry.reason})`}\n`);
+}
 try {
-  await import('../cli.ts');
+  // tsx is imported only here, so a built start never loads it.
+  if (entry.kind === 'sources') (await import('tsx/esm/api')).register();
+  await import(pathToFileURL(entry.file).href);
 } catch (err) {
   if (!isOpenFileFailure(err)) throw err;
   report(err);

@@ -1,0 +1,203 @@
+/**
+ * `mars-lab study --preset P [--variants a,b] --seeds N [--set k=v …] [--ray URL --ray-home PATH]`: a preset's
+ * variants × seeds, run here (as many at once as cores allow) or as one Ray job per run; prints a table of run,
+ * variant, seed, status and held-out score. `study status ID [--follow]` re-reads a study (re-attaching to its
+ * cluster, submitting what never reached it) and `study ls` lists them (engine/studies/).
+ */
+import os from 'node:os';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { resolveHome } from '../runs/home';
+import { runStudyHere, type RunningStudy } from '../studies/localStudy';
+import { runStudyOnRay } from '../studies/rayStudy';
+import { listStudyIds, readStudy, type StudyRecord, type StudyRun } from '../studies/studyRecord';
+import { parseSeeds, parseVariants, planStudy, PROJECT_DIR } from '../studies/studyPlan';
+import { refreshStudy, studyTable } from '../studies/studyStatus';
+import { UserError } from '../userError';
+import { addRayConnectionOptions, rayClient, type RayFlags } from './jobsCommand';
+import { homeOption, setOption } from './options';
+import { terminalText as tt } from './terminalText';
+
+function positiveInt(v: string): number {
+  if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError('expected a positive integer');
+  return Number(v);
+}
+
+function nonNegative(v: string): number {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError('expected a number ≥ 0');
+  return n;
+}
+
+function parseRuntimeEnv(text: string | undefined): Record<string, unknown> | undefined {
+  if (text === undefined) return undefined;
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw new UserError(`--ray-runtime-env: not JSON; give an object, e.g. '{"env_vars":{"OMP_NUM_THREADS":"1"}}'`);
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new UserError('--ray-runtime-env: give a JSON object, e.g. \'{"env_vars":{"OMP_NUM_THREADS":"1"}}\'');
+  return v as Record<string, unknown>;
+}
+
+/** Prints each run's changes (a line on stderr, or a JSON line on stdout) and stops the study on Ctrl-C. */
+function reporter(json: boolean | undefined) {
+  return (run: StudyRun, study: StudyRecord) => {
+    if (json) return void process.stdout.write(`${JSON.stringify({ type: 'run', study: study.id, ...run })}\n`);
+    const i = study.runs.indexOf(run) + 1;
+    const step = run.step !== undefined && run.totalSteps ? ` step ${run.step}/${run.totalSteps}` : '';
+    const score = run.headline && run.headline.value !== null ? `, ${run.headline.label} ${run.headline.value.toFixed(3)}` : '';
+    process.stderr.write(`[${i}/${study.runs.length}] ${tt(run.runId)}: ${run.state}${step}${score}${run.message && run.state !== 'running' ? ` (${tt(run.message)})` : ''}\n`);
+  };
+}
+
+async function untilDone(running: RunningStudy, where: string): Promise<StudyRecord> {
+  let presses = 0;
+  const onSig = () => {
+    presses++;
+    if (presses === 1) process.stderr.write(`\nCtrl-C: stopping the study's runs ${where} (each checkpoints first); Ctrl-C again to stop waiting\n`);
+    else process.stderr.write('\nsecond Ctrl-C: not waiting any longer\n');
+    running.stop();
+  };
+  process.on('SIGINT', onSig);
+  process.on('SIGTERM', onSig);
+  try {
+    return await running.done;
+  } finally {
+    process.off('SIGINT', onSig);
+    process.off('SIGTERM', onSig);
+  }
+}
+
+/** The table (or JSON), then one UserError line when not every run finished. */
+function finish(study: StudyRecord, json: boolean | undefined, rayFlag: string): void {
+  if (json) console.log(JSON.stringify({ type: 'study', ...study }));
+  else console.log(studyTable(study));
+  const notDone = study.runs.filter((r) => r.state !== 'finished');
+  if (notDone.length === 0) return;
+  const count = (s: StudyRun['state']) => notDone.filter((r) => r.state === s).length;
+  const parts = (['failed', 'stopped', 'unknown', 'pending', 'submitted', 'running'] as const).filter((s) => count(s) > 0).map((s) => `${count(s)} ${s}`);
+  const again = study.runs.some((r) => r.state === 'unknown' || r.state === 'pending' || r.state === 'submitted' || r.state === 'running');
+  throw new UserError(
+    `study ${study.id}: ${parts.join(', ')} of ${study.runs.length} runs${again ? `; re-attach later with: mars-lab study status ${study.id} --follow${rayFlag}` : ''}`,
+  );
+}
+
+export function registerStudyCommand(program: Command): void {
+  const study = program.command('study').description("run a preset's variants × seeds here or on a Ray cluster, and see how each run ended");
+
+  addRayConnectionOptions(
+    study
+      .command('run', { isDefault: true })
+      .description('start a study (the default subcommand: `mars-lab study --preset …`)')
+      .requiredOption('--preset <name>', 'a preset (see `mars-lab presets`)')
+      .option('--variants <a,b>', "the preset's variants to run (default: the preset as it is)")
+      .requiredOption('--seeds <n|list>', 'seeds: a count (3 = seeds 0, 1, 2) or a list (0,4,7)')
+      .addOption(setOption('budget.steps=50'))
+      .addOption(homeOption())
+      .option('--parallel <n>', 'runs at once here (default: the cores)', positiveInt)
+      .option('--ray <url>', 'run each run as a Ray job on this cluster (its dashboard address, e.g. http://127.0.0.1:8265)')
+      .option('--ray-home <path>', "the home the jobs write into, as the cluster sees it (a shared path, e.g. NFS); default: this home's path")
+      .option('--ray-project <path>', "the project's folder on the cluster (a job image with it there, or '.' with a runtime_env working_dir); default: this one's path")
+      .option('--ray-node <path>', 'node on the cluster', 'node')
+      .addOption(new Option('--ray-cpus <n>', 'CPUs Ray reserves for each job (entrypoint_num_cpus)').argParser(nonNegative).default(1))
+      .option('--ray-setup <command>', 'a shell command each job runs before train (e.g. an install step with a runtime_env working_dir)')
+      .option('--ray-runtime-env <json>', "the jobs' runtime_env, e.g. '{\"working_dir\":\"https://…/mars-lab.zip\"}'")
+      .option('--json', 'one JSON line per run change, then the study record, on stdout'),
+  ).action(
+    async (
+      opts: RayFlags & {
+        preset: string;
+        variants?: string;
+        seeds: string;
+        set: string[];
+        home?: string;
+        parallel?: number;
+        rayHome?: string;
+        rayProject?: string;
+        rayNode: string;
+        rayCpus: number;
+        raySetup?: string;
+        rayRuntimeEnv?: string;
+        json?: boolean;
+      },
+    ) => {
+      const home = resolveHome({ home: opts.home });
+      const variants = parseVariants(opts.variants);
+      const seeds = parseSeeds(opts.seeds);
+      if (!opts.ray && (opts.rayHome || opts.rayProject || opts.raySetup || opts.rayRuntimeEnv)) throw new UserError('--ray-home, --ray-project, --ray-setup and --ray-runtime-env need --ray URL');
+      const runtimeEnv = parseRuntimeEnv(opts.rayRuntimeEnv);
+      if (!opts.ray) {
+        const record = planStudy({ preset: opts.preset, variants, seeds, sets: opts.set, where: { kind: 'local', parallel: opts.parallel ?? Math.max(1, os.availableParallelism()) } });
+        if (!opts.json) process.stderr.write(`study ${record.id}: ${record.runs.length} runs here, ${record.where.kind === 'local' ? record.where.parallel : 1} at once\n`);
+        const done = await untilDone(runStudyHere(home, record, { onRun: reporter(opts.json) }), 'here');
+        return finish(done, opts.json, '');
+      }
+      const client = rayClient(opts);
+      const record = planStudy({
+        preset: opts.preset,
+        variants,
+        seeds,
+        sets: opts.set,
+        where: { kind: 'ray', url: client.where, rayHome: opts.rayHome ?? home, project: opts.rayProject ?? PROJECT_DIR, node: opts.rayNode, cpusPerJob: opts.rayCpus },
+      });
+      const v = await client.version(); // unreachable or not Ray: one line, and nothing recorded or submitted
+      if (!opts.json) process.stderr.write(`study ${record.id}: ${record.runs.length} runs as jobs on Ray ${v.ray_version} at ${client.where}\n`);
+      const done = await untilDone(runStudyOnRay(home, record, client, { onRun: reporter(opts.json), runtimeEnv, setup: opts.raySetup }), `on ${client.where}`);
+      finish(done, opts.json, ` --ray ${client.where}`);
+    },
+  );
+
+  addRayConnectionOptions(
+    study
+      .command('status')
+      .description("a study's runs as they stand (asking its Ray cluster, if it ran there); --follow re-attaches until all end")
+      .argument('<study>', 'study id or unique prefix (see `mars-lab study ls`)')
+      .addOption(homeOption())
+      .option('--ray <url>', "the cluster's dashboard address (default: the one the study was submitted to)")
+      .option('--follow', 'submit what never reached the cluster, follow the rest until they end (Ctrl-C stops them)')
+      .option('--json', 'print the study record as JSON'),
+  ).action(async (spec: string, opts: RayFlags & { home?: string; follow?: boolean; json?: boolean }) => {
+    const home = resolveHome({ home: opts.home });
+    const record = readStudy(home, spec);
+    if (record.where.kind === 'local') {
+      if (opts.follow) throw new UserError(`study ${record.id} ran here: --follow is for studies on a Ray cluster (see its runs with mars-lab ls)`);
+      await refreshStudy(home, record);
+      if (opts.json) return console.log(JSON.stringify(record, null, 2));
+      return console.log(studyTable(record));
+    }
+    const client = rayClient({ ...opts, ray: opts.ray ?? record.where.url });
+    if (opts.follow) {
+      await client.version();
+      const done = await untilDone(runStudyOnRay(home, record, client, { onRun: reporter(opts.json) }), `on ${client.where}`);
+      return finish(done, opts.json, opts.ray ? ` --ray ${client.where}` : '');
+    }
+    try {
+      await refreshStudy(home, record, client);
+    } catch (err) {
+      // unreachable: show what the record last knew, then say so
+      console.log(opts.json ? JSON.stringify(record, null, 2) : studyTable(record));
+      throw err;
+    }
+    console.log(opts.json ? JSON.stringify(record, null, 2) : studyTable(record));
+  });
+
+  study
+    .command('ls')
+    .description('the studies in this home, with where they ran and how many runs finished')
+    .addOption(homeOption())
+    .action(async (opts: { home?: string }) => {
+      const home = resolveHome({ home: opts.home });
+      const ids = listStudyIds(home);
+      if (ids.length === 0) return console.log(`no studies in ${tt(home)} (start one with: mars-lab study --preset seqgrpo-copy --seeds 3)`);
+      for (const id of ids) {
+        try {
+          const s = readStudy(home, id);
+          const fin = s.runs.filter((r) => r.state === 'finished').length;
+          console.log(`${tt(s.id)}  ${tt(s.preset)}  ${s.where.kind === 'local' ? 'here' : tt(s.where.url)}  ${fin}/${s.runs.length} finished`);
+        } catch (err) {
+          console.log(`${tt(id)}  (unreadable: ${tt((err as Error).message)})`);
+        }
+      }
+    });
+}

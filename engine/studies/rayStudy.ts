@@ -1,0 +1,178 @@
+/**
+ * Runs a study on a Ray cluster: each run is one Ray job (submission id = run id; entrypoint `node <project>/engine/
+ * bin/mars-lab.mjs train … --home <ray-home> --json`), followed over the log WebSocket until it ends. Progress and the
+ * final metrics come from the log itself, so a cluster without a shared home still reports; each log is kept in
+ * `<home>/studies/<id>/<runId>.log`. Stop asks Ray to stop every job still going.
+ *
+ * Nothing is lost when the cluster becomes unreachable: submitted runs are in the record at once, a run whose
+ * following broke off is marked 'unknown', and `mars-lab study status ID --follow` (attachStudy) picks up from the
+ * record: pending runs are submitted, unknown and live ones followed again.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { RayError, type RayJobsClient } from '../ray/jobsClient';
+import type { RayJobDetails } from '../ray/jobsSchemas';
+import { followJobLogs } from '../ray/logTail';
+import type { RunningStudy, StudyEvents } from './localStudy';
+import { FINAL_STATES, studyLogFile, writeStudy, type StudyRecord, type StudyRun } from './studyRecord';
+import { rayEntrypoint } from './studyPlan';
+import { lineSplitter, parseTrainLine, runHeadline } from './trainOutput';
+
+export interface RayStudyOptions extends StudyEvents {
+  /** Extra runtime_env (e.g. env_vars, working_dir) for every job. */
+  runtimeEnv?: Record<string, unknown>;
+  /** A shell command run before train in each job (e.g. an install step when runtime_env ships the project). */
+  setup?: string;
+  /** Delay between reconnects of a dropped log socket (tests make it short). */
+  retryDelayMs?: number;
+}
+
+/** A Ray job's status as a run state (a job that succeeded may hold a run stopped by SIGTERM: its done line says). */
+export function stateOfJob(job: RayJobDetails, doneStatus?: string): StudyRun['state'] {
+  switch (job.status) {
+    case 'PENDING':
+      return 'submitted';
+    case 'RUNNING':
+      return 'running';
+    case 'SUCCEEDED':
+      return doneStatus === 'stopped' ? 'stopped' : 'finished';
+    case 'FAILED':
+      return 'failed';
+    case 'STOPPED':
+      return 'stopped';
+  }
+}
+
+function oneLine(text: string | null | undefined): string | undefined {
+  if (!text) return undefined;
+  const lines = text.split('\n').map((l) => l.trim()).filter(Boolean);
+  const line = lines.findLast((l) => /^mars-lab: /.test(l)) ?? lines.at(-1) ?? lines[0];
+  return line && (line.length > 300 ? `${line.slice(0, 300)}…` : line);
+}
+
+/** Submits the study's pending runs and follows every run not yet final, until all are final (or stop). */
+export function runStudyOnRay(home: string, study: StudyRecord, client: RayJobsClient, opts: RayStudyOptions = {}): RunningStudy {
+  if (study.where.kind !== 'ray') throw new Error('runStudyOnRay: not a Ray study');
+  const follows = new AbortController();
+  let stopRequested = false;
+  const save = (run: StudyRun) => {
+    writeStudy(home, study);
+    opts.onRun?.(run, study);
+  };
+
+  const submit = async (run: StudyRun) => {
+    const entry = rayEntrypoint(study, run);
+    try {
+      await client.submit({
+        entrypoint: opts.setup ? `${opts.setup} && ${entry}` : entry,
+        submission_id: run.runId,
+        metadata: { mars_lab_study: study.id, mars_lab_run: run.runId, mars_lab_preset: study.preset, mars_lab_variant: run.variant ?? '', mars_lab_seed: String(run.seed) },
+        ...(study.where.kind === 'ray' && study.where.cpusPerJob > 0 ? { entrypoint_num_cpus: study.where.cpusPerJob } : {}),
+        ...(opts.runtimeEnv ? { runtime_env: opts.runtimeEnv } : {}),
+      });
+    } catch (err) {
+      // Submitted before (a re-attach after an answer that never arrived): that job is this run's if its metadata says so.
+      if (!(err instanceof RayError) || err.kind !== 'duplicate') throw err;
+      const job = await client.job(run.runId);
+      if (job.metadata?.mars_lab_study !== study.id) throw err;
+    }
+    run.state = 'submitted';
+    run.jobStatus = 'PENDING';
+    save(run);
+    if (stopRequested) await client.stop(run.runId).catch(() => {}); // stop came while this submit was in flight
+  };
+
+  const follow = async (run: StudyRun) => {
+    const logFile = studyLogFile(home, study.id, run.runId);
+    fs.mkdirSync(path.dirname(logFile), { recursive: true });
+    const fd = fs.openSync(logFile, 'w'); // the follower starts again from the log's first byte
+    let doneMetrics: Record<string, unknown> | undefined;
+    let doneStatus: string | undefined;
+    let lastShown = 0;
+    const lines = lineSplitter((line) => {
+      const e = parseTrainLine(line);
+      if (e?.type === 'progress') {
+        run.step = e.step;
+        run.totalSteps = e.totalSteps;
+        if (run.state === 'submitted') run.state = 'running';
+        if (e.step === e.totalSteps || e.step - lastShown >= Math.max(1, Math.ceil(e.totalSteps / 10))) {
+          lastShown = e.step;
+          opts.onRun?.(run, study);
+        }
+      } else if (e?.type === 'done') {
+        doneMetrics = e.metrics;
+        doneStatus = e.status;
+        run.step = e.step;
+      }
+    });
+    try {
+      const r = await followJobLogs(client, run.runId, {
+        signal: follows.signal,
+        retryDelayMs: opts.retryDelayMs,
+        onText: (t) => {
+          fs.writeSync(fd, t);
+          lines.push(t);
+          if (run.state === 'submitted') {
+            run.state = 'running';
+            run.jobStatus = 'RUNNING';
+            save(run);
+          }
+        },
+      });
+      lines.end();
+      if (r.aborted || !r.job) return;
+      run.jobStatus = r.job.status;
+      run.state = stateOfJob(r.job, doneStatus);
+      if (r.job.start_time) run.startedAt = new Date(r.job.start_time).toISOString();
+      if (r.job.end_time) run.endedAt = new Date(r.job.end_time).toISOString();
+      if (run.state === 'failed' || run.state === 'stopped') {
+        run.message = oneLine(fs.readFileSync(logFile, 'utf8').split('\n').filter((l) => l.startsWith('mars-lab: ')).join('\n')) ?? oneLine(r.job.message);
+      }
+      if (run.state === 'finished' || run.state === 'stopped') run.headline = runHeadline(study.where.kind === 'ray' ? study.where.rayHome : home, run.runId, study.algorithm, doneMetrics);
+      save(run);
+    } catch (err) {
+      if (!(err instanceof RayError) || (err.kind !== 'unreachable' && err.kind !== 'not-found')) throw err;
+      run.state = 'unknown';
+      run.message = err.message;
+      save(run);
+    } finally {
+      fs.closeSync(fd);
+    }
+  };
+
+  const done = (async () => {
+    writeStudy(home, study);
+    const following: Promise<void>[] = [];
+    for (const run of study.runs) {
+      if (FINAL_STATES.has(run.state)) continue;
+      if (run.state === 'pending') {
+        if (stopRequested) continue;
+        await submit(run); // unreachable: the rest stay pending in the record
+      }
+      following.push(follow(run));
+    }
+    await Promise.all(following);
+    for (const r of study.runs) {
+      if (r.state === 'pending' && stopRequested) {
+        r.state = 'stopped';
+        r.message = 'not submitted: the study was stopped';
+      }
+    }
+    writeStudy(home, study);
+    return study;
+  })();
+
+  return {
+    done,
+    stop() {
+      if (stopRequested) {
+        follows.abort(); // second Ctrl-C: stop following; the jobs were already asked to stop
+        return;
+      }
+      stopRequested = true;
+      for (const run of study.runs) {
+        if (run.state === 'submitted' || run.state === 'running') client.stop(run.runId).catch(() => {});
+      }
+    },
+  };
+}

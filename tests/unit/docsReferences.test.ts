@@ -21,7 +21,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const SELF = path.relative(ROOT, fileURLToPath(import.meta.url)).split(path.sep).join('/');
 
 /** Where references are looked for (relative to the repository root). */
-const SCAN = ['engine', 'main', 'preload', 'renderer/src', 'scripts', 'native', 'tests', 'README.md', 'docs'];
+const SCAN = ['engine', 'main', 'preload', 'renderer/src', 'scripts', 'native', 'tests', 'README.md', 'CONTRIBUTING.md', 'docs'];
 /** Build outputs, recorded data and screenshots: not prose anyone maintains. */
 const SKIP_DIRS = new Set(['node_modules', 'native/build', 'tests/output', 'tests/fixtures', 'tests/scratch', 'docs/results/marti.parts']);
 const TEXT_EXT = /\.(ts|mts|cts|js|mjs|cjs|svelte|md|c|h|sh|py|json|css|html)$/;
@@ -238,7 +238,7 @@ describe('document references (issue 21)', () => {
     ]);
   });
 
-  it('every reference in the code, tests, README.md and docs/ names a file and sections that exist', () => {
+  it('every reference in the code, tests, README.md, CONTRIBUTING.md and docs/ names a file and sections that exist', () => {
     const files = SCAN.flatMap(filesUnder).filter((f) => f !== SELF);
     expect(files.length).toBeGreaterThan(100);
     const refs = files.flatMap((f) => {

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { resolveBindHost, sshTunnelAdvice } from '../api/webServer';
 import { loadCheckpoint } from '../model/checkpoint';
+import { checkpointTokenizerFile } from '../model/checkpointFiles';
 import { loadTokenizer } from '../model/tokenizer';
 import { startModelServer } from '../serveModel/server';
 import { initBackend, type BackendName } from '../tensor/backend';
@@ -40,7 +41,7 @@ export function registerServeModelCommand(program: Command): void {
   program
     .command('serve-model')
     .description('serve a mars-lab checkpoint as an OpenAI-compatible endpoint (/v1/models, /v1/completions, /v1/chat/completions); prints the base URL and the API key')
-    .requiredOption('--checkpoint <dir>', 'a checkpoint folder with its tokenizer.json, e.g. <run>/checkpoints/200 or resources/mars/base-tiny')
+    .requiredOption('--checkpoint <dir>', 'a checkpoint folder with its mars-lab-tokenizer.json, e.g. <run>/checkpoints/200 or resources/mars/base-tiny')
     .option('--port <n>', 'port to listen on (0: any free port)', port, 8000)
     .option('--host <address>', 'interface to bind (default loopback); anything else also needs --allow-remote', '127.0.0.1')
     .option('--allow-remote', `bind --host beyond loopback: cleartext HTTP, the key readable on the network (prefer \`${sshTunnelAdvice(8000)}\`)`)
@@ -51,7 +52,7 @@ export function registerServeModelCommand(program: Command): void {
     .addOption(backendOption())
     .action(async (opts: ServeModelOptions) => {
       const dir = opts.checkpoint;
-      const tokFile = path.join(dir, 'tokenizer.json');
+      const tokFile = checkpointTokenizerFile(dir);
       if (!fs.existsSync(tokFile)) throw new UserError(`${tokFile} is missing: serve-model needs the tokenizer a mars-lab checkpoint carries`);
       let token: string | undefined;
       if (opts.tokenEnv) {

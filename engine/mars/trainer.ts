@@ -4,6 +4,7 @@
  */
 import { encodeSafetensors, readSafetensorsFile } from '../model/safetensors';
 import { encodeModelWeights, loadModelWeights } from '../model/checkpoint';
+import { TOKENIZER_FILE } from '../model/checkpointFiles';
 import type { LlamaConfig } from '../model/config';
 import { cloneModel } from '../model/hfWeights';
 import type { LlamaModel } from '../model/llama';
@@ -279,7 +280,7 @@ class MarsTrainer implements Trainer {
   }
 
   async snapshot(): Promise<TrainerSnapshot> {
-    const files: Record<string, string | Uint8Array> = { 'tokenizer.json': JSON.stringify(marsFormat().tokenizer.toJSON()) + '\n' };
+    const files: Record<string, string | Uint8Array> = { [TOKENIZER_FILE]: JSON.stringify(marsFormat().tokenizer.toJSON()) + '\n' };
     if (this.sys1) {
       files[SYS1_WEIGHTS] = await encodeModelWeights(this.sys1.model);
       if (this.sys1.opt) {
@@ -421,7 +422,7 @@ export const mars: Algorithm<MarsConfig> = {
     return initialModel(cfg, rng);
   },
   checkpointFiles() {
-    return { 'tokenizer.json': JSON.stringify(marsFormat().tokenizer.toJSON()) + '\n' };
+    return { [TOKENIZER_FILE]: JSON.stringify(marsFormat().tokenizer.toJSON()) + '\n' };
   },
   pretrainBatch(cfg, rng, size) {
     const envs = trainWorldSeeds(cfg.task.worldSeed, cfg.task.trainWorlds).map((s) => worldEnv(s, cfg.task.world));

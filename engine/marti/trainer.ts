@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { encodeSafetensors, readSafetensorsFile } from '../model/safetensors';
 import { encodeModelWeights, loadModelWeights, type CheckpointContents } from '../model/checkpoint';
+import { TOKENIZER_FILE } from '../model/checkpointFiles';
 import { parseLlamaConfig, toHfConfigJson } from '../model/config';
 import { cloneModel } from '../model/hfWeights';
 import type { LlamaModel } from '../model/llama';
@@ -336,7 +337,7 @@ class MartiTrainer implements Trainer {
 
   async snapshot(): Promise<TrainerSnapshot> {
     const fmt = martiFormat();
-    const files: Record<string, string | Uint8Array> = { 'tokenizer.json': JSON.stringify(fmt.tokenizer.toJSON()) + '\n' };
+    const files: Record<string, string | Uint8Array> = { [TOKENIZER_FILE]: JSON.stringify(fmt.tokenizer.toJSON()) + '\n' };
     for (const set of this.sets.slice(1)) {
       files[agentFile(set.id)] = await encodeModelWeights(set.model);
       files[agentConfigFile(set.id)] = JSON.stringify(toHfConfigJson(set.model.config), null, 2) + '\n';
@@ -581,7 +582,7 @@ export const marti: Algorithm<MartiConfig> = {
     return configuredInitialModel(cfg, martiFormat().tokenizer.vocabSize, {}, rng, 'the MARTI vocabulary');
   },
   checkpointFiles() {
-    return { 'tokenizer.json': JSON.stringify(martiFormat().tokenizer.toJSON()) + '\n' };
+    return { [TOKENIZER_FILE]: JSON.stringify(martiFormat().tokenizer.toJSON()) + '\n' };
   },
   pretrainBatch(cfg, rng, size) {
     // Issue 5 "Base model": random well-formed programs (training side only) with statements and test outputs, in

@@ -1,7 +1,30 @@
 /** File names of a checkpoint folder; a module of its own so hosts that must not load TensorFlow.js can use them. */
+import fs from 'node:fs';
+import path from 'node:path';
+
 export const CONFIG_FILE = 'config.json';
 export const WEIGHTS_FILE = 'model.safetensors';
 export const OPTIMIZER_FILE = 'optimizer.safetensors';
 export const TRAINER_STATE_FILE = 'trainer_state.json';
+/**
+ * The checkpoint's tokenizer in mars-lab's own format (tokenizerFile.ts), named for what it is: Hugging Face's
+ * loaders look for `tokenizer.json` in their `tokenizers` format, which this is not (the word tokenizer's splitting
+ * and byte fallback have no exact equivalent there), so a file of that name made them fail on it.
+ */
+export const TOKENIZER_FILE = 'mars-lab-tokenizer.json';
+/** The name checkpoints written before the rename (and resources/…/base-tiny) give the same file; still read. */
+export const LEGACY_TOKENIZER_FILE = 'tokenizer.json';
 /** What makes a checkpoint folder complete enough to load. */
 export const CHECKPOINT_REQUIRED_FILES = [CONFIG_FILE, WEIGHTS_FILE] as const;
+
+/**
+ * The tokenizer file of the checkpoint folder `dir`: mars-lab-tokenizer.json, else an older checkpoint's
+ * tokenizer.json when only that is there; when neither is, the new name, for the caller's message.
+ */
+export function checkpointTokenizerFile(dir: string): string {
+  const current = path.join(dir, TOKENIZER_FILE);
+  if (fs.existsSync(current)) return current;
+  const legacy = path.join(dir, LEGACY_TOKENIZER_FILE);
+  return fs.existsSync(legacy) ? legacy : current;
+}
+

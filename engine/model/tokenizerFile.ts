@@ -1,5 +1,7 @@
 /**
  * The tokenizer file format (JSON) and the checks that turn a bad file into an error naming the file and the field.
+ * mars-lab's own format, not Hugging Face's `tokenizers` one: in a checkpoint it is `mars-lab-tokenizer.json`
+ * (checkpointFiles.ts; older checkpoints call it tokenizer.json, which HF's loaders would take for theirs).
  *
  * Word tokenizer:
  *   {

@@ -8,6 +8,7 @@ import { groupZScore } from '../rl/advantages';
 import { policyUpdate } from '../rl/policyUpdate';
 import type { Sample } from '../rl/sample';
 import type { LlamaModel } from '../model/llama';
+import { TOKENIZER_FILE } from '../model/checkpointFiles';
 import { generate } from '../model/sampler';
 import { Rng } from '../random/prng';
 import type { Algorithm, EvalResult, StepOutput, Trainer, TrainerSnapshot } from '../training/trainer';
@@ -213,7 +214,7 @@ export const seqgrpo: Algorithm<SeqGrpoConfig> = {
     return configuredInitialModel(cfg, new SeqTask(cfg.task).tokenizer.vocabSize, { max_position_embeddings: 64 }, rng, `this task's vocabulary (${cfg.task.symbols} symbols)`);
   },
   checkpointFiles(cfg) {
-    return { 'tokenizer.json': JSON.stringify(seqTokenizer(cfg.task.symbols).toJSON()) + '\n' };
+    return { [TOKENIZER_FILE]: JSON.stringify(seqTokenizer(cfg.task.symbols).toJSON()) + '\n' };
   },
   pretrainBatch(cfg, rng, size) {
     // The base model learns another transformation (task.pretrainKind) on training inputs only; RL must then find

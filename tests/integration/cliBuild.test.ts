@@ -81,5 +81,10 @@ describe('the built CLI', () => {
     expect(runs).toHaveLength(1);
     const metrics = fs.readFileSync(path.join(home, 'runs', runs[0]!, 'metrics.jsonl'), 'utf8').trim().split('\n');
     expect(metrics.map((l) => (JSON.parse(l) as { step: number }).step)).toContain(2);
+    // The checkpoint's tokenizer is named for what it is (not Hugging Face's tokenizer.json).
+    const checkpoint = fs.readdirSync(path.join(home, 'runs', runs[0]!, 'checkpoints')).map((c) => path.join(home, 'runs', runs[0]!, 'checkpoints', c));
+    expect(checkpoint.length).toBeGreaterThan(0);
+    expect(fs.readdirSync(checkpoint[0]!)).toEqual(expect.arrayContaining(['config.json', 'model.safetensors', 'mars-lab-tokenizer.json']));
+    expect(fs.readdirSync(checkpoint[0]!)).not.toContain('tokenizer.json');
   }, 120_000);
 });

@@ -40,7 +40,7 @@ describe('MARTI parameter sets', () => {
       expect(tr.parameterSets.map((s) => s.id)).toEqual(['shared']);
       const snap = await tr.snapshot();
       // nothing beyond the one model is saved: there is no second set
-      expect(Object.keys(snap.files)).toEqual(['tokenizer.json']);
+      expect(Object.keys(snap.files)).toEqual(['mars-lab-tokenizer.json']);
     } finally {
       tr.dispose();
     }

@@ -28,7 +28,8 @@ const TEXT_EXT = /\.(ts|mts|cts|js|mjs|cjs|svelte|md|c|h|sh|py|json|css|html)$/;
 const MAX_BYTES = 4 << 20;
 
 /** The shared design notes' names, as the code cited them before the repository had its own documents. */
-const OLD_NAMES = ['ALGORITHMS', 'DESIGN', 'BUILD-NOTES', 'SCALE-OUT', 'ECOSYSTEM'];
+// Spelt so that the rewrite of these names in the tree (a sed over the old names) cannot change this file.
+const OLD_NAMES = ['ALGORITHMS', 'DESIGN', ['BUILD', 'NOTES'].join('-'), 'SCALE-OUT', 'ECOSYSTEM'];
 
 export interface DocReference {
   /** The file the reference is in, relative to the root. */
@@ -54,8 +55,8 @@ const DOC_TOKEN = new RegExp(
   [
     // a path under docs/ (optionally ../ or ./ first), as code and prose write it
     String.raw`(?<![\w/.-])(?:\.{1,2}/)*(docs/[\w./-]*?\.md)\b`,
-    // the shared notes' names, bare or behind a path outside the repository (BUILD-NOTES also without its extension)
-    String.raw`(?<![\w.-])(?:[\w.-]*/)*((?:ALGORITHMS|DESIGN|SCALE-OUT|ECOSYSTEM)\.md|BUILD-NOTES(?:\.md)?)(?![\w-])`,
+    // the shared notes' names, bare or behind a path outside the repository (the build notes' also without `.md`)
+    String.raw`(?<![\w.-])(?:[\w.-]*/)*((?:ALGORITHMS|DESIGN|SCALE-OUT|ECOSYSTEM)\.md|BUILD[-]NOTES(?:\.md)?)(?![\w-])`,
     // a relative markdown link: [text](some/file.md#anchor)
     String.raw`\]\((?!https?:|/)([^)\s#]+\.md)(?:#[^)\s]*)?\)`,
   ].join('|'),

@@ -1,0 +1,232 @@
+/**
+ * `mars-lab import verl DIR`: verl's rollout dumps become a mars-lab run folder (issue 18 part 4).
+ *
+ * What verl writes, from its own writer code (verl-project/verl, verl/trainer/ppo/ray_trainer.py):
+ * - `_log_rollout_data` → `_dump_generations`: with `trainer.rollout_data_dir` set, one file `<global_step>.jsonl` per
+ *   training step, one JSON object per sample with `input` (the prompt decoded with skip_special_tokens=True), `output`
+ *   (the response decoded likewise), `gts` (the sample's `reward_model.ground_truth`, any JSON), `score` (the sum of
+ *   token_level_scores), `step`, and every `reward_extra_info` key whose list has one value per sample (e.g. `acc`,
+ *   `pred`, `request_id`). `validation_data_dir` gets the same layout for validation.
+ * - `verl/utils/tracking.py` FileLogger (`trainer.logger=[…,"file"]`): JSONL `{"step": N, "data": {metric: value}}`
+ *   (newer versions add `"elapsed_seconds"`) at `$VERL_FILE_LOGGER_PATH`, else `$VERL_FILE_LOGGER_ROOT/<project>/
+ *   <experiment>.jsonl`. Metric names are verl's (`critic/score/mean`, `actor/pg_loss`, `response_length/mean`, …).
+ *
+ * The dump has no group id (uid) and no advantage, and `trainer.balance_batch` reorders samples, so groups are rebuilt
+ * as the samples of one step with an identical prompt, and GRPO advantages are recomputed (groups.ts VERL_GRPO).
+ *
+ * Each sample becomes a `mars.episode` record (the records the app's group grid and token view read,
+ * renderer/src/lib/trajectories.ts): the prompt as the question, the response as one turn whose "tokens" are its
+ * whitespace-separated pieces (the dump holds decoded text, not token ids or log-probabilities), `gts` as the gold
+ * answers, `score` as the reward. One step is held in memory at a time; each file is streamed line by line.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { UserError } from '../../userError';
+import { recomputeAdvantages, VERL_GRPO } from './groups';
+import { ImportedRunWriter } from './importedRun';
+import { jsonLines } from './jsonLines';
+import { findFiles, type ImportOptions, type ImportResult, ProblemLog, ProgressMeter } from './common';
+
+/** One line of a rollout dump. Loose: the reward extras are any further keys. */
+const dumpLineSchema = z.looseObject({
+  input: z.string(),
+  output: z.string(),
+  gts: z.unknown().optional(),
+  // Python writes a NaN score as NaN, read as null (jsonLines.ts): kept, with no reward.
+  score: z.number().nullable(),
+  step: z.number().optional(),
+});
+
+/** One line of the file logger. */
+const fileLoggerLineSchema = z.looseObject({ step: z.number(), data: z.record(z.string(), z.unknown()) });
+
+const STEP_FILE = /^(\d+)\.jsonl$/;
+
+interface Sample {
+  line: number;
+  input: string;
+  output: string;
+  gts: unknown;
+  score: number | null;
+  extra: Record<string, unknown>;
+}
+
+/** The response as pieces: each run of non-space characters with the spaces after it (so the pieces join to it). */
+export function textPieces(text: string): string[] {
+  return text.match(/\s+|\S+\s*/g) ?? [];
+}
+
+function promptId(input: string): string {
+  return `verl:${createHash('sha1').update(input).digest('hex').slice(0, 12)}`;
+}
+
+function goldOf(gts: unknown): string[] {
+  if (gts === undefined || gts === null) return [];
+  if (typeof gts === 'string') return [gts];
+  if (Array.isArray(gts) && gts.every((g) => typeof g === 'string' || typeof g === 'number')) return gts.map(String);
+  return [JSON.stringify(gts)];
+}
+
+/** Which files of `dir` are the dump (one folder of <step>.jsonl) and which are file-logger metrics. */
+function locate(dir: string, metricsFile: string | undefined): { dumpDir: string; steps: { step: number; file: string }[]; metrics: string[] } {
+  const files = findFiles(dir, (name) => name.endsWith('.jsonl'), 3);
+  const dumps = files.filter((f) => STEP_FILE.test(path.basename(f)));
+  const folders = [...new Set(dumps.map((f) => path.dirname(f)))];
+  if (folders.length === 0) {
+    throw new UserError(
+      `import verl: no <step>.jsonl files under ${dir}: give the folder verl wrote its rollouts to (trainer.rollout_data_dir=DIR when training)`,
+    );
+  }
+  if (folders.length > 1) {
+    throw new UserError(`import verl: ${dir} holds several dump folders (${folders.map((f) => path.relative(dir, f) || '.').join(', ')}): give one of them (the rollouts, not the validation dumps)`);
+  }
+  const dumpDir = folders[0]!;
+  const steps = dumps.map((file) => ({ step: Number(STEP_FILE.exec(path.basename(file))![1]), file })).sort((a, b) => a.step - b.step);
+  let metrics: string[];
+  if (metricsFile !== undefined) {
+    if (!fs.existsSync(metricsFile)) throw new UserError(`import verl: --metrics ${metricsFile} does not exist: give verl's file-logger JSONL ($VERL_FILE_LOGGER_PATH)`);
+    metrics = [metricsFile];
+  } else metrics = files.filter((f) => !STEP_FILE.test(path.basename(f)) && looksLikeFileLogger(f));
+  return { dumpDir, steps, metrics };
+}
+
+/** Whether the first line of `file` is a file-logger record ({step, data}). Reads at most 64 KiB. */
+function looksLikeFileLogger(file: string): boolean {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const buf = Buffer.alloc(1 << 16);
+    const n = fs.readSync(fd, buf, 0, buf.length, 0);
+    const first = buf.subarray(0, n).toString('utf8').split('\n')[0] ?? '';
+    return fileLoggerLineSchema.safeParse(JSON.parse(first)).success;
+  } catch {
+    return false;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
+  const dir = path.resolve(opts.dir);
+  if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
+    throw new UserError(`import verl: ${opts.dir} is not a folder: give the folder of verl's rollout dumps (trainer.rollout_data_dir)`);
+  }
+  const { dumpDir, steps, metrics } = locate(dir, opts.metricsFile);
+  const problems = new ProblemLog(opts.onWarning);
+  const meter = new ProgressMeter([...steps.map((s) => s.file), ...metrics], opts.onProgress);
+  const rel = (f: string) => path.relative(dir, f) || path.basename(f);
+
+  // The file logger's lines, by step (one line per step: small next to the dumps).
+  const byStep = new Map<number, Record<string, number | null>>();
+  for (const file of metrics) {
+    for await (const l of jsonLines(file, (b) => meter.read(file, b))) {
+      const parsed = l.problem === undefined ? fileLoggerLineSchema.safeParse(l.value) : undefined;
+      if (!parsed?.success) {
+        problems.add(`${rel(file)}:${l.lineNo}: ${l.problem ?? 'not a file-logger line ({"step": N, "data": {…}})'}; line skipped`);
+        continue;
+      }
+      const point = byStep.get(parsed.data.step) ?? {};
+      for (const [k, v] of Object.entries(parsed.data.data)) {
+        if (typeof v === 'number' || v === null) Object.defineProperty(point, k, { value: v, enumerable: true, writable: true, configurable: true });
+      }
+      byStep.set(parsed.data.step, point);
+    }
+  }
+
+  const run = new ImportedRunWriter(opts.home, `verl-${path.basename(dumpDir)}`, { id: opts.id });
+  let records = 0;
+  // Steps the file logger has but the dump does not (the dump may start later, or skip steps), written in step order.
+  const loggerOnly = (before: number) => {
+    for (const step of [...byStep.keys()].filter((s) => s < before).sort((a, b) => a - b)) {
+      run.metrics.append({ step, ...byStep.get(step)! });
+      byStep.delete(step);
+    }
+  };
+  try {
+    for (const { step, file } of steps) {
+      loggerOnly(step);
+      const samples: Sample[] = [];
+      for await (const l of jsonLines(file, (b) => meter.read(file, b))) {
+        const parsed = l.problem === undefined ? dumpLineSchema.safeParse(l.value) : undefined;
+        if (!parsed?.success) {
+          const why = l.problem ?? parsed!.error.issues.map((i) => `"${i.path.join('.') || '(line)'}" ${i.message}`).join('; ');
+          problems.add(`${rel(file)}:${l.lineNo}: ${why}; line skipped`);
+          continue;
+        }
+        const { input, output, gts, score, step: _step, ...extra } = parsed.data;
+        samples.push({ line: l.lineNo, input, output, gts, score: score !== null && Number.isFinite(score) ? score : null, extra });
+      }
+      // Groups: identical prompt within the step, in order of first appearance.
+      const groups = new Map<string, number[]>();
+      samples.forEach((s, i) => {
+        const g = groups.get(s.input);
+        if (g) g.push(i);
+        else groups.set(s.input, [i]);
+      });
+      const advantage: (number | null)[] = samples.map(() => null);
+      const groupSize: number[] = samples.map(() => 0);
+      let allEqual = 0;
+      for (const members of groups.values()) {
+        const adv = recomputeAdvantages(members.map((i) => samples[i]!.score), VERL_GRPO);
+        members.forEach((i, k) => ((advantage[i] = adv[k]!), (groupSize[i] = members.length)));
+        if (members.length > 1 && adv.every((a) => a === 0)) allEqual++;
+      }
+      samples.forEach((s, i) => {
+        const acc = s.extra['acc'];
+        run.trajectories.append({
+          step,
+          kind: 'mars.episode',
+          questionId: promptId(s.input),
+          family: typeof s.extra['data_source'] === 'string' ? s.extra['data_source'] : 'verl',
+          question: s.input,
+          gold: goldOf(s.gts),
+          turns: [{ text: s.output, tokens: textPieces(s.output), logProbs: [], query: null, purpose: null, results: [], bins: [], info: '' }],
+          answer: typeof s.extra['pred'] === 'string' ? s.extra['pred'] : null,
+          end: 'imported',
+          reward: s.score,
+          f1: typeof acc === 'number' ? acc : typeof acc === 'boolean' ? Number(acc) : s.score,
+          advantage: advantage[i],
+          advantageRecomputed: true,
+          groupSize: groupSize[i],
+          imported: { from: 'verl', file: rel(file), line: s.line },
+          ...(Object.keys(s.extra).length ? { extra: s.extra } : {}),
+        });
+        records++;
+      });
+      const scores = samples.flatMap((s) => (s.score === null ? [] : [s.score]));
+      const point = byStep.get(step) ?? {};
+      byStep.delete(step);
+      const mean = scores.length ? scores.reduce((a, b) => a + b, 0) / scores.length : null;
+      run.metrics.append({
+        step,
+        // verl writes <step>.jsonl when the step ends: its modification time is when the step finished.
+        time: fs.statSync(file).mtimeMs / 1000,
+        ...point,
+        reward: mean,
+        'reward/max': scores.length ? Math.max(...scores) : null,
+        'reward/min': scores.length ? Math.min(...scores) : null,
+        samples: samples.length,
+        groups: groups.size,
+        'groups/allEqualShare': groups.size ? allEqual / groups.size : null,
+      });
+    }
+    loggerOnly(Infinity);
+    for (const w of problems.summary()) run.warn(w);
+    const imported = {
+      from: 'verl' as const,
+      source: dir,
+      importedAt: new Date().toISOString(),
+      files: [...steps.map((s) => rel(s.file)), ...metrics.map(rel)],
+      records,
+      skipped: problems.count,
+      advantages: { recomputed: true as const, ...VERL_GRPO },
+      tokens: 'text pieces: the dump holds decoded text, not token ids or log-probabilities',
+    };
+    const done = run.finish('verl', imported, `Imported from verl's rollout dumps in ${dir}; advantages recomputed (GRPO per identical prompt within a step).`);
+    return { ...done, records, skipped: problems.count, steps: steps.length, warnings: problems.summary() };
+  } catch (err) {
+    run.abort();
+    throw err;
+  }
+}

@@ -38,6 +38,10 @@ export interface ScanEnd {
 const CHUNK = 8 << 20;
 const NEWLINE = 0x0a;
 
+/** fs.readSync's positional form: how the scan reads (a test passes one that counts the bytes read). */
+export type ReadAt = (fd: number, buffer: Buffer, offset: number, length: number, position: number) => number;
+export const readAt: ReadAt = (fd, buffer, offset, length, position) => fs.readSync(fd, buffer, offset, length, position);
+
 /** A key seen in this scan: its name, its stats entry (made when first needed), the last line it was seen on. */
 interface Slot {
   name: string;
@@ -247,9 +251,9 @@ class LineScanner {
 /**
  * Adds the complete lines of `file` from byte `from` (a line start; `firstLine` its number) to `summary`; a line still
  * being written is left for the next scan. A missing file, or one shorter than `from`, adds nothing. `chunkBytes`: the
- * read size (a test's small chunks cross lines).
+ * read size (a test's small chunks cross lines); `read`: how bytes are read (a test counts them).
  */
-export function scanMetricStats(file: string, from: number, firstLine: number, summary: MetricsSummary, chunkBytes = CHUNK): ScanEnd {
+export function scanMetricStats(file: string, from: number, firstLine: number, summary: MetricsSummary, chunkBytes = CHUNK, read: ReadAt = readAt): ScanEnd {
   const out: ScanEnd = { end: from, nextLine: firstLine };
   let fd: number;
   try {
@@ -266,7 +270,7 @@ export function scanMetricStats(file: string, from: number, firstLine: number, s
     let pos = from;
     let carry = 0; // bytes at the start of buf: the unfinished line of the previous read
     while (pos < size) {
-      const n = fs.readSync(fd, buf, carry, Math.min(buf.length - carry, size - pos), pos);
+      const n = read(fd, buf, carry, Math.min(buf.length - carry, size - pos), pos);
       if (n === 0) break;
       pos += n;
       const filled = carry + n;
@@ -274,10 +278,10 @@ export function scanMetricStats(file: string, from: number, firstLine: number, s
       if (last < 0) {
         if (filled === buf.length) {
           // One line longer than the buffer: read it by itself, then go on after it.
-          const lineEnd = lineEndFrom(fd, pos, size);
+          const lineEnd = lineEndFrom(fd, pos, size, read);
           if (lineEnd < 0) break;
           const whole = Buffer.alloc(lineEnd - out.end);
-          fs.readSync(fd, whole, 0, whole.length, out.end);
+          read(fd, whole, 0, whole.length, out.end);
           const text = whole.toString('utf8');
           if (!scanner.fast(text, 0, text.length)) scanner.slow(text, 0, text.length);
           out.end = lineEnd + 1;
@@ -309,10 +313,10 @@ export function scanMetricStats(file: string, from: number, firstLine: number, s
 }
 
 /** Offset of the next newline at or after `from`, or -1 before `size`. */
-function lineEndFrom(fd: number, from: number, size: number): number {
+function lineEndFrom(fd: number, from: number, size: number, read: ReadAt): number {
   const buf = Buffer.allocUnsafe(1 << 16);
   for (let pos = from; pos < size; ) {
-    const n = fs.readSync(fd, buf, 0, Math.min(buf.length, size - pos), pos);
+    const n = read(fd, buf, 0, Math.min(buf.length, size - pos), pos);
     if (n === 0) return -1;
     const nl = buf.subarray(0, n).indexOf(NEWLINE);
     if (nl >= 0) return pos + nl;

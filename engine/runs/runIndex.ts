@@ -11,9 +11,10 @@ import { z } from 'zod';
 import { UserError } from '../userError';
 import { headlineScore, type HeadlineScore } from './headlineMetric';
 import { INDEX_FILE, RUN_FILES, runsDir } from './home';
-import { scanMetricStats, type MetricStats, type MetricsSummary } from './metricStats';
+import { readAt, type MetricStats, type ReadAt } from './metricStats';
 import { runSummarySchema } from './runSummary';
 import { isRunFolderName, listCheckpoints, readRunMeta, type RunStatus } from './runFolder';
+import { extendCover, readSummarySidecar, SIDECAR_MIN_SCAN, tailPrint, writeSummarySidecar, writerMayBeAlive, type MetricsCover, type SidecarRead } from './summarySidecar';
 import { shownStatus } from './writerProcess';
 
 export type { MetricStats } from './metricStats';
@@ -60,8 +61,6 @@ export interface RunIndex {
 // 3: summaries carry totalSteps (budget.steps), for the Runs table's "step of total".
 // 4: the cursor counts the metrics lines read (getRun's metricPoints without reading the log).
 const INDEX_VERSION = 4;
-/** Bytes before a metrics offset kept to notice a file that was rewritten to at least the same length. */
-const FINGERPRINT_BYTES = 64;
 
 const stampSchema = z.object({ size: z.number(), mtimeMs: z.number(), ino: z.number() });
 type FileStamp = z.infer<typeof stampSchema>;
@@ -128,19 +127,6 @@ function sameStamp(a: FileStamp | null, b: FileStamp | null): boolean {
   return a.size === b.size && a.mtimeMs === b.mtimeMs && a.ino === b.ino;
 }
 
-function fingerprint(file: string, offset: number): string {
-  const n = Math.min(offset, FINGERPRINT_BYTES);
-  if (n === 0) return '';
-  const buf = Buffer.alloc(n);
-  const fd = fs.openSync(file, 'r');
-  try {
-    const got = fs.readSync(fd, buf, 0, n, offset - n);
-    return buf.subarray(0, got).toString('base64');
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
 function emptySummary(id: string): RunSummary {
   return { id, status: 'corrupt', steps: null, metrics: {}, tags: [], notes: '', checkpoints: 0, mtime: 0 };
 }
@@ -151,7 +137,7 @@ function withHeadline(summary: RunSummary): RunSummary {
   return summary;
 }
 
-function rebuildEntry(dir: string, id: string, old: IndexEntry | undefined, stamps: Stamps): IndexEntry {
+function rebuildEntry(dir: string, id: string, old: IndexEntry | undefined, stamps: Stamps, read: ReadAt): IndexEntry {
   const summary = emptySummary(id);
   try {
     const meta = readRunMeta(dir);
@@ -180,17 +166,27 @@ function rebuildEntry(dir: string, id: string, old: IndexEntry | undefined, stam
       old?.metrics &&
       old.metrics.ino === stamps.metrics.ino &&
       stamps.metrics.size >= old.cursor.offset &&
-      fingerprint(metricsFile, old.cursor.offset) === old.cursor.fingerprint;
+      tailPrint(metricsFile, old.cursor.offset, read) === old.cursor.fingerprint;
+    // Where the summary starts: this index's own entry, else the run's sidecar (summarySidecar.ts), else the log's start.
+    let from: MetricsCover | null = null;
+    let sidecar: SidecarRead | undefined;
     if (resumable) {
-      summary.steps = old.summary.steps;
-      summary.metrics = structuredClone(old.summary.metrics);
-      cursor = old.cursor;
+      const { steps, metrics } = old.summary;
+      const { offset, nextLine, fingerprint, lines } = old.cursor;
+      from = { steps, metrics, lines, end: offset, nextLine, head: '', tail: fingerprint };
+    } else {
+      sidecar = readSummarySidecar(dir, read);
+      if ('cover' in sidecar) from = sidecar.cover;
     }
     // Complete lines only: the run may be writing its next line right now; a half line is read on the next refresh.
-    const read: MetricsSummary = { steps: summary.steps, metrics: summary.metrics, lines: cursor.lines };
-    const scanned = scanMetricStats(metricsFile, cursor.offset, cursor.nextLine, read);
-    summary.steps = read.steps;
-    cursor = { offset: scanned.end, nextLine: scanned.nextLine, fingerprint: fingerprint(metricsFile, scanned.end), lines: read.lines };
+    const { cover, scanned } = extendCover(metricsFile, from, read);
+    summary.steps = cover.steps;
+    summary.metrics = cover.metrics;
+    cursor = { offset: cover.end, nextLine: cover.nextLine, fingerprint: cover.tail, lines: cover.lines };
+    // A run of an earlier version (no sidecar), or one whose sidecar is broken or far behind, gets one now, so the
+    // next cold listing reads little of its log; never while its writer may be alive (it keeps its own).
+    const broken = sidecar !== undefined && 'problem' in sidecar && sidecar.problem !== 'absent';
+    if (sidecar !== undefined && (broken || scanned >= SIDECAR_MIN_SCAN) && !writerMayBeAlive(dir)) writeSummarySidecar(dir, cover);
   }
 
   if (old && sameStamp(old.checkpoints, stamps.checkpoints)) {
@@ -235,7 +231,13 @@ function shownWriterStatus(dir: string): RunStatus {
   }
 }
 
-export function openRunIndex(home: string): RunIndex {
+export interface RunIndexOptions {
+  /** How metrics.jsonl is read (a test counts the bytes). */
+  read?: ReadAt;
+}
+
+export function openRunIndex(home: string, opts: RunIndexOptions = {}): RunIndex {
+  const read = opts.read ?? readAt;
   const file = path.join(home, INDEX_FILE);
   const db = new LowSync<IndexData>(new IndexFile(file), { version: INDEX_VERSION, runs: {} });
   db.read();
@@ -254,7 +256,7 @@ export function openRunIndex(home: string): RunIndex {
     if (old && sameStamp(old.meta, stamps.meta) && sameStamp(old.labels, stamps.labels) && sameStamp(old.metrics, stamps.metrics) && sameStamp(old.checkpoints, stamps.checkpoints)) {
       return false;
     }
-    runs[id] = rebuildEntry(dir, id, old, stamps);
+    runs[id] = rebuildEntry(dir, id, old, stamps, read);
     return true;
   };
 

@@ -22,6 +22,7 @@ import { parseRunConfig, type RunConfig } from './configSchema';
 import { JsonlAppender, truncateTo } from './jsonl';
 import { clearLiveTrajectories, writeLiveTrajectories } from './liveTrajectories';
 import { acquireRunLock, appendEvent, createRunFolder, listCheckpoints, readRunMeta, runFilePaths, updateRunMeta, updateStatus, type RunMeta } from './runFolder';
+import { SummaryKeeper } from './summarySidecar';
 import type { Trainer } from '../training/trainer';
 
 export interface Progress {
@@ -141,6 +142,8 @@ async function drive(runId: string, dir: string, config: RunConfig, trainer: Tra
   const files = runFilePaths(dir);
   const metrics = new JsonlAppender(files.metrics);
   const trajectories = new JsonlAppender(files.trajectories);
+  // metrics.summary.json: what a cold listing of the home shows of this run without reading its whole log.
+  const summaryKeeper = new SummaryKeeper(dir);
   const total = config.budget.steps;
   const t0 = Date.now();
   let tokens = 0;
@@ -168,6 +171,7 @@ async function drive(runId: string, dir: string, config: RunConfig, trainer: Tra
     lastCheckpoint = trainer.step;
     updateRunMeta(dir, (meta) => ({ ...meta, lastCheckpointStep: trainer.step }));
     pruneCheckpoints(dir, config.checkpoint.keep);
+    summaryKeeper.flush();
   };
 
   // What a step in flight looks like so far; each report replaces the last (windows show it, nothing reads it back).
@@ -199,6 +203,7 @@ async function drive(runId: string, dir: string, config: RunConfig, trainer: Tra
         fs.appendFileSync(files.metrics, text.slice(0, text.length >> 1));
       });
       metrics.append(line);
+      summaryKeeper.maybeFlush();
       for (const t of out.trajectories) trajectories.append({ step, ...t });
       // The step's final records are in trajectories.jsonl: the live file of the step would only repeat them.
       clearLiveTrajectories(files.live);
@@ -221,6 +226,7 @@ async function drive(runId: string, dir: string, config: RunConfig, trainer: Tra
   } finally {
     clearLiveTrajectories(files.live);
     metrics.close();
+    summaryKeeper.flush();
     trajectories.close();
     trainer.dispose();
   }

@@ -14,7 +14,7 @@ type MetricStatsShape = z.infer<typeof metricStatsSchema>;
  * Statistics by metric name. Not z.record: zod drops a "__proto__" key from records, and metric names are data (a
  * metrics line may name any); every value is still checked, and the object is kept as given.
  */
-const metricsByNameSchema = z.custom<Record<string, MetricStatsShape>>(
+export const metricsByNameSchema = z.custom<Record<string, MetricStatsShape>>(
   (v) => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((s) => metricStatsSchema.safeParse(s).success),
   { message: 'expected an object of {last, min, max} by metric name' },
 );

@@ -14,6 +14,8 @@ import { policyUpdate, type PolicyUpdateStats } from '../rl/policyUpdate';
 import { configuredAdam, configuredInitialModel, configuredUpdate, restoreStreams, saveStreams } from '../training/configuredTraining';
 import type { Sample } from '../rl/sample';
 import type { Algorithm, EvalResult, StepOutput, Trainer, TrainerSnapshot } from '../training/trainer';
+import type { MarsEpisodeRecord } from '../records/mars';
+import { RECORD_VERSION } from '../records/version';
 import { UserError } from '../userError';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -149,11 +151,12 @@ function episodeStats(trajs: Trajectory[]) {
   };
 }
 
-function trajectoryRecord(t: Trajectory, format: MarsFormat, a2: number, a1: number[], kept: number[]) {
+function trajectoryRecord(t: Trajectory, format: MarsFormat, a2: number, a1: number[], kept: number[]): MarsEpisodeRecord {
   const tokenTexts = (ids: readonly number[]) => ids.map((id) => format.decode([id]));
   let j = 0;
   return {
     kind: 'mars.episode',
+    version: RECORD_VERSION,
     questionId: t.question.id,
     family: t.question.family,
     question: t.question.text,
@@ -226,7 +229,7 @@ class MarsTrainer implements Trainer {
     const t1 = performance.now();
     const sys2: Sample[] = [];
     const sys1: Sample[] = [];
-    const records: object[] = [];
+    const records: MarsEpisodeRecord[] = [];
     let before = 0;
     let unique = 0;
     let zeroAdv = 0;

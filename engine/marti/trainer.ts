@@ -22,6 +22,8 @@ import { policyUpdate, type PolicyUpdateStats } from '../rl/policyUpdate';
 import type { Sample } from '../rl/sample';
 import { configuredAdam, configuredInitialModel, configuredUpdate, restoreStreams, saveStreams } from '../training/configuredTraining';
 import type { Algorithm, EvalResult, StepHooks, StepOutput, Trainer, TrainerSnapshot } from '../training/trainer';
+import type { MartiTreeRecord } from '../records/marti';
+import { RECORD_VERSION } from '../records/version';
 import { UserError } from '../userError';
 import type { MartiConfig } from './configSchema';
 import { diversityNodesOf, diversityReport, tokenEntropyFromLogProbs, type DiversityNode } from './diversity';
@@ -123,11 +125,12 @@ export function treeRecord(
   task: MartiTask,
   team: readonly AgentSpec[],
   extra: { advantages?: Map<number, { advantage: number; shapedReward: number }>; trained?: (nodeId: number) => boolean | 'buffered'; mode?: string } = {},
-): object {
+): MartiTreeRecord {
   const paramOf = new Map(team.map((a) => [a.id, a.paramId]));
   const m = treeMetrics(tree);
   return {
     kind: 'marti.tree',
+    version: RECORD_VERSION,
     mode: extra.mode ?? 'train',
     treeId: tree.treeId,
     taskId: task.id,

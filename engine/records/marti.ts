@@ -75,7 +75,8 @@ export const martiTreeSchema = z.object({
   statement: z.string(),
   target: z.string(),
   publicTests: z.array(z.object({ input: z.unknown(), expected: z.unknown() })),
-  agents: z.array(z.string()),
+  /** The team's agent ids, in config order (read-only: the trainer hands over its search config's list). */
+  agents: z.array(z.string()).readonly(),
   metrics: z.object({ nodes: z.number(), pass1: z.number(), passN: z.number(), avgPass1: z.number(), gap: z.number() }),
   agentShares: z.record(z.string(), z.number()),
   nodes: z.array(martiNodeSchema),

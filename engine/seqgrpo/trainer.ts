@@ -12,6 +12,8 @@ import { TOKENIZER_FILE } from '../model/checkpointFiles';
 import { generate } from '../model/sampler';
 import { Rng } from '../random/prng';
 import type { Algorithm, EvalResult, StepOutput, Trainer, TrainerSnapshot } from '../training/trainer';
+import type { SeqgrpoGroupRecord } from '../records/seqgrpo';
+import { RECORD_VERSION } from '../records/version';
 import type { SeqGrpoConfig } from './configSchema';
 import { configuredAdam, configuredInitialModel, configuredUpdate, restoreStreams, saveStreams } from '../training/configuredTraining';
 import { UserError } from '../userError';
@@ -52,7 +54,7 @@ class SeqGrpoTrainer implements Trainer {
       rng: this.streams.tokens,
     });
     const samples: Sample[] = [];
-    const trajectories: object[] = [];
+    const trajectories: SeqgrpoGroupRecord[] = [];
     let rewardSum = 0;
     let exactSum = 0;
     let zeroAdv = 0;
@@ -78,6 +80,7 @@ class SeqGrpoTrainer implements Trainer {
       });
       trajectories.push({
         kind: 'seqgrpo.group',
+        version: RECORD_VERSION,
         input: task.describe(task.prompt(item)),
         target: item.target.map((v) => `s${v}`).join(' '),
         rollouts: group.map((g, k) => ({ output: task.describe(g.tokens), reward: rewards[k], advantage: adv[k], logProbs: g.logProbs })),

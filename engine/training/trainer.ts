@@ -5,12 +5,13 @@
 import type { CheckpointContents, OptimizerState } from '../model/checkpoint';
 import type { LlamaModel } from '../model/llama';
 import type { Rng } from '../random/prng';
+import type { TrajectoryRecord } from '../records/trajectories';
 
 export interface StepOutput {
   /** Numbers logged on this step's line of metrics.jsonl. */
   metrics: Record<string, number>;
-  /** Records appended to trajectories.jsonl (each gets the step added). */
-  trajectories: object[];
+  /** Records appended to trajectories.jsonl (each gets the step added): engine/records/trajectories.ts. */
+  trajectories: TrajectoryRecord[];
   /** Tokens generated and trained on this step (for throughput). */
   tokens: number;
 }
@@ -22,7 +23,7 @@ export interface EvalItemOutcome {
   output?: string;
   target?: string;
   /** The item's whole episode or search tree, in the form trajectories.jsonl holds (the Compare view shows two). */
-  record?: object;
+  record?: TrajectoryRecord;
 }
 
 export interface EvalResult {
@@ -49,7 +50,7 @@ export interface StepHooks {
    * step's final records; each call replaces the previous one. Only for watching: the step's output still carries the
    * final records, and a trainer must not let a report change what the step computes (exact resume).
    */
-  live?(records: object[]): void;
+  live?(records: TrajectoryRecord[]): void;
 }
 
 export interface Trainer {

@@ -26,6 +26,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { RECORD_VERSION } from '../../records/version';
 import { UserError } from '../../userError';
 import { findFiles, type ImportOptions, type ImportResult, ProblemLog, ProgressMeter } from './common';
 import { MARTI_GROUP_NORM, recomputeAdvantages } from './groups';
@@ -168,12 +169,15 @@ export async function importMarti(opts: ImportOptions): Promise<ImportResult> {
     for (const step of [...treesByStep.keys()].sort((a, b) => a - b)) {
       const stepScores: number[] = [];
       let stepNodes = 0;
+      let stepTime = 0;
       const trees = treesByStep.get(step)!;
       for (const t of trees) {
         const calls: Call[] = [];
         for (const f of t.files) {
           const c = readCall(f, problems, rel);
-          meter.read(f, fs.statSync(f).size);
+          const st = fs.statSync(f);
+          meter.read(f, st.size);
+          stepTime = Math.max(stepTime, st.mtimeMs / 1000);
           if (c) calls.push(c);
         }
         if (calls.length === 0) continue;
@@ -209,6 +213,7 @@ export async function importMarti(opts: ImportOptions): Promise<ImportResult> {
         run.trajectories.append({
           step,
           kind: 'marti.tree',
+          version: RECORD_VERSION,
           mode: 'train',
           treeId: `${folderName}#${t.index + 1}`,
           taskId: taskIdOf(statement),
@@ -226,6 +231,8 @@ export async function importMarti(opts: ImportOptions): Promise<ImportResult> {
       }
       run.metrics.append({
         step,
+        // the newest call of the step (the calls' files are written as the search goes)
+        time: stepTime,
         trees: trees.length,
         nodes: stepNodes,
         reward: stepScores.length ? stepScores.reduce((a, b) => a + b, 0) / stepScores.length : null,

@@ -23,6 +23,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { RECORD_VERSION } from '../../records/version';
 import { UserError } from '../../userError';
 import { recomputeAdvantages, VERL_GRPO } from './groups';
 import { ImportedRunWriter } from './importedRun';
@@ -49,7 +50,7 @@ interface Sample {
   input: string;
   output: string;
   gts: unknown;
-  score: number | null;
+  score: number;
   extra: Record<string, unknown>;
 }
 
@@ -117,21 +118,29 @@ export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
   const meter = new ProgressMeter([...steps.map((s) => s.file), ...metrics], opts.onProgress);
   const rel = (f: string) => path.relative(dir, f) || path.basename(f);
 
-  // The file logger's lines, by step (one line per step: small next to the dumps).
+  // The file logger's lines, by step (one line per step: small next to the dumps), with an estimated time for steps the
+  // dump lacks: the file's last write is its last line; `elapsed_seconds` (newer verl) places the others before it.
   const byStep = new Map<number, Record<string, number | null>>();
+  const loggerTime = new Map<number, number>();
   for (const file of metrics) {
+    const mtime = fs.statSync(file).mtimeMs / 1000;
+    const elapsed = new Map<number, number>();
     for await (const l of jsonLines(file, (b) => meter.read(file, b))) {
       const parsed = l.problem === undefined ? fileLoggerLineSchema.safeParse(l.value) : undefined;
       if (!parsed?.success) {
         problems.add(`${rel(file)}:${l.lineNo}: ${l.problem ?? 'not a file-logger line ({"step": N, "data": {…}})'}; line skipped`);
         continue;
       }
+      if (typeof parsed.data['elapsed_seconds'] === 'number') elapsed.set(parsed.data.step, parsed.data['elapsed_seconds']);
+      loggerTime.set(parsed.data.step, mtime);
       const point = byStep.get(parsed.data.step) ?? {};
       for (const [k, v] of Object.entries(parsed.data.data)) {
         if (typeof v === 'number' || v === null) Object.defineProperty(point, k, { value: v, enumerable: true, writable: true, configurable: true });
       }
       byStep.set(parsed.data.step, point);
     }
+    const last = Math.max(...elapsed.values());
+    for (const [step, e] of elapsed) loggerTime.set(step, mtime - (last - e));
   }
 
   const run = new ImportedRunWriter(opts.home, `verl-${path.basename(dumpDir)}`, { id: opts.id });
@@ -139,7 +148,7 @@ export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
   // Steps the file logger has but the dump does not (the dump may start later, or skip steps), written in step order.
   const loggerOnly = (before: number) => {
     for (const step of [...byStep.keys()].filter((s) => s < before).sort((a, b) => a - b)) {
-      run.metrics.append({ step, ...byStep.get(step)! });
+      run.metrics.append({ step, time: loggerTime.get(step)!, ...byStep.get(step)! });
       byStep.delete(step);
     }
   };
@@ -155,7 +164,12 @@ export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
           continue;
         }
         const { input, output, gts, score, step: _step, ...extra } = parsed.data;
-        samples.push({ line: l.lineNo, input, output, gts, score: score !== null && Number.isFinite(score) ? score : null, extra });
+        if (score === null || !Number.isFinite(score)) {
+          // a NaN score (Python writes NaN) has no place in a group's statistics, nor in the record's reward
+          problems.add(`${rel(file)}:${l.lineNo}: "score" is NaN or infinite; sample skipped`);
+          continue;
+        }
+        samples.push({ line: l.lineNo, input, output, gts, score, extra });
       }
       // Groups: identical prompt within the step, in order of first appearance.
       const groups = new Map<string, number[]>();
@@ -177,16 +191,18 @@ export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
         run.trajectories.append({
           step,
           kind: 'mars.episode',
+          version: RECORD_VERSION,
           questionId: promptId(s.input),
           family: typeof s.extra['data_source'] === 'string' ? s.extra['data_source'] : 'verl',
           question: s.input,
           gold: goldOf(s.gts),
           turns: [{ text: s.output, tokens: textPieces(s.output), logProbs: [], query: null, purpose: null, results: [], bins: [], info: '' }],
           answer: typeof s.extra['pred'] === 'string' ? s.extra['pred'] : null,
-          end: 'imported',
+          // the response is the sample's answer (the record's end reasons are MARS's: answer, maxTurns, overflow)
+          end: 'answer',
           reward: s.score,
           f1: typeof acc === 'number' ? acc : typeof acc === 'boolean' ? Number(acc) : s.score,
-          advantage: advantage[i],
+          advantage: advantage[i] ?? 0,
           advantageRecomputed: true,
           groupSize: groupSize[i],
           imported: { from: 'verl', file: rel(file), line: s.line },
@@ -194,7 +210,7 @@ export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
         });
         records++;
       });
-      const scores = samples.flatMap((s) => (s.score === null ? [] : [s.score]));
+      const scores = samples.map((s) => s.score);
       const point = byStep.get(step) ?? {};
       byStep.delete(step);
       const mean = scores.length ? scores.reduce((a, b) => a + b, 0) / scores.length : null;

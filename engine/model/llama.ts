@@ -46,6 +46,20 @@ export interface ForwardOutput {
 
 export const MASKED = -1e9;
 
+/** What every layer of one forward pass shares: its sizes, RoPE tables and attention bias. */
+interface Pass {
+  batch: number;
+  /** New tokens per row. */
+  tn: number;
+  /** Keys per row: cached + new. */
+  tk: number;
+  /** [B, 1, Tn, hd] each. */
+  cos: tf.Tensor4D;
+  sin: tf.Tensor4D;
+  /** [B, 1, 1, Tn, Tk]: 0 where a query may attend, MASKED elsewhere. */
+  bias: tf.Tensor;
+}
+
 export class LlamaModel {
   readonly config: LlamaConfig;
   readonly headDim: number;
@@ -121,75 +135,95 @@ export class LlamaModel {
     return tf.tensor(bias, [batch, 1, 1, tn, tk]);
   }
 
+  /** RMSNorm over the last axis: x / √(mean(x²) + ε) · weight, for x [rows, D] and weight [D]. */
   private rmsNorm(x: tf.Tensor2D, weight: tf.Tensor): tf.Tensor2D {
-    const ms = tf.mean(tf.mul(x, x), -1, true);
-    return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, this.config.rms_norm_eps))), weight);
+    const ms = tf.mean(tf.mul(x, x), -1, true); // [rows, 1]
+    return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, this.config.rms_norm_eps))), weight); // [rows, D]
   }
 
+  /** Rotary embedding, HF's rotate-half form: x·cos + rotate_half(x)·sin, for x [B, n, Tn, hd]. */
   private applyRope(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): tf.Tensor4D {
     const [b, h, t, hd] = x.shape;
-    const rotated = tf.reshape(mm(tf.reshape(x, [b * h * t, hd]) as tf.Tensor2D, this.rotate), [b, h, t, hd]);
-    return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));
+    const rotated = tf.reshape(mm(tf.reshape(x, [b * h * t, hd]) as tf.Tensor2D, this.rotate), [b, h, t, hd]); // [B, n, Tn, hd]
+    return tf.add(tf.mul(x, cos), tf.mul(rotated, sin)); // [B, n, Tn, hd]
   }
 
   /**
    * Forward pass. Not wrapped in tidy: call it inside tf.tidy (or a gradient function) and keep what you return.
+   * Shapes: B rows of Tn new tokens after Tc cached ones (Tk = Tc + Tn keys), D = hidden_size, V = vocab_size.
    */
   forward(input: ForwardInput): ForwardOutput {
     const c = this.config;
     const B = input.batch;
     const tn = input.ids.length / B;
-    const hd = this.headDim;
-    const H = c.num_attention_heads;
-    const Hkv = c.num_key_value_heads;
-    const rep = H / Hkv;
     const tc = input.cache?.[0]?.k.shape[2] ?? 0;
     const tk = tc + tn;
     if (input.positions.length !== B * tn) throw new Error(`positions has ${input.positions.length} entries, expected ${B * tn}`);
     if (input.keyMask.length !== B * tk) throw new Error(`keyMask has ${input.keyMask.length} entries, expected ${B * tk}`);
 
-    const ids = tf.tensor1d(input.ids, 'int32');
-    const embed = this.p('embed');
-    let x: tf.Tensor2D = input.differentiable ? gatherRows(embed as tf.Tensor2D, ids) : (tf.gather(embed, ids) as tf.Tensor2D);
+    const ids = tf.tensor1d(input.ids, 'int32'); // [B·Tn]
+    const embed = this.p('embed'); // [V, D]
+    let x: tf.Tensor2D = input.differentiable ? gatherRows(embed as tf.Tensor2D, ids) : (tf.gather(embed, ids) as tf.Tensor2D); // [B·Tn, D]
 
-    const [cos, sin] = this.ropeTables(input.positions, B, tn);
-    const bias = this.attentionBias(input.keyMask, B, tn, tk);
-    const scale = 1 / Math.sqrt(hd);
+    const [cos, sin] = this.ropeTables(input.positions, B, tn); // [B, 1, Tn, hd] each
+    const bias = this.attentionBias(input.keyMask, B, tn, tk); // [B, 1, 1, Tn, Tk]
+    const pass: Pass = { batch: B, tn, tk, cos, sin, bias };
     const cache: LayerCache[] = [];
 
     for (let l = 0; l < c.num_hidden_layers; l++) {
-      const h = this.rmsNorm(x, this.p(`layers.${l}.attn_norm`));
-      // [B·Tn, heads·hd] → [B, heads, Tn, hd]
-      const heads = (name: string, n: number) => tf.transpose(tf.reshape(mm(h, this.p(`layers.${l}.${name}`) as tf.Tensor2D), [B, tn, n, hd]), [0, 2, 1, 3]) as tf.Tensor4D;
-      const q = tf.mul(this.applyRope(heads('wq', H), cos, sin), scale);
-      let k = this.applyRope(heads('wk', Hkv), cos, sin);
-      let v = heads('wv', Hkv);
-      const past = input.cache?.[l];
-      if (past) {
-        k = tf.concat([past.k, k], 2);
-        v = tf.concat([past.v, v], 2);
-      }
-      cache.push({ k, v });
-      // Grouped-query attention without copying keys: the `rep` query heads that share a kv head are stacked along
-      // the query axis (HF's repeat_kv maps head h to kv head ⌊h / rep⌋, which is this memory order).
-      const qg = tf.reshape(q, [B, Hkv, rep * tn, hd]);
-      const scores = tf.add(tf.reshape(mm(qg, transposeLast(k) as tf.Tensor4D), [B, Hkv, rep, tn, tk]), bias);
-      const probs = tf.reshape(tf.softmax(scores), [B, Hkv, rep * tn, tk]);
-      const attn = tf.reshape(tf.transpose(tf.reshape(mm(probs as tf.Tensor4D, v), [B, H, tn, hd]), [0, 2, 1, 3]), [B * tn, H * hd]);
-      x = tf.add(x, mm(attn as tf.Tensor2D, this.p(`layers.${l}.wo`) as tf.Tensor2D));
-
-      const h2 = this.rmsNorm(x, this.p(`layers.${l}.mlp_norm`));
-      const gate = mm(h2, this.p(`layers.${l}.wg`) as tf.Tensor2D);
-      const up = mm(h2, this.p(`layers.${l}.wu`) as tf.Tensor2D);
-      const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up);
-      x = tf.add(x, mm(act, this.p(`layers.${l}.wd`) as tf.Tensor2D));
+      const attn = this.attention(l, this.rmsNorm(x, this.p(`layers.${l}.attn_norm`)), pass, input.cache?.[l]);
+      cache.push(attn.cache);
+      x = tf.add(x, attn.out); // [B·Tn, D]
+      x = tf.add(x, this.mlp(l, this.rmsNorm(x, this.p(`layers.${l}.mlp_norm`)))); // [B·Tn, D]
     }
 
-    if (input.headRows) x = gatherRows(x, tf.tensor1d(input.headRows, 'int32'));
-    else if (input.lastOnly) x = tf.reshape(tf.slice(tf.reshape(x, [B, tn, c.hidden_size]), [0, tn - 1, 0], [B, 1, c.hidden_size]), [B, c.hidden_size]);
+    if (input.headRows) x = gatherRows(x, tf.tensor1d(input.headRows, 'int32')); // [M, D]
+    else if (input.lastOnly) x = tf.reshape(tf.slice(tf.reshape(x, [B, tn, c.hidden_size]), [0, tn - 1, 0], [B, 1, c.hidden_size]), [B, c.hidden_size]); // [B, D]
     x = this.rmsNorm(x, this.p('norm'));
-    const head = c.tie_word_embeddings ? transposeLast(embed) : this.p('lm_head');
-    return { logits: mm(x, head as tf.Tensor2D), cache };
+    const head = c.tie_word_embeddings ? transposeLast(embed) : this.p('lm_head'); // [D, V]
+    return { logits: mm(x, head as tf.Tensor2D), cache }; // [rows, V]
+  }
+
+  /**
+   * Causal self-attention of layer `l` with grouped-query heads (H query heads share Hkv key/value heads, rep = H/Hkv
+   * each) on the normed input `h` [B·Tn, D]; returns its output [B·Tn, D] (after wo) and this layer's keys and values
+   * (cached ones first) for the next decoding step.
+   */
+  private attention(l: number, h: tf.Tensor2D, pass: Pass, past: LayerCache | undefined): { out: tf.Tensor2D; cache: LayerCache } {
+    const { batch: B, tn, tk } = pass;
+    const hd = this.headDim;
+    const H = this.config.num_attention_heads;
+    const Hkv = this.config.num_key_value_heads;
+    const rep = H / Hkv;
+    const q = tf.mul(this.applyRope(this.heads(l, 'wq', h, H, pass), pass.cos, pass.sin), 1 / Math.sqrt(hd)); // [B, H, Tn, hd]
+    let k = this.applyRope(this.heads(l, 'wk', h, Hkv, pass), pass.cos, pass.sin); // [B, Hkv, Tn, hd]
+    let v = this.heads(l, 'wv', h, Hkv, pass); // [B, Hkv, Tn, hd]
+    if (past) {
+      k = tf.concat([past.k, k], 2); // [B, Hkv, Tk, hd]
+      v = tf.concat([past.v, v], 2); // [B, Hkv, Tk, hd]
+    }
+    // Grouped-query attention without copying keys: the `rep` query heads that share a kv head are stacked along
+    // the query axis (HF's repeat_kv maps head h to kv head ⌊h / rep⌋, which is this memory order).
+    const qg = tf.reshape(q, [B, Hkv, rep * tn, hd]); // [B, Hkv, rep·Tn, hd]
+    const scores = tf.add(tf.reshape(mm(qg, transposeLast(k) as tf.Tensor4D), [B, Hkv, rep, tn, tk]), pass.bias); // [B, Hkv, rep, Tn, Tk]
+    const probs = tf.reshape(tf.softmax(scores), [B, Hkv, rep * tn, tk]); // [B, Hkv, rep·Tn, Tk]
+    const context = tf.reshape(mm(probs as tf.Tensor4D, v), [B, H, tn, hd]); // [B, H, Tn, hd]
+    const merged = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [B * tn, H * hd]); // [B·Tn, H·hd]
+    return { out: mm(merged as tf.Tensor2D, this.p(`layers.${l}.wo`) as tf.Tensor2D), cache: { k, v } }; // [B·Tn, D]
+  }
+
+  /** The projection `name` (wq, wk or wv) of layer `l` split into n heads: [B·Tn, D] → [B, n, Tn, hd]. */
+  private heads(l: number, name: string, h: tf.Tensor2D, n: number, pass: Pass): tf.Tensor4D {
+    const projected = mm(h, this.p(`layers.${l}.${name}`) as tf.Tensor2D); // [B·Tn, n·hd]
+    return tf.transpose(tf.reshape(projected, [pass.batch, pass.tn, n, this.headDim]), [0, 2, 1, 3]) as tf.Tensor4D; // [B, n, Tn, hd]
+  }
+
+  /** SwiGLU MLP of layer `l` on the normed input `h` [B·Tn, D]: wd(silu(wg·h) ⊙ wu·h), F = intermediate_size. */
+  private mlp(l: number, h: tf.Tensor2D): tf.Tensor2D {
+    const gate = mm(h, this.p(`layers.${l}.wg`) as tf.Tensor2D); // [B·Tn, F]
+    const up = mm(h, this.p(`layers.${l}.wu`) as tf.Tensor2D); // [B·Tn, F]
+    const act: tf.Tensor2D = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up); // [B·Tn, F]: silu(gate) ⊙ up
+    return mm(act, this.p(`layers.${l}.wd`) as tf.Tensor2D); // [B·Tn, D]
   }
 }
 

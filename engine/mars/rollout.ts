@@ -2,8 +2,7 @@
  * The dual-system rollout of MARS (ALGORITHMS.md §2.2, eqs. 1–4), batched: every step, all live trajectories' System 2
  * turns go through one generation call, and all System 1 bins of all their searches through another.
  */
-import type { LlamaModel } from '../model/llama';
-import { DecodeSession, generate } from '../model/sampler';
+import { generateWith, openSession, type PolicyModel } from '../endpoints/endpointPolicy';
 import type { Rng } from '../random/prng';
 import { exactMatch, f1 } from '../metrics/answerScoring';
 import { packItems, sys1Capacity, type Bin } from './binPacking';
@@ -91,10 +90,11 @@ export interface Trajectory {
   f1: number;
 }
 
+/** Each system's policy: the run's own model, or an endpoint (engine/endpoints/endpointPolicy.ts) in evaluations. */
 export interface RolloutModels {
-  sys2: LlamaModel;
+  sys2: PolicyModel;
   /** The System 1 policy: the same model ('shared'), a copy ('separate', 'frozen'), or null when System 1 is off. */
-  sys1: LlamaModel | null;
+  sys1: PolicyModel | null;
 }
 
 /** Wall-clock milliseconds of a rollout's phases, summed over its turns (the benchmark's MARS step breakdown). */
@@ -143,7 +143,7 @@ export async function rolloutBatch(
   const tokenRng = rng.split('tokens');
   let live = trajs.filter((t) => t.promptLength <= s.sys2PromptMax || ((t.end = 'overflow'), false));
   // System 2's rows keep one KV cache across turns: each turn only its new tokens and the inserted <info> are computed.
-  const session = new DecodeSession(models.sys2);
+  const session = openSession(models.sys2);
   let t0 = performance.now();
   try {
     if (live.length > 0) await session.extend(live.map((t) => t.tokens));
@@ -251,7 +251,7 @@ async function runTools(
   }
   if (calls.length > 0) {
     const g0 = performance.now();
-    const gens = await generate(models.sys1!, calls.map((c) => c.call.prompt), {
+    const gens = await generateWith(models.sys1!, calls.map((c) => c.call.prompt), {
       maxNewTokens: s.sys1ResponseMax,
       temperature: s.temperature,
       topP: s.topP,

@@ -7,6 +7,7 @@ import { encodeModelWeights, loadModelWeights } from '../model/checkpoint';
 import { TOKENIZER_FILE } from '../model/checkpointFiles';
 import type { LlamaConfig } from '../model/config';
 import { cloneModel } from '../model/hfWeights';
+import type { PolicyModel } from '../endpoints/endpointPolicy';
 import type { LlamaModel } from '../model/llama';
 import { Rng } from '../random/prng';
 import type { Adam } from '../rl/adam';
@@ -310,7 +311,8 @@ class MarsTrainer implements Trainer {
   }
 }
 
-async function evaluateMars(cfg: MarsConfig, policy: LlamaModel, sys1: LlamaModel | null): Promise<EvalResult> {
+/** Held-out evaluation; each system's policy may be an endpoint (engine/endpoints/evaluateEndpoints.ts). */
+export async function evaluateMars(cfg: MarsConfig, policy: PolicyModel, sys1: PolicyModel | null): Promise<EvalResult> {
   const format = marsFormat();
   if (policy.config.vocab_size !== format.tokenizer.vocabSize) {
     throw new UserError(`this checkpoint's vocab_size is ${policy.config.vocab_size}, but MARS needs ${format.tokenizer.vocabSize}: evaluate MARS checkpoints`);

@@ -4,8 +4,7 @@
  * per parameter set for all of them (the hot path), scores the programs with the interpreter and adds the nodes
  * (which backpropagates). Used for training steps and for every evaluation (pass@1, best-of-tree, T+).
  */
-import type { LlamaModel } from '../model/llama';
-import { generate } from '../model/sampler';
+import { generateWith, type PolicyModel } from '../endpoints/endpointPolicy';
 import type { Rng } from '../random/prng';
 import type { MartiFormat } from './format';
 import { extractProgram, refinePrompt, rootPrompt } from './prompts';
@@ -42,7 +41,8 @@ export interface GrowOptions {
   tasks: readonly MartiTask[];
   treeIds: readonly string[];
   agents: readonly AgentSpec[];
-  models: ReadonlyMap<string, LlamaModel>;
+  /** Each parameter set's policy: the run's own model, or an endpoint (engine/endpoints/) in evaluations. */
+  models: ReadonlyMap<string, PolicyModel>;
   search: SearchConfig;
   /** Vanilla GRPO (§6.1 `grpo`): every node is a fresh root child written by the first agent; no search. */
   independent?: boolean;
@@ -104,7 +104,7 @@ export async function growTrees(fmt: MartiFormat, o: GrowOptions): Promise<GrowR
       const idx = exps.map((e, i) => (agentOf.get(e.agentId)!.paramId === pid ? i : -1)).filter((i) => i >= 0);
       if (!idx.length) continue;
       const g0 = performance.now();
-      const gens = await generate(o.models.get(pid)!, idx.map((i) => promptTokens[i]!), {
+      const gens = await generateWith(o.models.get(pid)!, idx.map((i) => promptTokens[i]!), {
         maxNewTokens: o.maxNewTokens,
         temperature: o.temperature,
         topP: o.topP,

@@ -15,6 +15,7 @@ import { encodeModelWeights, loadModelWeights, type CheckpointContents } from '.
 import { TOKENIZER_FILE } from '../model/checkpointFiles';
 import { parseLlamaConfig, toHfConfigJson } from '../model/config';
 import { cloneModel } from '../model/hfWeights';
+import type { PolicyModel } from '../endpoints/endpointPolicy';
 import type { LlamaModel } from '../model/llama';
 import { Rng } from '../random/prng';
 import type { Adam } from '../rl/adam';
@@ -422,7 +423,7 @@ export interface MartiEvalDetail {
  *   tplus.pass1 / tplus.bestOfTree      T+: tplus.nodes nodes, rich feedback, depth weighting, final pick by public tests
  *   div.* (and tplus.div.*)             §3.11 diversity of the search trees, overall and per agent
  */
-export async function evaluateMartiDetailed(cfg: MartiConfig, models: ReadonlyMap<string, LlamaModel>, opts: { tplus?: boolean } = {}): Promise<MartiEvalDetail> {
+export async function evaluateMartiDetailed(cfg: MartiConfig, models: ReadonlyMap<string, PolicyModel>, opts: { tplus?: boolean } = {}): Promise<MartiEvalDetail> {
   const fmt = martiFormat();
   for (const [id, model] of models) {
     if (model.config.vocab_size !== fmt.tokenizer.vocabSize) {
@@ -488,7 +489,7 @@ export async function evaluateMartiDetailed(cfg: MartiConfig, models: ReadonlyMa
   return { result: { identity: martiEvalIdentity(cfg), metrics, items }, trees: { pass1: one.trees, search: search.trees, tplus: tplusTrees }, timing };
 }
 
-export async function evaluateMarti(cfg: MartiConfig, models: ReadonlyMap<string, LlamaModel>, opts: { tplus?: boolean } = {}): Promise<EvalResult> {
+export async function evaluateMarti(cfg: MartiConfig, models: ReadonlyMap<string, PolicyModel>, opts: { tplus?: boolean } = {}): Promise<EvalResult> {
   return (await evaluateMartiDetailed(cfg, models, opts)).result;
 }
 

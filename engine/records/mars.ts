@@ -4,7 +4,7 @@
  * (an evaluation item's `record`, shown in Compare) with advantage 0 and no System 1 advantages.
  */
 import { z } from 'zod';
-import { jsonNumber, versionField } from './version';
+import { versionField } from './version';
 
 /** One System 1 window: the pages packed into it (and how many of each one's tokens), and what System 1 wrote. */
 export const marsBinSchema = z.object({
@@ -13,7 +13,7 @@ export const marsBinSchema = z.object({
   used: z.int().nonnegative(),
   output: z.string(),
   outputTokens: z.array(z.string()),
-  outputLogProbs: z.array(jsonNumber()),
+  outputLogProbs: z.array(z.number()),
   /** The System 1 sample's advantage (absent or null when the trainer had none for it, as in evaluation). */
   advantage: z.number().nullable().optional(),
   /** How many times the balanced sample kept this System 1 sample (0: balancing dropped it). */
@@ -24,7 +24,7 @@ export const marsBinSchema = z.object({
 export const marsTurnSchema = z.object({
   text: z.string(),
   tokens: z.array(z.string()),
-  logProbs: z.array(jsonNumber()),
+  logProbs: z.array(z.number()),
   query: z.string().nullable(),
   purpose: z.string().nullable(),
   results: z.array(z.object({ id: z.string(), length: z.int().nonnegative() })),

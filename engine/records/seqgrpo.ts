@@ -3,14 +3,14 @@
  * Input, target and outputs are the task's symbols as text (`s3 s1 ...`).
  */
 import { z } from 'zod';
-import { jsonNumber, versionField } from './version';
+import { versionField } from './version';
 
 export const seqgrpoRolloutSchema = z.object({
   output: z.string(),
   reward: z.number(),
   advantage: z.number(),
   /** Per generated token, its log-probability under the behaviour policy. */
-  logProbs: z.array(jsonNumber()),
+  logProbs: z.array(z.number()),
 });
 
 export const seqgrpoGroupSchema = z.object({

@@ -32,4 +32,10 @@ export type TrajectoryLine = z.output<typeof trajectoryLineSchema>;
 export type TrajectoryKind = TrajectoryRecord['kind'];
 /** A trajectories.jsonl line of one kind, e.g. `TrajectoryLineOf<'mars.episode'>`. */
 export type TrajectoryLineOf<K extends TrajectoryKind> = Extract<TrajectoryLine, { kind: K }>;
+/**
+ * A trajectories.jsonl line as the file holds it, before it is read with the schema: `version` may be absent (a record
+ * written before it had one). What a window receives from the host, which sends the lines as they are.
+ */
+export type StoredTrajectoryLine = z.input<typeof trajectoryLineSchema>;
+export type StoredTrajectoryLineOf<K extends TrajectoryKind> = Extract<StoredTrajectoryLine, { kind: K }>;
 export type LiveTrajectoriesFile = z.output<typeof liveTrajectoriesSchema>;

@@ -11,6 +11,3 @@ export const RECORD_VERSION = 1;
 
 /** A record's `version`: 1, or absent in a file written before records had one (read as 1). */
 export const versionField = () => z.literal(RECORD_VERSION).default(RECORD_VERSION);
-
-/** A JSON number a writer may have turned into null (JSON has no NaN or ±Infinity: JSON.stringify writes null). */
-export const jsonNumber = () => z.number().nullable();

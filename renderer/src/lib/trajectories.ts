@@ -1,53 +1,20 @@
 /**
- * The trajectories.jsonl records the inspectors read, as the trainers write them (engine/mars/trainer.ts
- * trajectoryRecord, engine/marti/trainer.ts treeRecord), plus the run loop's `step`. The host sends them as unknown
- * JSON; the guards below check the few fields the views rely on, so a record of another kind (or a damaged line, which
- * the host sends as { unreadable, line }) is skipped rather than drawn wrong.
+ * The trajectories.jsonl records the inspectors read, as the trainers write them, plus the run loop's `step`: their
+ * types are the records' schemas' (engine/records/, `import type` only, so zod never reaches the page). The host sends
+ * them as unknown JSON; the guards below check the few fields the views rely on, so a record of another kind (or a
+ * damaged line, which the host sends as { unreadable, line }) is skipped rather than drawn wrong.
  */
+import type { MarsBin, MarsTurn, PosteriorSummary, StoredTrajectoryLineOf, TestOutcome, MartiNode } from '../../../engine/records';
+
+export type { MarsBin, MarsTurn, MartiNode, PosteriorSummary, TestOutcome };
+
 // ---- MARS ------------------------------------------------------------------------------------------------------------
 
-export interface MarsBin {
-  /** The pages packed into this System 1 window, each with how many of its tokens were taken. */
-  pages: { id: string; take: number }[];
-  /** Tokens of the window the bin used (pages + separators). */
-  used: number;
-  output: string;
-  outputTokens: string[];
-  outputLogProbs: number[];
-  /** System 1 sample's advantage (null/undefined when the trainer had none for it). */
-  advantage?: number | null;
-  /** How many times the balanced sample kept this System 1 sample (0 = balancing dropped it). */
-  kept?: number | null;
-}
-
-export interface MarsTurn {
-  text: string;
-  tokens: string[];
-  logProbs: number[];
-  query: string | null;
-  purpose: string | null;
-  results: { id: string; length: number }[];
-  bins: MarsBin[];
-  /** The window capacity the trainer used (for records written before it was recorded, the host fills it in). */
-  capacity?: number | null;
-  info: string;
-}
-
-export interface MarsEpisode {
-  kind: 'mars.episode';
-  /** The training step (evaluation episodes, shown in Compare, have none). */
-  step: number;
-  questionId: string;
-  family: string;
-  question: string;
-  gold: string[];
-  turns: MarsTurn[];
-  answer: string | null;
-  end: string;
-  reward: number;
-  f1: number;
-  advantage: number;
-}
+/**
+ * A MARS episode as trajectories.jsonl holds it (engine/records/mars.ts), with the run loop's `step`. Evaluation
+ * episodes, shown in Compare, come without one.
+ */
+export type MarsEpisode = StoredTrajectoryLineOf<'mars.episode'>;
 
 export function isMarsEpisode(r: unknown): r is MarsEpisode {
   const x = r as Partial<MarsEpisode> | null;
@@ -187,67 +154,11 @@ export function splitTaken(text: string, take: number): { read: string; cut: str
 
 // ---- MARTI -----------------------------------------------------------------------------------------------------------
 
-export interface PosteriorSummary {
-  kind: 'beta' | 'gaussian';
-  n: number;
-  mean: number;
-  [k: string]: unknown;
-}
-
-export interface TestOutcome {
-  passed: number;
-  total: number;
-  score: number | null;
-}
-
-export interface MartiNode {
-  id: number;
-  parentId: number | null;
-  depth: number;
-  /** null for the root. */
-  agent: string | null;
-  paramId: string | null;
-  prompt: string | null;
-  completion: string | null;
-  program: string | null;
-  feedback: string | null;
-  parseError: string | null;
-  finish: string | null;
-  public: TestOutcome | null;
-  private: TestOutcome | null;
-  score: number;
-  genObservation: number | null;
-  expansion: {
-    path: { nodeId: number; decision: 'GEN' | 'CONT'; genDraw: number; contDraw: number; gen: PosteriorSummary; cont: PosteriorSummary; chosenChild?: number }[];
-    forcedGen: boolean;
-    agent: { method: string; chosen: string; candidates: { agentId: string; n: number; posterior: PosteriorSummary; value: number | null }[] };
-  } | null;
-  posteriors?: { gen: PosteriorSummary; cont: PosteriorSummary };
-  advantage: number | null;
-  shapedReward: number | null;
-  trained: boolean | 'buffered';
-  tokens: number;
-}
-
-export interface MartiTreeRecord {
-  kind: 'marti.tree';
-  /** The training step that grew it (evaluation trees, shown in Compare, have none). */
-  step: number;
-  mode: string;
-  treeId: string;
-  taskId: string;
-  statement: string;
-  target: string;
-  publicTests: { input: unknown; expected: unknown }[];
-  agents: string[];
-  metrics: { nodes: number; pass1: number; passN: number; avgPass1: number; gap: number };
-  agentShares: Record<string, number>;
-  nodes: MartiNode[];
-  /** A tree of the step in flight, still growing (live.json): no advantages yet; its final record replaces it. */
-  live?: boolean;
-  /** Nodes the tree will have when its search ends (live trees only). */
-  budget?: number;
-}
+/**
+ * A MARTI search tree as trajectories.jsonl or live.json holds it (engine/records/marti.ts), with the run loop's
+ * `step`; a live tree has `live: true` and its node `budget`. Evaluation trees, shown in Compare, come without a step.
+ */
+export type MartiTreeRecord = StoredTrajectoryLineOf<'marti.tree'>;
 
 export function isMartiTree(r: unknown): r is MartiTreeRecord {
   const x = r as Partial<MartiTreeRecord> | null;

@@ -11,6 +11,7 @@
  * dropped), so the host's memory stays bounded however many runs are overlaid over a session. Several metrics of one
  * run are read in one pass over the file (metricColumns: a run page's getMetricSeries asks for all of them).
  */
+import { isAscii } from 'node:buffer';
 import fs from 'node:fs';
 import { parseNumber, parsedNumberEnd } from '../runs/metricStats';
 
@@ -31,6 +32,7 @@ interface Cached extends Column {
 export const MAX_COLUMNS = 120;
 const HEAD_BYTES = 64;
 const CHUNK = 8 << 20;
+const NEWLINE = 0x0a;
 
 const cache = new Map<string, Cached>();
 
@@ -218,25 +220,34 @@ export function metricColumns(runId: string, file: string, keys: readonly string
       else byOffset.set(c.offset, [i]);
     });
     for (const [offset, group] of byOffset) {
-      let pending = '';
+      // Whole lines only: the bytes after a chunk's last newline are moved to the buffer's start and read again with
+      // the next chunk (as bytes, so a character cut by the chunk's end is decoded whole).
+      const buf = Buffer.allocUnsafe(Math.min(CHUNK, Math.max(1, stat.size - offset)));
       let pos = offset;
-      const buf = Buffer.allocUnsafe(Math.min(CHUNK, Math.max(1, stat.size - pos)));
+      let carry = 0;
+      let consumed = offset;
       while (pos < stat.size) {
-        const n = fs.readSync(fd, buf, 0, Math.min(buf.length, stat.size - pos), pos);
+        if (carry === buf.length) break; // one line longer than CHUNK: a log the run loop never writes (read no further)
+        const n = fs.readSync(fd, buf, carry, Math.min(buf.length - carry, stat.size - pos), pos);
         if (n === 0) break;
-        const text = pending + buf.toString('utf8', 0, n);
-        const last = text.lastIndexOf('\n');
-        if (last >= 0) {
-          const lines = text.slice(0, last);
-          const fast = fastChunk(lines);
-          pending = text.slice(last + 1);
-          const consumed = pos + n - Buffer.byteLength(pending);
-          for (const i of group) {
-            readLines(lines, fast, keys[i]!, xKey, columns[i]!);
-            columns[i]!.offset = consumed;
-          }
-        } else pending = text;
         pos += n;
+        const filled = carry + n;
+        const last = buf.lastIndexOf(NEWLINE, filled - 1);
+        if (last < 0) {
+          carry = filled;
+          continue;
+        }
+        const bytes = buf.subarray(0, last);
+        // ASCII (every run-loop line with ASCII names) decodes as latin1, a plain copy; utf8 checks every byte.
+        const lines = bytes.toString(isAscii(bytes) ? 'latin1' : 'utf8');
+        const fast = fastChunk(lines);
+        consumed += last + 1;
+        for (const i of group) {
+          readLines(lines, fast, keys[i]!, xKey, columns[i]!);
+          columns[i]!.offset = consumed;
+        }
+        carry = filled - (last + 1);
+        buf.copy(buf, 0, last + 1, filled);
       }
     }
     for (const c of columns) if (c.head.length < HEAD_BYTES) c.head = head;

@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { decimate } from '../runs/decimate';
+import { decimateColumns } from '../runs/decimate';
 import { RUN_FILES } from '../runs/home';
 import { setOwn } from '../runs/metricPoint';
 import { readRunMeta } from '../runs/runFolder';
@@ -89,7 +89,7 @@ function decimated(runId: string, name: string, req: { x: 'step' | 'time'; width
   const key = `${runId}\n${name}\n${req.x}\n${req.width}`;
   const hit = decimatedCache.get(key);
   if (hit && hit.column === column && hit.length === column.x.length) return hit.series;
-  const buckets = decimate(column.x.map((x, i) => ({ x, y: column.y[i]! })), req.width);
+  const buckets = decimateColumns(column, req.width);
   const series = { x: buckets.map((b) => b.x), min: buckets.map((b) => b.min), max: buckets.map((b) => b.max), last: buckets.map((b) => b.last) };
   decimatedCache.delete(key);
   decimatedCache.set(key, { column, length: column.x.length, series });

@@ -27,25 +27,31 @@ export interface DecimateOptions {
   xMax?: number;
 }
 
-/** First index with points[i].x ≥ x (points sorted by x). */
-function lowerBound(points: readonly XY[], x: number): number {
+/** A series as two columns of one length, x sorted (engine/api/metricColumns.ts reads them so). */
+export interface Columns {
+  x: ArrayLike<number>;
+  y: ArrayLike<number>;
+}
+
+/** First index with x(i) ≥ x (x sorted). */
+function lowerBound(n: number, xAt: (i: number) => number, x: number): number {
   let lo = 0;
-  let hi = points.length;
+  let hi = n;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (points[mid]!.x < x) lo = mid + 1;
+    if (xAt(mid) < x) lo = mid + 1;
     else hi = mid;
   }
   return lo;
 }
 
-/** First index with points[i].x > x. */
-function upperBound(points: readonly XY[], x: number): number {
+/** First index with x(i) > x. */
+function upperBound(n: number, xAt: (i: number) => number, x: number): number {
   let lo = 0;
-  let hi = points.length;
+  let hi = n;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (points[mid]!.x <= x) lo = mid + 1;
+    if (xAt(mid) <= x) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -56,49 +62,61 @@ function upperBound(points: readonly XY[], x: number): number {
  * is left out (a gap on the chart). With no more points than `width`, every point is its own bucket.
  */
 export function decimate(points: readonly XY[], width: number, opts: DecimateOptions = {}): Bucket[] {
+  return decimateBy(points.length, (i) => points[i]!.x, (i) => points[i]!.y, width, opts);
+}
+
+/** decimate() of a series held as columns, without making a point object of each (20 runs of 10^5 points). */
+export function decimateColumns(columns: Columns, width: number, opts: DecimateOptions = {}): Bucket[] {
+  const { x, y } = columns;
+  return decimateBy(x.length, (i) => x[i]!, (i) => y[i]!, width, opts);
+}
+
+function decimateBy(count: number, xAt: (i: number) => number, yAt: (i: number) => number, width: number, opts: DecimateOptions): Bucket[] {
   const w = Math.max(1, Math.floor(width));
-  const start = opts.xMin === undefined ? 0 : lowerBound(points, opts.xMin);
-  const end = opts.xMax === undefined ? points.length : upperBound(points, opts.xMax);
+  const start = opts.xMin === undefined ? 0 : lowerBound(count, xAt, opts.xMin);
+  const end = opts.xMax === undefined ? count : upperBound(count, xAt, opts.xMax);
   const out: Bucket[] = [];
   if (end <= start) return out;
 
   if (end - start <= w) {
     for (let i = start; i < end; i++) {
-      const p = points[i]!;
-      if (Number.isFinite(p.y) && Number.isFinite(p.x)) out.push({ x: p.x, min: p.y, max: p.y, last: p.y, n: 1, nonFinite: 0 });
+      const x = xAt(i);
+      const y = yAt(i);
+      if (Number.isFinite(y) && Number.isFinite(x)) out.push({ x, min: y, max: y, last: y, n: 1, nonFinite: 0 });
     }
     return out;
   }
 
-  const x0 = points[start]!.x;
-  const span = points[end - 1]!.x - x0;
+  const x0 = xAt(start);
+  const span = xAt(end - 1) - x0;
   let current: Bucket | null = null;
   let currentIndex = -1;
   let pendingNonFinite = 0;
   for (let i = start; i < end; i++) {
-    const p = points[i]!;
-    if (!Number.isFinite(p.x)) continue;
-    const index = span > 0 ? Math.min(w - 1, Math.floor(((p.x - x0) / span) * w)) : 0;
+    const x = xAt(i);
+    if (!Number.isFinite(x)) continue;
+    const y = yAt(i);
+    const index = span > 0 ? Math.min(w - 1, Math.floor(((x - x0) / span) * w)) : 0;
     if (index !== currentIndex) {
       if (current) out.push(current);
       current = null;
       currentIndex = index;
       pendingNonFinite = 0;
     }
-    if (!Number.isFinite(p.y)) {
+    if (!Number.isFinite(y)) {
       if (current) current.nonFinite++;
       else pendingNonFinite++;
       continue;
     }
     if (!current) {
-      current = { x: p.x, min: p.y, max: p.y, last: p.y, n: 1, nonFinite: pendingNonFinite };
+      current = { x, min: y, max: y, last: y, n: 1, nonFinite: pendingNonFinite };
       continue;
     }
-    current.x = p.x;
-    current.last = p.y;
+    current.x = x;
+    current.last = y;
     current.n++;
-    if (p.y < current.min) current.min = p.y;
-    if (p.y > current.max) current.max = p.y;
+    if (y < current.min) current.min = y;
+    if (y > current.max) current.max = y;
   }
   if (current) out.push(current);
   return out;

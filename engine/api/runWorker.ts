@@ -67,7 +67,7 @@ export function writeWorkerResult(home: string, result: unknown): string {
 }
 
 async function backendFor(config: RunConfig): Promise<void> {
-  await initBackend({ force: config.backend === 'auto' ? undefined : config.backend });
+  await initBackend({ force: config.backend === 'auto' ? undefined : config.backend, blasThreads: { threads: config.blasThreads, from: 'config' } });
 }
 
 /** SIGTERM (the host's stop) and SIGINT: finish the step, checkpoint, stop. */

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { CUDA_LIBRARIES, initBackend, missingCudaLibraries, vulkanEnvironment, type BackendName, type BackendReport, type VulkanEnvironment } from '../tensor/backend';
 import type { NativeKernelReport } from '../native/status';
 import { ENGINE_VERSION } from '../version';
-import { backendOption } from './options';
+import { backendOption, blasThreadsFor, blasThreadsOption } from './options';
 
 /** What the GPU rungs of the ladder need from the machine, whichever backend was chosen. */
 interface GpuLibraries {
@@ -31,11 +31,19 @@ function formatNative(n: NativeKernelReport): string {
   return `${n.active ? 'native' : "the backend's own"} — ${n.detail}`;
 }
 
+/** The BLAS thread count in effect and where it came from; how the optimiser's update runs. */
+function formatNativeExtras(n: NativeKernelReport): string[] {
+  const from = { default: 'the default; raise it with --blas-threads N or blasThreads in the run config', config: "the run config's blasThreads", environment: 'MARS_LAB_BLAS_THREADS', flag: '--blas-threads' }[n.threadsFrom];
+  const threads = n.active && n.kernel === 'openblas' ? `${n.threads} (${from})` : `${n.threads} (${n.active ? 'the own kernel has one thread' : 'no native products'})`;
+  return [`BLAS threads: ${threads}`, `optimiser (Adam): ${n.adam ? 'native' : 'tensor ops'} — ${n.adamDetail}`];
+}
+
 function formatDoctor(r: BackendReport, g: GpuLibraries): string {
   const lines = [`backend: ${r.chosen}${r.forced ? ' (forced with --backend)' : ''}`];
   for (const a of r.attempts) lines.push(`  ${a.backend.padEnd(10)} ${a.status.padEnd(16)} ${a.package === '-' ? '' : a.package + ': '}${a.detail}`);
   lines.push(`threads: ${r.threads} (${r.threadsDetail})`);
   lines.push(`matrix products: ${formatNative(r.native)}`);
+  lines.push(...formatNativeExtras(r.native));
   if (r.simd !== null) lines.push(`wasm SIMD: ${r.simd ? 'yes' : 'no'}`);
   lines.push(`platform: ${r.platform}, ${r.cpus} CPU cores`);
   if (r.platform.startsWith('linux')) lines.push(...formatGpu(g));
@@ -49,8 +57,9 @@ export function registerDoctorCommand(program: Command): void {
     .description('show which TensorFlow.js backend is chosen, why the others are not, the matrix-product kernel, threads and versions')
     .option('--json', 'print JSON')
     .addOption(backendOption())
-    .action(async (opts: { json?: boolean; backend?: BackendName }) => {
-      const report = await initBackend({ force: opts.backend });
+    .addOption(blasThreadsOption())
+    .action(async (opts: { json?: boolean; backend?: BackendName; blasThreads?: number }) => {
+      const report = await initBackend({ force: opts.backend, blasThreads: blasThreadsFor(opts.blasThreads) });
       const gpu = gpuLibraries();
       console.log(opts.json ? JSON.stringify({ engine: ENGINE_VERSION, ...report, gpu }, null, 2) : formatDoctor(report, gpu));
     });

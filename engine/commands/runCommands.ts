@@ -17,7 +17,7 @@ import { openRunIndex } from '../runs/runIndex';
 import { resumeRun, startRun, type RunOptions, type RunOutcome } from '../runs/runLoop';
 import { pretrain } from '../runs/pretrain';
 import { checkJsonNesting, noteRun } from './ioErrors';
-import { backendOption, homeOption, setOption } from './options';
+import { backendOption, blasThreadsFor, blasThreadsOption, homeOption, setOption } from './options';
 import { progressSink } from './progress';
 import { terminalText as tt } from './terminalText';
 
@@ -88,8 +88,8 @@ async function withProgress(json: boolean | undefined, keyMetric: string, run: (
   }
 }
 
-async function backendFor(config: RunConfig, flag?: BackendName): Promise<void> {
-  await initBackend({ force: flag ?? (config.backend === 'auto' ? undefined : config.backend) });
+async function backendFor(config: RunConfig, flag?: BackendName, blasThreads?: number): Promise<void> {
+  await initBackend({ force: flag ?? (config.backend === 'auto' ? undefined : config.backend), blasThreads: blasThreadsFor(blasThreads, config) });
 }
 
 export function registerRunCommands(program: Command): void {
@@ -120,14 +120,15 @@ export function registerRunCommands(program: Command): void {
     .option('--json', 'progress as one JSON object per line on stdout')
     .option('--run-id <id>', "the new run's id (letters, digits, '.', '_', '-'; e.g. a study's, which is also its Ray job's id)")
     .addOption(backendOption())
+    .addOption(blasThreadsOption())
     .addOption(homeOption())
-    .action(async (opts: { preset?: string; config?: string; variant?: string; set: string[]; steps?: number; json?: boolean; runId?: string; backend?: BackendName; home?: string }) => {
+    .action(async (opts: { preset?: string; config?: string; variant?: string; set: string[]; steps?: number; json?: boolean; runId?: string; backend?: BackendName; blasThreads?: number; home?: string }) => {
       if (Boolean(opts.preset) === Boolean(opts.config)) throw new UserError('train: give exactly one of --preset NAME or --config FILE (see `npx mars-lab presets`)');
       if (opts.variant && !opts.preset) throw new UserError('train: --variant needs --preset (a variant belongs to a preset)');
       const sets = opts.steps ? [...opts.set, `budget.steps=${opts.steps}`] : opts.set;
       if (opts.config) checkJsonNesting(opts.config, 'the config');
       const config = opts.preset ? resolvePresetConfig(opts.preset, sets, undefined, opts.variant) : resolveConfigFile(opts.config!, sets);
-      await backendFor(config, opts.backend);
+      await backendFor(config, opts.backend, opts.blasThreads);
       const home = resolveHome({ home: opts.home });
       if (opts.runId !== undefined) runDir(home, opts.runId); // a bad id is a UserError before the backend loads
       await withProgress(opts.json, 'reward', (ro) => startRun(home, config, { ...ro, preset: opts.preset, runId: opts.runId }));
@@ -174,13 +175,14 @@ export function registerRunCommands(program: Command): void {
     .argument('<run>', 'run id, unique id prefix, or run folder')
     .option('--json', 'progress as one JSON object per line on stdout')
     .addOption(backendOption())
+    .addOption(blasThreadsOption())
     .addOption(homeOption())
-    .action(async (spec: string, opts: { json?: boolean; backend?: BackendName; home?: string }) => {
+    .action(async (spec: string, opts: { json?: boolean; backend?: BackendName; blasThreads?: number; home?: string }) => {
       const home = resolveHome({ home: opts.home });
       const dir = resolveRun(home, spec);
       noteRun(path.basename(dir), dir);
       const config = parseRunConfig(readRunMeta(dir).config, path.join(dir, 'run.json'));
-      await backendFor(config, opts.backend);
+      await backendFor(config, opts.backend, opts.blasThreads);
       await withProgress(opts.json, 'reward', (ro) => resumeRun(dir, ro));
     });
 

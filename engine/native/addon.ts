@@ -4,7 +4,8 @@
  *
  * Environment: MARS_LAB_NATIVE=0 (or off) leaves the addon unloaded; MARS_LAB_NATIVE=own uses the project's own kernel
  * even in an OpenBLAS build; MARS_LAB_NATIVE_PATH names an addon file to load instead of native/build's;
- * MARS_LAB_BLAS_THREADS raises OpenBLAS's thread count from its default of 1 per process.
+ * MARS_LAB_BLAS_THREADS sets OpenBLAS's thread count for the process (over the run config's blasThreads; the CLI's
+ * --blas-threads is over both); MARS_LAB_NATIVE_ADAM=0 keeps the optimiser on its tensor ops (engine/rl/nativeAdam.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -97,10 +98,10 @@ export interface AddonLoad {
 
 const BLAS_THREADS = z.coerce.number().int().min(1).max(256);
 
-/** MARS_LAB_BLAS_THREADS, or 1: runs are often several at once on one machine. */
-export function blasThreads(env: NodeJS.ProcessEnv = process.env): number {
+/** MARS_LAB_BLAS_THREADS, or `fallback` (1: runs are often several at once on one machine) when it is unset. */
+export function blasThreads(env: NodeJS.ProcessEnv = process.env, fallback = 1): number {
   const raw = env.MARS_LAB_BLAS_THREADS;
-  if (raw === undefined || raw.trim() === '') return 1;
+  if (raw === undefined || raw.trim() === '') return fallback;
   const parsed = BLAS_THREADS.safeParse(raw.trim());
   if (!parsed.success) throw new UserError(`MARS_LAB_BLAS_THREADS: '${raw.slice(0, 20)}' is not a whole number from 1 to 256; unset it (1 thread) or set e.g. 2.`);
   return parsed.data;
@@ -113,6 +114,14 @@ export function nativeRequest(env: NodeJS.ProcessEnv = process.env): 'auto' | 'o
   if (v === '0' || v === 'off' || v === 'false') return 'off';
   if (v === 'own') return 'own';
   throw new UserError(`MARS_LAB_NATIVE: '${v.slice(0, 20)}' is not one of 1, 0, own; unset it to use the native kernels when they are built.`);
+}
+
+/** What MARS_LAB_NATIVE_ADAM asks for: 'auto' (the default: native when the native products are active) or 'off'. */
+export function nativeAdamRequest(env: NodeJS.ProcessEnv = process.env): 'auto' | 'off' {
+  const v = (env.MARS_LAB_NATIVE_ADAM ?? '').trim().toLowerCase();
+  if (v === '' || v === '1' || v === 'on' || v === 'auto') return 'auto';
+  if (v === '0' || v === 'off' || v === 'false') return 'off';
+  throw new UserError(`MARS_LAB_NATIVE_ADAM: '${v.slice(0, 20)}' is not one of 1, 0; unset it to fuse the optimiser natively when the native kernels are active.`);
 }
 
 /** The project's root: the nearest folder above this module with a native/ folder and package.json. */

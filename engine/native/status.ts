@@ -3,7 +3,7 @@
  * `configureNativeKernels` once a backend is chosen; the report goes into BackendReport, so `doctor` prints it and
  * run.json records it, and a figure can be traced to the path that produced it.
  */
-import { blasThreads, loadAddon, nativeRequest, type AddonLoad, type NativeKernel } from './addon';
+import { blasThreads, loadAddon, nativeAdamRequest, nativeRequest, type AddonLoad, type NativeKernel } from './addon';
 import { nativeKernelsRegistered, registerNativeKernels, unregisterNativeKernels } from './kernels';
 
 export interface NativeKernelReport {
@@ -17,10 +17,24 @@ export interface NativeKernelReport {
   built: 'openblas' | 'own' | null;
   /** OpenBLAS's core name (openblas_get_corename), when it is the kernel. */
   core?: string;
-  /** BLAS threads per process (1 unless MARS_LAB_BLAS_THREADS says more; the own kernel has 1). */
+  /**
+   * BLAS threads of this process, as OpenBLAS reports them (openblas_get_num_threads): 1 unless --blas-threads,
+   * MARS_LAB_BLAS_THREADS or the run config's blasThreads says more (in that order); the own kernel has 1.
+   */
   threads: number;
+  /** Where the thread count came from. */
+  threadsFrom: 'default' | 'config' | 'environment' | 'flag';
+  /** Whether the optimiser's norm and update run as the addon's fused passes (engine/rl/nativeAdam.ts). */
+  adam: boolean;
+  /** One line: why the optimiser runs natively or on tensor ops. */
+  adamDetail: string;
   /** The addon file loaded. */
   file?: string;
+}
+
+export interface NativeOptions {
+  /** BLAS threads asked for by the caller: a CLI flag ('flag') or the run config ('config'). */
+  blasThreads?: { threads: number; from: 'config' | 'flag' };
 }
 
 let cachedLoad: AddonLoad | null = null;
@@ -48,18 +62,38 @@ export function nativeMatMulActive(): boolean {
   return nativeKernelsRegistered();
 }
 
+/** The thread count asked for and where from: a flag over MARS_LAB_BLAS_THREADS over the run config over 1. */
+function requestedThreads(opts: NativeOptions): { threads: number; from: NativeKernelReport['threadsFrom'] } {
+  const asked = opts.blasThreads;
+  if (asked?.from === 'flag') return asked;
+  const env = process.env.MARS_LAB_BLAS_THREADS;
+  if (env !== undefined && env.trim() !== '') return { threads: blasThreads(), from: 'environment' };
+  return asked ?? { threads: 1, from: 'default' };
+}
+
+/** Whether the optimiser will run as the addon's fused passes, given the products are native (`active`). */
+function adamReport(load: AddonLoad | null, active: boolean): { adam: boolean; adamDetail: string } {
+  if (!active) return { adam: false, adamDetail: 'tensor ops (the native kernels are not active)' };
+  const addon = load?.loaded?.addon;
+  if (typeof addon?.adam !== 'function' || typeof addon.sumSquares !== 'function')
+    return { adam: false, adamDetail: "tensor ops: this addon predates the fused optimiser (rebuild it with 'node scripts/buildNative.mjs')" };
+  if (nativeAdamRequest() === 'off') return { adam: false, adamDetail: 'tensor ops: switched off with MARS_LAB_NATIVE_ADAM=0' };
+  return { adam: true, adamDetail: 'fused native passes for the gradient norm and the AdamW update, in place on the wasm heap' };
+}
+
 /**
  * Registers the native kernels when the backend is wasm, the addon is built and MARS_LAB_NATIVE allows it; otherwise
- * leaves (or puts back) the stock wasm kernels. Throws UserError for a malformed MARS_LAB_NATIVE / MARS_LAB_BLAS_THREADS.
+ * leaves (or puts back) the stock wasm kernels. Sets OpenBLAS's thread count (see NativeOptions). Throws UserError
+ * for a malformed MARS_LAB_NATIVE / MARS_LAB_BLAS_THREADS / MARS_LAB_NATIVE_ADAM. Calling it again reconfigures.
  */
-export function configureNativeKernels(backend: string): NativeKernelReport {
+export function configureNativeKernels(backend: string, opts: NativeOptions = {}): NativeKernelReport {
   const request = nativeRequest();
-  const threads = blasThreads();
+  const { threads, from } = requestedThreads(opts);
   const load = request === 'off' ? null : addonLoad();
   const built = load?.loaded?.info.built ?? null;
   const none = (detail: string): NativeKernelReport => {
     unregisterNativeKernels();
-    return { kernel: 'none', active: false, detail, built, threads: 1 };
+    return { kernel: 'none', active: false, detail, built, threads: 1, threadsFrom: from, ...adamReport(load, false) };
   };
   if (request === 'off') lastReport = none('switched off with MARS_LAB_NATIVE=0; the wasm backend runs its own matrix products');
   else if (!load?.loaded) lastReport = none(`no native addon: ${load?.reason ?? 'not loaded'}; the wasm backend runs its own matrix products`);
@@ -71,6 +105,7 @@ export function configureNativeKernels(backend: string): NativeKernelReport {
     const t = addon.setThreads(threads);
     registerNativeKernels(addon);
     const now = addon.info() as { openblasCore?: string; microkernel?: string };
+    const adam = adamReport(load, true);
     if (kernel === 'openblas') {
       lastReport = {
         kernel,
@@ -78,16 +113,17 @@ export function configureNativeKernels(backend: string): NativeKernelReport {
         built,
         core: now.openblasCore,
         threads: t,
+        threadsFrom: from,
+        ...adam,
         file,
         detail:
           `OpenBLAS (core ${now.openblasCore ?? '?'}${load.linkage ? `, ${load.linkage}ally linked` : ''}), ${t} thread${t === 1 ? '' : 's'}` +
-          (threads === 1 ? ' (MARS_LAB_BLAS_THREADS raises it)' : ' (MARS_LAB_BLAS_THREADS)') +
           // The environment can pin OpenBLAS's kernels below what the CPU offers (this project's VMs set Haswell).
           (process.env.OPENBLAS_CORETYPE ? `; core set by OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE} in the environment` : ''),
       };
     } else {
       const why = request === 'own' ? 'MARS_LAB_NATIVE=own' : load.buildReasons.length ? `built without OpenBLAS: ${load.buildReasons.join('; ')}` : 'built without OpenBLAS';
-      lastReport = { kernel, active: true, built, threads: 1, file, detail: `the project's own kernel (${now.microkernel ?? '?'}, 1 thread): ${why}` };
+      lastReport = { kernel, active: true, built, threads: 1, threadsFrom: from, ...adam, file, detail: `the project's own kernel (${now.microkernel ?? '?'}, 1 thread): ${why}` };
     }
   }
   return lastReport;

@@ -12,8 +12,9 @@
  */
 import { tf } from '../tensor/backend';
 import { addonLoad, nativeMatMulActive } from '../native/status';
-import type { NativeAddon } from '../native/addon';
-import { UserError } from '../userError';
+import { nativeAdamRequest, type NativeAddon } from '../native/addon';
+
+export { nativeAdamRequest };
 
 /** The addon's fused optimiser passes. */
 export type FusedOptimiser = Required<Pick<NativeAddon, 'sumSquares' | 'adam'>>;
@@ -23,14 +24,6 @@ interface WasmBackendLike {
   dataIdMap: { get(dataId: object): { memoryOffset: number; refCount: number; dtype: string } | undefined };
   makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
   wasm: { HEAPU8: Uint8Array };
-}
-
-/** What MARS_LAB_NATIVE_ADAM asks for: 'auto' (the default: native when the native products are active) or 'off'. */
-export function nativeAdamRequest(env: NodeJS.ProcessEnv = process.env): 'auto' | 'off' {
-  const v = (env.MARS_LAB_NATIVE_ADAM ?? '').trim().toLowerCase();
-  if (v === '' || v === '1' || v === 'on' || v === 'auto') return 'auto';
-  if (v === '0' || v === 'off' || v === 'false') return 'off';
-  throw new UserError(`MARS_LAB_NATIVE_ADAM: '${v.slice(0, 20)}' is not one of 1, 0; unset it to fuse the optimiser natively when the native kernels are active.`);
 }
 
 /** Whether the optimiser's update can run natively in this process now, and why (not). */

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { UserError } from '../userError';
-import { configureNativeKernels, type NativeKernelReport } from '../native/status';
+import { configureNativeKernels, type NativeKernelReport, type NativeOptions } from '../native/status';
 
 export { tf };
 
@@ -373,10 +373,14 @@ export function backendReport(): BackendReport | null {
 
 /**
  * Initialise a backend. With `force`, only that backend is tried and failure throws `BackendUnavailableError`;
- * without it, the ladder is walked and the first that loads is kept. Calling again with the same choice is free.
+ * without it, the ladder is walked and the first that loads is kept. Calling again with the same choice is free
+ * (it only sets the native kernels' BLAS threads again when `blasThreads` is given).
  */
-export async function initBackend(opts: { force?: BackendName } = {}): Promise<BackendReport> {
-  if (current && (!opts.force || opts.force === current.chosen)) return current;
+export async function initBackend(opts: { force?: BackendName } & NativeOptions = {}): Promise<BackendReport> {
+  if (current && (!opts.force || opts.force === current.chosen)) {
+    if (opts.blasThreads) current = { ...current, native: configureNativeKernels(current.chosen, { blasThreads: opts.blasThreads }) };
+    return current;
+  }
   if (opts.force && !BACKENDS.includes(opts.force)) {
     throw new UserError(`Unknown backend '${opts.force}'. Choose one of: ${BACKENDS.join(', ')}.`);
   }
@@ -406,7 +410,7 @@ export async function initBackend(opts: { force?: BackendName } = {}): Promise<B
     if (!chosen) throw new Error('No TensorFlow.js backend could be initialised, not even cpu.');
   }
   await tf.ready();
-  const native = configureNativeKernels(chosen);
+  const native = configureNativeKernels(chosen, { blasThreads: opts.blasThreads });
   current = { ...describeThreads(chosen), ...(await simdAndVersions(chosen)), chosen, forced: Boolean(opts.force), attempts, platform: `${process.platform}-${process.arch}`, cpus: os.cpus().length, native };
   return current;
 }

@@ -244,6 +244,11 @@ export const commonFields = {
     'Backend',
     'TensorFlow.js backend: auto takes the first that loads (tensorflow, webgpu, wasm, cpu); the others force one.',
   ),
+  blasThreads: field(
+    z.int().min(1).max(256).default(1),
+    'BLAS threads',
+    'Threads of the native matrix products (OpenBLAS) in the run’s process: 1 by default, as runs are often several at once; MARS_LAB_BLAS_THREADS and --blas-threads override it.',
+  ),
   tags: field(
     z.array(z.string().min(1).max(64)).max(32).default(() => []),
     'Tags',

@@ -1,0 +1,71 @@
+/**
+ * BLAS threads of the native matrix products (issue 16): 1 per process by default; the run config's blasThreads,
+ * MARS_LAB_BLAS_THREADS and a --blas-threads flag raise it, in that order of precedence; the count reaches OpenBLAS
+ * (read back through the addon's getter, openblas_get_num_threads) and the backend report (doctor, run.json) says
+ * how many and from where. The CLI end (train/resume records it in run.json) is tests/integration/nativeBlasThreads.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { blasThreadsFor } from '../../../engine/commands/options';
+import { configureNativeKernels } from '../../../engine/native/status';
+import { parseRunConfig } from '../../../engine/runs/configSchema';
+import { backendReport, initBackend } from '../../../engine/tensor/backend';
+import { useBackend } from '../../helpers/backends';
+import { addon, built, nativeMissing } from './nativeHelpers';
+
+/** What OpenBLAS itself says its thread count is. */
+const openblasThreads = () => (addon().addon.info() as { threads: number }).threads;
+
+const saved = process.env.MARS_LAB_BLAS_THREADS;
+beforeAll(async () => {
+  delete process.env.MARS_LAB_BLAS_THREADS;
+  await useBackend('wasm');
+});
+afterAll(() => {
+  if (saved === undefined) delete process.env.MARS_LAB_BLAS_THREADS;
+  else process.env.MARS_LAB_BLAS_THREADS = saved;
+  configureNativeKernels('wasm');
+});
+
+describe('BLAS threads', () => {
+  it('the run config has blasThreads (default 1, a whole number from 1 to 256)', () => {
+    expect(parseRunConfig({ algorithm: 'seqgrpo' }).blasThreads).toBe(1);
+    expect(parseRunConfig({ algorithm: 'seqgrpo', blasThreads: 2 }).blasThreads).toBe(2);
+    expect(() => parseRunConfig({ algorithm: 'seqgrpo', blasThreads: 0 })).toThrow(/blasThreads/);
+    expect(() => parseRunConfig({ algorithm: 'seqgrpo', blasThreads: 1.5 })).toThrow(/blasThreads/);
+    expect(blasThreadsFor(undefined, { blasThreads: 2 })).toEqual({ threads: 2, from: 'config' });
+    expect(blasThreadsFor(3, { blasThreads: 2 })).toEqual({ threads: 3, from: 'flag' });
+    expect(blasThreadsFor(undefined)).toBeUndefined();
+  });
+
+  it('reach openblas_set_num_threads: default 1, config, environment over config, flag over both', async (ctx) => {
+    const missing = nativeMissing();
+    if (missing) ctx.skip(missing);
+    if (built.loaded!.info.built !== 'openblas') ctx.skip('the addon was built with the own kernel, which has one thread');
+    const at = (opts: Parameters<typeof configureNativeKernels>[1]) => {
+      const r = configureNativeKernels('wasm', opts);
+      return { reported: r.threads, from: r.threadsFrom, openblas: openblasThreads() };
+    };
+    expect(at({})).toEqual({ reported: 1, from: 'default', openblas: 1 });
+    expect(at({ blasThreads: { threads: 2, from: 'config' } })).toEqual({ reported: 2, from: 'config', openblas: 2 });
+    process.env.MARS_LAB_BLAS_THREADS = '3';
+    try {
+      expect(at({ blasThreads: { threads: 2, from: 'config' } })).toEqual({ reported: 3, from: 'environment', openblas: 3 });
+      expect(at({ blasThreads: { threads: 4, from: 'flag' } })).toEqual({ reported: 4, from: 'flag', openblas: 4 });
+    } finally {
+      delete process.env.MARS_LAB_BLAS_THREADS;
+    }
+    expect(at({})).toEqual({ reported: 1, from: 'default', openblas: 1 });
+  });
+
+  it('initBackend sets them again for a backend already chosen, and its report (run.json, doctor) follows', async (ctx) => {
+    const missing = nativeMissing();
+    if (missing) ctx.skip(missing);
+    if (built.loaded!.info.built !== 'openblas') ctx.skip('the addon was built with the own kernel, which has one thread');
+    await initBackend({ force: 'wasm', blasThreads: { threads: 2, from: 'flag' } });
+    expect(openblasThreads()).toBe(2);
+    expect(backendReport()!.native).toMatchObject({ kernel: 'openblas', threads: 2, threadsFrom: 'flag', adam: true });
+    await initBackend({ force: 'wasm', blasThreads: { threads: 1, from: 'config' } });
+    expect(openblasThreads()).toBe(1);
+    expect(backendReport()!.native).toMatchObject({ threads: 1, threadsFrom: 'config' });
+  });
+});

@@ -10,7 +10,7 @@ import { resolveConfigFile, resolvePresetConfig } from '../runs/presets';
 import { listCheckpoints } from '../runs/runFolder';
 import { UserError } from '../userError';
 import { checkJsonNesting } from './ioErrors';
-import { backendOption, homeOption, setOption } from './options';
+import { backendOption, blasThreadsFor, blasThreadsOption, homeOption, setOption } from './options';
 import { resolveRun } from './runCommands';
 import { terminalText as tt } from './terminalText';
 
@@ -58,13 +58,14 @@ export function registerEvalCommands(program: Command): void {
     .addOption(splitOption())
     .option('--json', 'print JSON (metrics, identity and per-item outcomes)')
     .addOption(backendOption())
+    .addOption(blasThreadsOption())
     .addOption(homeOption())
-    .action(async (opts: { checkpoint: string; preset?: string; config?: string; set: string[]; json?: boolean; backend?: BackendName; home?: string }) => {
+    .action(async (opts: { checkpoint: string; preset?: string; config?: string; set: string[]; json?: boolean; backend?: BackendName; blasThreads?: number; home?: string }) => {
       if (opts.preset && opts.config) throw new UserError('eval: give at most one of --preset NAME or --config FILE');
       if (opts.set.length && !opts.preset && !opts.config) throw new UserError("eval: --set changes a preset's or config file's fields; add --preset NAME or --config FILE");
       checkInputs(opts.checkpoint, opts.config);
       const config = opts.preset ? resolvePresetConfig(opts.preset, opts.set) : opts.config ? resolveConfigFile(opts.config, opts.set) : checkpointConfig(opts.checkpoint);
-      await initBackend({ force: opts.backend ?? (config.backend === 'auto' ? undefined : config.backend) });
+      await initBackend({ force: opts.backend ?? (config.backend === 'auto' ? undefined : config.backend), blasThreads: blasThreadsFor(opts.blasThreads, config) });
       const r = await evaluateCheckpoint(resolveHome({ home: opts.home }), opts.checkpoint, config);
       if (opts.json) return console.log(JSON.stringify(r));
       console.log(`${tt(r.checkpoint)}${r.cached ? ' (cached)' : ''}`);
@@ -80,15 +81,16 @@ export function registerEvalCommands(program: Command): void {
     .argument('<b>', 'checkpoint B (same algorithm and task), named the same ways')
     .option('--json', 'print JSON')
     .addOption(backendOption())
+    .addOption(blasThreadsOption())
     .addOption(homeOption())
-    .action(async (specA: string, specB: string, opts: { json?: boolean; backend?: BackendName; home?: string }) => {
+    .action(async (specA: string, specB: string, opts: { json?: boolean; backend?: BackendName; blasThreads?: number; home?: string }) => {
       const home = resolveHome({ home: opts.home });
       const a = resolveCheckpoint(home, specA);
       const b = resolveCheckpoint(home, specB);
       checkInputs(a);
       checkInputs(b);
       const config = checkpointConfig(a);
-      await initBackend({ force: opts.backend ?? (config.backend === 'auto' ? undefined : config.backend) });
+      await initBackend({ force: opts.backend ?? (config.backend === 'auto' ? undefined : config.backend), blasThreads: blasThreadsFor(opts.blasThreads, config) });
       const c = await compareCheckpoints(home, a, b);
       if (opts.json) {
         const { a: ea, b: eb, ...rest } = c;

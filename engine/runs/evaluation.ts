@@ -13,6 +13,7 @@ import { mcnemar, pairedBootstrap } from '../metrics/pairedStats';
 import { Rng } from '../random/prng';
 import { UserError } from '../userError';
 import { jsonParseProblem } from '../boundedText';
+import { RECORD_VERSION } from '../records/version';
 import { parseRunConfig, type RunConfig } from './configSchema';
 import type { EvalResult } from '../training/trainer';
 
@@ -82,7 +83,7 @@ export async function evaluateCheckpoint(home: string, dir: string, config: RunC
   const { model } = await loadCheckpoint(dir);
   try {
     const result = await algorithm.evaluate(config, model, dir);
-    writeFolderAtomic(cacheDir, { 'eval.json': JSON.stringify({ ...result, checkpoint: path.resolve(dir), weightsSha256: weights }, null, 1) + '\n' });
+    writeFolderAtomic(cacheDir, { 'eval.json': JSON.stringify({ version: RECORD_VERSION, ...result, checkpoint: path.resolve(dir), weightsSha256: weights }, null, 1) + '\n' });
     return { ...result, checkpoint: path.resolve(dir), file, cached: false };
   } finally {
     model.dispose();

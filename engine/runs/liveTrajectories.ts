@@ -7,6 +7,7 @@
  * It is replaced by rename without fsync: a torn or lost live.json costs a window one update, nothing else.
  */
 import fs from 'node:fs';
+import { RECORD_VERSION } from '../records/version';
 import { replaceFile } from './runFolder';
 
 export interface LiveTrajectories {
@@ -19,7 +20,7 @@ export interface LiveTrajectories {
 }
 
 export function writeLiveTrajectories(file: string, live: LiveTrajectories): void {
-  replaceFile(file, JSON.stringify(live), { durable: false });
+  replaceFile(file, JSON.stringify({ version: RECORD_VERSION, ...live }), { durable: false });
 }
 
 export function clearLiveTrajectories(file: string): void {

@@ -10,6 +10,7 @@ import { UserError } from '../userError';
 import { CHECKPOINT_REQUIRED_FILES, LOG_FILES, RUN_FILES, runDir, runsDir } from './home';
 import { JsonlAppender } from './jsonl';
 import { jsonParseProblem } from '../boundedText';
+import { RECORD_VERSION } from '../records/version';
 
 import { RUN_STATUSES, type RunStatus } from './runSummary';
 export { RUN_STATUSES, type RunStatus };
@@ -198,7 +199,7 @@ export function logTime(): number {
 export function appendEvent(dir: string, event: { type: string; [field: string]: unknown }): void {
   const log = new JsonlAppender(path.join(dir, RUN_FILES.events));
   try {
-    log.append({ time: logTime(), ...event });
+    log.append({ version: RECORD_VERSION, time: logTime(), ...event });
   } finally {
     log.close();
   }

@@ -2,7 +2,8 @@
  * Every record a run folder holds has one schema (engine/records/): the recorded fixtures (tests/fixtures, written
  * before records had a version) read with them as version 1, and a fresh tiny run of each algorithm (seqgrpo, MARS,
  * MARTI) writes metrics, events, trajectories, MARTI's live trees and evaluation results that all fit, with `version: 1`
- * written on each new trajectory record. A malformed record is refused with the file, line and field named.
+ * written on each new trajectory record, event, live.json and eval.json (not on metrics lines: engine/records/metrics.ts
+ * says why). A malformed record is refused with the file, line and field named.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -65,13 +66,16 @@ async function checkRun(config: RunConfigInput): Promise<{ kinds: Set<Trajectory
 
   const events = readAll(files.events, (v, w) => readRecord(runEventSchema, v, w));
   expect(events.map((e) => e.type)).toContain('status');
+  expect(lines(files.events).every((e) => (e as { version?: unknown }).version === RECORD_VERSION)).toBe(true);
 
   const trajectories = readAll(files.trajectories, (v, w) => readRecord(trajectoryLineSchema, v, w));
   expect(trajectories.length).toBeGreaterThan(0);
 
   const [last] = listCheckpoints(outcome.dir).slice(-1);
   const result = await evaluateCheckpoint(home, last!.path);
-  const stored = readRecord(evalFileSchema, JSON.parse(fs.readFileSync(result.file, 'utf8')), result.file);
+  const evalJson = JSON.parse(fs.readFileSync(result.file, 'utf8')) as { version?: unknown };
+  expect(evalJson.version).toBe(RECORD_VERSION);
+  const stored = readRecord(evalFileSchema, evalJson, result.file);
   expect(stored.items.length).toBe(result.items.length);
   return {
     kinds: new Set(trajectories.map((t) => t.kind)),
@@ -142,7 +146,9 @@ describe('run-folder records', () => {
       await trainer.trainStep({
         live: (records) => {
           writeLiveTrajectories(file, { step: 1, time: Date.now() / 1000, records: records.map((r) => ({ step: 1, ...r })) });
-          const live = readRecord(liveTrajectoriesSchema, JSON.parse(fs.readFileSync(file, 'utf8')), file);
+          const written = JSON.parse(fs.readFileSync(file, 'utf8')) as { version?: unknown };
+          expect(written.version).toBe(RECORD_VERSION);
+          const live = readRecord(liveTrajectoriesSchema, written, file);
           expect(live.records.every((r) => r.kind === 'marti.tree' && r.live === true && r.budget === 3)).toBe(true);
           expect(readLiveTrajectories(file)?.records).toHaveLength(2);
           reports++;

@@ -88,6 +88,13 @@ export interface FusedScalars {
   bc2: number;
 }
 
+let updates = 0;
+
+/** How many fused updates this process has run (tests check that a run really took the native path). */
+export function fusedUpdateCount(): number {
+  return updates;
+}
+
 /** Gives `v` data of its own (a copy) when another live tensor shares its data. */
 function ownData(backend: WasmBackendLike, v: tf.Variable): void {
   const entry = backend.dataIdMap.get(v.dataId)!;
@@ -122,5 +129,6 @@ export function fusedAdamUpdate(optimiser: FusedOptimiser, slots: readonly Fused
   // Fetched after the copies above: an allocation can grow the heap, which replaces its ArrayBuffer.
   const heap = backend.wasm.HEAPU8.buffer as ArrayBuffer;
   optimiser.adam(heap, table, s.scale !== 1, s.scale, s.beta1, 1 - s.beta1, s.beta2, 1 - s.beta2, s.bc1, s.bc2, s.eps, s.lr);
+  updates++;
   return true;
 }

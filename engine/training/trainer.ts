@@ -5,6 +5,7 @@
 import type { CheckpointContents, OptimizerState } from '../model/checkpoint';
 import type { LlamaModel } from '../model/llama';
 import type { Rng } from '../random/prng';
+import type { EvalItem, EvalResultRecord } from '../records/evaluation';
 import type { TrajectoryRecord } from '../records/trajectories';
 
 export interface StepOutput {
@@ -16,22 +17,14 @@ export interface StepOutput {
   tokens: number;
 }
 
-export interface EvalItemOutcome {
-  id: string;
-  correct: boolean;
-  score: number;
-  output?: string;
-  target?: string;
-  /** The item's whole episode or search tree, in the form trajectories.jsonl holds (the Compare view shows two). */
-  record?: TrajectoryRecord;
-}
+/** One held-out item's outcome (engine/records/evaluation.ts): its whole episode or tree rides along as `record`. */
+export type EvalItemOutcome = EvalItem;
 
-export interface EvalResult {
-  /** Everything that fixes which items are evaluated and how: recorded with the results, part of the cache key. */
-  identity: Record<string, string | number | boolean>;
-  metrics: Record<string, number>;
-  items: EvalItemOutcome[];
-}
+/**
+ * An evaluation's results as a trainer gives them: eval.json's record without its version (engine/runs/evaluation.ts
+ * writes that, with the checkpoint and its weights' hash).
+ */
+export type EvalResult = Omit<EvalResultRecord, 'version'>;
 
 /** What a checkpoint of a trainer holds beyond the model weights. */
 export interface TrainerSnapshot {

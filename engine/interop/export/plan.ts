@@ -1,0 +1,73 @@
+/**
+ * An export to a real trainer (issue 18 part 3): what maps (each target setting with the mars-lab setting it comes
+ * from), what does not (and why), and the files to write. A value is literal, or a shell expression (`$MODEL`,
+ * `$OUT_DIR/rollouts`) the launch script expands; shell.ts quotes either for the command line.
+ */
+import type { RunConfig } from '../../runs/configSchema';
+
+/** A value as the launch script passes it: literal text, or text with $VARIABLES the script defines. */
+export type ArgValue = { literal: string } | { shell: string };
+
+export interface MappedSetting {
+  /** The target's setting: a Hydra key (verl) or a flag (MARTI). */
+  target: string;
+  value: ArgValue;
+  /** The mars-lab setting(s) it comes from ('' for what the export itself sets: paths, logging). */
+  from: string;
+  note?: string;
+}
+
+export interface UnmappedSetting {
+  /** The mars-lab setting. */
+  setting: string;
+  value: string;
+  why: string;
+}
+
+export interface ExportContext {
+  runId: string;
+  algorithm: string;
+  preset?: string;
+  /** The user's model (an HF id or a folder); without it the script refuses to run until MODEL is set. */
+  model?: string;
+  nnodes: number;
+  gpusPerNode: number;
+}
+
+export interface ExportPlan {
+  target: 'verl' | 'marti';
+  mapped: MappedSetting[];
+  unmapped: UnmappedSetting[];
+  /** Files to write in the output folder: name → text (the script is made executable). */
+  files: Record<string, string>;
+}
+
+export const lit = (v: string | number | boolean): ArgValue => ({ literal: typeof v === 'boolean' ? (v ? 'True' : 'False') : String(v) });
+export const sh = (expr: string): ArgValue => ({ shell: expr });
+
+/** The group size and prompts per step of a run, whatever its algorithm (ALGORITHMS.md §1.2: a group is G samples). */
+export function groupShape(c: RunConfig): { groupSize: number; promptsPerStep: number; groupFrom: string; promptsFrom: string } {
+  if (c.algorithm === 'seqgrpo') return { groupSize: c.task.groupSize, promptsPerStep: c.task.promptsPerStep, groupFrom: 'task.groupSize', promptsFrom: 'task.promptsPerStep' };
+  if (c.algorithm === 'mars') return { groupSize: c.task.groupSize, promptsPerStep: c.task.questionsPerStep, groupFrom: 'task.groupSize', promptsFrom: 'task.questionsPerStep' };
+  return { groupSize: c.marti.nodesPerTree, promptsPerStep: c.marti.problemsPerStep, groupFrom: 'marti.nodesPerTree', promptsFrom: 'marti.problemsPerStep' };
+}
+
+/** The two tables as fixed-width text (what `export` prints). */
+export function planTables(plan: ExportPlan): string {
+  const table = (head: string[], rows: string[][]) => {
+    const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+    return [head, w.map((n) => '-'.repeat(n)), ...rows].map((r) => r.map((c, i) => c.padEnd(w[i]!)).join('  ').trimEnd()).join('\n');
+  };
+  // long values (the agent JSON) are cut in the table; export.json and the script have them whole
+  const cut = (t: string) => (t.length > 60 ? `${t.slice(0, 59)}…` : t);
+  const show = (v: ArgValue) => cut('literal' in v ? v.literal : v.shell);
+  const mapped = table(
+    ['mars-lab', `${plan.target}`, 'value', 'note'],
+    plan.mapped.map((m) => [m.from || '(export)', m.target, show(m.value), m.note ?? '']),
+  );
+  const unmapped = table(
+    ['mars-lab setting', 'value', `why it does not map to ${plan.target}`],
+    plan.unmapped.map((u) => [u.setting, u.value, u.why]),
+  );
+  return `Mapped (${plan.mapped.length}):\n${mapped}\n\nNot mapped (${plan.unmapped.length}):\n${unmapped}\n`;
+}

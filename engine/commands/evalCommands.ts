@@ -8,6 +8,8 @@ import { checkpointConfig, compareCheckpoints, evaluateCheckpoint } from '../run
 import { resolveHome } from '../runs/home';
 import { resolveConfigFile, resolvePresetConfig } from '../runs/presets';
 import { listCheckpoints } from '../runs/runFolder';
+import { runEndpointEval } from '../endpoints/evalCommand';
+import { usesEndpoints } from '../endpoints/evaluateEndpoints';
 import { UserError } from '../userError';
 import { checkJsonNesting } from './ioErrors';
 import { backendOption, blasThreadsFor, blasThreadsOption, homeOption, setOption } from './options';
@@ -51,21 +53,26 @@ export function registerEvalCommands(program: Command): void {
   program
     .command('eval')
     .description("evaluate a checkpoint on its run's held-out items (or a preset's, e.g. for a base model); results are cached by (weights, evaluation)")
-    .requiredOption('--checkpoint <dir>', 'a checkpoint folder, e.g. <run>/checkpoints/200, or a base model such as resources/marti/base-tiny')
+    .option('--checkpoint <dir>', 'a checkpoint folder, e.g. <run>/checkpoints/200, or a base model such as resources/marti/base-tiny (not needed when the config\'s policies are all endpoints)')
     .option('--preset <name>', "evaluate under this preset's config instead of the checkpoint's run config (needed for a base model, which has none)")
     .option('--config <file>', 'evaluate under this run config file instead of the checkpoint\'s')
     .addOption(setOption('eval.temperature=1'))
     .addOption(splitOption())
     .option('--json', 'print JSON (metrics, identity and per-item outcomes)')
+    .option('--fresh', 'endpoint policies: ask every request again instead of replaying the answers an earlier run of this evaluation kept')
     .addOption(backendOption())
     .addOption(blasThreadsOption())
     .addOption(homeOption())
-    .action(async (opts: { checkpoint: string; preset?: string; config?: string; set: string[]; json?: boolean; backend?: BackendName; blasThreads?: number; home?: string }) => {
+    .action(async (opts: { checkpoint?: string; fresh?: boolean; preset?: string; config?: string; set: string[]; json?: boolean; backend?: BackendName; blasThreads?: number; home?: string }) => {
       if (opts.preset && opts.config) throw new UserError('eval: give at most one of --preset NAME or --config FILE');
       if (opts.set.length && !opts.preset && !opts.config) throw new UserError("eval: --set changes a preset's or config file's fields; add --preset NAME or --config FILE");
-      checkInputs(opts.checkpoint, opts.config);
-      const config = opts.preset ? resolvePresetConfig(opts.preset, opts.set) : opts.config ? resolveConfigFile(opts.config, opts.set) : checkpointConfig(opts.checkpoint);
+      if (!opts.checkpoint && !opts.preset && !opts.config) throw new UserError('eval: give --checkpoint DIR (or, for endpoint policies, --config FILE or --preset NAME)');
+      if (opts.checkpoint) checkInputs(opts.checkpoint, opts.config);
+      else if (opts.config) checkJsonNesting(opts.config, 'the config');
+      const config = opts.preset ? resolvePresetConfig(opts.preset, opts.set) : opts.config ? resolveConfigFile(opts.config, opts.set) : checkpointConfig(opts.checkpoint!);
       await initBackend({ force: opts.backend ?? (config.backend === 'auto' ? undefined : config.backend), blasThreads: blasThreadsFor(opts.blasThreads, config) });
+      if (usesEndpoints(config)) return runEndpointEval(resolveHome({ home: opts.home }), config, { checkpoint: opts.checkpoint, json: opts.json, fresh: opts.fresh });
+      if (!opts.checkpoint) throw new UserError('eval: add --checkpoint DIR: this config names no endpoint policies (mars.policies, marti.agents[].policy)');
       const r = await evaluateCheckpoint(resolveHome({ home: opts.home }), opts.checkpoint, config);
       if (opts.json) return console.log(JSON.stringify(r));
       console.log(`${tt(r.checkpoint)}${r.cached ? ' (cached)' : ''}`);

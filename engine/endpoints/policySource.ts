@@ -10,37 +10,48 @@
  * Endpoint sources are for evaluation (`mars-lab eval`); training stays with the engine's own models.
  */
 import { z } from 'zod';
+import { field } from '../training/configSections';
 
 export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
 export const endpointSamplingSchema = z.strictObject({
-  /** Pins the temperature of every call; by default each call sends the evaluation's own (eval.temperature, …). */
-  temperature: z.number().min(0).max(2).optional(),
-  /** Pins top-p; by default the evaluation's own (sampler.topP). */
-  topP: z.number().gt(0).max(1).optional(),
-  /** Sent as `seed` (servers that honour it make sampled evaluations repeatable). */
-  seed: z.int().min(0).max(2 ** 31 - 1).optional(),
+  temperature: field(z.number().min(0).max(2).optional(), 'Temperature', "Pins the temperature of every call; by default each call sends the evaluation's own (eval.temperature and the search's)."),
+  topP: field(z.number().gt(0).max(1).optional(), 'Top-p', "Pins top-p of every call; by default the evaluation's own (sampler.topP)."),
+  seed: field(z.int().min(0).max(2 ** 31 - 1).optional(), 'Seed', 'Sent as `seed`: servers that honour it make sampled evaluations repeatable.'),
 });
 
 export const endpointSourceSchema = z.strictObject({
-  kind: z.literal('endpoint'),
-  baseUrl: z
-    .string()
-    .max(2000)
-    .refine((u) => /^https?:\/\/[^\s]+$/.test(u) && URL.canParse(u), { error: 'must be an http:// or https:// URL such as http://127.0.0.1:8000/v1' }),
-  model: z.string().min(1).max(500),
-  apiKeyEnv: z.string().regex(ENV_NAME, { error: 'must be the name of an environment variable (letters, digits, _), never the key itself' }).optional(),
-  sampling: endpointSamplingSchema.prefault({}),
-  concurrency: z.int().min(1).max(1024).default(8),
-  timeoutMs: z.int().min(100).max(3_600_000).default(120_000),
-  maxRetries: z.int().min(0).max(20).default(4),
-  /** Receive answers as server-sent events (the default waits for the whole answer). */
-  stream: z.boolean().default(false),
+  kind: field(z.literal('endpoint'), 'Endpoint', 'An OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama, mars-lab serve-model).'),
+  baseUrl: field(
+    z
+      .string()
+      .max(2000)
+      .refine((u) => /^https?:\/\/[^\s]+$/.test(u) && URL.canParse(u), { error: 'must be an http:// or https:// URL such as http://127.0.0.1:8000/v1' }),
+    'Base URL',
+    "The server's OpenAI-compatible root, with its /v1, e.g. http://127.0.0.1:8000/v1.",
+  ),
+  model: field(z.string().min(1).max(500), 'Model', 'The model id the server serves (GET /v1/models lists them).'),
+  apiKeyEnv: field(
+    z.string().regex(ENV_NAME, { error: 'must be the name of an environment variable (letters, digits, _), never the key itself' }).optional(),
+    'API key variable',
+    'The environment variable that holds the API key (the key itself is never written in a config, a run folder or a log).',
+  ),
+  sampling: field(endpointSamplingSchema.prefault({}), 'Sampling', "Settings that override the evaluation's own for this endpoint."),
+  concurrency: field(z.int().min(1).max(1024).default(8), 'Concurrency', 'Most requests in flight at once; the rest wait (back-pressure).'),
+  timeoutMs: field(z.int().min(100).max(3_600_000).default(120_000), 'Timeout (ms)', 'How long one request may take before it is retried or fails.'),
+  maxRetries: field(z.int().min(0).max(20).default(4), 'Retries', 'Retries with exponential backoff on 408/409/429/5xx and lost connections.'),
+  stream: field(z.boolean().default(false), 'Stream', 'Receive answers as server-sent events instead of whole.'),
 });
 
-export const modelSourceSchema = z.strictObject({ kind: z.literal('model') });
+export const modelPolicySchema = z.strictObject({
+  kind: field(z.literal('model'), 'Own model', "The run's own TF.js model (the checkpoint being evaluated)."),
+});
 
-export const policySourceSchema = z.discriminatedUnion('kind', [modelSourceSchema, endpointSourceSchema]);
+export const policySourceSchema = field(
+  z.discriminatedUnion('kind', [modelPolicySchema, endpointSourceSchema]),
+  'Policy source',
+  "The run's own model, or an OpenAI-compatible endpoint.",
+);
 
 export type EndpointSource = z.output<typeof endpointSourceSchema>;
 export type PolicySource = z.output<typeof policySourceSchema>;

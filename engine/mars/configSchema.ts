@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { checkCommon, commonFields, field, seedNumber } from '../training/configSections';
+import { policySourceSchema } from '../endpoints/policySource';
 import { NAME_POOL_SIZES } from './namePool';
 
 export const MARS_FAMILIES = ['direct', 'paraphrase', 'longTail', 'bridge', 'comparison', 'threeHop', 'compositional'] as const;
@@ -77,6 +78,16 @@ export const marsSchema = z
     precompute: field(z.boolean().default(true), 'Advantages before balancing', 'true: normalise on the full pools, then balance (the paper); false: balance first, then normalise (§6.4 ablation).'),
     dropZeroAdvGroups: field(z.boolean().default(false), 'Drop zero-advantage questions', 'Leave out questions whose G rewards are all equal (§2.9).'),
     missingPurpose: field(z.enum(['query', 'empty']).default('query'), 'Missing purpose', 'What System 1 is told when System 2 gives no purpose (§2.1).'),
+    policies: field(
+      z
+        .strictObject({
+          sys2: field(policySourceSchema.optional(), 'System 2 policy', 'Where System 2’s turns come from (default: the run’s own model).'),
+          sys1: field(policySourceSchema.optional(), 'System 1 policy', 'Where System 1’s summaries come from (default: System 2’s source).'),
+        })
+        .optional(),
+      'Policy sources',
+      'Evaluation only (mars-lab eval): where each system’s text comes from, the run’s own model ({"kind": "model"}, the default) or an OpenAI-compatible endpoint ({"kind": "endpoint", "baseUrl", "model", "apiKeyEnv", …}); System 1 defaults to System 2’s source.',
+    ),
   })
   .superRefine((m, ctx) => {
     if (!m.precompute && m.balance === 'advWeighted') {

@@ -6,6 +6,7 @@
  * parameter set, z-score eps 1e-9. They are defaults of this member's `rl` section, so a partial `rl` keeps them.
  */
 import { z } from 'zod';
+import { policySourceSchema } from '../endpoints/policySource';
 import { LOSS_KINDS, MODEL_SIZE_NAMES, checkCommon, commonFields, field, modelSourceSchema, rlSchema, seedNumber } from '../training/configSections';
 import { textTokens } from './lang/text';
 import { targetPoolBound } from './tasks/generator';
@@ -44,6 +45,11 @@ export const martiAgentSchema = z.strictObject({
     modelSourceSchema.optional(),
     'Initial weights',
     'Heterogeneous only: this agent’s own starting checkpoint (default: model.from).',
+  ),
+  policy: field(
+    policySourceSchema.optional(),
+    'Policy source',
+    'Evaluation only (mars-lab eval): where this agent’s programs come from, its parameter set’s own model ({"kind": "model"}, the default) or an OpenAI-compatible endpoint ({"kind": "endpoint", "baseUrl", "model", "apiKeyEnv", …}).',
   ),
 });
 

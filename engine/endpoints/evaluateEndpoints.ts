@@ -1,0 +1,141 @@
+/**
+ * Evaluation-only runs with endpoint agents (`mars-lab eval` with a MARS or MARTI config whose `mars.policies` or
+ * `marti.agents[].policy` name endpoints). The rollouts are the in-process ones — MARS's dual system with search,
+ * MARTI's AB-MCTS-A and T+ — and only where each system's or agent's text comes from changes. Results are written in
+ * evaluateCheckpoint's format (eval.json: identity, metrics, per-item outcomes with their episode or tree record)
+ * under `<home>/evals/endpoints-<key>/`, next to `requests.jsonl`, the journal that makes an interrupted or failed
+ * evaluation resume where it stopped (journal.ts). The key is the evaluation identity, the policy sources (never a key)
+ * and, when the run's own model plays a part, its weights.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { CONFIG_FILE, loadCheckpoint, WEIGHTS_FILE, writeFolderAtomic } from '../model/checkpoint';
+import type { LlamaModel } from '../model/llama';
+import type { Tokenizer } from '../model/tokenizer';
+import { evaluateMars, marsFormat, mars } from '../mars/trainer';
+import { martiFormat } from '../marti/format';
+import { evaluateMarti, marti, paramIdsOf, teamOf } from '../marti/trainer';
+import type { RunConfig } from '../runs/configSchema';
+import type { CheckpointEval } from '../runs/evaluation';
+import type { EvalResult } from '../training/trainer';
+import { UserError } from '../userError';
+import { EndpointError, EndpointStopped } from './endpointClient';
+import { EndpointPolicy, type PolicyModel } from './endpointPolicy';
+import { RequestJournal } from './journal';
+import { sourceIdentity, type PolicySource } from './policySource';
+
+/** The policy sources a config names, by the system or agent they drive (empty when it names none). */
+export function configuredSources(config: RunConfig): { label: string; source: PolicySource }[] {
+  if (config.algorithm === 'mars') {
+    const p = config.mars.policies;
+    if (!p) return [];
+    const sys2 = p.sys2 ?? { kind: 'model' as const };
+    const out = [{ label: 'MARS System 2', source: sys2 }];
+    if (config.mars.sys1Params !== 'off') out.push({ label: 'MARS System 1', source: p.sys1 ?? sys2 });
+    return out;
+  }
+  if (config.algorithm === 'marti') {
+    const agents = config.marti.configuration === 'single' ? config.marti.agents.slice(0, 1) : config.marti.agents;
+    if (!agents.some((a) => a.policy)) return [];
+    return agents.map((a) => ({ label: `MARTI agent ${a.id}`, source: a.policy ?? { kind: 'model' as const } }));
+  }
+  return [];
+}
+
+/** Whether `eval` of this config goes through endpoints (then a checkpoint is needed only for model sources). */
+export function usesEndpoints(config: RunConfig): boolean {
+  return configuredSources(config).some((s) => s.source.kind === 'endpoint');
+}
+
+export interface EndpointEvalOptions {
+  /** The checkpoint whose model plays the `{ "kind": "model" }` parts, if any. */
+  checkpoint?: string;
+  signal?: AbortSignal;
+  /** Forget earlier answers (the journal) and ask every request again. */
+  fresh?: boolean;
+  onWarning?: (line: string) => void;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface EndpointEval extends CheckpointEval {
+  /** The request journal: how many answers were replayed from it and how many were asked of the endpoints. */
+  journal: { file: string; replayed: number; fresh: number };
+  policies: Record<string, string>;
+}
+
+function sha256(...parts: (Buffer | string)[]): string {
+  const h = createHash('sha256');
+  for (const p of parts) h.update(p);
+  return h.digest('hex');
+}
+
+function stableJson(o: Record<string, unknown>): string {
+  return JSON.stringify(Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
+}
+
+export async function evaluateWithEndpoints(home: string, config: RunConfig, o: EndpointEvalOptions = {}): Promise<EndpointEval> {
+  if (config.algorithm !== 'mars' && config.algorithm !== 'marti') throw new UserError(`eval with endpoint policies: ${config.algorithm} configs have none; endpoint agents are for MARS and MARTI`);
+  const sources = configuredSources(config);
+  const needsModel = sources.some((s) => s.source.kind === 'model');
+  if (needsModel && !o.checkpoint) {
+    const who = sources.filter((s) => s.source.kind === 'model').map((s) => s.label).join(', ');
+    throw new UserError(`eval: ${who} use${who.includes(',') ? '' : 's'} the run's own model ({"kind": "model"}): add --checkpoint DIR, or give ${who.includes(',') ? 'them' : 'it'} an endpoint`);
+  }
+  const identity = config.algorithm === 'mars' ? mars.evalIdentity(config) : marti.evalIdentity(config);
+  const policies = Object.fromEntries(sources.map((s) => [s.label, sourceIdentity(s.source)]));
+  const weights = needsModel ? sha256(fs.readFileSync(path.join(o.checkpoint!, CONFIG_FILE)), fs.readFileSync(path.join(o.checkpoint!, WEIGHTS_FILE))) : '';
+  const key = sha256(stableJson(identity), stableJson(policies), weights).slice(0, 24);
+  const dir = path.join(home, 'evals', `endpoints-${key}`);
+  const journalFile = path.join(dir, 'requests.jsonl');
+  if (o.fresh) fs.rmSync(journalFile, { force: true });
+  const journal = new RequestJournal(journalFile);
+
+  const local: LlamaModel | null = needsModel ? (await loadCheckpoint(o.checkpoint!)).model : null;
+  const tokenizer: Tokenizer = config.algorithm === 'mars' ? marsFormat().tokenizer : martiFormat().tokenizer;
+  const policyOf = (label: string, s: PolicySource): PolicyModel =>
+    s.kind === 'model' ? local! : new EndpointPolicy({ source: s, tokenizer, label, signal: o.signal, journal, onWarning: o.onWarning, env: o.env });
+  const kept = (): string => `${journal.size} answer${journal.size === 1 ? '' : 's'} kept in ${journalFile}: run the same command again to resume`;
+  let result: EvalResult;
+  try {
+    if (config.algorithm === 'mars') {
+      const mode = config.mars.sys1Params;
+      const [s2, s1] = sources;
+      if ((mode === 'separate' || mode === 'frozen') && s1?.source.kind === 'model') {
+        throw new UserError(`mars.sys1Params is ${mode}: evaluating its own System 1 weights beside an endpoint is not supported; give System 1 an endpoint (mars.policies.sys1) or evaluate with sys1Params "shared"`);
+      }
+      const sys2 = policyOf(s2!.label, s2!.source);
+      // one endpoint playing both systems is one client (one concurrency limit), as one model plays both in-process
+      const sys1 = !s1 ? null : sourceIdentity(s1.source) === sourceIdentity(s2!.source) && s1.source.kind === s2!.source.kind ? sys2 : policyOf(s1.label, s1.source);
+      result = await evaluateMars(config, sys2, sys1);
+    } else {
+      const team = teamOf(config);
+      const agents = config.marti.configuration === 'single' ? config.marti.agents.slice(0, 1) : config.marti.agents;
+      const models = new Map<string, PolicyModel>();
+      for (const pid of paramIdsOf(config)) {
+        const members = team.filter((a) => a.paramId === pid).map((a) => agents.find((x) => x.id === a.id)!);
+        const ids = new Set(members.map((m) => (m.policy ? `${m.policy.kind}:${sourceIdentity(m.policy)}` : 'model:model')));
+        if (ids.size > 1) {
+          throw new UserError(`marti.agents: ${members.map((m) => m.id).join(', ')} share one parameter set (configuration ${config.marti.configuration}) but name different policies; give them the same one, or use configuration "heterogeneous"`);
+        }
+        const m = members[0]!;
+        models.set(pid, policyOf(`MARTI agent ${members.length > 1 ? members.map((x) => x.id).join('+') : m.id}`, m.policy ?? { kind: 'model' }));
+      }
+      result = await evaluateMarti(config, models);
+    }
+  } catch (err) {
+    if (err instanceof EndpointStopped) throw new EndpointStopped(`eval stopped; ${kept()}`);
+    if (err instanceof EndpointError) throw new EndpointError(`${err.message}; ${kept()}`);
+    throw err;
+  } finally {
+    local?.dispose();
+  }
+  const label = sources.map((s) => `${s.label}: ${s.source.kind === 'endpoint' ? `${s.source.model} at ${s.source.baseUrl}` : path.resolve(o.checkpoint!)}`).join('; ');
+  const file = path.join(dir, 'eval.json');
+  // the journal stays beside the results (a rerun replays it); the folder is rewritten whole, the journal included
+  writeFolderAtomic(dir, {
+    'eval.json': JSON.stringify({ ...result, checkpoint: label, policies, weightsSha256: weights || null }, null, 1) + '\n',
+    'requests.jsonl': fs.existsSync(journalFile) ? fs.readFileSync(journalFile) : '',
+  });
+  return { ...result, checkpoint: label, file, cached: false, policies, journal: { file: journalFile, replayed: journal.stats.replayed, fresh: journal.stats.fresh } };
+}

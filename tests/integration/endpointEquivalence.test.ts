@@ -1,0 +1,112 @@
+/**
+ * The equivalence that makes endpoint agents trustworthy (issue 20): a mars-lab checkpoint evaluated in-process, and
+ * the same checkpoint served by a real `mars-lab serve-model` child process and evaluated through the endpoint over
+ * HTTP on loopback, give the same episodes, trees and scores at temperature 0 — MARS (dual system with search) and
+ * MARTI (AB-MCTS-A trees and T+). Log-probs are compared to 1e-4: the server batches rows differently, which moves
+ * the last float bits, never a greedy choice here.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { evaluateWithEndpoints } from '../../engine/endpoints/evaluateEndpoints';
+import { parseRunConfig, type RunConfig } from '../../engine/runs/configSchema';
+import { checkpointConfig, evaluateCheckpoint } from '../../engine/runs/evaluation';
+import { useBackend } from '../helpers/backends';
+import { spawnCli } from '../helpers/cli';
+
+const MARS_CK = path.resolve('resources/mars/base-tiny');
+const MARTI_CK = path.resolve('resources/marti/base-tiny');
+
+interface Served {
+  baseUrl: string;
+  model: string;
+  token: string;
+  stop: () => Promise<void>;
+}
+
+function serve(checkpoint: string): Promise<Served> {
+  return new Promise((resolve, reject) => {
+    const { child, exited } = spawnCli(['serve-model', '--checkpoint', checkpoint, '--port', '0', '--json', '--backend', 'wasm'], {}, (line) => {
+      const j = JSON.parse(line) as { baseUrl: string; model: string; token: string };
+      resolve({ ...j, stop: async () => void (child.kill('SIGTERM'), await exited) });
+    });
+    void exited.then((code) => reject(new Error(`serve-model exited with ${code} before it printed its address`)));
+  });
+}
+
+/** Every number in a record, log-probs pulled out (compared with a tolerance), the rest compared exactly. */
+function split(x: unknown, lps: number[] = []): { rest: unknown; lps: number[] } {
+  const walk = (v: unknown, key = ''): unknown => {
+    if (Array.isArray(v)) return v.map((e) => walk(e, key));
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, e]) => [k, walk(e, k)]));
+    if (typeof v === 'number' && /logprob|entropy/i.test(key)) return (lps.push(v), 'lp');
+    return v;
+  };
+  return { rest: walk(x), lps };
+}
+
+function expectSameResults(inProcess: { metrics: Record<string, number>; items: unknown[] }, viaEndpoint: { metrics: Record<string, number>; items: unknown[] }): void {
+  const a = split({ metrics: inProcess.metrics, items: inProcess.items });
+  const b = split({ metrics: viaEndpoint.metrics, items: viaEndpoint.items });
+  expect(b.rest).toEqual(a.rest);
+  expect(b.lps.length).toBe(a.lps.length);
+  const worst = Math.max(0, ...a.lps.map((x, i) => Math.abs(x - b.lps[i]!)));
+  expect(worst).toBeLessThan(1e-4);
+}
+
+let home: string;
+const servers: Served[] = [];
+beforeAll(async () => {
+  await useBackend('wasm');
+  home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-endpoint-eq-'));
+}, 120_000);
+afterAll(async () => {
+  await Promise.all(servers.map((s) => s.stop()));
+  fs.rmSync(home, { recursive: true, force: true });
+});
+
+function withSource(cfg: RunConfig, edit: (c: Record<string, any>) => void): RunConfig {
+  const c = JSON.parse(JSON.stringify(cfg));
+  edit(c);
+  return parseRunConfig(c);
+}
+
+describe('evaluation through serve-model equals in-process evaluation at temperature 0', () => {
+  it('MARTI: the same pass@1 nodes, search trees, T+ trees and metrics', async () => {
+    const s = await serve(MARTI_CK);
+    servers.push(s);
+    const base = withSource(checkpointConfig(MARTI_CK), (c) => {
+      c.eval = { ...c.eval, items: 4, temperature: 0 };
+      c.marti = { ...c.marti, evalNodes: 5, evalSearchTemperature: 0, tplus: { ...c.marti.tplus, enabled: true, nodes: 6 } };
+    });
+    const inProcess = await evaluateCheckpoint(home, MARTI_CK, base);
+    const source = { kind: 'endpoint', baseUrl: s.baseUrl, model: s.model, apiKeyEnv: 'EQ_MARTI_KEY', concurrency: 4 };
+    const viaCfg = withSource(base, (c) => c.marti.agents.forEach((a: Record<string, unknown>) => (a.policy = source)));
+    const via = await evaluateWithEndpoints(home, viaCfg, { env: { EQ_MARTI_KEY: s.token } });
+    expect(via.journal.fresh).toBeGreaterThan(20);
+    expect(via.identity).toEqual(inProcess.identity);
+    expect(via.items.length).toBe(4);
+    expectSameResults(inProcess, via);
+    // trees really grew and were recorded: every search tree has its evalNodes nodes
+    for (const it of via.items) expect((it.record as { nodes: unknown[] }).nodes.length).toBeGreaterThanOrEqual(5);
+  });
+
+  it('MARS: the same System 2 turns, searches, System 1 bins, answers and metrics', async () => {
+    const s = await serve(MARS_CK);
+    servers.push(s);
+    const base = withSource(checkpointConfig(MARS_CK), (c) => {
+      c.eval = { ...c.eval, items: 8, temperature: 0 };
+      c.model.from = { kind: 'random' };
+    });
+    const inProcess = await evaluateCheckpoint(home, MARS_CK, base);
+    const viaCfg = withSource(base, (c) => (c.mars.policies = { sys2: { kind: 'endpoint', baseUrl: s.baseUrl, model: s.model, apiKeyEnv: 'EQ_MARS_KEY', concurrency: 8 } }));
+    const via = await evaluateWithEndpoints(home, viaCfg, { env: { EQ_MARS_KEY: s.token } });
+    expect(via.identity).toEqual(inProcess.identity);
+    expect(via.items.length).toBe(8);
+    // the episodes searched and called System 1, so both systems went through the endpoint
+    const turns = via.items.flatMap((it) => (it.record as { turns: { bins: unknown[] }[] }).turns);
+    expect(turns.some((t) => t.bins.length > 0)).toBe(true);
+    expectSameResults(inProcess, via);
+  });
+});

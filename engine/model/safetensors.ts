@@ -235,7 +235,7 @@ function parseEntry(name: string, raw: unknown, source: string): Entry {
   if (!Array.isArray(shape) || !shape.every(isDimension)) {
     throw new SafetensorsError(source, name, `shape ${brief(shape)} must be an array of non-negative integers`);
   }
-  if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every(isDimension) || offsets[0] > offsets[1]) {
+  if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every(isDimension) || offsets[0]! > offsets[1]!) {
     throw new SafetensorsError(source, name, `data_offsets ${brief(offsets)} must be [begin, end] with 0 <= begin <= end`);
   }
   const entry: Entry = { name, dtype: dtype as SafetensorsDtype, shape: shape as number[], begin: offsets[0] as number, end: offsets[1] as number };

@@ -112,7 +112,8 @@ export class SeqTask {
 
   prompt(item: SeqItem): number[] {
     const t = this.tokenizer.specials;
-    return [t.bos, ...item.input.map((v) => v + this.firstSymbol), t.sep];
+    // seqTokenizer declares sep; the tokenizer holds every declared role.
+    return [t.bos, ...item.input.map((v) => v + this.firstSymbol), t.sep!];
   }
 
   /** Response tokens back to symbols (−1 for anything that is not a symbol). */

@@ -111,7 +111,7 @@ describe('import verl', () => {
     expect(metrics[1]!['actor/pg_loss']).toBe(0.02);
     expect(metrics[1]!['reward']).toBe(1);
     // the logger-only step is placed 15 s before the file's last line
-    expect(metrics[1]!.time - metrics[0]!.time).toBeGreaterThan(0);
+    expect(metrics[1]!.time! - metrics[0]!.time!).toBeGreaterThan(0);
     for (const m of metrics) expect(metricsLineSchema.safeParse(m).success).toBe(true);
   });
 

@@ -13,8 +13,9 @@
  *   npm run bench -- [--parts engine,peer,mars,marti,runs (or '' for none)] [--sizes tiny,small,medium] [--repeats 5]
  *                    [--backend wasm] [--threads N] [--python PATH] [--leak-steps 1000] [--json out.json] [--md out.md]
  *
- * The matrix-product path (native OpenBLAS / own kernel / the backend's own, issue 16) is printed in the header and
- * recorded in the JSON; MARS_LAB_NATIVE=0 measures without it. --threads N gives both sides N BLAS threads
+ * The matrix-product path (native OpenBLAS / own kernel / the backend's own, issue 16) and the optimiser's path are
+ * printed in the header and recorded in the JSON; MARS_LAB_NATIVE=0 measures without the native kernels,
+ * MARS_LAB_NATIVE_ADAM=0 without the fused optimiser only. --threads N gives both sides N BLAS threads
  * (MARS_LAB_BLAS_THREADS here; OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and torch.set_num_threads in the peer).
  */
 import { spawnSync } from 'node:child_process';
@@ -221,9 +222,14 @@ const lscpu = spawnSync('lscpu', { encoding: 'utf8' });
 const lscpuText = lscpu.status === 0 ? lscpu.stdout.split('\n').filter((l) => !/^(Flags|Vulnerability)/.test(l)).join('\n') : null;
 const load = os.loadavg().map((x) => x.toFixed(2)).join(' ');
 console.log(header);
-const md: string[] = [header, `matrix products: ${report.native.active ? 'native' : "the backend's own"} — ${report.native.detail}`, `load average at the start: ${load}`, ''];
-console.log(md[1]);
-console.log(md[2]);
+const md: string[] = [
+  header,
+  `matrix products: ${report.native.active ? 'native' : "the backend's own"} — ${report.native.detail}`,
+  `optimiser (Adam): ${report.native.adam ? 'native' : 'tensor ops'} — ${report.native.adamDetail}`,
+  `load average at the start: ${load}`,
+  '',
+];
+for (const line of md.slice(1, -1)) console.log(line);
 const say = (s: string) => {
   console.log(s);
   md.push(s);

@@ -52,7 +52,7 @@ export function runStudyHere(home: string, study: StudyRecord, events: StudyEven
           run.step = e.step;
           run.totalSteps = e.totalSteps;
           // a line per tenth of the run, not per step
-          if (e.step === e.totalSteps || e.step - lastShown >= Math.max(1, Math.ceil(e.totalSteps / 10))) {
+          if (lastShown === 0 || e.step === e.totalSteps || e.step - lastShown >= Math.max(1, Math.ceil(e.totalSteps / 10))) {
             lastShown = e.step;
             events.onRun?.(run, study);
           }

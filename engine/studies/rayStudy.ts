@@ -95,7 +95,7 @@ export function runStudyOnRay(home: string, study: StudyRecord, client: RayJobsC
         run.step = e.step;
         run.totalSteps = e.totalSteps;
         if (run.state === 'submitted') run.state = 'running';
-        if (e.step === e.totalSteps || e.step - lastShown >= Math.max(1, Math.ceil(e.totalSteps / 10))) {
+        if (lastShown === 0 || e.step === e.totalSteps || e.step - lastShown >= Math.max(1, Math.ceil(e.totalSteps / 10))) {
           lastShown = e.step;
           opts.onRun?.(run, study);
         }

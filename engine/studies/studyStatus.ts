@@ -37,6 +37,7 @@ export async function refreshStudy(home: string, study: StudyRecord, client?: Ra
     return true;
   }
   if (!client) return false;
+  if (study.runs.every((r) => FINAL_STATES.has(r.state) && r.headline !== undefined)) return true; // nothing left to ask
   const jobs = new Map((await client.list()).map((j) => [j.submission_id ?? '', j]));
   for (const run of study.runs) {
     if (FINAL_STATES.has(run.state) && run.headline !== undefined) continue;

@@ -91,10 +91,14 @@ export async function evaluateWithEndpoints(home: string, config: RunConfig, o: 
   if (o.fresh) fs.rmSync(journalFile, { force: true });
   const journal = new RequestJournal(journalFile);
 
+  // One failed request ends the evaluation: the requests still queued or in flight are cancelled with it.
+  const inner = new AbortController();
+  if (o.signal?.aborted) inner.abort();
+  o.signal?.addEventListener('abort', () => inner.abort(), { once: true });
   const local: LlamaModel | null = needsModel ? (await loadCheckpoint(o.checkpoint!)).model : null;
   const tokenizer: Tokenizer = config.algorithm === 'mars' ? marsFormat().tokenizer : martiFormat().tokenizer;
   const policyOf = (label: string, s: PolicySource): PolicyModel =>
-    s.kind === 'model' ? local! : new EndpointPolicy({ source: s, tokenizer, label, signal: o.signal, journal, onWarning: o.onWarning, env: o.env });
+    s.kind === 'model' ? local! : new EndpointPolicy({ source: s, tokenizer, label, signal: inner.signal, journal, onWarning: o.onWarning, env: o.env });
   const kept = (): string => `${journal.size} answer${journal.size === 1 ? '' : 's'} kept in ${journalFile}: run the same command again to resume`;
   let result: EvalResult;
   try {
@@ -124,7 +128,8 @@ export async function evaluateWithEndpoints(home: string, config: RunConfig, o: 
       result = await evaluateMarti(config, models);
     }
   } catch (err) {
-    if (err instanceof EndpointStopped) throw new EndpointStopped(`eval stopped; ${kept()}`);
+    inner.abort();
+    if (err instanceof EndpointStopped && o.signal?.aborted) throw new EndpointStopped(`eval stopped; ${kept()}`);
     if (err instanceof EndpointError) throw new EndpointError(`${err.message}; ${kept()}`);
     throw err;
   } finally {

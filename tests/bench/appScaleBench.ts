@@ -1,12 +1,16 @@
 /**
  * App scale figures (issue 19 "Scale"; a benchmark, never test assertions): a home of 1,000 runs, `--big` of them with
- * 10^5 metrics lines each; the time to list the runs (cold: the run index built for the first time), to open a big
+ * 10^5 metrics lines each, each run with the metrics summary sidecar the run loop writes (engine/runs/summarySidecar.ts);
+ * the time to list the runs (cold: the run index built for the first time; "legacy": the same home without sidecars,
+ * as runs of an earlier version left it, whose first listing reads every log and writes their sidecars), to open a big
  * run's page (getRun, then every metric's series) and to fetch a 20-run overlay through the host API (cold: first
  * read of the logs; warm: the host's caches filled), the answers' sizes, and, with the built renderer (`npm run build`)
  * and Debian's Chromium, the time until the Runs view shows its table and until a 20-run overlay shows its 20 lines,
  * with the window's JS heap after each.
  *
  *   npx tsx tests/bench/appScaleBench.ts [--runs 1000] [--lines 100000] [--big 20] [--no-browser] [--json out.json]
+ *
+ * Figures vary 2-3x with the machine's load: the answer records the load average before and after.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -19,7 +23,10 @@ import { createHost } from '../../engine/api/host';
 import { clearSeriesCaches } from '../../engine/api/runsSeries';
 import type { RunLauncher } from '../../engine/api/runLauncher';
 import { DEFAULT_RENDERER_DIR, startWebServer } from '../../engine/api/webServer';
+import { INDEX_FILE } from '../../engine/runs/home';
 import { createRunFolder, updateStatus } from '../../engine/runs/runFolder';
+import { openRunIndex } from '../../engine/runs/runIndex';
+import { SUMMARY_SIDECAR, SummaryKeeper } from '../../engine/runs/summarySidecar';
 
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const T0 = 1_800_000_000;
@@ -67,6 +74,8 @@ export function buildHome(runs: number, lines: number, big: number): { home: str
       notes: '',
     });
     bytes += writeMetrics(dir, isBig ? lines : 200, i);
+    // what the run loop leaves at a run's end (its last flush)
+    new SummaryKeeper(dir).flush();
     updateStatus(dir, 'finished', { step: isBig ? lines : 200 });
     if (isBig) bigIds.push(id);
   }
@@ -74,17 +83,25 @@ export function buildHome(runs: number, lines: number, big: number): { home: str
 }
 
 const ms = (t0: number) => Math.round(performance.now() - t0);
+/** CPU milliseconds of this process since `c0` (less sensitive than wall time to other processes' load). */
+const cpuMs = (c0: NodeJS.CpuUsage) => {
+  const c = process.cpuUsage(c0);
+  return Math.round((c.user + c.system) / 1000);
+};
 
 export async function benchAppScale(opts: { runs: number; lines: number; big: number; browser: boolean }) {
   const t0 = performance.now();
   const { home, bigIds, bytes } = buildHome(opts.runs, opts.lines, opts.big);
-  const out: Record<string, unknown> = { runs: opts.runs, bigRuns: opts.big, linesPerBigRun: opts.lines, metricsBytes: bytes, buildHomeMs: ms(t0) };
+  const load = () => os.loadavg().map((l) => Math.round(l * 100) / 100);
+  const out: Record<string, unknown> = { runs: opts.runs, bigRuns: opts.big, linesPerBigRun: opts.lines, metricsBytes: bytes, buildHomeMs: ms(t0), loadBefore: load() };
   try {
     const host = await createHost({ home, launcher: noLaunches, transport: 'web' });
     try {
       let t = performance.now();
+      let c = process.cpuUsage();
       const listed = (await callApi(host.handlers, 'listRuns', {})) as { runs: unknown[] };
       out.listRunsColdMs = ms(t);
+      out.listRunsColdCpuMs = cpuMs(c);
       t = performance.now();
       const again = await callApi(host.handlers, 'listRuns', {});
       out.listRunsWarmMs = ms(t);
@@ -101,8 +118,10 @@ export async function benchAppScale(opts: { runs: number; lines: number; big: nu
 
       const overlay = { runIds: bigIds.slice(0, 20), names: ['reward'], width: 600 };
       t = performance.now();
+      c = process.cpuUsage();
       await callApi(host.handlers, 'getRunsMetricSeries', overlay);
       out.overlay20ColdMs = ms(t);
+      out.overlay20ColdCpuMs = cpuMs(c);
       t = performance.now();
       const warm = await callApi(host.handlers, 'getRunsMetricSeries', overlay);
       out.overlay20WarmMs = ms(t);
@@ -111,11 +130,28 @@ export async function benchAppScale(opts: { runs: number; lines: number; big: nu
       await callApi(host.handlers, 'getMetricSeries', { runId: bigIds[0], width: 1000 });
       out.runPageSeriesWarmMs = ms(t);
       out.hostRssMb = Math.round(process.memoryUsage().rss / 2 ** 20);
-      out.loadAverage = os.loadavg().map((l) => Math.round(l * 100) / 100);
+      out.loadAverage = load();
       out.cpus = os.cpus().length;
     } finally {
       await host.close();
     }
+
+    // The same home as an earlier version's runs left it (no sidecars): its first listing reads every log whole and
+    // gives the large ones a sidecar; a cold listing after that (index.json gone) reads those.
+    const runsRoot = path.join(home, 'runs');
+    for (const id of fs.readdirSync(runsRoot)) fs.rmSync(path.join(runsRoot, id, SUMMARY_SIDECAR), { force: true });
+    fs.rmSync(path.join(home, INDEX_FILE));
+    let t = performance.now();
+    let c = process.cpuUsage();
+    openRunIndex(home).list();
+    out.listRunsLegacyColdMs = ms(t);
+    out.listRunsLegacyColdCpuMs = cpuMs(c);
+    fs.rmSync(path.join(home, INDEX_FILE));
+    t = performance.now();
+    c = process.cpuUsage();
+    openRunIndex(home).list();
+    out.listRunsAfterLegacyColdMs = ms(t);
+    out.listRunsAfterLegacyColdCpuMs = cpuMs(c);
 
     const index = path.join(DEFAULT_RENDERER_DIR, 'index.html');
     if (opts.browser && fs.existsSync(CHROMIUM) && fs.existsSync(index)) {
@@ -181,6 +217,7 @@ export async function benchAppScale(opts: { runs: number; lines: number; big: nu
   } finally {
     fs.rmSync(home, { recursive: true, force: true });
   }
+  out.loadAfter = load();
   return out;
 }
 

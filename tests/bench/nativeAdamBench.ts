@@ -94,7 +94,7 @@ for (const size of args.sizes!.split(',') as ModelSize[]) {
   const f = (t: { wall: number; cpu: number }) => `${t.wall.toFixed(1)} ms (${t.cpu.toFixed(1)} CPU)`;
   console.log(
     `${size} (${(row.params / 1e6).toFixed(2)}M): Adam.step native ${f(update.native)}, JS ${f(update.js)} → ×${(update.js.cpu / update.native.cpu).toFixed(1)} CPU; ` +
-      `training step native ${f(step.native)}, JS ${f(step.js)} → ${(100 * (1 - step.native.cpu / step.js.cpu)).toFixed(1)}% less CPU; load ${row.loadAverage.map((x) => x.toFixed(1)).join(' → ')}`,
+      `training step native ${f(step.native)}, JS ${f(step.js)} → ${(100 * (1 - step.native.cpu / step.js.cpu)).toFixed(1)}% less CPU; load ${row.loadAverage.map((x) => (x ?? 0).toFixed(1)).join(' → ')}`,
   );
   tf.dispose(Object.values(grads));
   native.dispose();

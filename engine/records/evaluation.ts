@@ -26,7 +26,10 @@ export const evalResultSchema = z.object({
 });
 
 /** eval.json: a result and the checkpoint it was computed from. */
-export const evalFileSchema = evalResultSchema.extend({ checkpoint: z.string(), weightsSha256: z.string().regex(/^[0-9a-f]{64}$/) });
+export const evalFileSchema = evalResultSchema.extend({
+  checkpoint: z.string(),
+  weightsSha256: z.string().regex(/^[0-9a-f]{64}$/),
+});
 
 export type EvalItem = z.output<typeof evalItemSchema>;
 export type EvalResultRecord = z.output<typeof evalResultSchema>;

@@ -21,7 +21,12 @@ export const statusEventSchema = z.looseObject({
 });
 
 /** The run was resumed from its last checkpoint. */
-export const resumedEventSchema = z.looseObject({ ...base, type: z.literal('resumed'), fromStep: z.int().nonnegative(), pid: z.int().optional() });
+export const resumedEventSchema = z.looseObject({
+  ...base,
+  type: z.literal('resumed'),
+  fromStep: z.int().nonnegative(),
+  pid: z.int().optional(),
+});
 
 /** Something a user should know that did not stop the run (a lock taken over, a field an import could not map). */
 export const warningEventSchema = z.looseObject({ ...base, type: z.literal('warning'), message: z.string() });

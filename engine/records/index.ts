@@ -27,5 +27,7 @@ export function readRecord<S extends z.ZodType>(schema: S, value: unknown, where
   if (r.success) return r.data;
   const issue = r.error.issues[0]!;
   const at = issue.path.length ? issue.path.map(String).join('.') : '(the record)';
-  throw new UserError(`${where}: ${at}: ${issue.message}; not a record this version of mars-lab reads (re-record it, or read it with the version that wrote it)`);
+  throw new UserError(
+    `${where}: ${at}: ${issue.message}; not a record this version of mars-lab reads (re-record it, or read it with the version that wrote it)`,
+  );
 }

@@ -10,7 +10,15 @@ import { versionField } from './version';
 /** A posterior as the search summarises it (engine/marti/search/posterior.ts summarizePosterior). */
 export const posteriorSummarySchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('beta'), n: z.number(), a: z.number(), b: z.number(), mean: z.number() }),
-  z.object({ kind: z.literal('gaussian'), n: z.number(), m: z.number(), kappa: z.number(), nu: z.number(), tau2: z.number(), mean: z.number() }),
+  z.object({
+    kind: z.literal('gaussian'),
+    n: z.number(),
+    m: z.number(),
+    kappa: z.number(),
+    nu: z.number(),
+    tau2: z.number(),
+    mean: z.number(),
+  }),
 ]);
 
 /** One GEN/CONT decision on the way down (engine/marti/search/abmcts.ts SelectionStep). */
@@ -21,7 +29,9 @@ export const selectionStepSchema = z.object({
   genDraw: z.number(),
   contDraw: z.number(),
   decision: z.enum(['GEN', 'CONT']),
-  children: z.array(z.object({ nodeId: z.int().nonnegative(), posterior: posteriorSummarySchema, draw: z.number() })).optional(),
+  children: z
+    .array(z.object({ nodeId: z.int().nonnegative(), posterior: posteriorSummarySchema, draw: z.number() }))
+    .optional(),
   chosenChild: z.int().nonnegative().optional(),
 });
 
@@ -32,12 +42,18 @@ export const expansionTraceSchema = z.object({
   agent: z.object({
     method: z.enum(['only', 'forced', 'thompson', 'ucb']),
     /** Per agent: its statistics and the value compared (null stands for +∞, an untried agent under UCB). */
-    candidates: z.array(z.object({ agentId: z.string(), n: z.number(), posterior: posteriorSummarySchema, value: z.number().nullable() })),
+    candidates: z.array(
+      z.object({ agentId: z.string(), n: z.number(), posterior: posteriorSummarySchema, value: z.number().nullable() }),
+    ),
     chosen: z.string(),
   }),
 });
 
-export const testOutcomeSchema = z.object({ passed: z.int().nonnegative(), total: z.int().nonnegative(), score: z.number().nullable() });
+export const testOutcomeSchema = z.object({
+  passed: z.int().nonnegative(),
+  total: z.int().nonnegative(),
+  score: z.number().nullable(),
+});
 
 export const martiNodeSchema = z.object({
   /** Expansion order: the root is 0. */

@@ -10,12 +10,20 @@ import { seqgrpoGroupSchema } from './seqgrpo';
 import { versionField } from './version';
 
 /** A record as a trainer gives it (StepOutput.trajectories, an evaluation item's `record`): no step. */
-export const trajectoryRecordSchema = z.discriminatedUnion('kind', [seqgrpoGroupSchema, marsEpisodeSchema, martiTreeSchema]);
+export const trajectoryRecordSchema = z.discriminatedUnion('kind', [
+  seqgrpoGroupSchema,
+  marsEpisodeSchema,
+  martiTreeSchema,
+]);
 
 const step = { step: z.int().nonnegative() };
 
 /** One line of trajectories.jsonl: a trainer's record with the step that wrote it. */
-export const trajectoryLineSchema = z.discriminatedUnion('kind', [seqgrpoGroupSchema.extend(step), marsEpisodeSchema.extend(step), martiTreeSchema.extend(step)]);
+export const trajectoryLineSchema = z.discriminatedUnion('kind', [
+  seqgrpoGroupSchema.extend(step),
+  marsEpisodeSchema.extend(step),
+  martiTreeSchema.extend(step),
+]);
 
 /** live.json (engine/runs/liveTrajectories.ts): the step in flight's records, each with that step. */
 export const liveTrajectoriesSchema = z.object({

@@ -14,7 +14,9 @@ export const MAX_TOKENS_PER_PASS = 4096;
  * Bytes one token keeps for the backward pass: about 12 bytes × layers × (10·hidden + 4·intermediate), plus the
  * vocabulary head (measured on the medium model: 1.9 GB live for 16 × 64 tokens; engine/rl/policyUpdate.ts).
  */
-export function activationBytesPerToken(c: Pick<LlamaConfig, 'num_hidden_layers' | 'hidden_size' | 'intermediate_size' | 'vocab_size'>): number {
+export function activationBytesPerToken(
+  c: Pick<LlamaConfig, 'num_hidden_layers' | 'hidden_size' | 'intermediate_size' | 'vocab_size'>,
+): number {
   return 12 * c.num_hidden_layers * (10 * c.hidden_size + 4 * c.intermediate_size) + 12 * c.vocab_size;
 }
 
@@ -24,7 +26,11 @@ export function activationBytesPerToken(c: Pick<LlamaConfig, 'num_hidden_layers'
  * moments and the gradients (5 × the parameters); the rest of the heap goes to Adam's and the summed gradients'
  * temporaries and to fragmentation. Small models keep 4096.
  */
-export function tokensPerPass(backend: string | undefined, c: Parameters<typeof activationBytesPerToken>[0], params: number): number {
+export function tokensPerPass(
+  backend: string | undefined,
+  c: Parameters<typeof activationBytesPerToken>[0],
+  params: number,
+): number {
   if (backend !== 'wasm') return MAX_TOKENS_PER_PASS;
   const room = 0.4 * WASM_HEAP_BYTES - 5 * 4 * params;
   return Math.max(64, Math.min(MAX_TOKENS_PER_PASS, Math.floor(room / activationBytesPerToken(c))));

@@ -55,7 +55,9 @@ function readAll<T>(file: string, read: (value: unknown, where: string) => T): T
  * trajectories.jsonl read with its schema, and the last checkpoint's evaluation (eval.json) read with its own.
  * Returns the trajectory kinds written and the raw trajectory lines.
  */
-async function checkRun(config: RunConfigInput): Promise<{ kinds: Set<TrajectoryKind>; raw: Record<string, unknown>[]; evalRecords: number }> {
+async function checkRun(
+  config: RunConfigInput,
+): Promise<{ kinds: Set<TrajectoryKind>; raw: Record<string, unknown>[]; evalRecords: number }> {
   const outcome = await startRun(home, parseRunConfig(config));
   expect(outcome.status).toBe('finished');
   const files = runFilePaths(outcome.dir);
@@ -128,7 +130,14 @@ describe('run-folder records', () => {
       backend: 'wasm',
       model: { size: 'micro' },
       task: { trainTasks: 6, maxProgramTokens: 8 },
-      marti: { configuration: 'heterogeneous', problemsPerStep: 2, nodesPerTree: 3, trainBatch: 2, evalNodes: 2, tplus: { enabled: false } },
+      marti: {
+        configuration: 'heterogeneous',
+        problemsPerStep: 2,
+        nodesPerTree: 3,
+        trainBatch: 2,
+        evalNodes: 2,
+        tplus: { enabled: false },
+      },
       budget: { steps: 1 },
       eval: { every: 0, items: 2 },
       checkpoint: { every: 1 },
@@ -145,7 +154,11 @@ describe('run-folder records', () => {
     try {
       await trainer.trainStep({
         live: (records) => {
-          writeLiveTrajectories(file, { step: 1, time: Date.now() / 1000, records: records.map((r) => ({ step: 1, ...r })) });
+          writeLiveTrajectories(file, {
+            step: 1,
+            time: Date.now() / 1000,
+            records: records.map((r) => ({ step: 1, ...r })),
+          });
           const written = JSON.parse(fs.readFileSync(file, 'utf8')) as { version?: unknown };
           expect(written.version).toBe(RECORD_VERSION);
           const live = readRecord(liveTrajectoriesSchema, written, file);
@@ -170,11 +183,21 @@ describe('run-folder records', () => {
     expect(() => readRecord(trajectoryLineSchema, noTurns, `${file}:1`)).toThrow(/mars-episodes\.jsonl:1: turns: /);
 
     const badReward = { ...episode, reward: 'high' };
-    expect(() => readRecord(trajectoryLineSchema, badReward, 'trajectories.jsonl:7')).toThrow(/trajectories\.jsonl:7: reward: /);
+    expect(() => readRecord(trajectoryLineSchema, badReward, 'trajectories.jsonl:7')).toThrow(
+      /trajectories\.jsonl:7: reward: /,
+    );
 
-    expect(() => readRecord(trajectoryLineSchema, { ...episode, version: 2 }, 'trajectories.jsonl:1')).toThrow(/version/);
-    expect(() => readRecord(trajectoryLineSchema, { ...episode, kind: 'mars.turn' }, 'trajectories.jsonl:1')).toThrow(/kind/);
-    expect(() => readRecord(metricsLineSchema, { step: 1, time: 0, reward: 'x' }, 'metrics.jsonl:1')).toThrow(/metrics\.jsonl:1: reward: /);
-    expect(() => readRecord(runEventSchema, { time: 0, status: 'running' }, 'events.jsonl:1')).toThrow(/events\.jsonl:1: type: /);
+    expect(() => readRecord(trajectoryLineSchema, { ...episode, version: 2 }, 'trajectories.jsonl:1')).toThrow(
+      /version/,
+    );
+    expect(() => readRecord(trajectoryLineSchema, { ...episode, kind: 'mars.turn' }, 'trajectories.jsonl:1')).toThrow(
+      /kind/,
+    );
+    expect(() => readRecord(metricsLineSchema, { step: 1, time: 0, reward: 'x' }, 'metrics.jsonl:1')).toThrow(
+      /metrics\.jsonl:1: reward: /,
+    );
+    expect(() => readRecord(runEventSchema, { time: 0, status: 'running' }, 'events.jsonl:1')).toThrow(
+      /events\.jsonl:1: type: /,
+    );
   });
 });

@@ -40,7 +40,7 @@ export function registerExportCommand(program: Command): void {
     .option('--nnodes <n>', '--to: nodes of the cluster', positiveInt)
     .option('--gpus-per-node <n>', '--to: GPUs per node', positiveInt)
     .addOption(homeOption())
-    .action(async (spec: string, opts: ExportFlags) => {
+    .action((spec: string, opts: ExportFlags) => {
       if (Boolean(opts.csv) === Boolean(opts.to)) throw new UserError('export: give exactly one of --csv or --to verl|marti');
       const dir = resolveRun(resolveHome({ home: opts.home }), spec);
       if (opts.to) {

@@ -22,9 +22,17 @@ function progressOf(json: boolean | undefined): ((p: ImportProgress) => void) | 
   return (p) => process.stderr.write(`\rimport: ${(p.bytes / 2 ** 20).toFixed(1)} of ${(p.totalBytes / 2 ** 20).toFixed(1)} MiB read`);
 }
 
+interface ImportFlags {
+  home?: string;
+  id?: string;
+  metrics?: string;
+  nodes?: number;
+  json?: boolean;
+}
+
 export function registerImportCommand(program: Command): void {
   const cmd = program.command('import').description("another trainer's rollouts as a run folder (verl rollout dumps, MARTI tree-search logs)");
-  const run = async (from: 'verl' | 'marti', dir: string, opts: { home?: string; id?: string; metrics?: string; nodes?: number; json?: boolean }) => {
+  const run = async (from: 'verl' | 'marti', dir: string, opts: ImportFlags) => {
     const options: ImportOptions = {
       home: resolveHome({ home: opts.home }),
       dir,
@@ -47,7 +55,7 @@ export function registerImportCommand(program: Command): void {
     .option('--id <runId>', "the new run's id (default: date, time and the folder's name)")
     .option('--json', 'progress and the result as JSON lines on stdout')
     .addOption(homeOption())
-    .action((dir: string, opts) => run('verl', dir, opts));
+    .action((dir: string, opts: ImportFlags) => run('verl', dir, opts));
   cmd
     .command('marti')
     .description("MARTI's tree-search logs (workflow save_path: <prompt>/llm_logs/log_<time>_<agent>.txt, score CSVs)")
@@ -56,5 +64,5 @@ export function registerImportCommand(program: Command): void {
     .option('--id <runId>', "the new run's id (default: date, time and the folder's name)")
     .option('--json', 'progress and the result as JSON lines on stdout')
     .addOption(homeOption())
-    .action((dir: string, opts) => run('marti', dir, opts));
+    .action((dir: string, opts: ImportFlags) => run('marti', dir, opts));
 }

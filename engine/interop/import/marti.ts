@@ -172,6 +172,8 @@ export async function importMarti(opts: ImportOptions): Promise<ImportResult> {
       let stepTime = 0;
       const trees = treesByStep.get(step)!;
       for (const t of trees) {
+        // a turn of the event loop per tree: progress is drawn and Ctrl-C is heard on imports of many thousand calls
+        await new Promise((resolve) => setImmediate(resolve));
         const calls: Call[] = [];
         for (const f of t.files) {
           const c = readCall(f, problems, rel);

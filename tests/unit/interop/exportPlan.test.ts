@@ -125,15 +125,12 @@ describe('export --to marti', () => {
     const a = r.argv;
     expect(a.slice(a.indexOf('--'), a.indexOf('--') + 4)).toEqual(['--', 'python3', '-m', 'marti.cli.multi_agent_train_ppo_ray']);
     const i = a.indexOf('--agents');
-    const agents = [JSON.parse(a[i + 1]!), JSON.parse(a[i + 2]!)];
-    expect(agents).toEqual([
-      { '0': expect.objectContaining({ role: 'generator', pretrain: odd, is_tuning: true }) },
-      { '1': expect.objectContaining({ role: 'generator', pretrain: odd, is_tuning: true }) },
-    ]);
+    const agents = [JSON.parse(a[i + 1]!) as unknown, JSON.parse(a[i + 2]!) as unknown];
+    expect(agents).toMatchObject([{ '0': { role: 'generator', pretrain: odd, is_tuning: true } }, { '1': { role: 'generator', pretrain: odd, is_tuning: true } }]);
     expect(a[i + 3]).toBe('--default_agent');
-    expect(JSON.parse(a[a.indexOf('--workflow_args') + 1]!).save_path).toBe('/shared/m/workflow');
+    expect((JSON.parse(a[a.indexOf('--workflow_args') + 1]!) as { save_path: string }).save_path).toBe('/shared/m/workflow');
     expect(a.slice(a.indexOf('--eps_clip_low_high'), a.indexOf('--eps_clip_low_high') + 3)).toEqual(['--eps_clip_low_high', String(c.rl.clipLow), String(c.rl.clipHigh)]);
-    expect(JSON.parse(fs.readFileSync(path.join(out, 'agents.json'), 'utf8'))[0]['0'].pretrain).toBe('Qwen/Qwen3-8B');
+    expect((JSON.parse(fs.readFileSync(path.join(out, 'agents.json'), 'utf8')) as Record<string, { pretrain: string }>[])[0]!['0']!.pretrain).toBe('Qwen/Qwen3-8B');
   });
 
   it('marti-homo shares one parameter set (--shared_agents); a MARS run or an imported run is refused in one line', () => {

@@ -171,8 +171,9 @@ export class EndpointClient {
     if (err instanceof OpenAI.APIUserAbortError || signal?.aborted) return new EndpointStopped(`${this.label}: stopped; requests in flight were cancelled`);
     if (err instanceof OpenAI.APIConnectionTimeoutError) return new EndpointError(`${w}: no answer within ${this.source.timeoutMs} ms (${this.source.maxRetries} retries); check the server or raise "timeoutMs"`);
     if (err instanceof OpenAI.APIConnectionError) {
-      const cause = (err.cause as { code?: string; cause?: { code?: string } } | undefined);
-      const code = cause?.code ?? cause?.cause?.code;
+      // fetch's failure ("fetch failed") carries the reason one level down: a code (ECONNREFUSED) or a message ("bad port")
+      const cause = err.cause as { code?: string; cause?: { code?: string; message?: string } } | undefined;
+      const code = cause?.code ?? cause?.cause?.code ?? (cause?.cause?.message ? clip(cause.cause.message, 60) : undefined);
       return new EndpointError(`${w}: cannot reach the server${code ? ` (${code})` : ''} after ${this.source.maxRetries} retries; is it running, and is baseUrl right?`);
     }
     if (err instanceof OpenAI.AuthenticationError || err instanceof OpenAI.PermissionDeniedError) {

@@ -8,6 +8,7 @@
  * and, when the run's own model plays a part, its weights.
  */
 import { createHash } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import { CONFIG_FILE, loadCheckpoint, WEIGHTS_FILE, writeFolderAtomic } from '../model/checkpoint';
@@ -93,6 +94,7 @@ export async function evaluateWithEndpoints(home: string, config: RunConfig, o: 
 
   // One failed request ends the evaluation: the requests still queued or in flight are cancelled with it.
   const inner = new AbortController();
+  setMaxListeners(0, inner.signal); // every request in flight listens to it
   if (o.signal?.aborted) inner.abort();
   o.signal?.addEventListener('abort', () => inner.abort(), { once: true });
   const local: LlamaModel | null = needsModel ? (await loadCheckpoint(o.checkpoint!)).model : null;
@@ -130,7 +132,7 @@ export async function evaluateWithEndpoints(home: string, config: RunConfig, o: 
   } catch (err) {
     inner.abort();
     if (err instanceof EndpointStopped && o.signal?.aborted) throw new EndpointStopped(`eval stopped; ${kept()}`);
-    if (err instanceof EndpointError) throw new EndpointError(`${err.message}; ${kept()}`);
+    if (err instanceof EndpointError) throw new EndpointError(journal.size > 0 ? `${err.message}; ${kept()}` : err.message);
     throw err;
   } finally {
     local?.dispose();

@@ -68,7 +68,7 @@ export function boundedJson(value: unknown, max = 80): string {
     } else {
       out += '{';
       let first = true;
-      for (const key in v as object) {
+      for (const key in v) {
         if (!Object.prototype.hasOwnProperty.call(v, key)) continue;
         out += `${first ? '' : ','}${JSON.stringify(key.length > max ? key.slice(0, max) : key)}:`;
         first = false;

@@ -26,8 +26,9 @@ export function cruise(cwd = root, config = CONFIG) {
     maxBuffer: 256 * 1024 * 1024,
   });
   if (r.error) throw r.error;
-  if (!r.stdout.trim().startsWith('{'))
+  if (!r.stdout.trim().startsWith('{')) {
     throw new Error(`dependency-cruiser failed (exit ${r.status}): ${r.stderr.trim() || r.stdout.trim()}`);
+  }
   return JSON.parse(r.stdout);
 }
 

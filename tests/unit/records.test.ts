@@ -117,7 +117,7 @@ describe('run-folder records', () => {
       budget: { steps: 1 },
       eval: { every: 0, items: 3 },
       checkpoint: { every: 1 },
-    } as RunConfigInput);
+    });
     expect([...run.kinds]).toEqual(['mars.episode']);
     expect(run.raw.every((r) => r['version'] === RECORD_VERSION)).toBe(true);
     expect(run.evalRecords).toBeGreaterThan(0);

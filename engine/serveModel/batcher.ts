@@ -103,6 +103,9 @@ export class GenerationQueue {
       if (live.length > 0) await session.extend(live.map((i) => wave[i]!.req.prompt));
       const { temperature, topP } = wave[0]!.req;
       while (live.length > 0) {
+        // The CPU backends compute without giving the event loop a turn: yield once per step, so requests that arrive
+        // meanwhile are read (they join the next wave) and streamed tokens reach their sockets.
+        await new Promise((r) => setImmediate(r));
         const gens = await session.sample({ maxNewTokens: 1, temperature, topP, rng: this.rng, final: false });
         const still: number[] = [];
         live.forEach((i, row) => {

@@ -7,12 +7,13 @@
  * Engine modules, bottom to top (FLOORS below: a new engine folder must be given a floor, or `npm run deps` fails):
  *   leaves      userError.ts, boundedText.ts, version.ts, faultPoints.ts (no engine imports); records/ (the run-folder
  *               record schemas: zod and UserError only); shared/ (imports nothing outside itself: the renderer loads it)
- *   foundation  model/, rl/, tensor/, native/, random/, metrics/
+ *   foundation  native/ and random/, then tensor/, then model/, then rl/ and metrics/ (each on its own floor)
  *   training    training/ (the Algorithm contract, shared config sections, configuredTraining, the memory budget) and
  *               the policy-endpoint pieces the algorithms use (endpoints/: endpointPolicy, endpointClient, policySource,
  *               journal)
  *   algorithms  seqgrpo/, mars/, marti/ (none imports another)
- *   run layer   runs/, algorithms.ts (the registry), interop/ (importers and exporters), ray/ (the Ray jobs client)
+ *   run layer   runs/, algorithms.ts (the registry; it and the run layer share the config union's types)
+ *   tools       interop/ (export to and import from verl / MARTI), ray/ (the Ray jobs client)
  *   api         api/ (the contract, the host, the workers)
  *   top         cli.ts, bin/, commands/, studies/, serveModel/, endpoints/evaluateEndpoints.ts and evalCommand.ts
  * and the app: main/ (Electron main hosts the engine through the API: anything but the top floor); the windows,
@@ -31,9 +32,16 @@ const FLOORS = [
     path: '^engine/((userError|boundedText|version|faultPoints)\\.ts$|records/|shared/)',
   },
   {
-    name: 'foundation',
-    what: 'the model, updates, tensors, kernels, random streams, statistics',
-    path: '^engine/(model|rl|tensor|native|random|metrics)/',
+    name: 'kernels and random',
+    what: 'the native addon and kernels; seeded random streams',
+    path: '^engine/(native|random)/',
+  },
+  { name: 'tensor', what: 'the TensorFlow.js backend and tensor helpers', path: '^engine/tensor/' },
+  { name: 'model', what: 'tokenizers, the transformer, sampler, checkpoints', path: '^engine/model/' },
+  {
+    name: 'rl and metrics',
+    what: 'advantages, losses, Adam, the policy update; scoring and statistics',
+    path: '^engine/(rl|metrics)/',
   },
   {
     name: 'training',
@@ -41,15 +49,16 @@ const FLOORS = [
     path: '^engine/(training/|endpoints/(endpointPolicy|endpointClient|policySource|journal)\\.ts$)',
   },
   { name: 'algorithms', what: 'seqgrpo, MARS, MARTI', path: '^engine/(seqgrpo|mars|marti)/' },
+  { name: 'run layer', what: 'run folders, the run loop, the registry', path: '^engine/(runs/|algorithms\\.ts$)' },
   {
-    name: 'run layer',
-    what: 'run folders, the run loop, the registry, importers/exporters, the Ray client',
-    path: '^engine/(runs/|interop/|ray/|algorithms\\.ts$)',
+    name: 'tools',
+    what: 'export to and import from verl / MARTI; the Ray jobs client',
+    path: '^engine/(interop|ray)/',
   },
   { name: 'api', what: 'the contract, the host, the workers', path: '^engine/api/' },
   {
     name: 'top',
-    what: 'the command line and what only it starts',
+    what: 'the command line and what only it starts (studies, serve-model, endpoint evaluation)',
     path: '^engine/(cli\\.ts$|bin/|commands/|studies/|serveModel/|endpoints/(evaluateEndpoints|evalCommand)\\.ts$)',
   },
 ];

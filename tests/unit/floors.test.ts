@@ -71,7 +71,7 @@ describe('floors', () => {
     expect(r.status).toBe(1);
     expect(r.violations.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`).sort()).toEqual([
       'algorithms-imports-no-floor-above: engine/mars/trainer.ts → engine/runs/trainer.ts',
-      'foundation-imports-no-floor-above: engine/model/checkpoint.ts → engine/runs/boundedText.ts',
+      'model-imports-no-floor-above: engine/model/checkpoint.ts → engine/runs/boundedText.ts',
       'window-sees-the-api-only: renderer/src/components/Dashboard.ts → engine/runs/metricCatalog.ts',
     ]);
   }, 120_000);

@@ -8,14 +8,14 @@
  * (the corpus teaches form, not hard problems). A share of examples uses the refine layout: the parent is a random
  * single edit of the program (mutations.ts) that fails some public test, with its feedback, and the completion is the
  * program itself. With `noisyParents` > 0, that share of parents is instead a noisy read of the statement
- * (repairProbe.ts readerGuess at p 0.5): several operations may be wrong, as in a weak policy's own failing programs.
+ * (reader.ts readerGuess at p 0.5): several operations may be wrong, as in a weak policy's own failing programs.
  * Each example keeps prompt and completion apart, so a loss mask can cover only the program.
  */
 import { Rng } from '../../random/prng';
 import { refinePrompt, rootPrompt } from '../prompts';
 import { DEFAULT_TASK_SPEC, generateTask, programText, type MartiTask, type TaskSpec } from './generator';
 import { mutateChain } from './mutations';
-import { readerGuess } from './repairProbe';
+import { readerGuess } from './reader';
 import { opById } from './ops';
 import { evaluateProgram, feedbackText, type FeedbackMode } from './scoring';
 

@@ -5,7 +5,7 @@
  *
  * With probability `vagueShare` an op's parameter is left out of the statement ("add some number to each"); the
  * public examples show it. This is what makes feedback worth reading: a program with the right operations and a wrong
- * constant is one edit from the target, and "correct for k of M" says when a constant is right (repairProbe.ts).
+ * constant is one edit from the target, and "correct for k of M" says when a constant is right (tests/study/repairProbe.ts).
  *
  * A target is rejected and redrawn when it is degenerate on its own tests:
  *   - its output is the same for every test, or the public tests show fewer than two distinct outputs;

@@ -1,5 +1,5 @@
 /**
- * Single well-typed edits of an op chain: the "random fix" of a refining agent in the repair probe (repairProbe.ts) and
+ * Single well-typed edits of an op chain: the "random fix" of a refining agent in the repair probe (tests/study/repairProbe.ts) and
  * the wrong parents of the pretraining corpus's refine examples (corpus.ts). An edit keeps the chain's types lined up:
  * change a parameter, replace an op by another with the same input and output types, delete or insert a
  * type-preserving op, or swap two neighbouring type-preserving ops.

@@ -23,7 +23,7 @@ export interface OpSpec {
   code: (p: number | string) => string;
   phrase: (p: number | string) => string;
   /** The phrase with the parameter left out ("add some number to each"), for ops that have one: the public examples
-   * then carry what the statement does not say, which is what makes feedback worth reading (repairProbe.ts). */
+   * then carry what the statement does not say, which is what makes feedback worth reading (tests/study/repairProbe.ts). */
   vague?: string;
 }
 

@@ -9,7 +9,7 @@ import { extractProgram, problemText, refinePrompt, rootPrompt } from '../../../
 import { pretrainCorpus } from '../../../engine/marti/tasks/corpus';
 import { DEFAULT_TASK_SPEC, TaskPoolExhaustedError, generateTask, generateTasks, targetSide, type MartiTask } from '../../../engine/marti/tasks/generator';
 import { opById } from '../../../engine/marti/tasks/ops';
-import { measureRepair } from '../../../engine/marti/tasks/repairProbe';
+import { measureRepair } from '../../study/repairProbe';
 import { evaluateProgram, feedbackText } from '../../../engine/marti/tasks/scoring';
 import { martiVocabulary } from '../../../engine/marti/tasks/vocabulary';
 

@@ -18,15 +18,19 @@
  *               count rises (B = 1: one re-read op, the statement-guided random fix)
  * Scores are public all-pass (§3.3 publicScore) and private all-pass (privateScore) of the child.
  *
- * Run: npx tsx engine/marti/tasks/repairProbe.ts [tasks=400] [p=0.5] [budget=8] [seed=N] [SPEC_FIELD=JSON ...]
+ * A research probe, not part of the engine (it moved here from engine/marti/tasks/): the reader it measures against is
+ * engine/marti/tasks/reader.ts.
+ *
+ * Run: npm run study:repair -- [tasks=400] [p=0.5] [budget=8] [seed=N] [SPEC_FIELD=JSON ...]
  * e.g. `… 4000 0.3 8 seed=11 publicTests=5` or `listLength=[1,7]`: task-spec fields (generator.ts TaskSpec) override
  * the generator's defaults, to ask whether another test design would make feedback more useful.
  */
-import { Rng } from '../../random/prng';
-import { DEFAULT_TASK_SPEC, generateTasks, programText, type MartiTask, type TaskSpec } from './generator';
-import { mutateChain } from './mutations';
-import { drawOp, opById, type OpInstance, type TaskType } from './ops';
-import { evaluateProgram } from './scoring';
+import { Rng } from '../../engine/random/prng';
+import { DEFAULT_TASK_SPEC, generateTasks, programText, type MartiTask, type TaskSpec } from '../../engine/marti/tasks/generator';
+import { mutateChain } from '../../engine/marti/tasks/mutations';
+import { drawOp, type OpInstance, type TaskType } from '../../engine/marti/tasks/ops';
+import { readerGuess, readOp, truthOf } from '../../engine/marti/tasks/reader';
+import { evaluateProgram } from '../../engine/marti/tasks/scoring';
 
 export const REPAIR_STRATEGIES = ['randomProgram', 'fresh', 'randomEdit', 'refine'] as const;
 export type RepairStrategy = (typeof REPAIR_STRATEGIES)[number];
@@ -63,32 +67,6 @@ export interface RepairProbeResult {
 interface Scored {
   chain: OpInstance[];
   passed: number;
-}
-
-function truthOf(task: MartiTask): OpInstance[] {
-  return task.ops.map(opById);
-}
-
-function readOp(rng: Rng, truth: OpInstance | undefined, vague: boolean, type: TaskType, p: number): OpInstance | null {
-  if (truth !== undefined && truth.spec.from === type && rng.next() < p) {
-    // A phrase without its number gives the op but not the parameter: the reader guesses one.
-    if (!vague) return truth;
-    return { spec: truth.spec, param: truth.spec.params[rng.int(truth.spec.params.length)]! };
-  }
-  return drawOp(rng, type, null);
-}
-
-/** A reader(p) guess: the statement's ops, each misread with probability 1 − p. */
-export function readerGuess(rng: Rng, task: MartiTask, p: number): OpInstance[] | null {
-  const chain: OpInstance[] = [];
-  let type: TaskType = task.inputKind;
-  for (const [i, t] of truthOf(task).entries()) {
-    const o = readOp(rng, t, task.vague[i]!, type, p);
-    if (o === null) return null; // a misread into a terminal type (bool) with ops left: the guess stops being a program
-    chain.push(o);
-    type = o.spec.to;
-  }
-  return chain;
 }
 
 /**

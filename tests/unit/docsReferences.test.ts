@@ -18,12 +18,33 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const SELF = path.relative(ROOT, fileURLToPath(import.meta.url)).split(path.sep).join('/');
+const SELF = path
+  .relative(ROOT, fileURLToPath(import.meta.url))
+  .split(path.sep)
+  .join('/');
 
 /** Where references are looked for (relative to the repository root). */
-const SCAN = ['engine', 'main', 'preload', 'renderer/src', 'scripts', 'native', 'tests', 'README.md', 'CONTRIBUTING.md', 'docs'];
+const SCAN = [
+  'engine',
+  'main',
+  'preload',
+  'renderer/src',
+  'scripts',
+  'native',
+  'tests',
+  'README.md',
+  'CONTRIBUTING.md',
+  'docs',
+];
 /** Build outputs, recorded data and screenshots: not prose anyone maintains. */
-const SKIP_DIRS = new Set(['node_modules', 'native/build', 'tests/output', 'tests/fixtures', 'tests/scratch', 'docs/results/marti.parts']);
+const SKIP_DIRS = new Set([
+  'node_modules',
+  'native/build',
+  'tests/output',
+  'tests/fixtures',
+  'tests/scratch',
+  'docs/results/marti.parts',
+]);
 const TEXT_EXT = /\.(ts|mts|cts|js|mjs|cjs|svelte|md|c|h|sh|py|json|css|html)$/;
 const MAX_BYTES = 4 << 20;
 
@@ -79,7 +100,10 @@ function sectionsAfter(text: string, from: number): { sections: string[]; named:
   const sections: string[] = [];
   let depth = 0;
   let end = 0;
-  const tokens = new RegExp(String.raw`§\s*(${NUM})(?:\s*[–—-]\s*§?\s*(${NUM}))?|(?<![\w-])(?:docs/|${OLD_NAMES.join('|')})|[()]|[.;!?](?=\s|$)|\n`, 'g');
+  const tokens = new RegExp(
+    String.raw`§\s*(${NUM})(?:\s*[–—-]\s*§?\s*(${NUM}))?|(?<![\w-])(?:docs/|${OLD_NAMES.join('|')})|[()]|[.;!?](?=\s|$)|\n`,
+    'g',
+  );
   for (let m = tokens.exec(rest); m; m = tokens.exec(rest)) {
     const t = m[0];
     if (t === '(') depth++;
@@ -117,7 +141,9 @@ export function findReferences(file: string, text: string): DocReference[] {
     else if (m[2]) target = m[2].endsWith('.md') ? m[2] : `${m[2]}.md`;
     else target = path.posix.normalize(path.posix.join(path.posix.dirname(file), m[3]!));
     const after = sectionsAfter(joined, m.index + m[0].length);
-    const text = (m[0] + joined.slice(m.index + m[0].length, m.index + m[0].length + after.end)).replace(/\s+/g, ' ').trim();
+    const text = (m[0] + joined.slice(m.index + m[0].length, m.index + m[0].length + after.end))
+      .replace(/\s+/g, ' ')
+      .trim();
     out.push({ file, line: lineOf(m.index), text, target, sections: after.sections, named: after.named });
   }
   return out;
@@ -160,7 +186,9 @@ export function checkReferences(refs: readonly DocReference[], read: (target: st
       continue;
     }
     const missing = r.sections.filter((s) => !d.numbers.has(s));
-    if (missing.length) out.push({ where, text: r.text, problem: `${r.target} has no ${missing.map((s) => `§${s}`).join(', ')}` });
+    if (missing.length) {
+      out.push({ where, text: r.text, problem: `${r.target} has no ${missing.map((s) => `§${s}`).join(', ')}` });
+    }
     if (r.named && !d.headings.some((h) => h.toLowerCase().includes(r.named!.toLowerCase()))) {
       out.push({ where, text: r.text, problem: `${r.target} has no heading "${r.named}"` });
     }

@@ -17,7 +17,7 @@
 import type { MartiConfig } from '../../runs/configSchema';
 import { UserError } from '../../userError';
 import { ENGINE_VERSION } from '../../version';
-import { lit, sh, type ExportContext, type ExportPlan, type MappedSetting, type UnmappedSetting } from './plan';
+import { lit, sh, type CommandWord, type ExportContext, type ExportPlan, type MappedSetting, type UnmappedSetting } from './plan';
 import { continued, envDefault, shArg } from './shell';
 
 const j = (v: unknown) => JSON.stringify(v);
@@ -169,10 +169,33 @@ export function martiPlan(c: MartiConfig, ctx: ExportContext): ExportPlan {
     continued(['ray job submit', '--address "$RAY_ADDRESS"', '--submission-id "$SUBMISSION_ID"', '--runtime-env-json "$RUNTIME_ENV"', '-- python3 -m marti.cli.multi_agent_train_ppo_ray', ...words, '"$@"']),
     '',
   ].join('\n');
+  // the same words for `export --submit` (shell.ts quotes them into the job's entrypoint)
+  const commandWords: CommandWord[] = mapped.flatMap((x): CommandWord[] => {
+    if ('literal' in x.value && x.value.literal === '') return [{ text: x.target }];
+    if (x.target === '--agents') return [{ text: x.target }, ...agentJson.map((a) => ({ text: j(a), expand: 'json' as const }))];
+    if (x.target === '--workflow_args') return [{ text: x.target }, { text: j(workflowArgs), expand: 'json' }];
+    if (x.target === '--eps_clip_low_high' || x.target === '--dynamic_filtering_reward_range') return [{ text: x.target }, ...(x.value as { literal: string }).literal.split(' ').map((text) => ({ text }))];
+    return [{ text: x.target }, 'literal' in x.value ? { text: x.value.literal } : { text: x.value.shell, expand: 'shell' }];
+  });
   return {
     target: 'marti',
+    context: ctx,
     mapped,
     unmapped,
+    command: {
+      // MARTI's code is not a package on the cluster's path: the job runs from a checkout there
+      before: [{ text: 'cd' }, { text: '$MARTI_DIR', expand: 'shell' }, { text: '&&' }],
+      module: 'marti.cli.multi_agent_train_ppo_ray',
+      words: commandWords,
+      runtimeEnv: {},
+      vars: [
+        { name: 'MODEL', ...(ctx.model ? { default: ctx.model } : {}), required: 'a Hugging Face model id or a model folder (--model or MODEL)' },
+        { name: 'PROMPT_DATA', required: 'MARTI coding prompts on the cluster, e.g. json@/data/CODE' },
+        { name: 'EVAL_DATA', defaultFrom: 'PROMPT_DATA' },
+        { name: 'MARTI_DIR', required: 'a checkout of TsinghuaC3I/MARTI on the cluster', absolute: true },
+        { name: 'OUT_DIR', required: 'a folder the cluster shares, for the workflow logs, TensorBoard and checkpoints', absolute: true },
+      ],
+    },
     files: {
       'launch.sh': script,
       'agents.json': JSON.stringify(agentJson, null, 2).replaceAll('@MODEL@', ctx.model ?? '$MODEL').replaceAll('@OUT_DIR@', '$OUT_DIR') + '\n',

@@ -34,12 +34,45 @@ export interface ExportContext {
   gpusPerNode: number;
 }
 
+/**
+ * A word of the job's entrypoint: literal, or with `$NAME` references (expand 'shell') or `@NAME@` placeholders in
+ * JSON (expand 'json': the value is JSON-escaped), filled from the launch variables.
+ */
+export interface CommandWord {
+  text: string;
+  expand?: 'shell' | 'json';
+}
+
+/** A variable of the launch (MODEL, TRAIN_FILES, OUT_DIR, …): its default, or why it is required. */
+export interface LaunchVar {
+  name: string;
+  default?: string;
+  /** Another variable whose value is the default (VAL_FILES defaults to TRAIN_FILES). */
+  defaultFrom?: string;
+  required?: string;
+  /** Must be an absolute path (the job runs on the cluster, in its own working folder). */
+  absolute?: boolean;
+}
+
+/** What `export --submit` sends to the Ray Jobs API: the same command the launch script runs after `--`. */
+export interface JobCommand {
+  /** Words before the module: `cd $MARTI_DIR &&` for MARTI. */
+  before: CommandWord[];
+  module: string;
+  words: CommandWord[];
+  /** runtime_env, with `$NAME` references in its strings. */
+  runtimeEnv: Record<string, unknown>;
+  vars: LaunchVar[];
+}
+
 export interface ExportPlan {
   target: 'verl' | 'marti';
+  context: ExportContext;
   mapped: MappedSetting[];
   unmapped: UnmappedSetting[];
   /** Files to write in the output folder: name → text (the script is made executable). */
   files: Record<string, string>;
+  command: JobCommand;
 }
 
 export const lit = (v: string | number | boolean): ArgValue => ({ literal: typeof v === 'boolean' ? (v ? 'True' : 'False') : String(v) });

@@ -158,7 +158,25 @@ export function verlPlan(c: RunConfig, ctx: ExportContext): ExportPlan {
     ]),
     '',
   ].join('\n');
-  const plan: ExportPlan = { target: 'verl', mapped, unmapped, files: {} };
+  const plan: ExportPlan = {
+    target: 'verl',
+    context: ctx,
+    mapped,
+    unmapped,
+    files: {},
+    command: {
+      before: [],
+      module: 'verl.trainer.main_ppo',
+      words: mapped.map((m) => ('literal' in m.value ? { text: `${m.target}=${m.value.literal}` } : { text: `${m.target}=${m.value.shell}`, expand: 'shell' as const })),
+      runtimeEnv: { env_vars: { VERL_FILE_LOGGER_PATH: '$OUT_DIR/metrics.jsonl' } },
+      vars: [
+        { name: 'MODEL', ...(ctx.model ? { default: ctx.model } : {}), required: 'a Hugging Face model id or a model folder (--model or MODEL)' },
+        { name: 'TRAIN_FILES', required: 'verl parquet prompts, a path on the cluster (verl examples/data_preprocess makes them)' },
+        { name: 'VAL_FILES', defaultFrom: 'TRAIN_FILES' },
+        { name: 'OUT_DIR', required: 'a folder the cluster shares, for rollouts, metrics and checkpoints', absolute: true },
+      ],
+    },
+  };
   plan.files['launch.sh'] = script;
   plan.files['overrides.txt'] = mapped.map((m) => `${m.target}=${'literal' in m.value ? m.value.literal : m.value.shell}`).join('\n') + '\n';
   return plan;

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportRun, planExport } from '../../../engine/interop/export';
 import type { ExportPlan } from '../../../engine/interop/export/plan';
+import { submissionOf } from '../../../engine/interop/export/submit';
 import { resolvePresetConfig } from '../../../engine/runs/presets';
 import { createRunFolder } from '../../../engine/runs/runFolder';
 import { UserError } from '../../../engine/userError';
@@ -141,5 +142,35 @@ describe('export --to marti', () => {
     const imported = createRunFolder(home, { algorithm: 'verl', config: null, engineVersion: 'test', seed: 0, tags: [], notes: '' }, { id: 'imported' });
     fs.writeFileSync(path.join(imported.dir, 'run.json'), JSON.stringify({ ...JSON.parse(fs.readFileSync(path.join(imported.dir, 'run.json'), 'utf8')), imported: { from: 'verl' } }));
     expect(() => planExport(imported.dir, { to: 'verl' })).toThrow(/imported from another trainer/);
+  });
+});
+
+describe('export --submit: the Jobs API request', () => {
+  it("is the launch script's command: each word shell-quoted, variables filled, JSON escaped, cwd MARTI_DIR", () => {
+    const plan = planExport(runs['marti-hetero']!, { to: 'marti' });
+    const odd = "/models/it's \"odd\" \\ & $HOME";
+    const martiDir = path.join(tmp, 'marti');
+    const req = submissionOf(plan, plan.context, { MODEL: odd, PROMPT_DATA: 'json@/data/CODE', MARTI_DIR: martiDir, OUT_DIR: '/shared/m' });
+    expect(req.submission_id).toBe('mars-lab-marti-hetero');
+    expect(req.metadata).toEqual({ mars_lab_run: 'marti-hetero', mars_lab_export: 'marti', mars_lab_out_dir: '/shared/m' });
+    // run the entrypoint as Ray's shell would, with the module swapped for a printer of its arguments
+    const shown = req.entrypoint.replace('python3 -m marti.cli.multi_agent_train_ppo_ray', "printf '%s\\0' \"$PWD\"");
+    const argv = execFileSync('bash', ['-c', shown], { encoding: 'utf8' }).split('\0').slice(0, -1);
+    expect(argv[0]).toBe(fs.realpathSync(martiDir));
+    const i = argv.indexOf('--agents');
+    expect(JSON.parse(argv[i + 1]!)).toMatchObject({ '0': { pretrain: odd, save_path: '/shared/m/final/agent0-alpha' } });
+    expect(argv[argv.indexOf('--prompt_data') + 1]).toBe('json@/data/CODE');
+    expect(argv[argv.indexOf('--eval_dataset') + 1]).toBe('json@/data/CODE');
+  });
+
+  it('names the launch variable that is missing or not an absolute path', () => {
+    const plan = planExport(runs['seqgrpo-copy']!, { to: 'verl', model: 'Qwen/Qwen2.5-0.5B-Instruct' });
+    expect(() => submissionOf(plan, plan.context, { OUT_DIR: '/shared/x' })).toThrow(/set TRAIN_FILES: verl parquet prompts/);
+    expect(() => submissionOf(plan, plan.context, { TRAIN_FILES: '/d/t.parquet', OUT_DIR: 'relative/x' })).toThrow(/OUT_DIR=relative\/x is not an absolute path/);
+    const req = submissionOf(plan, plan.context, { TRAIN_FILES: '/d/t.parquet', OUT_DIR: '/shared/x', SUBMISSION_ID: 'mine' });
+    expect(req.entrypoint.startsWith('python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct ')).toBe(true);
+    expect(req.entrypoint).toContain(`'trainer.logger=["console","file"]'`);
+    expect(req.runtime_env).toEqual({ env_vars: { VERL_FILE_LOGGER_PATH: '/shared/x/metrics.jsonl' } });
+    expect(req.submission_id).toBe('mine');
   });
 });

@@ -13,6 +13,7 @@ import { mcnemar, pairedBootstrap } from '../metrics/pairedStats';
 import { Rng } from '../random/prng';
 import { UserError } from '../userError';
 import { jsonParseProblem } from '../boundedText';
+import { evalFileSchema } from '../records/evaluation';
 import { RECORD_VERSION } from '../records/version';
 import { parseRunConfig, type RunConfig } from './configSchema';
 import type { EvalResult } from '../training/trainer';
@@ -74,10 +75,10 @@ export async function evaluateCheckpoint(home: string, dir: string, config: RunC
   const file = path.join(cacheDir, 'eval.json');
   if (fs.existsSync(file)) {
     try {
-      const cached = JSON.parse(fs.readFileSync(file, 'utf8')) as EvalResult;
+      const cached = evalFileSchema.parse(JSON.parse(fs.readFileSync(file, 'utf8')));
       return { ...cached, checkpoint: path.resolve(dir), file, cached: true };
     } catch {
-      // A damaged cache entry is recomputed.
+      // A damaged cache entry, or one that is not an evaluation record (engine/records/evaluation.ts), is recomputed.
     }
   }
   const { model } = await loadCheckpoint(dir);

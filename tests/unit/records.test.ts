@@ -57,7 +57,7 @@ function readAll<T>(file: string, read: (value: unknown, where: string) => T): T
  */
 async function checkRun(
   config: RunConfigInput,
-): Promise<{ kinds: Set<TrajectoryKind>; raw: Record<string, unknown>[]; evalRecords: number }> {
+): Promise<{ kinds: Set<TrajectoryKind>; raw: Record<string, unknown>[]; evalRecords: number; checkpoint: string }> {
   const outcome = await startRun(home, parseRunConfig(config));
   expect(outcome.status).toBe('finished');
   const files = runFilePaths(outcome.dir);
@@ -83,6 +83,7 @@ async function checkRun(
     kinds: new Set(trajectories.map((t) => t.kind)),
     raw: lines(files.trajectories) as Record<string, unknown>[],
     evalRecords: stored.items.filter((it) => it.record !== undefined).length,
+    checkpoint: last!.path,
   };
 }
 
@@ -104,6 +105,18 @@ describe('run-folder records', () => {
     const run = await checkRun(quickConfig({ steps: 2, checkpointEvery: 1, evalEvery: 2 }));
     expect([...run.kinds]).toEqual(['seqgrpo.group']);
     expect(run.raw.every((r) => r['version'] === RECORD_VERSION)).toBe(true);
+
+    // the evaluation cache is read with its schema: an entry that is not an evaluation record is recomputed, not served
+    const first = await evaluateCheckpoint(home, run.checkpoint);
+    expect(first.cached).toBe(true);
+    const { items: _items, ...withoutItems } = JSON.parse(fs.readFileSync(first.file, 'utf8')) as Record<
+      string,
+      unknown
+    >;
+    fs.writeFileSync(first.file, JSON.stringify(withoutItems));
+    const again = await evaluateCheckpoint(home, run.checkpoint);
+    expect(again.cached).toBe(false);
+    expect(again.items).toHaveLength(first.items.length);
   }, 120_000);
 
   it('a fresh MARS run: episodes (training and evaluation) fit', async () => {

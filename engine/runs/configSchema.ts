@@ -1,7 +1,7 @@
 /**
  * The run configuration: a discriminated union on `algorithm` of each algorithm's member (shared sections from
- * configSections.ts plus its own), its TypeScript types, and validation whose messages name the field, what it accepts
- * and what it got. configJsonSchema.ts turns it into the JSON Schema the launch form is drawn from.
+ * engine/training/configSections.ts plus its own), its TypeScript types, and validation whose messages name the field,
+ * what it accepts and what it got. configJsonSchema.ts turns it into the JSON Schema the launch form is drawn from.
  */
 import { z } from 'zod';
 import { marsConfigSchema } from '../mars/configSchema';

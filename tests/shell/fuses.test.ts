@@ -11,6 +11,8 @@ import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UserError } from '../../engine/userError';
 import { applyFuses, FUSES, fuseSettingsByName, locatePackagedApp } from '../../main/fuses';
+import { REQUIRED_APP_FILES } from '../../scripts/appArchive.mjs';
+import { writeAsar } from '../helpers/asarArchive';
 
 /** The marker @electron/fuses (1.8.0, src/constants.ts) finds the fuse wire by. */
 const SENTINEL = 'dL7pKGdnNz796PbbjQWNKmHXBZaB9tsX';
@@ -36,7 +38,8 @@ function packagedLinuxApp(withAsar = true): string {
   fakeElectronBinary(executable);
   if (withAsar) {
     mkdirSync(join(dir, 'resources'));
-    writeFileSync(join(dir, 'resources', 'app.asar'), 'asar');
+    // What the app starts from (scripts/package.mjs checks for it before flipping).
+    writeAsar(join(dir, 'resources', 'app.asar'), Object.fromEntries(REQUIRED_APP_FILES.map((f) => [f, `// ${f}`])));
   }
   return executable;
 }

@@ -7,6 +7,9 @@
  * close, or a normal close while the job still runs), it fills the gap from the full log (GET /api/jobs/{id}/logs),
  * reconnects and skips what it already has: every byte once, in order, nothing lost. A normal close ends the follow
  * once the job is terminal, after a last full-log read for anything the socket did not carry.
+ *
+ * permessage-deflate is off: with it (ws's default) Ray 2.52's aiohttp server sends compressed frames that never
+ * arrive as messages, and the socket closes normally with nothing, so the log would come only from the full-log reads.
  */
 import WebSocket from 'ws';
 import { RayError, type RayJobsClient } from './jobsClient';
@@ -30,6 +33,8 @@ export interface FollowResult {
   job: RayJobDetails | null;
   /** Characters handed on in all. */
   chars: number;
+  /** Of those, how many came over the WebSocket (the rest were gaps filled from the full log). */
+  fromSocket: number;
   reconnects: number;
   aborted: boolean;
 }
@@ -43,6 +48,7 @@ function session(client: RayJobsClient, id: string, skip: number, hand: (text: s
     let got = false;
     const ws = new WebSocket(client.wsUrl(`/api/jobs/${encodeURIComponent(id)}/logs/tail`), {
       headers: client.headers,
+      perMessageDeflate: false,
       ...(client.ca ? { ca: client.ca } : {}),
       handshakeTimeout: 30_000,
     });
@@ -93,10 +99,15 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 /** Follows job `id`'s log until the job is terminal (or `signal` aborts). An unknown job is a RayError ('not-found'). */
 export async function followJobLogs(client: RayJobsClient, id: string, opts: FollowOptions): Promise<FollowResult> {
   let chars = 0;
+  let fromSocket = 0;
   const hand = (text: string) => {
     if (text.length === 0) return;
     chars += text.length;
     opts.onText(text);
+  };
+  const handFromSocket = (text: string) => {
+    fromSocket += text.length;
+    hand(text);
   };
   /** Hands on whatever the full log has past what was handed on already. */
   const fillGap = async () => {
@@ -109,14 +120,14 @@ export async function followJobLogs(client: RayJobsClient, id: string, opts: Fol
   let reconnects = 0;
   let failuresInRow = 0;
   for (;;) {
-    const s = await session(client, id, chars, hand, opts.signal);
-    if (s.kind === 'aborted') return { job, chars, reconnects, aborted: true };
+    const s = await session(client, id, chars, handFromSocket, opts.signal);
+    if (s.kind === 'aborted') return { job, chars, fromSocket, reconnects, aborted: true };
     let reason = s.kind === 'dropped' ? s.reason : 'the log socket closed while the job runs';
     try {
       job = await client.job(id);
       if (TERMINAL_STATUSES.has(job.status)) {
         await fillGap();
-        return { job, chars, reconnects, aborted: false };
+        return { job, chars, fromSocket, reconnects, aborted: false };
       }
       if (s.kind === 'dropped' || s.kind === 'closed-normally') await fillGap();
       failuresInRow = s.kind === 'dropped' ? failuresInRow + 1 : 0;
@@ -134,6 +145,6 @@ export async function followJobLogs(client: RayJobsClient, id: string, opts: Fol
     reconnects++;
     opts.onReconnect?.(reconnects, reason);
     await sleep(Math.min(10_000, baseDelay * 2 ** Math.max(0, failuresInRow - 1)), opts.signal);
-    if (opts.signal?.aborted) return { job, chars, reconnects, aborted: true };
+    if (opts.signal?.aborted) return { job, chars, fromSocket, reconnects, aborted: true };
   }
 }

@@ -31,7 +31,7 @@ export interface MarsWindowSettings {
 }
 
 export function marsWindowSettings(config: unknown): MarsWindowSettings {
-  const m = ((config as { mars?: Record<string, unknown> } | null)?.mars ?? {}) as Record<string, unknown>;
+  const m = ((config as { mars?: Record<string, unknown> } | null)?.mars ?? {});
   const n = (v: unknown, d: number): number => (typeof v === 'number' && Number.isFinite(v) ? v : d);
   return {
     sys1PromptMax: n(m['sys1PromptMax'], 256),

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkpointConfig } from '../../engine/runs/evaluation';
+import http from 'node:http';
 import { cli, spawnCli } from '../helpers/cli';
 
 const CK = path.resolve('resources/marti/base-tiny');
@@ -97,5 +98,32 @@ describe('mars-lab eval with endpoint agents', () => {
     expect(down.stderr.trim().split('\n')).toHaveLength(1);
     expect(down.stderr).toMatch(/cannot reach the server \(ECONNREFUSED\)/);
     expect(allText(home)).not.toContain(SECRET);
+  });
+
+  it('Ctrl-C stops the evaluation: requests in flight are cancelled, the answered ones kept; one line, exit code 2', async () => {
+    let seen = 0;
+    const hanging: http.ServerResponse[] = [];
+    const fake = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (++seen > 5) return void hanging.push(res); // never answers: the run is stopped while these wait
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ choices: [{ index: 0, text: 'map ( x ) <eos>', finish_reason: 'stop' }] }));
+      });
+    });
+    await new Promise<void>((r) => fake.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(fake.address() as AddressInfo).port}/v1`;
+    const cfg = writeConfig('stopped', url, { concurrency: 2, timeoutMs: 60_000 });
+    const { child, exited } = spawnCli(['eval', '--config', cfg, '--home', home], { MY_ENDPOINT_KEY: SECRET }, () => {});
+    let stderr = '';
+    child.stderr!.removeAllListeners('data');
+    child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    while (hanging.length < 1) await new Promise((r) => setTimeout(r, 50));
+    child.kill('SIGINT');
+    expect(await exited).toBe(2);
+    expect(stderr.trim().split('\n')).toEqual([expect.stringMatching(/^mars-lab: eval stopped; 5 answers kept in .*requests\.jsonl: run the same command again to resume$/)]);
+    for (const r of hanging) r.destroy();
+    fake.closeAllConnections();
+    await new Promise((r) => fake.close(r));
   });
 });

@@ -4,7 +4,14 @@
  * them as unknown JSON; the guards below check the few fields the views rely on, so a record of another kind (or a
  * damaged line, which the host sends as { unreadable, line }) is skipped rather than drawn wrong.
  */
-import type { MarsBin, MarsTurn, PosteriorSummary, StoredTrajectoryLineOf, TestOutcome, MartiNode } from '../../../engine/records';
+import type {
+  MarsBin,
+  MarsTurn,
+  PosteriorSummary,
+  StoredTrajectoryLineOf,
+  TestOutcome,
+  MartiNode,
+} from '../../../engine/records';
 
 export type { MarsBin, MarsTurn, MartiNode, PosteriorSummary, TestOutcome };
 
@@ -18,7 +25,13 @@ export type MarsEpisode = StoredTrajectoryLineOf<'mars.episode'>;
 
 export function isMarsEpisode(r: unknown): r is MarsEpisode {
   const x = r as Partial<MarsEpisode> | null;
-  return !!x && x.kind === 'mars.episode' && typeof x.step === 'number' && typeof x.questionId === 'string' && Array.isArray(x.turns);
+  return (
+    !!x &&
+    x.kind === 'mars.episode' &&
+    typeof x.step === 'number' &&
+    typeof x.questionId === 'string' &&
+    Array.isArray(x.turns)
+  );
 }
 
 /** The settings of a run's config the inspector needs to redraw System 1's windows (with the schema's defaults). */
@@ -31,7 +44,7 @@ export interface MarsWindowSettings {
 }
 
 export function marsWindowSettings(config: unknown): MarsWindowSettings {
-  const m = ((config as { mars?: Record<string, unknown> } | null)?.mars ?? {});
+  const m = (config as { mars?: Record<string, unknown> } | null)?.mars ?? {};
   const n = (v: unknown, d: number): number => (typeof v === 'number' && Number.isFinite(v) ? v : d);
   return {
     sys1PromptMax: n(m['sys1PromptMax'], 256),
@@ -47,8 +60,12 @@ export function marsWindowSettings(config: unknown): MarsWindowSettings {
  * for older records: engine/runs/trajectoryPages.ts withCapacities), and the purpose's share of the window; null
  * when the record has none (a search without results).
  */
-export function sys1Capacity(turn: Pick<MarsTurn, 'capacity'>, s: MarsWindowSettings): { capacity: number | null; purposeTokens: number | null } {
-  if (typeof turn.capacity === 'number') return { capacity: turn.capacity, purposeTokens: s.sys1PromptMax - 3 - turn.capacity };
+export function sys1Capacity(
+  turn: Pick<MarsTurn, 'capacity'>,
+  s: MarsWindowSettings,
+): { capacity: number | null; purposeTokens: number | null } {
+  if (typeof turn.capacity === 'number')
+    return { capacity: turn.capacity, purposeTokens: s.sys1PromptMax - 3 - turn.capacity };
   return { capacity: null, purposeTokens: null };
 }
 
@@ -71,7 +88,19 @@ export function groupEpisodes(episodes: readonly MarsEpisode[]): EpisodeGroup[] 
   for (const e of episodes) {
     const key = groupKey(e.step, e.questionId);
     let g = groups.get(key);
-    if (!g) groups.set(key, (g = { key, step: e.step, questionId: e.questionId, question: e.question, family: e.family, episodes: [], meanReward: 0 }));
+    if (!g)
+      groups.set(
+        key,
+        (g = {
+          key,
+          step: e.step,
+          questionId: e.questionId,
+          question: e.question,
+          family: e.family,
+          episodes: [],
+          meanReward: 0,
+        }),
+      );
     g.episodes.push(e);
   }
   for (const g of groups.values()) g.meanReward = g.episodes.reduce((s, e) => s + e.reward, 0) / g.episodes.length;
@@ -86,7 +115,15 @@ export function byReward(episodes: readonly MarsEpisode[]): { episode: MarsEpiso
 }
 
 /** The MARS question families (engine/mars/questions.ts QUESTION_FAMILIES; a unit test keeps the two lists equal). */
-export const MARS_FAMILIES = ['direct', 'paraphrase', 'longTail', 'bridge', 'comparison', 'threeHop', 'compositional'] as const;
+export const MARS_FAMILIES = [
+  'direct',
+  'paraphrase',
+  'longTail',
+  'bridge',
+  'comparison',
+  'threeHop',
+  'compositional',
+] as const;
 
 /** The text of a page a search found, as the host sends it (getTrajectories `pages`, by `w<seed>:<page id>`). */
 export interface PageText {
@@ -118,7 +155,10 @@ export function markGold(text: string, gold: readonly string[]): MarkedPiece[] {
   tokens.forEach((t, index) => {
     if (t && !/^\s+$/.test(t)) wordsAt.push({ word: t.toLowerCase(), index });
   });
-  const answers = gold.map(words).filter((a) => a.length > 0).sort((a, b) => b.length - a.length);
+  const answers = gold
+    .map(words)
+    .filter((a) => a.length > 0)
+    .sort((a, b) => b.length - a.length);
   const marked = new Set<number>();
   for (let i = 0; i < wordsAt.length; i++) {
     for (const a of answers) {
@@ -133,7 +173,8 @@ export function markGold(text: string, gold: readonly string[]): MarkedPiece[] {
   tokens.forEach((t, index) => {
     if (!t) return;
     // a space between two marked words belongs to the mark
-    const gold = markedToken.has(index) || (/^\s+$/.test(t) && markedToken.has(index - 1) && markedToken.has(index + 1));
+    const gold =
+      markedToken.has(index) || (/^\s+$/.test(t) && markedToken.has(index - 1) && markedToken.has(index + 1));
     const last = pieces.at(-1);
     if (last && last.gold === gold) last.text += t;
     else pieces.push({ text: t, gold });
@@ -162,7 +203,13 @@ export type MartiTreeRecord = StoredTrajectoryLineOf<'marti.tree'>;
 
 export function isMartiTree(r: unknown): r is MartiTreeRecord {
   const x = r as Partial<MartiTreeRecord> | null;
-  return !!x && x.kind === 'marti.tree' && typeof x.step === 'number' && typeof x.treeId === 'string' && Array.isArray(x.nodes);
+  return (
+    !!x &&
+    x.kind === 'marti.tree' &&
+    typeof x.step === 'number' &&
+    typeof x.treeId === 'string' &&
+    Array.isArray(x.nodes)
+  );
 }
 
 /** Nodes of a tree after the first k expansions: the root and nodes 1…k (node ids are the expansion order). */
@@ -212,12 +259,27 @@ export function layoutTree(nodes: readonly MartiNode[]): { placed: PlacedNode[];
 }
 
 /** Which agent solved which problem in the loaded trees: per task, per agent, the best private score of its nodes. */
-export function solvedMatrix(trees: readonly MartiTreeRecord[]): { agents: string[]; rows: { taskId: string; statement: string; trees: number; best: Record<string, number | null> }[] } {
+export function solvedMatrix(trees: readonly MartiTreeRecord[]): {
+  agents: string[];
+  rows: { taskId: string; statement: string; trees: number; best: Record<string, number | null> }[];
+} {
   const agents = [...new Set(trees.flatMap((t) => t.agents))];
-  const rows = new Map<string, { taskId: string; statement: string; trees: number; best: Record<string, number | null> }>();
+  const rows = new Map<
+    string,
+    { taskId: string; statement: string; trees: number; best: Record<string, number | null> }
+  >();
   for (const t of trees) {
     let row = rows.get(t.taskId);
-    if (!row) rows.set(t.taskId, (row = { taskId: t.taskId, statement: t.statement, trees: 0, best: Object.fromEntries(agents.map((a) => [a, null])) }));
+    if (!row)
+      rows.set(
+        t.taskId,
+        (row = {
+          taskId: t.taskId,
+          statement: t.statement,
+          trees: 0,
+          best: Object.fromEntries(agents.map((a) => [a, null])),
+        }),
+      );
     row.trees++;
     for (const n of t.nodes) {
       if (n.agent === null) continue;
@@ -226,7 +288,10 @@ export function solvedMatrix(trees: readonly MartiTreeRecord[]): { agents: strin
       row.best[n.agent] = before === null || before === undefined ? s : Math.max(before, s);
     }
   }
-  return { agents, rows: [...rows.values()].sort((a, b) => a.taskId.localeCompare(b.taskId, undefined, { numeric: true })) };
+  return {
+    agents,
+    rows: [...rows.values()].sort((a, b) => a.taskId.localeCompare(b.taskId, undefined, { numeric: true })),
+  };
 }
 
 // ---- colours ---------------------------------------------------------------------------------------------------------
@@ -250,7 +315,9 @@ export function tokenColour(value: number, mode: 'logProb' | 'advantage'): strin
     return `rgba(214, 69, 54, ${(0.05 + 0.6 * t).toFixed(3)})`;
   }
   const t = Math.max(-1, Math.min(1, value / 2));
-  return t >= 0 ? `rgba(31, 95, 191, ${(0.06 + 0.5 * t).toFixed(3)})` : `rgba(214, 69, 54, ${(0.06 - 0.5 * t).toFixed(3)})`;
+  return t >= 0
+    ? `rgba(31, 95, 191, ${(0.06 + 0.5 * t).toFixed(3)})`
+    : `rgba(214, 69, 54, ${(0.06 - 0.5 * t).toFixed(3)})`;
 }
 
 /** The marker shapes agents get, in the order of the tree's agents. */

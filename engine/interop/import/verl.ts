@@ -17,7 +17,8 @@
  * Each sample becomes a `mars.episode` record (the records the app's group grid and token view read,
  * renderer/src/lib/trajectories.ts): the prompt as the question, the response as one turn whose "tokens" are its
  * whitespace-separated pieces (the dump holds decoded text, not token ids or log-probabilities), `gts` as the gold
- * answers, `score` as the reward. One step is held in memory at a time; each file is streamed line by line.
+ * answers, `score` as the reward. Each file is streamed line by line, twice: memory holds one step's rewards, not its
+ * texts.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -60,7 +61,7 @@ export function textPieces(text: string): string[] {
 }
 
 function promptId(input: string): string {
-  return `verl:${createHash('sha1').update(input).digest('hex').slice(0, 12)}`;
+  return `verl:${createHash('sha1').update(input).digest('hex').slice(0, 16)}`;
 }
 
 function goldOf(gts: unknown): string[] {
@@ -108,6 +109,24 @@ function looksLikeFileLogger(file: string): boolean {
   }
 }
 
+/** The usable samples of one dump file, in order; each line that is not one is told to `onProblem` (if given). */
+async function* samplesOf(file: string, onBytes: (bytes: number) => void, onProblem?: (line: number, why: string) => void): AsyncGenerator<Sample> {
+  for await (const l of jsonLines(file, onBytes)) {
+    const parsed = l.problem === undefined ? dumpLineSchema.safeParse(l.value) : undefined;
+    if (!parsed?.success) {
+      onProblem?.(l.lineNo, `${l.problem ?? parsed!.error.issues.map((i) => `"${i.path.join('.') || '(line)'}" ${i.message}`).join('; ')}; line skipped`);
+      continue;
+    }
+    const { input, output, gts, score, step: _step, ...extra } = parsed.data;
+    if (score === null || !Number.isFinite(score)) {
+      // a NaN score (Python writes NaN) has no place in a group's statistics, nor in the record's reward
+      onProblem?.(l.lineNo, '"score" is NaN or infinite; sample skipped');
+      continue;
+    }
+    yield { line: l.lineNo, input, output, gts, score, extra };
+  }
+}
+
 export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
   const dir = path.resolve(opts.dir);
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
@@ -115,7 +134,8 @@ export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
   }
   const { dumpDir, steps, metrics } = locate(dir, opts.metricsFile);
   const problems = new ProblemLog(opts.onWarning);
-  const meter = new ProgressMeter([...steps.map((s) => s.file), ...metrics], opts.onProgress);
+  // each dump is read twice (see below)
+  const meter = new ProgressMeter([...steps.map((s) => s.file), ...steps.map((s) => s.file), ...metrics], opts.onProgress);
   const rel = (f: string) => path.relative(dir, f) || path.basename(f);
 
   // The file logger's lines, by step (one line per step: small next to the dumps), with an estimated time for steps the
@@ -155,44 +175,43 @@ export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
   try {
     for (const { step, file } of steps) {
       loggerOnly(step);
-      const samples: Sample[] = [];
-      for await (const l of jsonLines(file, (b) => meter.read(file, b))) {
-        const parsed = l.problem === undefined ? dumpLineSchema.safeParse(l.value) : undefined;
-        if (!parsed?.success) {
-          const why = l.problem ?? parsed!.error.issues.map((i) => `"${i.path.join('.') || '(line)'}" ${i.message}`).join('; ');
-          problems.add(`${rel(file)}:${l.lineNo}: ${why}; line skipped`);
-          continue;
-        }
-        const { input, output, gts, score, step: _step, ...extra } = parsed.data;
-        if (score === null || !Number.isFinite(score)) {
-          // a NaN score (Python writes NaN) has no place in a group's statistics, nor in the record's reward
-          problems.add(`${rel(file)}:${l.lineNo}: "score" is NaN or infinite; sample skipped`);
-          continue;
-        }
-        samples.push({ line: l.lineNo, input, output, gts, score, extra });
-      }
-      // Groups: identical prompt within the step, in order of first appearance.
+      // Two passes over the file, so that memory holds the step's rewards, not its texts (a step of verl at scale is
+      // hundreds of megabytes): the first groups the rewards by prompt and reports bad lines, the second writes.
       const groups = new Map<string, number[]>();
-      samples.forEach((s, i) => {
-        const g = groups.get(s.input);
-        if (g) g.push(i);
-        else groups.set(s.input, [i]);
-      });
-      const advantage: (number | null)[] = samples.map(() => null);
-      const groupSize: number[] = samples.map(() => 0);
-      let allEqual = 0;
-      for (const members of groups.values()) {
-        const adv = recomputeAdvantages(members.map((i) => samples[i]!.score), VERL_GRPO);
-        members.forEach((i, k) => ((advantage[i] = adv[k]!), (groupSize[i] = members.length)));
-        if (members.length > 1 && adv.every((a) => a === 0)) allEqual++;
+      for await (const s of samplesOf(file, (b) => meter.read(file, b), (line, why) => problems.add(`${rel(file)}:${line}: ${why}`))) {
+        const key = promptId(s.input);
+        const g = groups.get(key);
+        if (g) g.push(s.score);
+        else groups.set(key, [s.score]);
       }
-      samples.forEach((s, i) => {
+      const advantages = new Map<string, (number | null)[]>();
+      let allEqual = 0;
+      let n = 0;
+      let sum = 0;
+      let max = -Infinity;
+      let min = Infinity;
+      for (const [key, scores] of groups) {
+        const adv = recomputeAdvantages(scores, VERL_GRPO);
+        advantages.set(key, adv);
+        if (scores.length > 1 && adv.every((a) => a === 0)) allEqual++;
+        for (const r of scores) {
+          n++;
+          sum += r;
+          max = Math.max(max, r);
+          min = Math.min(min, r);
+        }
+      }
+      const seen = new Map<string, number>();
+      for await (const s of samplesOf(file, (b) => meter.read(`${file}#2`, b))) {
+        const key = promptId(s.input);
+        const k = seen.get(key) ?? 0;
+        seen.set(key, k + 1);
         const acc = s.extra['acc'];
         run.trajectories.append({
           step,
           kind: 'mars.episode',
           version: RECORD_VERSION,
-          questionId: promptId(s.input),
+          questionId: key,
           family: typeof s.extra['data_source'] === 'string' ? s.extra['data_source'] : 'verl',
           question: s.input,
           gold: goldOf(s.gts),
@@ -202,27 +221,25 @@ export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
           end: 'answer',
           reward: s.score,
           f1: typeof acc === 'number' ? acc : typeof acc === 'boolean' ? Number(acc) : s.score,
-          advantage: advantage[i] ?? 0,
+          advantage: advantages.get(key)?.[k] ?? 0,
           advantageRecomputed: true,
-          groupSize: groupSize[i],
+          groupSize: groups.get(key)?.length ?? 1,
           imported: { from: 'verl', file: rel(file), line: s.line },
           ...(Object.keys(s.extra).length ? { extra: s.extra } : {}),
         });
         records++;
-      });
-      const scores = samples.map((s) => s.score);
+      }
       const point = byStep.get(step) ?? {};
       byStep.delete(step);
-      const mean = scores.length ? scores.reduce((a, b) => a + b, 0) / scores.length : null;
       run.metrics.append({
         step,
         // verl writes <step>.jsonl when the step ends: its modification time is when the step finished.
         time: fs.statSync(file).mtimeMs / 1000,
         ...point,
-        reward: mean,
-        'reward/max': scores.length ? Math.max(...scores) : null,
-        'reward/min': scores.length ? Math.min(...scores) : null,
-        samples: samples.length,
+        reward: n ? sum / n : null,
+        'reward/max': n ? max : null,
+        'reward/min': n ? min : null,
+        samples: n,
         groups: groups.size,
         'groups/allEqualShare': groups.size ? allEqual / groups.size : null,
       });

@@ -25,9 +25,9 @@ interface Served {
   stop: () => Promise<void>;
 }
 
-function serve(checkpoint: string): Promise<Served> {
+function serve(checkpoint: string, name?: string): Promise<Served> {
   return new Promise((resolve, reject) => {
-    const { child, exited } = spawnCli(['serve-model', '--checkpoint', checkpoint, '--port', '0', '--json', '--backend', 'wasm'], {}, (line) => {
+    const { child, exited } = spawnCli(['serve-model', '--checkpoint', checkpoint, '--port', '0', '--json', '--backend', 'wasm', ...(name ? ['--model-name', name] : [])], {}, (line) => {
       const j = JSON.parse(line) as { baseUrl: string; model: string; token: string };
       resolve({ ...j, stop: async () => void (child.kill('SIGTERM'), await exited) });
     });
@@ -108,5 +108,37 @@ describe('evaluation through serve-model equals in-process evaluation at tempera
     const turns = via.items.flatMap((it) => (it.record as { turns: { bins: unknown[] }[] }).turns);
     expect(turns.some((t) => t.bins.length > 0)).toBe(true);
     expectSameResults(inProcess, via);
+  });
+
+  it('a heterogeneous MARTI team on two endpoints (one streaming) and MARS with System 1 on its own endpoint', async () => {
+    const [a, b] = await Promise.all([serve(MARTI_CK, 'alpha-model'), serve(MARTI_CK, 'beta-model')]);
+    servers.push(a, b);
+    const hetero = withSource(checkpointConfig(MARTI_CK), (c) => {
+      c.eval = { ...c.eval, items: 3, temperature: 0 };
+      c.marti = { ...c.marti, configuration: 'heterogeneous', evalNodes: 4, evalSearchTemperature: 0, tplus: { ...c.marti.tplus, enabled: false } };
+    });
+    const inProcess = await evaluateCheckpoint(home, MARTI_CK, hetero);
+    const viaCfg = withSource(hetero, (c) => {
+      c.marti.agents[0].policy = { kind: 'endpoint', baseUrl: a.baseUrl, model: 'alpha-model', apiKeyEnv: 'KEY_A' };
+      c.marti.agents[1].policy = { kind: 'endpoint', baseUrl: b.baseUrl, model: 'beta-model', apiKeyEnv: 'KEY_B', stream: true };
+    });
+    const via = await evaluateWithEndpoints(home, viaCfg, { env: { KEY_A: a.token, KEY_B: b.token } });
+    expect(via.policies).toEqual({ 'MARTI agent alpha': expect.stringContaining('alpha-model'), 'MARTI agent beta': expect.stringContaining('beta-model') });
+    expectSameResults(inProcess, via);
+
+    const [s2, s1] = await Promise.all([serve(MARS_CK, 'sys2-model'), serve(MARS_CK, 'sys1-model')]);
+    servers.push(s2, s1);
+    const mars = withSource(checkpointConfig(MARS_CK), (c) => {
+      c.eval = { ...c.eval, items: 6, temperature: 0 };
+      c.model.from = { kind: 'random' };
+    });
+    const marsIn = await evaluateCheckpoint(home, MARS_CK, mars);
+    const marsVia = await evaluateWithEndpoints(
+      home,
+      withSource(mars, (c) => (c.mars.policies = { sys2: { kind: 'endpoint', baseUrl: s2.baseUrl, model: 'sys2-model', apiKeyEnv: 'K2' }, sys1: { kind: 'endpoint', baseUrl: s1.baseUrl, model: 'sys1-model', apiKeyEnv: 'K1', stream: true } })),
+      { env: { K2: s2.token, K1: s1.token } },
+    );
+    expect(Object.keys(marsVia.policies)).toEqual(['MARS System 2', 'MARS System 1']);
+    expectSameResults(marsIn, marsVia);
   });
 });

@@ -84,7 +84,12 @@ describe('mars-lab import', () => {
     }
     const r = await cli(['import', 'marti', save, '--nodes', '2', '--id', 'marti-import', '--home', home, '--json']);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout.trim().split('\n').at(-1)!)).toMatchObject({ type: 'imported', runId: 'marti-import', records: 2, steps: 1 });
+    const out = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; bytes?: number; totalBytes?: number });
+    expect(out.at(-1)).toMatchObject({ type: 'imported', runId: 'marti-import', records: 2, steps: 1 });
+    // progress over the bytes read, the last report at the end
+    const progress = out.filter((l) => l.type === 'progress');
+    expect(progress.length).toBeGreaterThan(0);
+    expect(progress.at(-1)!.bytes).toBe(progress.at(-1)!.totalBytes);
     const host: Host = await createHost({ home, launcher: noLaunches, transport: 'web' });
     try {
       const page = await api<{ records: unknown[] }>(host, 'getTrajectories', { runId: 'marti-import', step: 1 });

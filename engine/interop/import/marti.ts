@@ -122,6 +122,25 @@ function readScores(file: string, problems: ProblemLog, rel: (f: string) => stri
   return out;
 }
 
+/**
+ * A tree's pass@1, pass@N, avgPass1 and gap as MARTI's get_coverage_and_passk computes them (top_k = 1): pass@1 is
+ * the private score of the best node by public score (ties: the later node, np.lexsort((-idx, -public))), pass@N the
+ * best private score, avgPass1 the mean private score of nodes whose public score is 1 (else pass@1); all null unless
+ * both scores of every node are known.
+ */
+export function treeScores(pub: readonly (number | null)[], priv: readonly (number | null)[]): { pass1: number | null; passN: number | null; avgPass1: number | null; gap: number | null } {
+  if (pub.length === 0 || pub.some((x) => x === null) || priv.some((x) => x === null)) return { pass1: null, passN: null, avgPass1: null, gap: null };
+  let best = 0;
+  pub.forEach((x, i) => {
+    if (x! >= pub[best]!) best = i;
+  });
+  const pass1 = priv[best]!;
+  const passN = Math.max(...(priv as number[]));
+  const perfect = priv.filter((_, i) => pub[i] === 1) as number[];
+  const avgPass1 = perfect.length ? perfect.reduce((a, b) => a + b, 0) / perfect.length : pass1;
+  return { pass1, passN, avgPass1, gap: passN - pass1 };
+}
+
 function taskIdOf(statement: string): string {
   return `marti:${createHash('sha1').update(statement).digest('hex').slice(0, 12)}`;
 }
@@ -223,9 +242,10 @@ export async function importMarti(opts: ImportOptions): Promise<ImportResult> {
           target: '',
           publicTests: [],
           agents,
-          metrics: { nodes: nodes.length, pass1: known.length ? known[0]! : null, passN: known.length ? Math.max(...known) : null, avgPass1: known.length ? known.reduce((a, b) => a + b, 0) / known.length : null, gap: null },
+          metrics: { nodes: nodes.length, ...treeScores(scores, nodes.map((x) => x.private?.score ?? null)) },
           agentShares: Object.fromEntries(agents.map((a) => [a, calls.filter((c) => c.agent === a).length / calls.length])),
-          nodes: [{ id: 0, parentId: null, depth: 0, agent: null, paramId: null, prompt: statement, completion: null, program: null, feedback: null, parseError: null, finish: null, public: null, private: null, score: null, genObservation: null, expansion: null, advantage: null, shapedReward: null, trained: false, tokens: 0 }, ...nodes],
+          // the root holds the problem, no program: score 0, as mars-lab's search trees have it (abmcts.ts)
+          nodes: [{ id: 0, parentId: null, depth: 0, agent: null, paramId: null, prompt: statement, completion: null, program: null, feedback: null, parseError: null, finish: null, public: null, private: null, score: 0, genObservation: null, expansion: null, advantage: null, shapedReward: null, trained: false, tokens: 0 }, ...nodes],
           advantageRecomputed: true,
           parentsInferred: { byQuotedProgram: inferred, fromRoot: nodes.length - inferred },
           imported: { from: 'marti', folder: rel(t.folder) || '.', tree: t.index + 1 },

@@ -7,7 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { importMarti, pythonBlock } from '../../../engine/interop/import/marti';
+import { importMarti, pythonBlock, treeScores } from '../../../engine/interop/import/marti';
+import { trajectoryLineSchema } from '../../../engine/records';
 import { readJsonl } from '../../../engine/runs/jsonl';
 import { readRunMeta } from '../../../engine/runs/runFolder';
 import { openRunIndex } from '../../../engine/runs/runIndex';
@@ -78,7 +79,7 @@ describe('import marti', () => {
     // the same problem at another step is the same task; another problem in the same folder is not
     expect(new Set(trees.map((x) => x.taskId)).size).toBe(4);
     // MARTI writes no scores in training: unknown, and so are the advantages
-    expect(t.nodes.every((n) => n.score === null && n.advantage === null)).toBe(true);
+    expect(t.nodes.slice(1).every((n) => n.score === null && n.advantage === null)).toBe(true);
     const meta = readRunMeta(r.dir) as ReturnType<typeof readRunMeta> & { imported: Record<string, unknown> };
     expect(meta.algorithm).toBe('marti');
     expect(meta.imported['advantages']).toMatchObject({ recomputed: true, method: 'group_norm', eps: 1e-9 });
@@ -108,7 +109,10 @@ describe('import marti', () => {
     expect(nodes[0]!.advantage).toBeCloseTo(-1 / 3 / (std + 1e-9), 9);
     expect(trees[0]!.advantageRecomputed).toBe(true);
     // folder 1 has no rows: unknown
-    expect(trees[1]!.nodes.every((n) => n.score === null)).toBe(true);
+    expect(trees[1]!.nodes.slice(1).every((n) => n.score === null)).toBe(true);
+    // pass@1: the private score of the best node by public score (node 1: 0.8); a tree with every score fits the record
+    expect((trees[0] as unknown as { metrics: object }).metrics).toEqual({ nodes: 3, pass1: 0.8, passN: 0.8, avgPass1: 0.8, gap: 0 });
+    expect(trajectoryLineSchema.safeParse(trees[0]).success).toBe(true);
     const metrics = readJsonl<Record<string, number>>(path.join(r.dir, 'metrics.jsonl')).records;
     expect(metrics[0]!['reward']).toBeCloseTo(1 / 3, 12);
   });
@@ -121,6 +125,12 @@ describe('import marti', () => {
     const r = await importMarti({ home, dir: save, onWarning: (w) => warnings.push(w) });
     expect(warnings).toEqual([expect.stringMatching(/^0\/llm_logs\/log_20260401_120001_150_0\.txt:1: not JSON/)]);
     expect(r.records).toBe(3);
+  });
+
+  it("scores a tree as MARTI's get_coverage_and_passk does (ties in public score: the later node)", () => {
+    expect(treeScores([1, 0.5, 1], [0.2, 0.9, 0.6])).toEqual({ pass1: 0.6, passN: 0.9, avgPass1: 0.4, gap: 0.30000000000000004 });
+    expect(treeScores([0, 0.5], [0.1, 0.3])).toEqual({ pass1: 0.3, passN: 0.3, avgPass1: 0.3, gap: 0 });
+    expect(treeScores([1, null], [1, 1]).pass1).toBeNull();
   });
 
   it("finds a python block as MARTI's parse_python_code does", () => {

@@ -167,6 +167,7 @@ export function registerStudyCommand(program: Command): void {
       return console.log(studyTable(record));
     }
     const client = rayClient({ ...opts, ray: opts.ray ?? record.where.url });
+    if (client.where !== record.where.url) record.where.url = client.where; // the cluster's address now, for the next re-attach
     if (opts.follow) {
       await client.version();
       const done = await untilDone(runStudyOnRay(home, record, client, { onRun: reporter(opts.json) }), `on ${client.where}`);

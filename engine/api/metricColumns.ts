@@ -9,7 +9,8 @@
  * written is read next time). Columns are cached by run and metric, extended from the byte offset read so far while the
  * file grows, and read again when it was replaced or cut (a resume); at most MAX_COLUMNS are kept (least recently used
  * dropped), so the host's memory stays bounded however many runs are overlaid over a session. Several metrics of one
- * run are read in one pass over the file (metricColumns: a run page's getMetricSeries asks for all of them).
+ * run are read in one pass over the file (metricColumns: a run page's getMetricSeries asks for all of them). A column
+ * not read yet may start from a `seed` (the run's pre-parsed rows) and read the log only past it.
  */
 import { isAscii } from 'node:buffer';
 import fs from 'node:fs';
@@ -179,6 +180,12 @@ function readLines(text: string, fast: boolean, key: string, xKey: 'step' | 'tim
   }
 }
 
+/**
+ * Columns of the keys asked (in their order; null for a key it does not hold) read elsewhere than the log, up to the
+ * log offset `end` (the run's pre-parsed rows, engine/runs/metricRows.ts); null when there are none.
+ */
+export type ColumnSeed = () => { end: number; columns: (Column | null)[] } | null;
+
 /** The (x, y) column of metric `key` in `file` (metrics.jsonl), x the step or the time; empty when there is no file. */
 export function metricColumn(runId: string, file: string, key: string, xKey: 'step' | 'time'): Column {
   return metricColumns(runId, file, [key], xKey)[0]!;
@@ -188,7 +195,7 @@ export function metricColumn(runId: string, file: string, key: string, xKey: 'st
  * The columns of several metrics of one file, in the order asked, reading the file once for all of them (a run page
  * asks for every metric of a run).
  */
-export function metricColumns(runId: string, file: string, keys: readonly string[], xKey: 'step' | 'time'): Column[] {
+export function metricColumns(runId: string, file: string, keys: readonly string[], xKey: 'step' | 'time', seed?: ColumnSeed): Column[] {
   const ids = keys.map((key) => `${runId}\n${xKey}\n${key}`);
   let stat: fs.Stats;
   try {
@@ -201,7 +208,8 @@ export function metricColumns(runId: string, file: string, keys: readonly string
   const fd = fs.openSync(file, 'r');
   try {
     const head = headOf(fd, HEAD_BYTES);
-    for (const id of ids) {
+    let seeded: ReturnType<ColumnSeed> | undefined;
+    for (const [i, id] of ids.entries()) {
       const seen = ids.indexOf(id);
       if (seen < columns.length) {
         columns.push(columns[seen]!);
@@ -209,6 +217,12 @@ export function metricColumns(runId: string, file: string, keys: readonly string
       }
       let c = cache.get(id);
       if (c && (c.ino !== stat.ino || stat.size < c.offset || head.slice(0, c.head.length) !== c.head)) c = undefined;
+      if (!c && seed) {
+        // Not read yet in this process: from the run's pre-parsed rows where it has them, then the log past them.
+        if (seeded === undefined) seeded = seed();
+        const s = seeded?.columns[i];
+        if (s && seeded!.end <= stat.size) c = { ino: stat.ino, offset: seeded!.end, head, x: s.x, y: s.y };
+      }
       columns.push(c ?? { ino: stat.ino, offset: 0, head, x: [], y: [] });
     }
     // Columns read up to the same offset are extended by one read of the file (usually all of them).

@@ -3,7 +3,8 @@
  * Runs view and a run page's progress, each decimated as getMetricSeries does (engine/runs/decimate.ts), with what a
  * progress line needs: the step of the total (run.json's budget.steps) and the recent seconds per step (for an ETA).
  * A run that cannot be read answers its own `error`, so one removed run does not blank a 20-run overlay. The columns
- * come from metricColumns.ts (only the metrics asked, cached by run), not the host's whole-line cache.
+ * come from metricColumns.ts (only the metrics asked, cached by run), not the host's whole-line cache; a run not read
+ * yet starts from its pre-parsed rows (engine/runs/metricRows.ts, kept by the run loop) and parses only the log after.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,6 +12,7 @@ import { decimateColumns } from '../runs/decimate';
 import { RUN_FILES } from '../runs/home';
 import { setOwn } from '../runs/metricPoint';
 import { readRunMeta } from '../runs/runFolder';
+import { rowColumns } from '../runs/summarySidecar';
 import { clearMetricColumns, metricColumns, type Column } from './metricColumns';
 import type { ApiParsedRequest, ApiResponse } from './contract';
 
@@ -41,7 +43,11 @@ export function secondsPerStep(lines: readonly { step: number; time: number }[])
   return count > 0 ? seconds / count : null;
 }
 
-/** Bytes read from the end of metrics.jsonl for the progress: RATE_WINDOW lines of even a MARTI run fit many times. */
+/**
+ * Bytes read from the end of metrics.jsonl for the progress: first FIRST_TAIL_BYTES (RATE_WINDOW lines of a seqgrpo
+ * or MARS run fit), doubled while fewer lines came, up to TAIL_BYTES (those of even a MARTI run fit many times).
+ */
+const FIRST_TAIL_BYTES = 16 << 10;
 const TAIL_BYTES = 256 << 10;
 
 /** The last complete lines' step and time (RATE_WINDOW + 1 of them at most), read from the end of the file. */
@@ -54,22 +60,24 @@ export function tailClock(file: string): { step: number; time: number }[] {
   }
   try {
     const size = fs.fstatSync(fd).size;
-    const from = Math.max(0, size - TAIL_BYTES);
-    const buf = Buffer.alloc(size - from);
-    fs.readSync(fd, buf, 0, buf.length, from);
-    const text = buf.toString('utf8');
-    const lines = text.slice(0, text.lastIndexOf('\n') + 1).split('\n');
-    // The first piece may be the end of a line cut by the window; the last is empty (after the final newline).
-    const out: { step: number; time: number }[] = [];
-    for (const line of (from > 0 ? lines.slice(1) : lines).slice(-(RATE_WINDOW + 2))) {
-      try {
-        const r = JSON.parse(line) as { step?: unknown; time?: unknown };
-        if (typeof r.step === 'number' && Number.isFinite(r.step)) out.push({ step: r.step, time: typeof r.time === 'number' ? r.time : NaN });
-      } catch {
-        // a torn line: not a step
+    for (let window = FIRST_TAIL_BYTES; ; window *= 2) {
+      const from = Math.max(0, size - Math.min(window, TAIL_BYTES));
+      const buf = Buffer.alloc(size - from);
+      fs.readSync(fd, buf, 0, buf.length, from);
+      const text = buf.toString('utf8');
+      const lines = text.slice(0, text.lastIndexOf('\n') + 1).split('\n');
+      // The first piece may be the end of a line cut by the window; the last is empty (after the final newline).
+      const out: { step: number; time: number }[] = [];
+      for (const line of (from > 0 ? lines.slice(1) : lines).slice(-(RATE_WINDOW + 2))) {
+        try {
+          const r = JSON.parse(line) as { step?: unknown; time?: unknown };
+          if (typeof r.step === 'number' && Number.isFinite(r.step)) out.push({ step: r.step, time: typeof r.time === 'number' ? r.time : NaN });
+        } catch {
+          // a torn line: not a step
+        }
       }
+      if (from === 0 || window >= TAIL_BYTES || lines.length >= RATE_WINDOW + 4) return out;
     }
-    return out;
   } finally {
     fs.closeSync(fd);
   }
@@ -112,8 +120,8 @@ export function runsMetricSeries(req: ApiParsedRequest<'getRunsMetricSeries'>, d
       const file = path.join(dir, RUN_FILES.metrics);
       const clock = tailClock(file);
       const series: ApiResponse<'getRunsMetricSeries'>['runs'][number]['series'] = {};
-      // Every metric asked in one read of the log.
-      const columns = metricColumns(runId, file, req.names, req.x);
+      // Every metric asked in one read of the log, or of the run's pre-parsed rows and the log past them.
+      const columns = metricColumns(runId, file, req.names, req.x, () => rowColumns(dir, req.names, req.x));
       for (const [i, name] of req.names.entries()) {
         const buckets = decimated(runId, name, req, columns[i]!);
         if (buckets.x.length === 0) continue;

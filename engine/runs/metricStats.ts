@@ -28,6 +28,12 @@ export interface MetricsSummary {
   lines: number;
 }
 
+/**
+ * Receives every metrics record a scan reads, in order: its step, its time (NaN when absent or not a number), and its
+ * metrics as `names[i]` = `values[i]` for i < n (null read as NaN). The arrays are reused from line to line.
+ */
+export type RowSink = (step: number, time: number, names: readonly string[], values: readonly number[], n: number) => void;
+
 export interface ScanEnd {
   /** Offset just after the last complete line read. */
   end: number;
@@ -152,9 +158,13 @@ class LineScanner {
   readonly shape: Member[] = [];
   readonly slotsOf: Slot[] = [];
   readonly values: number[] = [];
+  readonly names: string[] = [];
   line = 0;
 
-  constructor(readonly summary: MetricsSummary) {}
+  constructor(
+    readonly summary: MetricsSummary,
+    readonly onRow?: RowSink,
+  ) {}
 
   /** The slot of the key at s[pos] (a `"`), its text checked: no escape or control character. */
   private key(s: string, pos: number, end: number, k: number): Member | undefined {
@@ -186,6 +196,7 @@ class LineScanner {
     const shape = this.shape;
     let n = 0;
     let step = NaN;
+    let time = NaN;
     let pos = start + 1;
     for (let k = 0; ; k++) {
       if (s.charCodeAt(pos) !== 34 /* " */) return false;
@@ -208,6 +219,7 @@ class LineScanner {
       if (slot.line === line) return false;
       slot.line = line;
       if (slot.kind === 1) step = value;
+      else if (slot.kind === 2) time = value;
       else if (slot.kind === 0) {
         this.slotsOf[n] = slot;
         this.values[n] = value;
@@ -230,6 +242,10 @@ class LineScanner {
       const slot = this.slotsOf[i]!;
       add((slot.stats ??= ownEntry(summary.metrics, slot.name, newStats)), this.values[i]!);
     }
+    if (this.onRow) {
+      for (let i = 0; i < n; i++) this.names[i] = this.slotsOf[i]!.name;
+      this.onRow(step, time, this.names, this.values, n);
+    }
     return true;
   }
 
@@ -245,15 +261,30 @@ class LineScanner {
     }
     if (metricLineProblem(value) !== undefined) return;
     addRecord(this.summary, value as Record<string, unknown>);
+    if (this.onRow) {
+      const point = toMetricPoint(value as Record<string, unknown>);
+      const names = metricNames(point);
+      const time = (value as Record<string, unknown>).time;
+      this.onRow(point.step, typeof time === 'number' ? time : NaN, names, names.map((name) => point[name]!), names.length);
+    }
   }
 }
 
 /**
  * Adds the complete lines of `file` from byte `from` (a line start; `firstLine` its number) to `summary`; a line still
  * being written is left for the next scan. A missing file, or one shorter than `from`, adds nothing. `chunkBytes`: the
- * read size (a test's small chunks cross lines); `read`: how bytes are read (a test counts them).
+ * read size (a test's small chunks cross lines); `read`: how bytes are read (a test counts them); `onRow`: given every
+ * record read (the run loop's pre-parsed rows, metricRows.ts).
  */
-export function scanMetricStats(file: string, from: number, firstLine: number, summary: MetricsSummary, chunkBytes = CHUNK, read: ReadAt = readAt): ScanEnd {
+export function scanMetricStats(
+  file: string,
+  from: number,
+  firstLine: number,
+  summary: MetricsSummary,
+  chunkBytes = CHUNK,
+  read: ReadAt = readAt,
+  onRow?: RowSink,
+): ScanEnd {
   const out: ScanEnd = { end: from, nextLine: firstLine };
   let fd: number;
   try {
@@ -265,7 +296,7 @@ export function scanMetricStats(file: string, from: number, firstLine: number, s
   try {
     const size = fs.fstatSync(fd).size;
     if (size <= from) return out;
-    const scanner = new LineScanner(summary);
+    const scanner = new LineScanner(summary, onRow);
     const buf = Buffer.allocUnsafe(Math.max(1, Math.min(chunkBytes, size - from)));
     let pos = from;
     let carry = 0; // bytes at the start of buf: the unfinished line of the previous read

@@ -16,7 +16,8 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { RUN_FILES } from './home';
-import { readAt, scanMetricStats, type MetricsSummary, type ReadAt, type ScanEnd } from './metricStats';
+import { METRIC_ROWS, readRowColumns, RowsBuilder, type RowColumn } from './metricRows';
+import { readAt, scanMetricStats, type MetricsSummary, type ReadAt, type RowSink, type ScanEnd } from './metricStats';
 import { metricsByNameSchema } from './runSummary';
 import { checkWriter, readLockClaim } from './writerProcess';
 
@@ -33,6 +34,18 @@ export interface MetricsCover extends MetricsSummary, ScanEnd {
   head: string;
   /** Base64 of the PRINT_BYTES bytes before `end` (fewer at the start of the file). */
   tail: string;
+  /** The pre-parsed rows (metricRows.ts) of metrics.jsonl's lines before `rows.end`, where the run loop keeps them. */
+  rows?: RowsCover;
+}
+
+export interface RowsCover {
+  /** The log offset the rows cover up to, and the bytes before it (as `tail`). */
+  end: number;
+  tail: string;
+  /** Valid bytes of metrics.rows.bin. */
+  bytes: number;
+  /** Metric names by id. */
+  names: string[];
 }
 
 const sidecarSchema = z.object({
@@ -44,6 +57,9 @@ const sidecarSchema = z.object({
   head: z.string().max(200),
   tail: z.string().max(200),
   metrics: metricsByNameSchema,
+  rows: z
+    .object({ end: z.number().int().nonnegative(), tail: z.string().max(200), bytes: z.number().int().nonnegative(), names: z.array(z.string()) })
+    .optional(),
 });
 
 export function emptyCover(): MetricsCover {
@@ -101,7 +117,9 @@ export function readSummarySidecar(dir: string, read: ReadAt = readAt): SidecarR
     return { problem: 'not JSON' };
   }
   if (!parsed.success) return { problem: 'not a summary of this version' };
-  const cover: MetricsCover = { ...parsed.data };
+  const { rows, ...rest } = parsed.data;
+  const cover: MetricsCover = { ...rest };
+  if (rows && rows.end <= cover.end) cover.rows = rows;
   let fd: number;
   try {
     fd = fs.openSync(path.join(dir, RUN_FILES.metrics), 'r');
@@ -122,11 +140,12 @@ export function readSummarySidecar(dir: string, read: ReadAt = readAt): SidecarR
  * `from` (not changed) extended by the complete lines of `file` past its end; `scanned`: the bytes read past it. With
  * no `from`, the whole file is read.
  */
-export function extendCover(file: string, from: MetricsCover | null, read: ReadAt = readAt): { cover: MetricsCover; scanned: number } {
+export function extendCover(file: string, from: MetricsCover | null, read: ReadAt = readAt, onRow?: RowSink): { cover: MetricsCover; scanned: number } {
   const start = from ?? emptyCover();
   const summary: MetricsSummary = { steps: start.steps, metrics: structuredClone(start.metrics), lines: start.lines };
-  const end = scanMetricStats(file, start.end, start.nextLine, summary, undefined, read);
+  const end = scanMetricStats(file, start.end, start.nextLine, summary, undefined, read, onRow);
   const cover: MetricsCover = { ...summary, ...end, head: start.head, tail: start.tail };
+  if (start.rows) cover.rows = start.rows;
   // The head is read when the cover starts near the file's start, else kept (the index's own cursor has none: a
   // cover with no head is never taken from a sidecar); the tail where the end moved.
   const head = start.end < PRINT_BYTES;
@@ -150,9 +169,9 @@ export function extendCover(file: string, from: MetricsCover | null, read: ReadA
 export function writeSummarySidecar(dir: string, cover: MetricsCover): boolean {
   const file = path.join(dir, SUMMARY_SIDECAR);
   const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-  const { steps, metrics, lines, end, nextLine, head, tail } = cover;
+  const { steps, metrics, lines, end, nextLine, head, tail, rows } = cover;
   try {
-    fs.writeFileSync(tmp, JSON.stringify({ version: SIDECAR_VERSION, end, nextLine, lines, steps, head, tail, metrics }) + '\n');
+    fs.writeFileSync(tmp, JSON.stringify({ version: SIDECAR_VERSION, end, nextLine, lines, steps, head, tail, metrics, ...(rows ? { rows } : {}) }) + '\n');
     fs.renameSync(tmp, file);
     return true;
   } catch {
@@ -173,11 +192,13 @@ const KEEP_EVERY_MS = 5000;
 
 /**
  * The run loop's side: the summary of its own metrics.jsonl kept in memory and extended from the file at each flush
- * (only the lines appended since the last one are read), then written as the sidecar. The lines it covers are on disk
- * before it names them: a flush reads them back from the file.
+ * (only the lines appended since the last one are read), then written as the sidecar, with the lines' pre-parsed
+ * rows appended to metrics.rows.bin (metricRows.ts). The lines it covers are on disk before it names them: a flush
+ * reads them back from the file; rows are appended before the sidecar that counts them is written.
  */
 export class SummaryKeeper {
   private cover: MetricsCover | null = null;
+  private rows: RowsBuilder | null = null;
   private lastWrite = 0;
 
   constructor(private readonly dir: string) {}
@@ -186,15 +207,33 @@ export class SummaryKeeper {
   flush(): void {
     try {
       const file = path.join(this.dir, RUN_FILES.metrics);
+      const rowsFile = path.join(this.dir, METRIC_ROWS);
       if (this.cover === null) {
+        // Continue an earlier process's summary and rows only where both still describe the log (a resume that cut
+        // the log back, or rows behind the summary: both are read again from the log's start).
         const old = readSummarySidecar(this.dir);
-        this.cover = 'cover' in old ? old.cover : null;
+        const usable = 'cover' in old && old.cover.rows?.end === old.cover.end && fileSize(rowsFile) >= old.cover.rows.bytes;
+        this.cover = usable ? old.cover : null;
+        this.rows = new RowsBuilder(usable ? [...old.cover.rows!.names] : []);
+        const fd = fs.openSync(rowsFile, 'a');
+        try {
+          fs.ftruncateSync(fd, usable ? old.cover.rows!.bytes : 0);
+        } finally {
+          fs.closeSync(fd);
+        }
       }
-      this.cover = extendCover(file, this.cover).cover;
-      writeSummarySidecar(this.dir, this.cover);
+      const rows = this.rows!;
+      const { cover } = extendCover(file, this.cover, readAt, rows.ok ? rows.sink : undefined);
+      if (rows.ok) {
+        const bytes = rows.take();
+        if (bytes.length > 0) fs.appendFileSync(rowsFile, bytes);
+        cover.rows = { end: cover.end, tail: cover.tail, bytes: (this.cover?.rows?.bytes ?? 0) + bytes.length, names: [...rows.names] };
+      } else delete cover.rows;
+      this.cover = cover;
+      writeSummarySidecar(this.dir, cover);
       this.lastWrite = Date.now();
     } catch {
-      // the listing reads the log instead
+      // the listing and the overlay read the log instead
       this.cover = null;
     }
   }
@@ -203,4 +242,25 @@ export class SummaryKeeper {
   maybeFlush(): void {
     if (Date.now() - this.lastWrite >= KEEP_EVERY_MS) this.flush();
   }
+}
+
+function fileSize(file: string): number {
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return -1;
+  }
+}
+
+/**
+ * The columns of `keys` from a run's pre-parsed rows, with the log offset they cover (the caller parses metrics.jsonl
+ * past it), or null where the run has no rows that still describe its log. A `step` or `time` key gets null.
+ */
+export function rowColumns(dir: string, keys: readonly string[], xKey: 'step' | 'time'): { end: number; columns: (RowColumn | null)[] } | null {
+  const sidecar = readSummarySidecar(dir);
+  if (!('cover' in sidecar) || !sidecar.cover.rows) return null;
+  const rows = sidecar.cover.rows;
+  if (rows.end !== sidecar.cover.end && tailPrint(path.join(dir, RUN_FILES.metrics), rows.end) !== rows.tail) return null;
+  const columns = readRowColumns(dir, rows.bytes, rows.names, keys, xKey);
+  return columns ? { end: rows.end, columns } : null;
 }

@@ -98,6 +98,14 @@ describe('mars-lab eval with endpoint agents', () => {
     expect(down.stderr.trim().split('\n')).toHaveLength(1);
     expect(down.stderr).toMatch(/cannot reach the server \(ECONNREFUSED\)/);
     expect(allText(home)).not.toContain(SECRET);
+
+    // a checkpoint is optional only when every policy is an endpoint
+    const none = await cli(['eval', '--home', home]);
+    expect([none.code, none.stderr.trim()]).toEqual([2, 'mars-lab: eval: give --checkpoint DIR (or, for endpoint policies, --config FILE or --preset NAME)']);
+    const plain = path.join(home, 'plain.json');
+    fs.writeFileSync(plain, JSON.stringify(checkpointConfig(CK)));
+    const noCk = await cli(['eval', '--config', plain, '--home', home]);
+    expect([noCk.code, noCk.stderr.trim()]).toEqual([2, 'mars-lab: eval: add --checkpoint DIR: this config names no endpoint policies (mars.policies, marti.agents[].policy)']);
   });
 
   it('Ctrl-C stops the evaluation: requests in flight are cancelled, the answered ones kept; one line, exit code 2', async () => {

@@ -132,6 +132,64 @@ export const trajectoryFilterSchema = z.strictObject({
 });
 export type ApiTrajectoryFilter = z.infer<typeof trajectoryFilterSchema>;
 
+// ---- studies on a Ray cluster (engine/api/clusterMethods.ts; engine/studies/) ---------------------------------------
+
+const idText = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { error: 'letters, digits, ".", "_" and "-"' });
+
+/** Where a study runs: a Ray cluster's dashboard, reached from the host (never from the page). */
+const rayTargetSchema = z.strictObject({
+  /** The dashboard's address, e.g. http://127.0.0.1:8265 (an SSH tunnel's local end for a remote head). */
+  url: z.string().trim().min(1).max(2000),
+  /** The NAME of an environment variable of the host that holds the bearer token (Ray token mode); never the token. */
+  tokenEnv: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]{0,99}$/, { error: 'an environment variable name, e.g. MARS_LAB_RAY_TOKEN' })
+    .optional(),
+  /** The home the jobs write their runs into, as the cluster sees it (a shared path, e.g. NFS); default: this home. */
+  rayHome: z.string().trim().min(1).max(4096).optional(),
+  /** The project's folder on the cluster (default: this one's path) and its node (default: `node`). */
+  project: z.string().trim().min(1).max(4096).optional(),
+  node: z.string().trim().min(1).max(4096).optional(),
+  /** CPUs Ray reserves for each job (entrypoint_num_cpus); default 1. */
+  cpusPerJob: z.number().min(0).max(4096).optional(),
+});
+
+export const STUDY_RUN_STATES = ['pending', 'submitted', 'running', 'finished', 'failed', 'stopped', 'unknown'] as const;
+
+/** One run of a study as the window sees it (engine/studies/studyRecord.ts StudyRun). */
+const studyRunViewSchema = z.object({
+  runId: z.string(),
+  variant: z.string().nullable(),
+  seed: z.number(),
+  state: z.enum(STUDY_RUN_STATES),
+  /** The Ray job's status as last seen (PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED). */
+  jobStatus: z.string().optional(),
+  message: z.string().optional(),
+  step: z.number().optional(),
+  totalSteps: z.number().optional(),
+  headline: z.object({ key: z.string(), label: z.string(), value: z.number().nullable() }).nullable().optional(),
+});
+
+/**
+ * A study (its record in <home>/studies/<id>.json) and this host's link to its cluster: 'following' (its jobs' logs
+ * are followed now), 'unreachable' (the last try to reach the cluster failed: `message` says why; nothing recorded is
+ * lost and attachStudy retries), or 'idle' (nothing followed: every run ended, or not attached yet).
+ */
+export const studyViewSchema = z.object({
+  id: z.string(),
+  createdAt: z.string(),
+  preset: z.string(),
+  where: z.object({ kind: z.enum(['local', 'ray']), url: z.string().optional(), rayHome: z.string().optional() }),
+  runs: z.array(studyRunViewSchema),
+  link: z.enum(['following', 'unreachable', 'idle']),
+  message: z.string().optional(),
+});
+export type ApiStudyView = z.infer<typeof studyViewSchema>;
+
 // ---- methods ---------------------------------------------------------------------------------------------------------
 
 const empty = z.strictObject({});
@@ -289,6 +347,44 @@ export const apiSchemas = {
       scoreDiff: z.object({ meanDiff: z.number(), low: z.number(), high: z.number() }),
     }),
   },
+  /** A preset's variants (the names a study may run). */
+  studyOptions: {
+    request: z.strictObject({ preset: z.string().min(1).max(100) }),
+    response: z.object({ variants: z.array(z.string()) }),
+  },
+  /**
+   * Submits a study (the preset, its config as edited on the form, variants × seeds) as one Ray job per run through the
+   * same engine/studies code as `mars-lab study --ray`; answers once every run is submitted. An unreachable cluster or
+   * a bad variant is refused in one line, with nothing recorded.
+   */
+  startStudy: {
+    request: launchSchema.extend({
+      variants: z.array(idText.max(100)).max(50).optional(),
+      seeds: z.array(z.number().int().min(0).max(2 ** 31 - 1)).min(1).max(1000),
+      ray: rayTargetSchema,
+    }),
+    response: z.object({ study: studyViewSchema }),
+  },
+  /** The home's studies, newest first, from their records (no cluster is asked). */
+  listStudies: { request: empty, response: z.object({ studies: z.array(studyViewSchema) }) },
+  /**
+   * Re-attaches to a study's cluster from its record: what was never submitted is submitted, the rest followed until it
+   * ends. An unreachable cluster is not an error: the answer's link says 'unreachable' and why.
+   */
+  attachStudy: {
+    request: z.strictObject({ studyId: idText, ray: rayTargetSchema.pick({ url: true, tokenEnv: true }).partial().optional() }),
+    response: z.object({ study: studyViewSchema }),
+  },
+  /** Asks Ray to stop one run's job (the run checkpoints first), or every job of the study still going. */
+  stopClusterJob: {
+    request: z.strictObject({ studyId: idText, runId: runIdSchema.optional() }),
+    response: z.object({ stopping: z.boolean(), message: z.string() }),
+  },
+  /** The end of a run's job log as kept in <home>/studies/<id>/<runId>.log; `from` is the byte offset of `text`. */
+  getClusterLog: {
+    request: z.strictObject({ studyId: idText, runId: runIdSchema, maxBytes: z.number().int().min(1).max(4 << 20).default(256 << 10) }),
+    response: z.object({ text: z.string(), from: z.number(), size: z.number() }),
+  },
 } as const satisfies Record<ApiMethod, { request: z.ZodType; response: z.ZodType }>;
 
 export type ApiRequest<M extends ApiMethod> = z.input<(typeof apiSchemas)[M]['request']>;
@@ -317,6 +413,10 @@ export const apiEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('fileReset'), runId: z.string(), file: z.enum(['metrics.jsonl', 'trajectories.jsonl', 'events.jsonl']) }),
   z.object({ type: z.literal('warning'), runId: z.string().optional(), message: z.string() }),
   /** A process this host started for a run (training, resume) ended; `error` holds the end of its stderr on failure. */
+  /** A study's record or link changed (a run submitted, progressed, ended; the cluster became unreachable). */
+  z.object({ type: z.literal('studyChanged'), study: studyViewSchema }),
+  /** New text of a cluster job's log, as followed over the Jobs API's WebSocket: bytes `from`..`to` of the kept log. */
+  z.object({ type: z.literal('clusterLog'), studyId: z.string(), runId: z.string(), from: z.number(), to: z.number(), text: z.string() }),
   z.object({
     type: z.literal('runProcessExit'),
     runId: z.string(),

@@ -29,6 +29,7 @@ import { setOwn } from '../runs/metricPoint';
 import { UserError } from '../userError';
 import { ENGINE_VERSION } from '../version';
 import type { ApiEvent, ApiMethod, ApiMetricPoint, ApiParsedRequest, ApiResponse } from './contract';
+import { createClusterHost } from './clusterMethods';
 import { allowedRoots, checkCheckpointDir, configPathIssues, defaultMaxWorkers, verifiedWriterPid, WorkerSlots } from './hostGuards';
 import { metricColumns } from './metricColumns';
 import { runsMetricSeries } from './runsSeries';
@@ -124,6 +125,8 @@ export async function createHost(opts: HostOptions): Promise<Host> {
   const running = new Map<string, Launched>();
   const slots = new WorkerSlots(opts.maxWorkers ?? defaultMaxWorkers());
   const roots = allowedRoots(home);
+  // Studies on a Ray cluster (clusterMethods.ts): its methods, and its following of the jobs' logs.
+  const cluster = createClusterHost({ home, presetsDir, roots, broadcast });
 
   const dirOf = (runId: string): string => {
     const dir = runDir(home, runId);
@@ -400,6 +403,8 @@ export async function createHost(opts: HostOptions): Promise<Host> {
         scoreDiff: c.scoreDiff,
       };
     },
+
+    ...cluster.handlers,
   };
 
   return {
@@ -413,6 +418,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     },
     async close() {
       listeners.clear();
+      await cluster.close();
       await watcher.close();
     },
   };

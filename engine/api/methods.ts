@@ -20,6 +20,12 @@ export const API_METHODS = [
   'setRunLabels',
   'evaluateCheckpoint',
   'compareCheckpoints',
+  'studyOptions',
+  'startStudy',
+  'listStudies',
+  'attachStudy',
+  'stopClusterJob',
+  'getClusterLog',
 ] as const;
 
 export type ApiMethod = (typeof API_METHODS)[number];

@@ -25,6 +25,8 @@ export interface RayStudyOptions extends StudyEvents {
   setup?: string;
   /** Delay between reconnects of a dropped log socket (tests make it short). */
   retryDelayMs?: number;
+  /** Stops following without stopping the jobs (the app's host closing); the record keeps what it knew. */
+  signal?: AbortSignal;
 }
 
 /** A Ray job's status as a run state (a job that succeeded may hold a run stopped by SIGTERM: its done line says). */
@@ -54,6 +56,7 @@ function oneLine(text: string | null | undefined): string | undefined {
 export function runStudyOnRay(home: string, study: StudyRecord, client: RayJobsClient, opts: RayStudyOptions = {}): RunningStudy {
   if (study.where.kind !== 'ray') throw new Error('runStudyOnRay: not a Ray study');
   const follows = new AbortController();
+  opts.signal?.addEventListener('abort', () => follows.abort(), { once: true });
   let stopRequested = false;
   const save = (run: StudyRun) => {
     writeStudy(home, study);

@@ -1,0 +1,318 @@
+/**
+ * The host's side of studies on a Ray cluster (issue 18): the launch form's "where: a Ray cluster" and the Runs view's
+ * cluster jobs. Everything goes through the code the CLI uses (engine/studies/ planStudy, runStudyOnRay; engine/ray/
+ * RayJobsClient), so `mars-lab study --ray` and the app submit, follow and record a study the same way.
+ *
+ * The host follows each study it started or re-attached (runStudyOnRay follows every job's log over the Jobs API's
+ * WebSocket with followJobLogs and keeps it in <home>/studies/<id>/<runId>.log); the new bytes of those logs are pushed
+ * to the windows as 'clusterLog' events, and every change of the record as 'studyChanged'. A cluster that cannot be
+ * reached is a state, not a failure: the record keeps what it knew (runs 'unknown' or 'pending'), the study's link
+ * reads 'unreachable' with the one-line reason, and attachStudy picks up from the record later.
+ *
+ * The page never holds a token: it names an environment variable of the host (tokenEnv), read here.
+ */
+import fs from 'node:fs';
+import { StringDecoder } from 'node:string_decoder';
+import { applySets } from '../runs/configOverrides';
+import { checkRunConfig, ConfigValidationError } from '../runs/configSchema';
+import { loadPreset, resolvePresetConfig } from '../runs/presets';
+import { RayError, RayJobsClient } from '../ray/jobsClient';
+import { runStudyOnRay } from '../studies/rayStudy';
+import { FINAL_STATES, listStudyIds, readStudy, studyLogFile, type StudyRecord, type StudyRun } from '../studies/studyRecord';
+import { planStudy, PROJECT_DIR } from '../studies/studyPlan';
+import { refreshStudy } from '../studies/studyStatus';
+import { configSizeProblem } from '../boundedText';
+import { UserError } from '../userError';
+import type { ApiEvent, ApiParsedRequest, ApiStudyView } from './contract';
+import { configPathIssues } from './hostGuards';
+import type { ApiHandlers } from './host';
+
+export const CLUSTER_METHODS = ['studyOptions', 'startStudy', 'listStudies', 'attachStudy', 'stopClusterJob', 'getClusterLog'] as const;
+export type ClusterMethod = (typeof CLUSTER_METHODS)[number];
+
+export interface ClusterHostOptions {
+  home: string;
+  presetsDir: string;
+  /** Roots a window may name files in (hostGuards.ts allowedRoots). */
+  roots: readonly string[];
+  broadcast: (event: ApiEvent) => void;
+  env?: NodeJS.ProcessEnv;
+  /** Per Jobs API request; default 15 s (a window waits on it). */
+  timeoutMs?: number;
+  /** Delay before reconnecting a dropped log socket (tests make it short). */
+  retryDelayMs?: number;
+  /** How often the kept logs are read for new bytes; default 250 ms. */
+  logPollMs?: number;
+}
+
+export interface ClusterHost {
+  handlers: Pick<ApiHandlers, ClusterMethod>;
+  /** Stops following (the jobs keep running; a later host re-attaches from the records). */
+  close(): Promise<void>;
+}
+
+type Link = { link: ApiStudyView['link']; message?: string };
+
+interface Followed {
+  record: StudyRecord;
+  client: RayJobsClient;
+  stop: () => void;
+  detach: AbortController;
+  done: Promise<void>;
+}
+
+const LOG_CHUNK = 1 << 20;
+
+/** The leaves where `edited` differs from `base`, as `path=value` sets (a changed object of other keys: the whole of it). */
+export function configDiffSets(base: unknown, edited: unknown, prefix: string[] = [], out: string[] = []): string[] {
+  const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (isObj(base) && isObj(edited)) {
+    const a = Object.keys(base).sort();
+    const b = Object.keys(edited).sort();
+    if (prefix.length === 0 || JSON.stringify(a) === JSON.stringify(b)) {
+      for (const key of b) configDiffSets(base[key], edited[key], [...prefix, key], out);
+      return out;
+    }
+  }
+  if (JSON.stringify(base) !== JSON.stringify(edited) && prefix.length > 0) out.push(`${prefix.join('.')}=${JSON.stringify(edited)}`);
+  return out;
+}
+
+export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
+  const { home, presetsDir } = opts;
+  const env = opts.env ?? process.env;
+  const followed = new Map<string, Followed>();
+  const links = new Map<string, Link>();
+  /** The token variable a study was started or attached with (never stored in its record). */
+  const tokenEnvs = new Map<string, string>();
+  /** Per study and run: bytes of its kept log already pushed, and the decoder holding a split character. */
+  const pushed = new Map<string, { offset: number; decoder: StringDecoder }>();
+  let closed = false;
+
+  const emit = (event: ApiEvent) => {
+    if (!closed) opts.broadcast(event);
+  };
+
+  const viewOf = (record: StudyRecord): ApiStudyView => {
+    const link = followed.has(record.id) ? { link: 'following' as const } : (links.get(record.id) ?? { link: 'idle' as const });
+    return {
+      id: record.id,
+      createdAt: record.createdAt,
+      preset: record.preset,
+      where: record.where.kind === 'ray' ? { kind: 'ray', url: record.where.url, rayHome: record.where.rayHome } : { kind: 'local' },
+      runs: record.runs.map((r: StudyRun) => ({ ...r })),
+      link: link.link,
+      ...(link.message ? { message: link.message } : {}),
+    };
+  };
+  const changed = (record: StudyRecord) => emit({ type: 'studyChanged', study: viewOf(record) });
+
+  const clientFor = (url: string, tokenEnv: string | undefined): RayJobsClient => {
+    let token: string | undefined;
+    if (tokenEnv) {
+      token = env[tokenEnv];
+      if (!token) throw new UserError(`ray.tokenEnv: ${tokenEnv} is not set in the environment of this app's host; set it there (ray get-auth-token prints the token) or leave the field empty`);
+    }
+    return new RayJobsClient({ url, ...(token ? { token } : {}), env, timeoutMs: opts.timeoutMs ?? 15_000 });
+  };
+
+  /** Pushes what each run's kept log gained since the last push. */
+  const pumpLogs = (record: StudyRecord) => {
+    for (const run of record.runs) {
+      const file = studyLogFile(home, record.id, run.runId);
+      const key = `${record.id}/${run.runId}`;
+      let size: number;
+      try {
+        size = fs.statSync(file).size;
+      } catch {
+        continue; // not followed yet
+      }
+      let state = pushed.get(key);
+      // the follower rewrites the log from its first byte on a re-attach
+      if (!state || size < state.offset) pushed.set(key, (state = { offset: 0, decoder: new StringDecoder('utf8') }));
+      if (size === state.offset) continue;
+      const length = Math.min(size - state.offset, LOG_CHUNK);
+      const buf = Buffer.alloc(length);
+      const fd = fs.openSync(file, 'r');
+      try {
+        fs.readSync(fd, buf, 0, length, state.offset);
+      } finally {
+        fs.closeSync(fd);
+      }
+      const from = state.offset;
+      state.offset += length;
+      const text = state.decoder.write(buf);
+      emit({ type: 'clusterLog', studyId: record.id, runId: run.runId, from, to: state.offset, text });
+    }
+  };
+
+  /** Follows a study (submitting what is pending) until every run ends or the cluster is lost. */
+  const follow = (record: StudyRecord, client: RayJobsClient, runtimeEnv?: Record<string, unknown>) => {
+    const detach = new AbortController();
+    links.delete(record.id);
+    const running = runStudyOnRay(home, record, client, {
+      onRun: () => changed(record),
+      signal: detach.signal,
+      ...(runtimeEnv ? { runtimeEnv } : {}),
+      ...(opts.retryDelayMs !== undefined ? { retryDelayMs: opts.retryDelayMs } : {}),
+    });
+    const timer = setInterval(() => pumpLogs(record), opts.logPollMs ?? 250);
+    const finish = (err?: unknown) => {
+      clearInterval(timer);
+      if (closed) return;
+      pumpLogs(record);
+      followed.delete(record.id);
+      const lost = record.runs.find((r) => r.state === 'unknown' && r.message);
+      if (err instanceof RayError && err.kind === 'unreachable') links.set(record.id, { link: 'unreachable', message: err.message });
+      else if (err) links.set(record.id, { link: 'unreachable', message: err instanceof Error ? err.message.split('\n')[0]! : String(err) });
+      else if (lost) links.set(record.id, { link: 'unreachable', message: lost.message! });
+      changed(record);
+    };
+    const done = running.done.then(
+      () => finish(),
+      (err: unknown) => finish(err),
+    );
+    followed.set(record.id, { record, client, stop: running.stop, detach, done });
+    changed(record);
+  };
+
+  const readView = (id: string): ApiStudyView => viewOf(followed.get(id)?.record ?? readStudy(home, id));
+
+  const handlers: ClusterHost['handlers'] = {
+    async studyOptions({ preset }) {
+      return { variants: Object.keys(loadPreset(preset, presetsDir).variants ?? {}) };
+    },
+
+    async startStudy(req: ApiParsedRequest<'startStudy'>) {
+      if (!req.preset) throw new UserError('preset: a study on a cluster starts from a preset; pick one above (a cloned run without one cannot be a study)');
+      const tooBig = req.config ? configSizeProblem(req.config) : undefined;
+      if (tooBig) throw new UserError(`config: the config ${tooBig}`);
+      // The form's config as `path=value` sets over the preset's, so every job resolves it as `train --preset … --set …`.
+      const base = resolvePresetConfig(req.preset, [], presetsDir);
+      const edited = checkRunConfig(applySets(req.config ?? base, req.sets ?? []));
+      if (!edited.success) throw new ConfigValidationError(edited.issues, `preset '${req.preset}'`);
+      const pathIssues = configPathIssues(edited.data, opts.roots);
+      if (pathIssues.length) throw new ConfigValidationError(pathIssues, `preset '${req.preset}'`);
+      const sets = configDiffSets(base, edited.data).filter((s) => !s.startsWith('seed='));
+      const client = clientFor(req.ray.url, req.ray.tokenEnv);
+      const record = planStudy({
+        preset: req.preset,
+        variants: req.variants?.length ? req.variants : [null],
+        seeds: [...new Set(req.seeds)],
+        sets,
+        where: {
+          kind: 'ray',
+          url: client.where,
+          rayHome: req.ray.rayHome ?? home,
+          project: req.ray.project ?? PROJECT_DIR,
+          node: req.ray.node ?? 'node',
+          cpusPerJob: req.ray.cpusPerJob ?? 1,
+        },
+      });
+      await client.version(); // unreachable or not Ray: one line, and nothing recorded or submitted
+      if (req.ray.tokenEnv) tokenEnvs.set(record.id, req.ray.tokenEnv);
+      follow(record, client);
+      return { study: viewOf(record) };
+    },
+
+    async listStudies() {
+      const studies: ApiStudyView[] = [];
+      for (const id of listStudyIds(home).reverse()) {
+        try {
+          studies.push(readView(id));
+        } catch {
+          // an unreadable record: `mars-lab study ls` names it
+        }
+      }
+      return { studies };
+    },
+
+    async attachStudy({ studyId, ray }) {
+      const live = followed.get(studyId);
+      if (live) return { study: viewOf(live.record) };
+      const record = readStudy(home, studyId);
+      if (record.where.kind === 'local') {
+        await refreshStudy(home, record);
+        return { study: viewOf(record) };
+      }
+      if (ray?.tokenEnv) tokenEnvs.set(record.id, ray.tokenEnv);
+      const client = clientFor(ray?.url ?? record.where.url, tokenEnvs.get(record.id));
+      try {
+        await client.version();
+      } catch (err) {
+        if (!(err instanceof RayError) || err.kind !== 'unreachable') throw err;
+        links.set(record.id, { link: 'unreachable', message: err.message });
+        changed(record);
+        return { study: viewOf(record) };
+      }
+      if (record.runs.every((r) => FINAL_STATES.has(r.state))) {
+        links.delete(record.id);
+        return { study: viewOf(record) };
+      }
+      follow(record, client);
+      return { study: viewOf(record) };
+    },
+
+    async stopClusterJob({ studyId, runId }) {
+      const live = followed.get(studyId);
+      const record = live?.record ?? readStudy(home, studyId);
+      if (record.where.kind !== 'ray') throw new UserError(`study ${studyId} runs here: stop its runs from their own rows`);
+      const going = record.runs.filter((r) => !FINAL_STATES.has(r.state) && (runId === undefined || r.runId === runId));
+      if (runId !== undefined && !record.runs.some((r) => r.runId === runId)) throw new UserError(`runId: study ${studyId} has no run '${runId}'`);
+      if (going.length === 0) return { stopping: false, message: runId ? `run ${runId} has ended` : `every run of study ${studyId} has ended` };
+      if (live && runId === undefined) {
+        live.stop(); // pending runs are not submitted; the others are asked to stop
+        return { stopping: true, message: `asked Ray to stop ${going.length} job${going.length === 1 ? '' : 's'} (each checkpoints first)` };
+      }
+      const client = live?.client ?? clientFor(record.where.url, tokenEnvs.get(studyId));
+      let asked = 0;
+      for (const run of going) {
+        if (run.state === 'pending') continue;
+        if (await client.stop(run.runId)) asked++;
+      }
+      return { stopping: asked > 0, message: asked > 0 ? `asked Ray to stop ${asked === 1 ? `job ${going[0]!.runId}` : `${asked} jobs`} (the run checkpoints first)` : 'Ray says the job was not running' };
+    },
+
+    async getClusterLog({ studyId, runId, maxBytes }) {
+      const record = followed.get(studyId)?.record ?? readStudy(home, studyId);
+      if (!record.runs.some((r) => r.runId === runId)) throw new UserError(`runId: study ${studyId} has no run '${runId}'`);
+      const file = studyLogFile(home, record.id, runId);
+      let size = 0;
+      try {
+        size = fs.statSync(file).size;
+      } catch {
+        return { text: '', from: 0, size: 0 }; // not followed yet
+      }
+      const from = Math.max(0, size - maxBytes);
+      const buf = Buffer.alloc(size - from);
+      const fd = fs.openSync(file, 'r');
+      try {
+        fs.readSync(fd, buf, 0, buf.length, from);
+      } finally {
+        fs.closeSync(fd);
+      }
+      // from a line start when cut, so no character is split
+      let text = buf.toString('utf8');
+      let start = from;
+      if (from > 0) {
+        const nl = buf.indexOf(10);
+        if (nl >= 0) {
+          text = buf.subarray(nl + 1).toString('utf8');
+          start = from + nl + 1;
+        }
+      }
+      return { text, from: start, size };
+    },
+  };
+
+  return {
+    handlers,
+    async close() {
+      closed = true;
+      const all = [...followed.values()];
+      for (const f of all) f.detach.abort();
+      await Promise.all(all.map((f) => f.done));
+      followed.clear();
+    },
+  };
+}

@@ -73,6 +73,8 @@ export class RowsBuilder {
   take(): Buffer {
     const out = Buffer.from(this.buf.subarray(0, this.used));
     this.used = 0;
+    // A first flush of a long log grew the buffer; the flushes after it carry a few seconds of lines.
+    if (this.buf.length > 1 << 20) this.buf = Buffer.allocUnsafe(1 << 16);
     return out;
   }
 }

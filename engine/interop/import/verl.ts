@@ -216,7 +216,8 @@ export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
           question: s.input,
           gold: goldOf(s.gts),
           turns: [{ text: s.output, tokens: textPieces(s.output), logProbs: [], query: null, purpose: null, results: [], bins: [], info: '' }],
-          answer: typeof s.extra['pred'] === 'string' ? s.extra['pred'] : null,
+          // the reward function's extracted answer (verl's math scorers report it as `pred`), else the whole response
+          answer: typeof s.extra['pred'] === 'string' ? s.extra['pred'] : s.output,
           // the response is the sample's answer (the record's end reasons are MARS's: answer, maxTurns, overflow)
           end: 'answer',
           reward: s.score,

@@ -24,30 +24,10 @@ import { UserError } from '../userError';
 import { EndpointError, EndpointStopped } from './endpointClient';
 import { EndpointPolicy, type PolicyModel } from './endpointPolicy';
 import { RequestJournal } from './journal';
+import { configuredSources } from './configuredSources';
 import { sourceIdentity, type PolicySource } from './policySource';
 
-/** The policy sources a config names, by the system or agent they drive (empty when it names none). */
-export function configuredSources(config: RunConfig): { label: string; source: PolicySource }[] {
-  if (config.algorithm === 'mars') {
-    const p = config.mars.policies;
-    if (!p) return [];
-    const sys2 = p.sys2 ?? { kind: 'model' as const };
-    const out = [{ label: 'MARS System 2', source: sys2 }];
-    if (config.mars.sys1Params !== 'off') out.push({ label: 'MARS System 1', source: p.sys1 ?? sys2 });
-    return out;
-  }
-  if (config.algorithm === 'marti') {
-    const agents = config.marti.configuration === 'single' ? config.marti.agents.slice(0, 1) : config.marti.agents;
-    if (!agents.some((a) => a.policy)) return [];
-    return agents.map((a) => ({ label: `MARTI agent ${a.id}`, source: a.policy ?? { kind: 'model' as const } }));
-  }
-  return [];
-}
-
-/** Whether `eval` of this config goes through endpoints (then a checkpoint is needed only for model sources). */
-export function usesEndpoints(config: RunConfig): boolean {
-  return configuredSources(config).some((s) => s.source.kind === 'endpoint');
-}
+export { configuredSources, usesEndpoints } from './configuredSources';
 
 export interface EndpointEvalOptions {
   /** The checkpoint whose model plays the `{ "kind": "model" }` parts, if any. */

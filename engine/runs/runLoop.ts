@@ -13,6 +13,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { algorithmFor } from '../algorithms';
+import { trainingWithEndpointsProblem } from '../endpoints/configuredSources';
 import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint';
 import { faultPoint } from '../faultPoints';
 import { backendReport } from '../tensor/backend';
@@ -75,6 +76,8 @@ export interface StartOptions extends RunOptions {
 }
 
 export async function startRun(home: string, config: RunConfig, opts: StartOptions = {}): Promise<RunOutcome> {
+  const endpoints = trainingWithEndpointsProblem(config); // before a run folder exists
+  if (endpoints) throw new UserError(endpoints);
   const { id, dir } = createRunFolder(home, {
     algorithm: config.algorithm,
     preset: opts.preset,

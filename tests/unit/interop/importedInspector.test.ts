@@ -2,17 +2,20 @@
  * An imported verl run in the app's own inspector components (renderer/src/components/EpisodeInspector.svelte, in
  * headless Chromium through tests/component/harness.ts): the records `import verl` writes list as groups of rollout.n
  * by prompt, each card with its reward and recomputed advantage, and a rollout opens with its response as a token
- * strip of text pieces — with no error on the page.
+ * strip of text pieces; and an imported MARTI tree draws in the tree view with its inferred parents and unknown
+ * scores — with no error on the page.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { importMarti } from '../../../engine/interop/import/marti';
 import { importVerl } from '../../../engine/interop/import/verl';
 import { readJsonl } from '../../../engine/runs/jsonl';
-import { groupEpisodes, marsWindowSettings, type MarsEpisode } from '../../../renderer/src/lib/trajectories';
+import { num } from '../../../renderer/src/lib/format';
+import { groupEpisodes, marsWindowSettings, type MarsEpisode, type MartiTreeRecord } from '../../../renderer/src/lib/trajectories';
 import { haveChromium, openHarness, type Harness } from '../../component/harness';
-import { chatPrompt, PyFloat, writeVerlStep } from './trainerFormats';
+import { chatPrompt, martiCodePrompt, PyFloat, writeMartiCall, writeVerlStep } from './trainerFormats';
 
 let h: Harness;
 let tmp: string;
@@ -63,5 +66,37 @@ describe.skipIf(!haveChromium)('an imported verl run in the episode inspector', 
     expect((await toks.allTextContents()).join('')).toBe(right.turns[0]!.text);
     await h.shot('imported-verl-group');
     expect(h.errors).toEqual([]);
+  });
+});
+
+describe.skipIf(!haveChromium)('an imported MARTI tree in the tree view', () => {
+  let hh: Harness;
+  let dir: string;
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-marti-view-'));
+    hh = await openHarness();
+  });
+  afterAll(async () => {
+    await hh?.close();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('draws every node and the inferred parent links, unknown scores as unknown, with no page error', async () => {
+    const save = path.join(dir, 'workflow');
+    const problem = 'Reverse the list.';
+    const a = 'def f(x):\n    return x';
+    writeMartiCall(save, 0, { agentId: '0', messages: martiCodePrompt(problem), actionText: '```python\n' + a + '\n```', actionTokens: [1], actionLogProbs: null, stamp: '20260401_120000_001' });
+    writeMartiCall(save, 0, { agentId: '1', messages: martiCodePrompt(problem, a), actionText: '```python\ndef f(x):\n    return x[::-1]\n```', actionTokens: [2], actionLogProbs: null, stamp: '20260401_120000_002' });
+    const r = await importMarti({ home: path.join(dir, 'home'), dir: save });
+    const [tree] = readJsonl<MartiTreeRecord>(path.join(r.dir, 'trajectories.jsonl')).records;
+    await hh.mount('TreeView', { tree });
+    const nodes = hh.page.getByTestId('tree-node');
+    await expect.poll(() => nodes.count()).toBe(3);
+    // node 2 refines node 1: an edge from the root to 1 and from 1 to 2
+    expect(await hh.page.getByTestId('tree-edge').count()).toBe(2);
+    expect(await hh.page.locator('[data-testid="tree-edge"]:not(.fresh)').count()).toBe(1);
+    await nodes.nth(2).click();
+    await expect.poll(() => hh.page.getByTestId('node-score').textContent()).toBe(num(null));
+    expect(hh.errors).toEqual([]);
   });
 });

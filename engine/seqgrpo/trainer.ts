@@ -83,7 +83,7 @@ class SeqGrpoTrainer implements Trainer {
         version: RECORD_VERSION,
         input: task.describe(task.prompt(item)),
         target: item.target.map((v) => `s${v}`).join(' '),
-        rollouts: group.map((g, k) => ({ output: task.describe(g.tokens), reward: rewards[k], advantage: adv[k], logProbs: g.logProbs })),
+        rollouts: group.map((g, k) => ({ output: task.describe(g.tokens), reward: rewards[k]!, advantage: adv[k]!, logProbs: g.logProbs })),
       });
     });
     const t1 = performance.now();

@@ -57,14 +57,16 @@ export interface RayHead {
 async function reachable(url: string): Promise<boolean> {
   try {
     const res = await fetch(`${url}/api/version`, { signal: AbortSignal.timeout(2000) });
-    return res.ok;
+    return res.ok || res.status === 401; // token mode: up, and asking for the token
   } catch {
     return false;
   }
 }
 
-/** Starts a head and resolves once its Jobs API answers (at most `timeoutMs`). */
-export async function startRayHead(timeoutMs = 90_000): Promise<RayHead> {
+/** Starts a head and resolves once its Jobs API answers (at most `timeoutMs`); `env` adds to ray start's environment
+ * (e.g. RAY_AUTH_MODE=token and RAY_AUTH_TOKEN for token mode). */
+export async function startRayHead(opts: { timeoutMs?: number; env?: Record<string, string> } = {}): Promise<RayHead> {
+  const timeoutMs = opts.timeoutMs ?? 90_000;
   const [gcs, dash, agentHttp, agentGrpc, client, runtimeEnv, metrics, nodeManager, objectManager] = await freePorts(9);
   const tempDir = fs.mkdtempSync(path.join(os.tmpdir().length < 20 ? os.tmpdir() : '/tmp', 'mlray-'));
   const args = [
@@ -93,7 +95,7 @@ export async function startRayHead(timeoutMs = 90_000): Promise<RayHead> {
   const child: ChildProcess = spawn(RAY_BIN, args, {
     detached: true, // its own process group: stop() can end whatever it leaves
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, RAY_USAGE_STATS_ENABLED: '0', PYTHONUNBUFFERED: '1' },
+    env: { ...process.env, RAY_USAGE_STATS_ENABLED: '0', PYTHONUNBUFFERED: '1', ...opts.env },
   });
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));

@@ -108,6 +108,12 @@ export function createSocketApi(token: string, onState: (state: ConnectionState)
     setRunLabels: call('setRunLabels'),
     evaluateCheckpoint: call('evaluateCheckpoint'),
     compareCheckpoints: call('compareCheckpoints'),
+    studyOptions: call('studyOptions'),
+    startStudy: call('startStudy'),
+    listStudies: call('listStudies'),
+    attachStudy: call('attachStudy'),
+    stopClusterJob: call('stopClusterJob'),
+    getClusterLog: call('getClusterLog'),
     onEvent(listener) {
       listeners.add(listener);
       return () => {

@@ -2,13 +2,15 @@
  * `mars-lab import verl DIR`: verl's rollout dumps become a mars-lab run folder (issue 18 part 4).
  *
  * What verl writes, from its own writer code (verl-project/verl, verl/trainer/ppo/ray_trainer.py):
- * - `_log_rollout_data` → `_dump_generations`: with `trainer.rollout_data_dir` set, one file `<global_step>.jsonl` per
+ * - `_log_rollout_data` → `_dump_generations` (→ `_write_generations`, in a background thread since 2026): with
+ *   `trainer.rollout_data_dir` set, one file `<global_step>.jsonl` per
  *   training step, one JSON object per sample with `input` (the prompt decoded with skip_special_tokens=True), `output`
  *   (the response decoded likewise), `gts` (the sample's `reward_model.ground_truth`, any JSON), `score` (the sum of
  *   token_level_scores), `step`, and every `reward_extra_info` key whose list has one value per sample (e.g. `acc`,
  *   `pred`, `request_id`). `validation_data_dir` gets the same layout for validation.
  * - `verl/utils/tracking.py` FileLogger (`trainer.logger=[…,"file"]`): JSONL `{"step": N, "data": {metric: value}}`
- *   (newer versions add `"elapsed_seconds"`) at `$VERL_FILE_LOGGER_PATH`, else `$VERL_FILE_LOGGER_ROOT/<project>/
+ *   (orjson in verl main, NaN written as null; a variant adds `"elapsed_seconds"`) at `$VERL_FILE_LOGGER_PATH`, else
+ *   `$VERL_FILE_LOGGER_ROOT/<project>/
  *   <experiment>.jsonl`. Metric names are verl's (`critic/score/mean`, `actor/pg_loss`, `response_length/mean`, …).
  *
  * The dump has no group id (uid) and no advantage, and `trainer.balance_batch` reorders samples, so groups are rebuilt

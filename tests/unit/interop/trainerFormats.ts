@@ -60,8 +60,8 @@ export interface VerlSample {
 
 /**
  * verl's RayPPOTrainer._dump_generations (verl/trainer/ppo/ray_trainer.py): `<dump_path>/<global_steps>.jsonl`, each
- * line `json.dumps({input, output, gts, score, step, **extras}, ensure_ascii=False)`, written as
- * `"\n".join(lines) + "\n"`.
+ * line `json.dumps({input, output, gts, score, step, **extras}, ensure_ascii=False)` (since 2026 in a background
+ * thread, `_write_generations`, one `json.dumps(…, default=str) + "\n"` per line: the same bytes).
  */
 export function writeVerlStep(dumpDir: string, step: number, samples: readonly VerlSample[]): string {
   fs.mkdirSync(dumpDir, { recursive: true });
@@ -72,12 +72,15 @@ export function writeVerlStep(dumpDir: string, step: number, samples: readonly V
 }
 
 /**
- * verl's FileLogger (verl/utils/tracking.py): one `json.dumps({"step": N, "elapsed_seconds": t, "data": metrics})` line
- * per logged step (older versions write no elapsed_seconds).
+ * verl's FileLogger (verl/utils/tracking.py): one line per logged step. verl main (2026-08) writes
+ * `orjson.dumps({"step": N, "data": metrics})` (compact, NaN as null); a variant with `elapsed_seconds` writes
+ * `json.dumps({"step": N, "elapsed_seconds": t, "data": metrics})`.
  */
 export function writeVerlFileLogger(file: string, lines: readonly { step: number; elapsed?: number; data: Record<string, number | PyFloat> }[]): void {
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, lines.map((l) => pyDumps(l.elapsed === undefined ? { step: l.step, data: l.data } : { step: l.step, elapsed_seconds: new PyFloat(l.elapsed), data: l.data }) + '\n').join(''));
+  const orjson = (l: { step: number; data: Record<string, number | PyFloat> }) =>
+    JSON.stringify({ step: l.step, data: Object.fromEntries(Object.entries(l.data).map(([k, v]) => [k, v instanceof PyFloat ? v.value : v])) });
+  fs.writeFileSync(file, lines.map((l) => (l.elapsed === undefined ? orjson(l) : pyDumps({ step: l.step, elapsed_seconds: new PyFloat(l.elapsed), data: l.data })) + '\n').join(''));
 }
 
 /** What verl's rollout.n samples of one prompt look like in the dump: the prompt decoded with its chat-template text. */

@@ -115,6 +115,17 @@ describe('import verl', () => {
     for (const m of metrics) expect(metricsLineSchema.safeParse(m).success).toBe(true);
   });
 
+  it("reads verl main's orjson file logger (compact, no elapsed_seconds)", async () => {
+    const root = path.join(tmp, 'exp2');
+    writeVerlStep(path.join(root, 'rollouts'), 1, [{ input: 'p', output: 'a', gts: 'x', score: 0 }]);
+    writeVerlFileLogger(path.join(root, 'logs', 'mars-lab', 'run.jsonl'), [{ step: 1, data: { 'critic/score/mean': 0, 'perf/throughput': 1234.5 } }]);
+    expect(fs.readFileSync(path.join(root, 'logs', 'mars-lab', 'run.jsonl'), 'utf8')).toBe('{"step":1,"data":{"critic/score/mean":0,"perf/throughput":1234.5}}\n');
+    const r = await importVerl({ home, dir: root });
+    const metrics = readJsonl<Record<string, number>>(path.join(r.dir, 'metrics.jsonl')).records;
+    expect(metrics[0]!['perf/throughput']).toBe(1234.5);
+    expect(metrics[0]!['reward']).toBe(0);
+  });
+
   it('a damaged dump: one warning per bad line naming file and line, the rest imported (hand-made file)', async () => {
     const warnings: string[] = [];
     const r = await importVerl({ home, dir: path.resolve('tests/fixtures/interop/verl-damaged'), onWarning: (w) => warnings.push(w) });

@@ -73,6 +73,11 @@ export const martiTaskSchema = z
       'What a refining agent reads about its parent: per-test verdicts (default), one verdict, or rich errors (T+) (§3.2).',
     ),
     maxProgramTokens: field(count(4, 400, 48), 'Program length', 'New tokens an agent may write for one program.'),
+    file: field(
+      z.string().min(1).max(4096).optional(),
+      'Task file',
+      'Held-out problems from this JSONL file (one task a line: id, statement, publicTests, privateTests, optional target; MARTI’s words) instead of generated ones; evaluation takes the first eval.items.',
+    ),
   })
   .superRefine((t, ctx) => {
     if (t.minOps > t.maxOps) ctx.addIssue({ code: 'custom', path: ['minOps'], message: `must be ≤ task.maxOps (${t.maxOps})` });

@@ -16,6 +16,7 @@ import { TOKENIZER_FILE } from '../model/checkpointFiles';
 import { parseLlamaConfig, toHfConfigJson } from '../model/config';
 import { cloneModel } from '../model/hfWeights';
 import type { PolicyModel } from '../endpoints/endpointPolicy';
+import { loadMartiTaskFile } from '../endpoints/martiTaskFile';
 import type { LlamaModel } from '../model/llama';
 import { Rng } from '../random/prng';
 import type { Adam } from '../rl/adam';
@@ -62,7 +63,8 @@ function tasksOf(cfg: MartiConfig, split: 'train' | 'heldout', n: number): Marti
   }
   return ts;
 }
-export const heldoutTasks = (cfg: MartiConfig) => tasksOf(cfg, 'heldout', cfg.eval.items);
+/** The held-out problems: generated, or the first eval.items of a user's task file (task.file). */
+export const heldoutTasks = (cfg: MartiConfig) => (cfg.task.file ? loadMartiTaskFile(cfg.task.file).tasks.slice(0, cfg.eval.items) : tasksOf(cfg, 'heldout', cfg.eval.items));
 
 /** The team (§3.1): agents with the parameter set each writes to. */
 export function teamOf(cfg: MartiConfig): AgentSpec[] {
@@ -505,6 +507,7 @@ export function martiEvalIdentity(cfg: MartiConfig): EvalResult['identity'] {
     team: JSON.stringify(teamOf(cfg)),
     search: JSON.stringify({ single: m.configuration === 'single' ? m.singleSearch : 'tree', evalNodes: m.evalNodes, t: m.evalSearchTemperature, posterior: m.posterior, agentSelect: m.agentSelect, feedback: cfg.task.feedback, rewardMode: cfg.task.rewardMode, maxProgramTokens: cfg.task.maxProgramTokens, topP: cfg.sampler.topP }),
     tplus: JSON.stringify(m.tplus),
+    ...(cfg.task.file ? { taskFile: loadMartiTaskFile(cfg.task.file).sha } : {}),
   };
 }
 

@@ -45,6 +45,29 @@ export default defineConfig(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
       // A braceless body only on the line of its `if`/`for`: once Prettier breaks it, `eslint --fix` adds the braces.
       curly: ['error', 'multi-line'],
+      // The host's handlers and other interface implementations are async because the contract returns promises; an
+      // async function without await is harmless, and dropping `async` would change a throw into a synchronous one.
+      '@typescript-eslint/require-await': 'off',
+      // tsc's noFallthroughCasesInSwitch (both tsconfigs) checks this knowing types: a case ending in a call that
+      // returns `never` (the interpreter's fail()) does not fall through, which the untyped core rule cannot see.
+      'no-fallthrough': 'off',
+      // Control characters in a regular expression are how terminal and log text is cleaned; they are deliberate.
+      'no-control-regex': 'off',
+      // Shapes and ids in messages (`[2, 3]`) print as their items joined, which is what the messages want.
+      '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true, allowArray: true }],
+    },
+  },
+  {
+    // Tests read JSON a command printed (JSON.parse is any) and pass methods to expect(); a cast per field would add
+    // noise without catching a bug. The engine, main and renderer keep these rules: their boundaries parse with zod.
+    files: ['tests/**'],
+    rules: {
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
+      '@typescript-eslint/no-unsafe-call': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/unbound-method': 'off',
     },
   },
   {

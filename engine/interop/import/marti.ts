@@ -224,9 +224,13 @@ export async function importMarti(opts: ImportOptions): Promise<ImportResult> {
           }
           return { id: k + 1, parentId: parent, depth: 0, agent: c.agent, paramId: null, prompt: c.prompt, completion: c.completion, program: programs[k], feedback: null, parseError: null, finish: null, public: null, private: covered(priv) && priv!.has(k) ? { passed: 0, total: 0, score: priv!.get(k)! } : null, score: scores[k], genObservation: null, expansion: null, advantage: advantages[k], shapedReward: null, trained: false, tokens: c.tokens, logProbs: c.logProbs, imported: { file: rel(c.file), time: c.stamp } };
         });
-        const depthOf = (id: number): number => (id === 0 ? 0 : 1 + depthOf(nodes[id - 1]!.parentId));
-        for (const node of nodes) node.depth = depthOf(node.id);
+        // a parent is always an earlier node: depths in one pass
+        for (const node of nodes) node.depth = node.parentId === 0 ? 1 : nodes[node.parentId - 1]!.depth + 1;
         const statement = calls[0]!.prompt;
+        // Fresh attempts (children of the root) at different prompts: this "tree" holds several searches (several
+        // steps' problems in one prompt folder); --nodes cuts them apart.
+        const problemsHere = new Set(nodes.filter((x) => x.parentId === 0).map((x) => x.prompt)).size;
+        if (problemsHere > 1 && !n) problems.add(`${rel(t.folder) || '.'}: calls on ${problemsHere} different prompts made one tree: pass --nodes N (workflow_args.max_num_nodes) to cut the folder into one tree per search`);
         const agents = [...new Set(calls.map((c) => c.agent))];
         const known = scores.filter((s): s is number => s !== null);
         stepScores.push(...known);

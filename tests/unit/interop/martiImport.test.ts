@@ -117,6 +117,17 @@ describe('import marti', () => {
     expect(metrics[0]!['reward']).toBeCloseTo(1 / 3, 12);
   });
 
+  it('without --nodes, a folder holding several searches is one tree, and a warning says to pass --nodes', async () => {
+    search(0, 'Add one to x.', 1);
+    search(0, 'Double x.', 3);
+    const warnings: string[] = [];
+    const r = await importMarti({ home, dir: save, onWarning: (w) => warnings.push(w) });
+    expect(r.steps).toBe(1);
+    expect(warnings).toEqual([expect.stringMatching(/^0: calls on 2 different prompts made one tree: pass --nodes N/)]);
+    const [tree] = readJsonl<Tree>(path.join(r.dir, 'trajectories.jsonl')).records;
+    expect(tree!.nodes.map((x) => x.depth)).toEqual([0, 1, 2, 1, 1, 2, 1]);
+  });
+
   it('a damaged call file is one warning naming it; the other calls are imported', async () => {
     search(0, 'Add one to x.', 1);
     const bad = path.join(save, '0', 'llm_logs', 'log_20260401_120001_150_0.txt');

@@ -71,10 +71,12 @@ export function registerServeModelCommand(program: Command): void {
       }
       const modelName = opts.modelName ?? path.basename(path.resolve(dir));
       const server = await startModelServer({ model, tokenizer, modelName, port: opts.port, bindHost: opts.host, allowRemote: opts.allowRemote ?? false, token, maxBatch: opts.maxBatch });
-      if (opts.json) console.log(JSON.stringify({ baseUrl: server.baseUrl, model: modelName, token: server.token, port: server.port }));
+      // A key the user gave (--token-env) is never printed: it would end up in terminal logs; a generated one must be.
+      if (opts.json) console.log(JSON.stringify({ baseUrl: server.baseUrl, model: modelName, port: server.port, ...(opts.tokenEnv ? { tokenEnv: opts.tokenEnv } : { token: server.token }) }));
       else {
         console.log(`mars-lab serve-model: ${modelName} at ${server.baseUrl}`);
-        console.log(`  API key: ${server.token}  (e.g. export MARS_LAB_KEY=${server.token}, then "apiKeyEnv": "MARS_LAB_KEY"); Ctrl-C stops the server`);
+        if (opts.tokenEnv) console.log(`  API key: the value of ${opts.tokenEnv} (clients name it with "apiKeyEnv"); Ctrl-C stops the server`);
+        else console.log(`  API key: ${server.token}  (e.g. export MARS_LAB_KEY=${server.token}, then "apiKeyEnv": "MARS_LAB_KEY"); Ctrl-C stops the server`);
       }
       await new Promise<void>((resolve) => {
         const stop = (): void => {

@@ -38,6 +38,7 @@ beforeAll(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-endpoint-cli-'));
   await new Promise<void>((resolve, reject) => {
     const { child, exited } = spawnCli(['serve-model', '--checkpoint', CK, '--port', '0', '--json', '--token-env', 'SERVE_KEY'], { SERVE_KEY: SECRET }, (line) => {
+      expect(line).not.toContain(SECRET); // a key given by --token-env is not printed
       served = JSON.parse(line);
       stopServer = async () => void (child.kill('SIGTERM'), await exited);
       resolve();

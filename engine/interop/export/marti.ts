@@ -11,7 +11,7 @@
  * eval_max_num_nodes, save_path, algo: {class_name: "AsyncABMCTSA", params}}`, the ab_mcts workflow and processor).
  * The workflow's save_path is where MARTI writes the llm_logs `mars-lab import marti` reads.
  *
- * The repository's example scripts call `openrlhf.…` module paths while the package is `marti/` (SCALE-OUT.md §2.3);
+ * The repository's example scripts call `openrlhf.…` module paths while the package is `marti/` (docs/scale-out.md §2.3);
  * the script uses the package's paths under MARTI_DIR.
  */
 import type { MartiConfig } from '../../runs/configSchema';

@@ -78,7 +78,7 @@ export interface ExportPlan {
 export const lit = (v: string | number | boolean): ArgValue => ({ literal: typeof v === 'boolean' ? (v ? 'True' : 'False') : String(v) });
 export const sh = (expr: string): ArgValue => ({ shell: expr });
 
-/** The group size and prompts per step of a run, whatever its algorithm (ALGORITHMS.md §1.2: a group is G samples). */
+/** The group size and prompts per step of a run, whatever its algorithm (docs/algorithms.md §1.2: a group is G samples). */
 export function groupShape(c: RunConfig): { groupSize: number; promptsPerStep: number; groupFrom: string; promptsFrom: string } {
   if (c.algorithm === 'seqgrpo') return { groupSize: c.task.groupSize, promptsPerStep: c.task.promptsPerStep, groupFrom: 'task.groupSize', promptsFrom: 'task.promptsPerStep' };
   if (c.algorithm === 'mars') return { groupSize: c.task.groupSize, promptsPerStep: c.task.questionsPerStep, groupFrom: 'task.groupSize', promptsFrom: 'task.questionsPerStep' };

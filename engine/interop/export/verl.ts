@@ -40,7 +40,7 @@ export function verlPlan(c: RunConfig, ctx: ExportContext): ExportPlan {
   map('actor_rollout_ref.rollout.name', lit('vllm'), '', 'or sglang');
 
   // --- the algorithm: GRPO, its group, batch and optimiser ----------------------------------------------------------
-  map('algorithm.adv_estimator', lit('grpo'), 'algorithm', `${c.algorithm}'s advantages are group z-scores (ALGORITHMS.md §1.2)`);
+  map('algorithm.adv_estimator', lit('grpo'), 'algorithm', `${c.algorithm}'s advantages are group z-scores (docs/algorithms.md §1.2)`);
   map('algorithm.norm_adv_by_std_in_grpo', lit(true), 'algorithm');
   map('actor_rollout_ref.rollout.n', lit(groupSize), groupFrom, c.algorithm === 'marti' ? 'as independent samples: verl has no tree search' : undefined);
   map('data.train_batch_size', lit(promptsPerStep), promptsFrom, 'prompts per step');

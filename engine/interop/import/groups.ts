@@ -1,7 +1,7 @@
 /**
  * Advantages the imported logs do not have, recomputed here (issue 18 part 4). Neither verl's rollout dump nor MARTI's
  * logs hold a per-sample advantage (verl's `_dump_generations` writes input/output/gts/score/step and reward extras;
- * MARTI's llm_logs hold the call, not its credit), so the GRPO advantage of ALGORITHMS.md §1.2 is computed again from
+ * MARTI's llm_logs hold the call, not its credit), so the GRPO advantage of docs/algorithms.md §1.2 is computed again from
  * the rewards, per group: (r − mean) / (std + eps), with the trainer's own eps, std and singleton rule, and every
  * record says it was recomputed.
  */
@@ -23,7 +23,7 @@ export interface GroupRule {
 export const VERL_GRPO: GroupRule = { method: 'grpo', groupedBy: 'identical prompt (input) within a step', eps: 1e-6, stdMode: 'unbiased', singleton: 'verl' };
 
 /**
- * MARTI's group_norm (OpenRLHF's estimator, which MARTI-MARS² uses: all nodes of a tree are one group; ALGORITHMS.md
+ * MARTI's group_norm (OpenRLHF's estimator, which MARTI-MARS² uses: all nodes of a tree are one group; docs/algorithms.md
  * §3.7), epsilon 1e-9, torch.std; a tree of one node has no baseline (0).
  */
 export const MARTI_GROUP_NORM: GroupRule = { method: 'group_norm', groupedBy: 'the nodes of one search tree', eps: 1e-9, stdMode: 'unbiased', singleton: 'zero' };

@@ -42,7 +42,10 @@ export default defineConfig(
     },
     rules: {
       // `_name` marks a parameter or binding kept on purpose (an interface's argument, a skipped tuple slot).
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },
+      ],
       // A braceless body only on the line of its `if`/`for`: once Prettier breaks it, `eslint --fix` adds the braces.
       curly: ['error', 'multi-line'],
       // The host's handlers and other interface implementations are async because the contract returns promises; an
@@ -54,7 +57,10 @@ export default defineConfig(
       // Control characters in a regular expression are how terminal and log text is cleaned; they are deliberate.
       'no-control-regex': 'off',
       // Shapes and ids in messages (`[2, 3]`) print as their items joined, which is what the messages want.
-      '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true, allowArray: true }],
+      '@typescript-eslint/restrict-template-expressions': [
+        'error',
+        { allowNumber: true, allowBoolean: true, allowArray: true },
+      ],
     },
   },
   {

@@ -11,7 +11,14 @@
 import fs from 'node:fs';
 
 /** The files an app needs to start its window and its runs, relative to the archive's root. */
-export const REQUIRED_APP_FILES = ['out/main/index.js', 'out/preload/index.cjs', 'out/renderer/index.html', 'out/cli/index.js', 'engine/bin/mars-lab.mjs', 'engine/bin/builtEntry.mjs'];
+export const REQUIRED_APP_FILES = [
+  'out/main/index.js',
+  'out/preload/index.cjs',
+  'out/renderer/index.html',
+  'out/cli/index.js',
+  'engine/bin/mars-lab.mjs',
+  'engine/bin/builtEntry.mjs',
+];
 
 /** Every file path in the archive ('/'-separated), or null when `file` is not an asar archive. */
 export function listAsarFiles(file) {

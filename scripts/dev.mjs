@@ -30,20 +30,37 @@ function electronInstalled() {
 }
 
 if (electronInstalled()) {
-  const child = spawn(process.platform === 'win32' ? 'npx.cmd' : 'npx', ['electron-vite', 'dev', '--watch', ...extraArgs], { cwd: root, env, stdio: 'inherit' });
+  const child = spawn(
+    process.platform === 'win32' ? 'npx.cmd' : 'npx',
+    ['electron-vite', 'dev', '--watch', ...extraArgs],
+    { cwd: root, env, stdio: 'inherit' },
+  );
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code) => process.exit(code ?? 0));
 } else {
-  console.log("Electron's binary is not installed here, so dev runs in web mode: open the URL below; reload it after a change.");
+  console.log(
+    "Electron's binary is not installed here, so dev runs in web mode: open the URL below; reload it after a change.",
+  );
   await webMode();
 }
 
 async function webMode() {
-  const loaded = await loadConfigFromFile({ command: 'build', mode: 'development' }, path.join(root, 'electron.vite.config.ts'), root, 'warn');
+  const loaded = await loadConfigFromFile(
+    { command: 'build', mode: 'development' },
+    path.join(root, 'electron.vite.config.ts'),
+    root,
+    'warn',
+  );
   const renderer = loaded?.config?.renderer;
   if (!renderer) throw new Error('electron.vite.config.ts has no renderer section');
   // The first build completes before the server starts, so the first page load has a renderer to serve.
-  const watcher = await build({ ...renderer, configFile: false, mode: 'development', logLevel: 'warn', build: { ...renderer.build, emptyOutDir: true, watch: {} } });
+  const watcher = await build({
+    ...renderer,
+    configFile: false,
+    mode: 'development',
+    logLevel: 'warn',
+    build: { ...renderer.build, emptyOutDir: true, watch: {} },
+  });
   await new Promise((resolve) => {
     watcher.on('event', (event) => {
       if (event.code === 'END') {
@@ -58,7 +75,11 @@ async function webMode() {
   let stopping = false;
   let restarting = false;
   const start = () => {
-    server = spawn(process.execPath, [path.join(root, 'engine', 'bin', 'mars-lab.mjs'), 'serve', ...extraArgs], { cwd: root, env, stdio: 'inherit' });
+    server = spawn(process.execPath, [path.join(root, 'engine', 'bin', 'mars-lab.mjs'), 'serve', ...extraArgs], {
+      cwd: root,
+      env,
+      stdio: 'inherit',
+    });
     server.on('exit', (code, signal) => {
       server = null;
       if (stopping) process.exit(0);

@@ -19,9 +19,13 @@ try {
   const target = process.argv[2];
   const { appAsar } = locatePackagedApp(target);
   const missing = missingAppFiles(appAsar);
-  if (missing === null) throw new UserError(`'${appAsar}' is not an asar archive; package the app into app.asar first.`);
+  if (missing === null) {
+    throw new UserError(`'${appAsar}' is not an asar archive; package the app into app.asar first.`);
+  }
   if (missing.length > 0) {
-    throw new UserError(`'${appAsar}' lacks ${missing.join(', ')}: run \`npm run build\` before packaging and include out/ and engine/bin/ in the app.`);
+    throw new UserError(
+      `'${appAsar}' lacks ${missing.join(', ')}: run \`npm run build\` before packaging and include out/ and engine/bin/ in the app.`,
+    );
   }
   const settings = await applyFuses(target);
   const summary = Object.entries(settings)

@@ -35,10 +35,14 @@ function isOpenFileFailure(err) {
 function report(err) {
   if (reported) return;
   reported = true;
-  const where = typeof err?.path === 'string' ? ` ${err.path}` : typeof err?.spawnfile === 'string' ? ` ${err.spawnfile}` : '';
+  const where =
+    typeof err?.path === 'string' ? ` ${err.path}` : typeof err?.spawnfile === 'string' ? ` ${err.spawnfile}` : '';
   const now = limit === null ? '' : ` (it is ${limit})`;
   try {
-    writeSync(2, `mars-lab: too many open files while loading${where || ' the engine'}: raise the limit${now}, e.g. ulimit -n 4096, then run the command again\n`);
+    writeSync(
+      2,
+      `mars-lab: too many open files while loading${where || ' the engine'}: raise the limit${now}, e.g. ulimit -n 4096, then run the command again\n`,
+    );
   } catch {
     // Nowhere to report to.
   }

@@ -27,4 +27,3 @@ export function checkpointTokenizerFile(dir: string): string {
   const legacy = path.join(dir, LEGACY_TOKENIZER_FILE);
   return fs.existsSync(legacy) ? legacy : current;
 }
-

@@ -144,7 +144,7 @@ export class LlamaModel {
   /** Rotary embedding, HF's rotate-half form: x·cos + rotate_half(x)·sin, for x [B, n, Tn, hd]. */
   private applyRope(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): tf.Tensor4D {
     const [b, h, t, hd] = x.shape;
-    const rotated = tf.reshape(mm(tf.reshape(x, [b * h * t, hd]) as tf.Tensor2D, this.rotate), [b, h, t, hd]); // [B, n, Tn, hd]
+    const rotated = tf.reshape(mm(tf.reshape<tf.Rank.R2>(x, [b * h * t, hd]), this.rotate), [b, h, t, hd]); // [B, n, Tn, hd]
     return tf.add(tf.mul(x, cos), tf.mul(rotated, sin)); // [B, n, Tn, hd]
   }
 
@@ -158,12 +158,18 @@ export class LlamaModel {
     const tn = input.ids.length / B;
     const tc = input.cache?.[0]?.k.shape[2] ?? 0;
     const tk = tc + tn;
-    if (input.positions.length !== B * tn) throw new Error(`positions has ${input.positions.length} entries, expected ${B * tn}`);
-    if (input.keyMask.length !== B * tk) throw new Error(`keyMask has ${input.keyMask.length} entries, expected ${B * tk}`);
+    if (input.positions.length !== B * tn) {
+      throw new Error(`positions has ${input.positions.length} entries, expected ${B * tn}`);
+    }
+    if (input.keyMask.length !== B * tk) {
+      throw new Error(`keyMask has ${input.keyMask.length} entries, expected ${B * tk}`);
+    }
 
     const ids = tf.tensor1d(input.ids, 'int32'); // [B·Tn]
     const embed = this.p('embed'); // [V, D]
-    let x: tf.Tensor2D = input.differentiable ? gatherRows(embed as tf.Tensor2D, ids) : (tf.gather(embed, ids) as tf.Tensor2D); // [B·Tn, D]
+    let x: tf.Tensor2D = input.differentiable
+      ? gatherRows(embed as tf.Tensor2D, ids)
+      : (tf.gather(embed, ids) as tf.Tensor2D); // [B·Tn, D]
 
     const [cos, sin] = this.ropeTables(input.positions, B, tn); // [B, 1, Tn, hd] each
     const bias = this.attentionBias(input.keyMask, B, tn, tk); // [B, 1, 1, Tn, Tk]
@@ -177,8 +183,12 @@ export class LlamaModel {
       x = tf.add(x, this.mlp(l, this.rmsNorm(x, this.p(`layers.${l}.mlp_norm`)))); // [B·Tn, D]
     }
 
-    if (input.headRows) x = gatherRows(x, tf.tensor1d(input.headRows, 'int32')); // [M, D]
-    else if (input.lastOnly) x = tf.reshape(tf.slice(tf.reshape(x, [B, tn, c.hidden_size]), [0, tn - 1, 0], [B, 1, c.hidden_size]), [B, c.hidden_size]); // [B, D]
+    if (input.headRows) {
+      x = gatherRows(x, tf.tensor1d(input.headRows, 'int32')); // [M, D]
+    } else if (input.lastOnly) {
+      const rows = tf.reshape(x, [B, tn, c.hidden_size]); // [B, Tn, D]
+      x = tf.reshape(tf.slice(rows, [0, tn - 1, 0], [B, 1, c.hidden_size]), [B, c.hidden_size]); // [B, D]
+    }
     x = this.rmsNorm(x, this.p('norm'));
     const head = c.tie_word_embeddings ? transposeLast(embed) : this.p('lm_head'); // [D, V]
     return { logits: mm(x, head as tf.Tensor2D), cache }; // [rows, V]
@@ -189,7 +199,12 @@ export class LlamaModel {
    * each) on the normed input `h` [B·Tn, D]; returns its output [B·Tn, D] (after wo) and this layer's keys and values
    * (cached ones first) for the next decoding step.
    */
-  private attention(l: number, h: tf.Tensor2D, pass: Pass, past: LayerCache | undefined): { out: tf.Tensor2D; cache: LayerCache } {
+  private attention(
+    l: number,
+    h: tf.Tensor2D,
+    pass: Pass,
+    past: LayerCache | undefined,
+  ): { out: tf.Tensor2D; cache: LayerCache } {
     const { batch: B, tn, tk } = pass;
     const hd = this.headDim;
     const H = this.config.num_attention_heads;
@@ -215,7 +230,7 @@ export class LlamaModel {
   /** The projection `name` (wq, wk or wv) of layer `l` split into n heads: [B·Tn, D] → [B, n, Tn, hd]. */
   private heads(l: number, name: string, h: tf.Tensor2D, n: number, pass: Pass): tf.Tensor4D {
     const projected = mm(h, this.p(`layers.${l}.${name}`) as tf.Tensor2D); // [B·Tn, n·hd]
-    return tf.transpose(tf.reshape(projected, [pass.batch, pass.tn, n, this.headDim]), [0, 2, 1, 3]) as tf.Tensor4D; // [B, n, Tn, hd]
+    return tf.transpose(tf.reshape<tf.Rank.R4>(projected, [pass.batch, pass.tn, n, this.headDim]), [0, 2, 1, 3]); // [B, n, Tn, hd]
   }
 
   /** SwiGLU MLP of layer `l` on the normed input `h` [B·Tn, D]: wd(silu(wg·h) ⊙ wu·h), F = intermediate_size. */

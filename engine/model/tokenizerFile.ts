@@ -65,50 +65,102 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 export function checkKnownFields(obj: Record<string, unknown>, known: readonly string[], source: string): void {
   for (const key of Object.keys(obj)) {
     if (!known.includes(key)) {
-      throw new TokenizerFileError(source, key, `is not a tokenizer field; the fields of this type are ${known.join(', ')} (check the spelling)`);
+      throw new TokenizerFileError(
+        source,
+        key,
+        `is not a tokenizer field; the fields of this type are ${known.join(', ')} (check the spelling)`,
+      );
     }
   }
 }
 
 export function checkVersion(obj: Record<string, unknown>, source: string): void {
   if (obj.version !== undefined && obj.version !== 1) {
-    throw new TokenizerFileError(source, 'version', `is ${JSON.stringify(obj.version)}; this mars-lab reads version 1 (or omit the field)`);
+    throw new TokenizerFileError(
+      source,
+      'version',
+      `is ${JSON.stringify(obj.version)}; this mars-lab reads version 1 (or omit the field)`,
+    );
   }
 }
 
 export function optionalBoolean(obj: Record<string, unknown>, field: string, source: string): boolean {
   const value = obj[field];
   if (value === undefined) return false;
-  if (typeof value !== 'boolean') throw new TokenizerFileError(source, field, `is ${JSON.stringify(value)}; it must be true or false`);
+  if (typeof value !== 'boolean') {
+    throw new TokenizerFileError(source, field, `is ${JSON.stringify(value)}; it must be true or false`);
+  }
   return value;
 }
 
 /** Validated specials as [role, text] pairs in declaration order. */
 export function checkSpecials(raw: unknown, source: string): Array<[string, string]> {
   if (!isPlainObject(raw)) {
-    throw new TokenizerFileError(source, 'specials', `must be an object mapping role names to token texts, e.g. {"pad": "<pad>", "bos": "<bos>", "eos": "<eos>", "unk": "<unk>"}`);
+    throw new TokenizerFileError(
+      source,
+      'specials',
+      `must be an object mapping role names to token texts, e.g. {"pad": "<pad>", "bos": "<bos>", "eos": "<eos>", "unk": "<unk>"}`,
+    );
   }
   const pairs: Array<[string, string]> = [];
   const roleOfText = new Map<string, string>();
   for (const [role, text] of Object.entries(raw)) {
     const field = `specials.${role}`;
     if (role === '' || /^[0-9]/.test(role) || /\s/.test(role)) {
-      throw new TokenizerFileError(source, field, 'has an invalid role name; use a name that does not start with a digit and has no spaces, e.g. "thinkEnd"');
+      throw new TokenizerFileError(
+        source,
+        field,
+        'has an invalid role name; use a name that does not start with a digit and has no spaces, e.g. "thinkEnd"',
+      );
     }
-    if (typeof text !== 'string' || text === '') throw new TokenizerFileError(source, field, `is ${JSON.stringify(text)}; it must be the token's non-empty text, e.g. "<${role}>"`);
-    if (/\s/.test(text)) throw new TokenizerFileError(source, field, `is ${JSON.stringify(text)}; special tokens cannot contain whitespace`);
+    if (typeof text !== 'string' || text === '') {
+      throw new TokenizerFileError(
+        source,
+        field,
+        `is ${JSON.stringify(text)}; it must be the token's non-empty text, e.g. "<${role}>"`,
+      );
+    }
+    if (/\s/.test(text)) {
+      throw new TokenizerFileError(
+        source,
+        field,
+        `is ${JSON.stringify(text)}; special tokens cannot contain whitespace`,
+      );
+    }
     // A special made only of letters and digits could hide inside an ordinary word ("sep" in "separate").
     if (/^[\p{L}\p{M}\p{Nd}]+$/u.test(text)) {
-      throw new TokenizerFileError(source, field, `is ${JSON.stringify(text)}; a special token needs a character that is not a letter or digit, e.g. "<${text}>"`);
+      throw new TokenizerFileError(
+        source,
+        field,
+        `is ${JSON.stringify(text)}; a special token needs a character that is not a letter or digit, e.g. "<${text}>"`,
+      );
     }
-    if (parseByteTokenName(text) !== null) throw new TokenizerFileError(source, field, `is ${JSON.stringify(text)}, which is the name of a byte token; choose another text`);
+    if (parseByteTokenName(text) !== null) {
+      throw new TokenizerFileError(
+        source,
+        field,
+        `is ${JSON.stringify(text)}, which is the name of a byte token; choose another text`,
+      );
+    }
     const other = roleOfText.get(text);
-    if (other !== undefined) throw new TokenizerFileError(source, field, `repeats the text ${JSON.stringify(text)} of "specials.${other}"; each role needs its own token`);
+    if (other !== undefined) {
+      throw new TokenizerFileError(
+        source,
+        field,
+        `repeats the text ${JSON.stringify(text)} of "specials.${other}"; each role needs its own token`,
+      );
+    }
     roleOfText.set(text, role);
     pairs.push([role, text]);
   }
   for (const role of REQUIRED_SPECIAL_ROLES) {
-    if (!(role in raw)) throw new TokenizerFileError(source, `specials.${role}`, `is missing; every tokenizer declares ${REQUIRED_SPECIAL_ROLES.join(', ')} (e.g. "${role}": "<${role}>")`);
+    if (!(role in raw)) {
+      throw new TokenizerFileError(
+        source,
+        `specials.${role}`,
+        `is missing; every tokenizer declares ${REQUIRED_SPECIAL_ROLES.join(', ')} (e.g. "${role}": "<${role}>")`,
+      );
+    }
   }
   return pairs;
 }

@@ -19,7 +19,10 @@ let blockTsx: string;
 let home: string;
 
 /** `node --import <hook that refuses tsx> <app>/engine/bin/mars-lab.mjs …`: exit code and output. */
-async function builtCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function builtCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const bin = path.join(app, 'engine', 'bin', 'mars-lab.mjs');
   try {
     const { stdout, stderr } = await run(process.execPath, ['--import', blockTsx, bin, ...args], {
@@ -38,15 +41,34 @@ beforeAll(async () => {
   app = path.join(dir, 'app');
   home = path.join(dir, 'home');
   fs.mkdirSync(path.join(app, 'engine', 'bin'), { recursive: true });
-  for (const name of ['node_modules', 'resources', 'package.json']) fs.symlinkSync(path.join(repo, name), path.join(app, name));
-  for (const name of ['mars-lab.mjs', 'builtEntry.mjs']) fs.copyFileSync(path.join(repo, 'engine', 'bin', name), path.join(app, 'engine', 'bin', name));
+  for (const name of ['node_modules', 'resources', 'package.json']) {
+    fs.symlinkSync(path.join(repo, name), path.join(app, name));
+  }
+  for (const name of ['mars-lab.mjs', 'builtEntry.mjs']) {
+    fs.copyFileSync(path.join(repo, 'engine', 'bin', name), path.join(app, 'engine', 'bin', name));
+  }
   // The engine step of `npm run build`, into the packaged-like folder instead of out/ (which other tests may be using).
-  await run(process.execPath, [path.join(repo, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', 'engine.vite.config.ts', '--outDir', path.join(app, 'out', 'cli')], {
-    cwd: repo,
-  });
+  await run(
+    process.execPath,
+    [
+      path.join(repo, 'node_modules', 'vite', 'bin', 'vite.js'),
+      'build',
+      '--config',
+      'engine.vite.config.ts',
+      '--outDir',
+      path.join(app, 'out', 'cli'),
+    ],
+    {
+      cwd: repo,
+    },
+  );
   blockTsx = path.join(dir, 'blockTsx.mjs');
-  const hook = "export async function resolve(s, c, next) { if (s === 'tsx' || s.startsWith('tsx/')) throw new Error('tsx was asked for: ' + s); return next(s, c); }";
-  fs.writeFileSync(blockTsx, `import { register } from 'node:module';\nregister('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hook)}));\n`);
+  const hook =
+    "export async function resolve(s, c, next) { if (s === 'tsx' || s.startsWith('tsx/')) throw new Error('tsx was asked for: ' + s); return next(s, c); }";
+  fs.writeFileSync(
+    blockTsx,
+    `import { register } from 'node:module';\nregister('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hook)}));\n`,
+  );
 }, 120_000);
 
 afterAll(() => fs.rmSync(path.dirname(app), { recursive: true, force: true }));
@@ -55,7 +77,9 @@ describe('the built CLI', () => {
   it('records the sources it was built from', () => {
     const record = JSON.parse(fs.readFileSync(path.join(app, 'out', 'cli', 'build.json'), 'utf8'));
     expect(record.version).toBe(1);
-    expect(record.sources).toEqual(expect.arrayContaining(['engine/cli.ts', 'engine/model/llama.ts', 'engine/api/runWorker.ts']));
+    expect(record.sources).toEqual(
+      expect.arrayContaining(['engine/cli.ts', 'engine/model/llama.ts', 'engine/api/runWorker.ts']),
+    );
     expect(record.sources.filter((s: string) => s.includes('node_modules'))).toEqual([]);
   });
 
@@ -74,17 +98,39 @@ describe('the built CLI', () => {
   });
 
   it('a tiny train runs to its end and writes its run folder, without the TypeScript loader', async () => {
-    const r = await builtCli(['train', '--preset', 'seqgrpo-copy', '--steps', '2', '--set', 'eval.every=0', '--set', 'checkpoint.every=2', '--backend', 'cpu', '--home', home, '--json']);
+    const r = await builtCli([
+      'train',
+      '--preset',
+      'seqgrpo-copy',
+      '--steps',
+      '2',
+      '--set',
+      'eval.every=0',
+      '--set',
+      'checkpoint.every=2',
+      '--backend',
+      'cpu',
+      '--home',
+      home,
+      '--json',
+    ]);
     expect(r.stderr).not.toMatch(/tsx/);
     expect(r.code).toBe(0);
     const runs = fs.readdirSync(path.join(home, 'runs'));
     expect(runs).toHaveLength(1);
-    const metrics = fs.readFileSync(path.join(home, 'runs', runs[0]!, 'metrics.jsonl'), 'utf8').trim().split('\n');
+    const metrics = fs
+      .readFileSync(path.join(home, 'runs', runs[0]!, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n');
     expect(metrics.map((l) => (JSON.parse(l) as { step: number }).step)).toContain(2);
     // The checkpoint's tokenizer is named for what it is (not Hugging Face's tokenizer.json).
-    const checkpoint = fs.readdirSync(path.join(home, 'runs', runs[0]!, 'checkpoints')).map((c) => path.join(home, 'runs', runs[0]!, 'checkpoints', c));
+    const checkpoint = fs
+      .readdirSync(path.join(home, 'runs', runs[0]!, 'checkpoints'))
+      .map((c) => path.join(home, 'runs', runs[0]!, 'checkpoints', c));
     expect(checkpoint.length).toBeGreaterThan(0);
-    expect(fs.readdirSync(checkpoint[0]!)).toEqual(expect.arrayContaining(['config.json', 'model.safetensors', 'mars-lab-tokenizer.json']));
+    expect(fs.readdirSync(checkpoint[0]!)).toEqual(
+      expect.arrayContaining(['config.json', 'model.safetensors', 'mars-lab-tokenizer.json']),
+    );
     expect(fs.readdirSync(checkpoint[0]!)).not.toContain('tokenizer.json');
   }, 120_000);
 });

@@ -26,7 +26,13 @@
  * the generator's defaults, to ask whether another test design would make feedback more useful.
  */
 import { Rng } from '../../engine/random/prng';
-import { DEFAULT_TASK_SPEC, generateTasks, programText, type MartiTask, type TaskSpec } from '../../engine/marti/tasks/generator';
+import {
+  DEFAULT_TASK_SPEC,
+  generateTasks,
+  programText,
+  type MartiTask,
+  type TaskSpec,
+} from '../../engine/marti/tasks/generator';
 import { mutateChain } from '../../engine/marti/tasks/mutations';
 import { drawOp, type OpInstance, type TaskType } from '../../engine/marti/tasks/ops';
 import { readerGuess, readOp, truthOf } from '../../engine/marti/tasks/reader';
@@ -124,7 +130,8 @@ function child(strategy: RepairStrategy, rng: Rng, task: MartiTask, parent: Scor
 
 export function measureRepair(opts: RepairProbeOptions): RepairProbeResult {
   const tasks = generateTasks('train', opts.seed, opts.tasks, opts.spec ?? DEFAULT_TASK_SPEC);
-  const newSums = () => new Map<RepairStrategy, { pub: number; priv: number }>(REPAIR_STRATEGIES.map((s) => [s, { pub: 0, priv: 0 }]));
+  const newSums = () =>
+    new Map<RepairStrategy, { pub: number; priv: number }>(REPAIR_STRATEGIES.map((s) => [s, { pub: 0, priv: 0 }]));
   const sums = newSums();
   const nearSums = newSums();
   let parents = 0;
@@ -157,22 +164,41 @@ export function measureRepair(opts: RepairProbeOptions): RepairProbeResult {
       publicPass: n === 0 ? 0 : into.get(strategy)!.pub / n,
       privatePass: n === 0 ? 0 : into.get(strategy)!.priv / n,
     }));
-  return { options: opts, parents, figures: figures(sums, parents), nearMisses: { parents: near, figures: figures(nearSums, near) } };
+  return {
+    options: opts,
+    parents,
+    figures: figures(sums, parents),
+    nearMisses: { parents: near, figures: figures(nearSums, near) },
+  };
 }
 
 const invokedDirectly = typeof process !== 'undefined' && /repairProbe\.ts$/.test(process.argv[1] ?? '');
 if (invokedDirectly) {
   const args = process.argv.slice(2);
   const [tasks = '400', p = '0.5', budget = '8'] = args.filter((a) => !a.includes('='));
-  const fields = Object.fromEntries(args.filter((a) => a.includes('=')).map((a) => [a.slice(0, a.indexOf('=')), JSON.parse(a.slice(a.indexOf('=') + 1)) as unknown]));
+  const fields = Object.fromEntries(
+    args
+      .filter((a) => a.includes('='))
+      .map((a) => [a.slice(0, a.indexOf('=')), JSON.parse(a.slice(a.indexOf('=') + 1)) as unknown]),
+  );
   const { seed = 1, ...overrides } = fields as { seed?: number } & Partial<TaskSpec>;
-  for (const key of Object.keys(overrides)) if (!(key in DEFAULT_TASK_SPEC)) throw new Error(`repairProbe: ${key} is not a task-spec field (${Object.keys(DEFAULT_TASK_SPEC).join(', ')})`);
+  for (const key of Object.keys(overrides)) {
+    if (!(key in DEFAULT_TASK_SPEC)) {
+      throw new Error(`repairProbe: ${key} is not a task-spec field (${Object.keys(DEFAULT_TASK_SPEC).join(', ')})`);
+    }
+  }
   const spec = { ...DEFAULT_TASK_SPEC, ...overrides };
   for (const b of [1, Number(budget)]) {
     const r = measureRepair({ tasks: Number(tasks), p: Number(p), budget: b, seed, spec });
-    console.log(`tasks ${tasks}, reader p ${p}, budget ${b}, seed ${seed}${Object.keys(overrides).length ? `, ${JSON.stringify(overrides)}` : ''}: ${r.parents} failing parents`);
+    console.log(
+      `tasks ${tasks}, reader p ${p}, budget ${b}, seed ${seed}${Object.keys(overrides).length ? `, ${JSON.stringify(overrides)}` : ''}: ${r.parents} failing parents`,
+    );
     const show = (figures: RepairFigures[]) =>
-      figures.forEach((f) => console.log(`  ${f.strategy.padEnd(10)} public all-pass ${(100 * f.publicPass).toFixed(1)}%  private all-pass ${(100 * f.privatePass).toFixed(1)}%`));
+      figures.forEach((f) =>
+        console.log(
+          `  ${f.strategy.padEnd(10)} public all-pass ${(100 * f.publicPass).toFixed(1)}%  private all-pass ${(100 * f.privatePass).toFixed(1)}%`,
+        ),
+      );
     show(r.figures);
     console.log(`  of which ${r.nearMisses.parents} near misses (parent correct for at least one public test):`);
     show(r.nearMisses.figures);

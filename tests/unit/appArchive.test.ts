@@ -26,8 +26,18 @@ const allFiles = () => Object.fromEntries(REQUIRED_APP_FILES.map((f) => [f, `// 
 describe('app.asar listing', () => {
   it('lists every file of the archive, nested folders included', () => {
     const file = join(tempDir(), 'app.asar');
-    writeAsar(file, { 'package.json': '{}', 'out/cli/index.js': '1', 'out/main/index.js': '2', 'engine/bin/mars-lab.mjs': '3' });
-    expect(listAsarFiles(file)?.sort()).toEqual(['engine/bin/mars-lab.mjs', 'out/cli/index.js', 'out/main/index.js', 'package.json']);
+    writeAsar(file, {
+      'package.json': '{}',
+      'out/cli/index.js': '1',
+      'out/main/index.js': '2',
+      'engine/bin/mars-lab.mjs': '3',
+    });
+    expect(listAsarFiles(file)?.sort()).toEqual([
+      'engine/bin/mars-lab.mjs',
+      'out/cli/index.js',
+      'out/main/index.js',
+      'package.json',
+    ]);
   });
 
   it('names what an app without the built engine lacks', () => {
@@ -58,10 +68,16 @@ describe('npm run package on an app without the built engine', () => {
     const files = allFiles();
     delete files['out/cli/index.js'];
     writeAsar(join(dir, 'resources', 'app.asar'), files);
-    const result = spawnSync(process.execPath, [resolve('node_modules/tsx/dist/cli.mjs'), 'scripts/package.mjs', executable], { encoding: 'utf8', timeout: 60_000 });
+    const result = spawnSync(
+      process.execPath,
+      [resolve('node_modules/tsx/dist/cli.mjs'), 'scripts/package.mjs', executable],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
     expect(result.status).toBe(2);
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
-    expect(result.stderr).toMatch(/^mars-lab package: '.*app\.asar' lacks out\/cli\/index\.js: run `npm run build` before packaging/);
+    expect(result.stderr).toMatch(
+      /^mars-lab package: '.*app\.asar' lacks out\/cli\/index\.js: run `npm run build` before packaging/,
+    );
     expect(readFileSync(executable, 'utf8')).toBe('a stand-in for the Electron binary: never touched');
   });
 });

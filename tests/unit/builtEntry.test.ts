@@ -25,7 +25,15 @@ beforeEach(() => {
   write('engine/cli.ts', '// cli');
   write('engine/model/llama.ts', '// model');
   write('out/cli/index.js', '// built');
-  write('out/cli/build.json', JSON.stringify({ version: 1, builtAt, entry: 'engine/cli.ts', sources: ['engine/cli.ts', 'engine/model/llama.ts'] }));
+  write(
+    'out/cli/build.json',
+    JSON.stringify({
+      version: 1,
+      builtAt,
+      entry: 'engine/cli.ts',
+      sources: ['engine/cli.ts', 'engine/model/llama.ts'],
+    }),
+  );
 });
 afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
 
@@ -36,7 +44,11 @@ describe('chooseEntry', () => {
 
   it('takes the sources once one of them changed after the build', () => {
     write('engine/model/llama.ts', '// edited', after);
-    expect(choose(root, {})).toMatchObject({ kind: 'sources', file: path.join(root, 'engine/cli.ts'), reason: 'engine/model/llama.ts changed after the build' });
+    expect(choose(root, {})).toMatchObject({
+      kind: 'sources',
+      file: path.join(root, 'engine/cli.ts'),
+      reason: 'engine/model/llama.ts changed after the build',
+    });
   });
 
   it('takes the sources when a source the build was made from is gone (moved or deleted)', () => {

@@ -11,7 +11,11 @@ import { checkpointTokenizerFile, LEGACY_TOKENIZER_FILE, TOKENIZER_FILE } from '
 import { loadTokenizer } from '../../engine/model/tokenizer';
 
 let dir: string;
-const byteTokenizer = JSON.stringify({ type: 'byte', version: 1, specials: { pad: '<pad>', bos: '<bos>', eos: '<eos>', unk: '<unk>' } });
+const byteTokenizer = JSON.stringify({
+  type: 'byte',
+  version: 1,
+  specials: { pad: '<pad>', bos: '<bos>', eos: '<eos>', unk: '<unk>' },
+});
 
 beforeEach(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-ckpt-tok-'));

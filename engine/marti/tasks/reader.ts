@@ -15,7 +15,13 @@ export function truthOf(task: MartiTask): OpInstance[] {
 }
 
 /** Reads one op: `truth` with probability p when its input type fits (a vague one with a guessed parameter), else a random op of `type`. */
-export function readOp(rng: Rng, truth: OpInstance | undefined, vague: boolean, type: TaskType, p: number): OpInstance | null {
+export function readOp(
+  rng: Rng,
+  truth: OpInstance | undefined,
+  vague: boolean,
+  type: TaskType,
+  p: number,
+): OpInstance | null {
   if (truth !== undefined && truth.spec.from === type && rng.next() < p) {
     // A phrase without its number gives the op but not the parameter: the reader guesses one.
     if (!vague) return truth;
@@ -36,4 +42,3 @@ export function readerGuess(rng: Rng, task: MartiTask, p: number): OpInstance[] 
   }
   return chain;
 }
-

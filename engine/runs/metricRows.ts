@@ -1,19 +1,37 @@
 /**
- * A run's metrics as pre-parsed binary rows, `metrics.rows.bin` beside metrics.jsonl, so a cold 20-run overlay reads
+ * A run's metrics as pre-parsed binary rows, `metrics.rows.<gen>.bin` beside metrics.jsonl, so a cold 20-run overlay reads
  * numbers instead of parsing 2·10^6 lines of text (engine/api/runsSeries.ts; tests/bench/appScaleBench.ts). The run
  * loop's summary keeper (summarySidecar.ts) appends the rows of the lines it summarises; the summary sidecar records
  * how many bytes of the file are valid, the metric names by id, and the part of metrics.jsonl they cover (its end
  * offset and the bytes before it), so a reader takes the rows, checks them against the log, and parses the log only
- * past them. The log stays the truth: rows that do not match it are ignored.
+ * past them. The log stays the truth: rows that do not match it are ignored. A writer that starts the rows over (a
+ * resume cut the log back) writes a file of a new generation and removes the old one once the sidecar names the new:
+ * a reader that took the old sidecar reads the old file or none, never the new rows under the old names.
  *
  * One row per metrics record (the lines summarised: a finite step, as metricLineProblem/toMetricPoint read them):
  * u16 n, f64 step, f64 time (NaN when absent), then n × (u16 name id, f64 value; NaN for null). Little-endian.
  */
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { RowSink } from './metricStats';
 
-export const METRIC_ROWS = 'metrics.rows.bin';
+const ROWS_NAME = /^metrics\.rows\.[0-9a-f]{8}\.bin$/;
+
+/** A new generation's file name. */
+export function newRowsFile(): string {
+  return `metrics.rows.${randomBytes(4).toString('hex')}.bin`;
+}
+
+/** Whether `name` is a rows file's name (the only names a sidecar may point at). */
+export function isRowsFile(name: string): boolean {
+  return ROWS_NAME.test(name);
+}
+
+/** Removes the run's rows files other than `keep`. */
+export function removeOtherRows(dir: string, keep: string | null): void {
+  for (const name of fs.readdirSync(dir)) if (isRowsFile(name) && name !== keep) fs.rmSync(path.join(dir, name), { force: true });
+}
 /** Ids are u16: a run with more metric names than this keeps no rows. */
 const MAX_NAMES = 0xffff;
 
@@ -80,14 +98,22 @@ export class RowsBuilder {
 }
 
 /**
- * The columns of `keys` (x the step or the time) from the first `bytes` bytes of the rows file of run folder `dir`, or
+ * The columns of `keys` (x the step or the time) from the first `bytes` bytes of rows file `file` of run folder `dir`, or
  * null when they cannot be read (missing, shorter, malformed). A key named `step` or `time` gets no column (null in the
  * array): those are read from the log.
  */
-export function readRowColumns(dir: string, bytes: number, names: readonly string[], keys: readonly string[], xKey: 'step' | 'time'): (RowColumn | null)[] | null {
+export function readRowColumns(
+  dir: string,
+  file: string,
+  bytes: number,
+  names: readonly string[],
+  keys: readonly string[],
+  xKey: 'step' | 'time',
+): (RowColumn | null)[] | null {
+  if (!isRowsFile(file)) return null;
   let buf: Buffer;
   try {
-    const fd = fs.openSync(path.join(dir, METRIC_ROWS), 'r');
+    const fd = fs.openSync(path.join(dir, file), 'r');
     try {
       buf = Buffer.allocUnsafe(bytes);
       if (fs.readSync(fd, buf, 0, bytes, 0) !== bytes) return null;

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { RUN_FILES } from './home';
-import { METRIC_ROWS, readRowColumns, RowsBuilder, type RowColumn } from './metricRows';
+import { isRowsFile, newRowsFile, readRowColumns, removeOtherRows, RowsBuilder, type RowColumn } from './metricRows';
 import { readAt, scanMetricStats, type MetricsSummary, type ReadAt, type RowSink, type ScanEnd } from './metricStats';
 import { metricsByNameSchema } from './runSummary';
 import { checkWriter, readLockClaim } from './writerProcess';
@@ -42,7 +42,8 @@ export interface RowsCover {
   /** The log offset the rows cover up to, and the bytes before it (as `tail`). */
   end: number;
   tail: string;
-  /** Valid bytes of metrics.rows.bin. */
+  /** The rows file (metrics.rows.<gen>.bin) and its valid bytes. */
+  file: string;
   bytes: number;
   /** Metric names by id. */
   names: string[];
@@ -58,7 +59,14 @@ const sidecarSchema = z.object({
   tail: z.string().max(200),
   metrics: metricsByNameSchema,
   rows: z
-    .object({ end: z.number().int().nonnegative(), tail: z.string().max(200), bytes: z.number().int().nonnegative(), names: z.array(z.string()) })
+    .object({
+      end: z.number().int().nonnegative(),
+      tail: z.string().max(200),
+      // a name in this folder of the rows' own form, never a path
+      file: z.string().refine(isRowsFile),
+      bytes: z.number().int().nonnegative(),
+      names: z.array(z.string()),
+    })
     .optional(),
 });
 
@@ -193,12 +201,13 @@ const KEEP_EVERY_MS = 5000;
 /**
  * The run loop's side: the summary of its own metrics.jsonl kept in memory and extended from the file at each flush
  * (only the lines appended since the last one are read), then written as the sidecar, with the lines' pre-parsed
- * rows appended to metrics.rows.bin (metricRows.ts). The lines it covers are on disk before it names them: a flush
+ * rows appended to metrics.rows.<gen>.bin (metricRows.ts). The lines it covers are on disk before it names them: a flush
  * reads them back from the file; rows are appended before the sidecar that counts them is written.
  */
 export class SummaryKeeper {
   private cover: MetricsCover | null = null;
   private rows: RowsBuilder | null = null;
+  private rowsFile = '';
   private lastWrite = 0;
 
   constructor(private readonly dir: string) {}
@@ -207,17 +216,20 @@ export class SummaryKeeper {
   flush(): void {
     try {
       const file = path.join(this.dir, RUN_FILES.metrics);
-      const rowsFile = path.join(this.dir, METRIC_ROWS);
+      let fresh = false;
       if (this.cover === null) {
-        // Continue an earlier process's summary and rows only where both still describe the log (a resume that cut
-        // the log back, or rows behind the summary: both are read again from the log's start).
+        // Continue an earlier process's summary and rows only where both still describe the log; else (a resume that
+        // cut the log back, rows behind the summary) both are read again from the log's start, into a new rows file.
         const old = readSummarySidecar(this.dir);
-        const usable = 'cover' in old && old.cover.rows?.end === old.cover.end && fileSize(rowsFile) >= old.cover.rows.bytes;
-        this.cover = usable ? old.cover : null;
-        this.rows = new RowsBuilder(usable ? [...old.cover.rows!.names] : []);
-        const fd = fs.openSync(rowsFile, 'a');
+        const kept = 'cover' in old && old.cover.rows?.end === old.cover.end ? old.cover.rows : undefined;
+        const usable = kept !== undefined && fileSize(path.join(this.dir, kept.file)) >= kept.bytes;
+        this.cover = usable ? (old as { cover: MetricsCover }).cover : null;
+        this.rows = new RowsBuilder(usable ? [...kept.names] : []);
+        this.rowsFile = usable ? kept.file : newRowsFile();
+        fresh = !usable;
+        const fd = fs.openSync(path.join(this.dir, this.rowsFile), 'a');
         try {
-          fs.ftruncateSync(fd, usable ? old.cover.rows!.bytes : 0);
+          fs.ftruncateSync(fd, usable ? kept.bytes : 0);
         } finally {
           fs.closeSync(fd);
         }
@@ -226,11 +238,14 @@ export class SummaryKeeper {
       const { cover } = extendCover(file, this.cover, readAt, rows.ok ? rows.sink : undefined);
       if (rows.ok) {
         const bytes = rows.take();
-        if (bytes.length > 0) fs.appendFileSync(rowsFile, bytes);
-        cover.rows = { end: cover.end, tail: cover.tail, bytes: (this.cover?.rows?.bytes ?? 0) + bytes.length, names: [...rows.names] };
+        if (bytes.length > 0) fs.appendFileSync(path.join(this.dir, this.rowsFile), bytes);
+        const before = this.cover?.rows?.bytes ?? 0;
+        cover.rows = { end: cover.end, tail: cover.tail, file: this.rowsFile, bytes: before + bytes.length, names: [...rows.names] };
       } else delete cover.rows;
       this.cover = cover;
-      writeSummarySidecar(this.dir, cover);
+      const written = writeSummarySidecar(this.dir, cover);
+      // The old generation goes once the sidecar names the new one (a reader holding the old sidecar reads none).
+      if (fresh && written) removeOtherRows(this.dir, rows.ok ? this.rowsFile : null);
       this.lastWrite = Date.now();
     } catch {
       // the listing and the overlay read the log instead
@@ -261,6 +276,6 @@ export function rowColumns(dir: string, keys: readonly string[], xKey: 'step' | 
   if (!('cover' in sidecar) || !sidecar.cover.rows) return null;
   const rows = sidecar.cover.rows;
   if (rows.end !== sidecar.cover.end && tailPrint(path.join(dir, RUN_FILES.metrics), rows.end) !== rows.tail) return null;
-  const columns = readRowColumns(dir, rows.bytes, rows.names, keys, xKey);
+  const columns = readRowColumns(dir, rows.file, rows.bytes, rows.names, keys, xKey);
   return columns ? { end: rows.end, columns } : null;
 }

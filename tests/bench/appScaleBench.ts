@@ -27,7 +27,7 @@ import { DEFAULT_RENDERER_DIR, startWebServer } from '../../engine/api/webServer
 import { INDEX_FILE } from '../../engine/runs/home';
 import { createRunFolder, updateStatus } from '../../engine/runs/runFolder';
 import { openRunIndex } from '../../engine/runs/runIndex';
-import { METRIC_ROWS } from '../../engine/runs/metricRows';
+import { removeOtherRows } from '../../engine/runs/metricRows';
 import { SUMMARY_SIDECAR, SummaryKeeper } from '../../engine/runs/summarySidecar';
 
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
@@ -204,7 +204,7 @@ export async function benchAppScale(opts: { runs: number; lines: number; big: nu
     const runsRoot = path.join(home, 'runs');
     for (const id of fs.readdirSync(runsRoot)) {
       fs.rmSync(path.join(runsRoot, id, SUMMARY_SIDECAR), { force: true });
-      fs.rmSync(path.join(runsRoot, id, METRIC_ROWS), { force: true });
+      removeOtherRows(path.join(runsRoot, id), null);
     }
     fs.rmSync(path.join(home, INDEX_FILE));
     let t = performance.now();

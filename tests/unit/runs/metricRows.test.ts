@@ -13,7 +13,7 @@ import { decimate } from '../../../engine/runs/decimate';
 import { RUN_FILES } from '../../../engine/runs/home';
 import { JsonlAppender } from '../../../engine/runs/jsonl';
 import { createRunFolder, type NewRunMeta } from '../../../engine/runs/runFolder';
-import { METRIC_ROWS } from '../../../engine/runs/metricRows';
+import { isRowsFile } from '../../../engine/runs/metricRows';
 import { SummaryKeeper } from '../../../engine/runs/summarySidecar';
 import { parsedColumn } from '../../helpers/metricReference';
 
@@ -40,6 +40,8 @@ const steps = (from: number, to: number, extra: (s: number) => object = () => ({
     const s = from + i;
     return { step: s, time: 1e9 + s / 3, reward: Math.sin(s) / 7, loss: s % 9 === 0 ? null : 1 / s, ...extra(s) };
   });
+
+const rowsFiles = (dir: string) => fs.readdirSync(dir).filter(isRowsFile);
 
 /** Series of `names` for one run as the overlay asks them, and the bytes of metrics.jsonl read to answer. */
 function overlay(runId: string, dir: string, names: string[], x: 'step' | 'time') {
@@ -81,7 +83,8 @@ describe('pre-parsed metric rows', () => {
     append(dir, steps(1, 15_000, (s) => (s % 50 === 0 ? { 'eval.accuracy': s / 15_000 } : s % 777 === 0 ? JSON.parse('{"__proto__": 3}') : {})));
     fs.appendFileSync(path.join(dir, RUN_FILES.metrics), '{"step":15001,"reward":1,"reward":2}\n{"step":15002,"phase":"x","reward":0.5}\n{"step":15003,"rew');
     new SummaryKeeper(dir).flush();
-    expect(fs.statSync(path.join(dir, METRIC_ROWS)).size).toBeGreaterThan(0);
+    expect(rowsFiles(dir)).toHaveLength(1);
+    expect(fs.statSync(path.join(dir, rowsFiles(dir)[0]!)).size).toBeGreaterThan(0);
     // the log grows past the rows
     fs.appendFileSync(path.join(dir, RUN_FILES.metrics), 'ard":9}\n');
     append(dir, steps(15_004, 15_020));
@@ -107,6 +110,7 @@ describe('pre-parsed metric rows', () => {
     const { id, dir } = createRunFolder(home, META);
     append(dir, steps(1, 3_000));
     new SummaryKeeper(dir).flush();
+    const [oldRows] = rowsFiles(dir);
     const file = path.join(dir, RUN_FILES.metrics);
     // a resume from step 1,000: the log cut there, then other values written for the same steps
     const text = fs.readFileSync(file, 'utf8');
@@ -118,11 +122,28 @@ describe('pre-parsed metric rows', () => {
     const { run } = overlay(id, dir, ['reward'], 'step');
     expect(run.series.reward).toEqual(expected(dir, 'reward', 'step'));
 
-    // the writer's next process continues from the log as it is: its rows are read from the start again
+    // the writer's next process continues from the log as it is: its rows are read from the start again, into a file
+    // of a new generation (a reader holding the old sidecar never reads them under the old names); the old one goes
     new SummaryKeeper(dir).flush();
+    expect(rowsFiles(dir)).toHaveLength(1);
+    expect(rowsFiles(dir)[0]).not.toBe(oldRows);
     clearSeriesCaches();
     const again = overlay(id, dir, ['reward'], 'step');
     expect(again.run.series.reward).toEqual(expected(dir, 'reward', 'step'));
     expect(again.bytes).toBeLessThan(20 << 10);
+  });
+
+  it('a sidecar that points its rows at another path is not taken', () => {
+    const { id, dir } = createRunFolder(home, META);
+    append(dir, steps(1, 500));
+    new SummaryKeeper(dir).flush();
+    const sidecar = path.join(dir, 'metrics.summary.json');
+    const data = JSON.parse(fs.readFileSync(sidecar, 'utf8')) as { rows: { file: string } };
+    fs.copyFileSync(path.join(dir, data.rows.file), path.join(home, 'elsewhere.bin'));
+    data.rows.file = '../../elsewhere.bin';
+    fs.writeFileSync(sidecar, JSON.stringify(data));
+    const { run, bytes } = overlay(id, dir, ['reward'], 'step');
+    expect(run.series.reward).toEqual(expected(dir, 'reward', 'step'));
+    expect(bytes).toBeGreaterThanOrEqual(fs.statSync(path.join(dir, RUN_FILES.metrics)).size); // the log, read whole
   });
 });

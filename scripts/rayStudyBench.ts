@@ -51,9 +51,29 @@ async function studyHere(home: string, parallel: number): Promise<number> {
 interface JobParts {
   submitMs: number;
   startMs: number;
+  waitMs: number;
   envMs: number;
   runMs: number;
   tailMs: number;
+}
+
+/** Epoch ms of a job's milestones: runtime env set-up logged, entrypoint started, done line, job end. */
+interface Milestones {
+  envAt: number;
+  entryAt: number;
+  endAt: number;
+}
+
+/**
+ * How long a job waited for a free CPU after Ray logged its runtime env set-up: the first moment at or after that when
+ * fewer than `slots` jobs that started before it were still running (the head has 2 CPUs, each job takes 1).
+ */
+function waitForSlot(job: Milestones, all: Milestones[], slots: number): number {
+  const earlier = all.filter((k) => k !== job && k.entryAt < job.entryAt);
+  const busyAt = (t: number) => earlier.filter((k) => k.entryAt <= t && t < k.endAt).length;
+  const candidates = [job.envAt, ...earlier.map((k) => k.endAt).filter((t) => t > job.envAt)].sort((a, b) => a - b);
+  const free = candidates.find((t) => busyAt(t) < slots) ?? job.envAt;
+  return Math.min(free, job.entryAt) - job.envAt;
 }
 
 /** Log timestamps "2026-12-01 17:26:53,400" (the head's local time) as epoch ms. */
@@ -83,6 +103,7 @@ async function studyOnRay(home: string, url: string): Promise<{ wallMs: number; 
   const done = await runStudyOnRay(home, record, client, { setup: 'echo "bench: entrypoint at $(date +%s%3N)"' }).done;
   const wallMs = performance.now() - t0;
   const jobs: JobParts[] = [];
+  const marks: Milestones[] = [];
   for (const run of done.runs) {
     if (run.state !== 'finished') throw new Error(`run ${run.runId} ${run.state}: ${run.message}`);
     const job = await client.job(run.runId);
@@ -91,14 +112,20 @@ async function studyOnRay(home: string, url: string): Promise<{ wallMs: number; 
     const entryAt = Number(/bench: entrypoint at (\d+)/.exec(log.join('\n'))![1]);
     const doneLine = JSON.parse(log.find((l) => l.startsWith('{"type":"done"'))!);
     const doneAt = doneLine.metrics.time * 1000; // the last step's time (train's own clock, the same machine)
+    marks.push({ envAt, entryAt, endAt: job.end_time! });
     jobs.push({
       submitMs: submitMs.get(run.runId) ?? NaN,
       startMs: envAt - job.start_time!,
+      waitMs: 0,
       envMs: entryAt - envAt,
       runMs: doneAt - entryAt,
       tailMs: job.end_time! - doneAt,
     });
   }
+  marks.forEach((m, i) => {
+    jobs[i]!.waitMs = waitForSlot(m, marks, 2);
+    jobs[i]!.envMs -= jobs[i]!.waitMs;
+  });
   return { wallMs, jobs };
 }
 
@@ -118,6 +145,7 @@ async function main() {
       const ray = await studyOnRay(path.join(root, `ray${r}`), head.url);
       walls.ray!.push(ray.wallMs);
       jobs.push(...ray.jobs);
+      process.stderr.write(`${JSON.stringify(ray.jobs)}\n`);
       process.stderr.write(`repeat ${r + 1}/${repeats}: sequential ${sec(walls.sequential!.at(-1)!)} s, here ${sec(walls.here!.at(-1)!)} s, ray ${sec(ray.wallMs)} s\n`);
     }
   } finally {
@@ -136,9 +164,10 @@ async function main() {
   const parts: [keyof JobParts, string][] = [
     ['submitMs', 'submit request (POST /api/jobs/)'],
     ['startMs', "job start: Ray's supervisor actor, until \"Runtime env is setting up\""],
+    ['waitMs', `waiting for a free CPU (2 CPUs, ${runs} jobs a study)`],
     ['envMs', 'runtime_env set-up and driver launch, until the entrypoint runs'],
     ['runMs', 'the run itself: node + engine load + training, until its done line'],
-    ['tailMs', 'until Ray marks the job SUCCEEDED'],
+    ['tailMs', 'final checkpoint, process exit, until Ray marks the job SUCCEEDED'],
   ];
   for (const [k, name] of parts) {
     const xs = jobs.map((j) => j[k]);

@@ -211,7 +211,7 @@ describe.runIf(expectRay || !missing)('a real Ray head', () => {
     expect(final.headline?.key).toBe('eval.accuracy');
   });
 
-  it('says in one line what is wrong: a wrong URL, a closed port, an unknown job, a submission id that exists', async () => {
+  it('says in one line what is wrong: a wrong URL, a closed port, an unknown job, a failed job, a submission id that exists', async () => {
     const [closed] = await freePorts(1);
     const cases: [string[], RegExp][] = [
       [['jobs', 'ls', '--ray', `${head.url}/not-ray`], /^mars-lab: http:\/\/127\.0\.0\.1:\d+\/not-ray has no GET \/api\/jobs\/ \(HTTP 404.*is this a Ray dashboard's address/],
@@ -227,6 +227,17 @@ describe.runIf(expectRay || !missing)('a real Ray head', () => {
       expect(r.stderr, args.join(' ')).toMatch(want);
       expect(r.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
     }
+    // a job that fails (no node at that path on the "cluster"): the run is failed, with the reason, in the table and one line
+    const failed = await cli(['study', '--preset', 'seqgrpo-copy', '--seeds', '1', '--set', 'budget.steps=3', '--home', home, '--ray', head.url, '--ray-node', '/no/such/node']);
+    expect(failed.code).toBe(2);
+    expect(failed.stdout).toMatch(/-s0 +– +0 +failed \(FAILED\)/);
+    expect(failed.stdout).toMatch(/-s0: .*\/no\/such\/node.*not found/);
+    expect(failed.stderr).toMatch(/^mars-lab: study \S+: 1 failed of 1 runs\n$/m);
+    const failedRun = /^(\S+-s0) /m.exec(failed.stdout)![1]!;
+    const logs = await cli(['jobs', 'logs', failedRun, '--follow', '--ray', head.url]);
+    expect(logs.code).toBe(2);
+    expect(logs.stdout).toContain('/no/such/node');
+    expect(logs.stderr).toMatch(new RegExp(`^mars-lab: Ray job '${failedRun}' failed: Job entrypoint command failed with exit code 127`));
     await client.submit({ entrypoint: 'echo once', submission_id: 'dup-1' });
     const dup = await client.submit({ entrypoint: 'echo twice', submission_id: 'dup-1' }).catch((e: unknown) => e);
     expect(dup).toBeInstanceOf(RayError);

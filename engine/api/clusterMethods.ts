@@ -18,7 +18,14 @@ import { checkRunConfig, ConfigValidationError } from '../runs/configSchema';
 import { loadPreset, resolvePresetConfig } from '../runs/presets';
 import { RayError, RayJobsClient } from '../ray/jobsClient';
 import { runStudyOnRay } from '../studies/rayStudy';
-import { FINAL_STATES, listStudyIds, readStudy, studyLogFile, type StudyRecord, type StudyRun } from '../studies/studyRecord';
+import {
+  FINAL_STATES,
+  listStudyIds,
+  readStudy,
+  studyLogFile,
+  type StudyRecord,
+  type StudyRun,
+} from '../studies/studyRecord';
 import { planStudy, PROJECT_DIR } from '../studies/studyPlan';
 import { refreshStudy } from '../studies/studyStatus';
 import { configSizeProblem } from '../boundedText';
@@ -27,7 +34,14 @@ import type { ApiEvent, ApiParsedRequest, ApiStudyView } from './contract';
 import { configPathIssues } from './hostGuards';
 import type { ApiHandlers } from './host';
 
-export const CLUSTER_METHODS = ['studyOptions', 'startStudy', 'listStudies', 'attachStudy', 'stopClusterJob', 'getClusterLog'] as const;
+export const CLUSTER_METHODS = [
+  'studyOptions',
+  'startStudy',
+  'listStudies',
+  'attachStudy',
+  'stopClusterJob',
+  'getClusterLog',
+] as const;
 export type ClusterMethod = (typeof CLUSTER_METHODS)[number];
 
 export interface ClusterHostOptions {
@@ -74,7 +88,9 @@ export function configDiffSets(base: unknown, edited: unknown, prefix: string[] 
       return out;
     }
   }
-  if (JSON.stringify(base) !== JSON.stringify(edited) && prefix.length > 0) out.push(`${prefix.join('.')}=${JSON.stringify(edited)}`);
+  if (JSON.stringify(base) !== JSON.stringify(edited) && prefix.length > 0) {
+    out.push(`${prefix.join('.')}=${JSON.stringify(edited)}`);
+  }
   return out;
 }
 
@@ -94,12 +110,17 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
   };
 
   const viewOf = (record: StudyRecord): ApiStudyView => {
-    const link = followed.has(record.id) ? { link: 'following' as const } : (links.get(record.id) ?? { link: 'idle' as const });
+    const link = followed.has(record.id)
+      ? { link: 'following' as const }
+      : (links.get(record.id) ?? { link: 'idle' as const });
     return {
       id: record.id,
       createdAt: record.createdAt,
       preset: record.preset,
-      where: record.where.kind === 'ray' ? { kind: 'ray', url: record.where.url, rayHome: record.where.rayHome } : { kind: 'local' },
+      where:
+        record.where.kind === 'ray'
+          ? { kind: 'ray', url: record.where.url, rayHome: record.where.rayHome }
+          : { kind: 'local' },
       runs: record.runs.map((r: StudyRun) => ({ ...r })),
       link: link.link,
       ...(link.message ? { message: link.message } : {}),
@@ -111,7 +132,11 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
     let token: string | undefined;
     if (tokenEnv) {
       token = env[tokenEnv];
-      if (!token) throw new UserError(`ray.tokenEnv: ${tokenEnv} is not set in the environment of this app's host; set it there (ray get-auth-token prints the token) or leave the field empty`);
+      if (!token) {
+        throw new UserError(
+          `ray.tokenEnv: ${tokenEnv} is not set in the environment of this app's host; set it there (ray get-auth-token prints the token) or leave the field empty`,
+        );
+      }
     }
     return new RayJobsClient({ url, ...(token ? { token } : {}), env, timeoutMs: opts.timeoutMs ?? 15_000 });
   };
@@ -163,9 +188,14 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
       pumpLogs(record);
       followed.delete(record.id);
       const lost = record.runs.find((r) => r.state === 'unknown' && r.message);
-      if (err instanceof RayError && err.kind === 'unreachable') links.set(record.id, { link: 'unreachable', message: err.message });
-      else if (err) links.set(record.id, { link: 'unreachable', message: err instanceof Error ? err.message.split('\n')[0]! : String(err) });
-      else if (lost) links.set(record.id, { link: 'unreachable', message: lost.message! });
+      if (err instanceof RayError && err.kind === 'unreachable') {
+        links.set(record.id, { link: 'unreachable', message: err.message });
+      } else if (err) {
+        links.set(record.id, {
+          link: 'error',
+          message: err instanceof Error ? err.message.split('\n')[0]! : 'following ended without a reason',
+        });
+      } else if (lost) links.set(record.id, { link: 'unreachable', message: lost.message! });
       changed(record);
     };
     const done = running.done.then(
@@ -184,7 +214,11 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
     },
 
     async startStudy(req: ApiParsedRequest<'startStudy'>) {
-      if (!req.preset) throw new UserError('preset: a study on a cluster starts from a preset; pick one above (a cloned run without one cannot be a study)');
+      if (!req.preset) {
+        throw new UserError(
+          'preset: a study on a cluster starts from a preset; pick one above (a cloned run without one cannot be a study)',
+        );
+      }
       const tooBig = req.config ? configSizeProblem(req.config) : undefined;
       if (tooBig) throw new UserError(`config: the config ${tooBig}`);
       // The form's config as `path=value` sets over the preset's, so every job resolves it as `train --preset … --set …`.
@@ -256,13 +290,25 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
     async stopClusterJob({ studyId, runId }) {
       const live = followed.get(studyId);
       const record = live?.record ?? readStudy(home, studyId);
-      if (record.where.kind !== 'ray') throw new UserError(`study ${studyId} runs here: stop its runs from their own rows`);
+      if (record.where.kind !== 'ray') {
+        throw new UserError(`study ${studyId} runs here: stop its runs from their own rows`);
+      }
       const going = record.runs.filter((r) => !FINAL_STATES.has(r.state) && (runId === undefined || r.runId === runId));
-      if (runId !== undefined && !record.runs.some((r) => r.runId === runId)) throw new UserError(`runId: study ${studyId} has no run '${runId}'`);
-      if (going.length === 0) return { stopping: false, message: runId ? `run ${runId} has ended` : `every run of study ${studyId} has ended` };
+      if (runId !== undefined && !record.runs.some((r) => r.runId === runId)) {
+        throw new UserError(`runId: study ${studyId} has no run '${runId}'`);
+      }
+      if (going.length === 0) {
+        return {
+          stopping: false,
+          message: runId ? `run ${runId} has ended` : `every run of study ${studyId} has ended`,
+        };
+      }
       if (live && runId === undefined) {
         live.stop(); // pending runs are not submitted; the others are asked to stop
-        return { stopping: true, message: `asked Ray to stop ${going.length} job${going.length === 1 ? '' : 's'} (each checkpoints first)` };
+        return {
+          stopping: true,
+          message: `asked Ray to stop ${going.length} job${going.length === 1 ? '' : 's'} (each checkpoints first)`,
+        };
       }
       const client = live?.client ?? clientFor(record.where.url, tokenEnvs.get(studyId));
       let asked = 0;
@@ -270,14 +316,22 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
         if (run.state === 'pending') continue;
         if (await client.stop(run.runId)) asked++;
       }
-      return { stopping: asked > 0, message: asked > 0 ? `asked Ray to stop ${asked === 1 ? `job ${going[0]!.runId}` : `${asked} jobs`} (the run checkpoints first)` : 'Ray says the job was not running' };
+      return {
+        stopping: asked > 0,
+        message:
+          asked > 0
+            ? `asked Ray to stop ${asked === 1 ? `job ${going[0]!.runId}` : `${asked} jobs`} (the run checkpoints first)`
+            : 'Ray says the job was not running',
+      };
     },
 
     async getClusterLog({ studyId, runId, maxBytes }) {
       const record = followed.get(studyId)?.record ?? readStudy(home, studyId);
-      if (!record.runs.some((r) => r.runId === runId)) throw new UserError(`runId: study ${studyId} has no run '${runId}'`);
+      if (!record.runs.some((r) => r.runId === runId)) {
+        throw new UserError(`runId: study ${studyId} has no run '${runId}'`);
+      }
       const file = studyLogFile(home, record.id, runId);
-      let size = 0;
+      let size: number;
       try {
         size = fs.statSync(file).size;
       } catch {

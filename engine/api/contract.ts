@@ -177,7 +177,8 @@ const studyRunViewSchema = z.object({
 /**
  * A study (its record in <home>/studies/<id>.json) and this host's link to its cluster: 'following' (its jobs' logs
  * are followed now), 'unreachable' (the last try to reach the cluster failed: `message` says why; nothing recorded is
- * lost and attachStudy retries), or 'idle' (nothing followed: every run ended, or not attached yet).
+ * lost and attachStudy retries), 'error' (following ended on another fault, e.g. a refused token: `message`), or
+ * 'idle' (nothing followed: every run ended, or not attached yet).
  */
 export const studyViewSchema = z.object({
   id: z.string(),
@@ -185,7 +186,7 @@ export const studyViewSchema = z.object({
   preset: z.string(),
   where: z.object({ kind: z.enum(['local', 'ray']), url: z.string().optional(), rayHome: z.string().optional() }),
   runs: z.array(studyRunViewSchema),
-  link: z.enum(['following', 'unreachable', 'idle']),
+  link: z.enum(['following', 'unreachable', 'error', 'idle']),
   message: z.string().optional(),
 });
 export type ApiStudyView = z.infer<typeof studyViewSchema>;

@@ -26,7 +26,11 @@ import { expectRay, freePorts, rayMissing, startRayHead, type RayHead } from '..
 const OUTPUT = path.resolve('tests/output/e2e');
 const rayGone = rayMissing();
 
-if (!haveChromium) console.warn(`tests/e2e/clusterUi.test.ts skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
+if (!haveChromium) {
+  console.warn(
+    `tests/e2e/clusterUi.test.ts skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`,
+  );
+}
 
 let home: string;
 let host: Host;
@@ -38,7 +42,9 @@ const pageErrors: string[] = [];
 describe.skipIf(!haveChromium)('Ray cluster in the app (web mode, a browser)', () => {
   beforeAll(async () => {
     const index = path.join(DEFAULT_RENDERER_DIR, 'index.html');
-    if (!fs.existsSync(index)) throw new Error(`the built renderer is missing (${index}): run \`npm run build\` before these tests`);
+    if (!fs.existsSync(index)) {
+      throw new Error(`the built renderer is missing (${index}): run \`npm run build\` before these tests`);
+    }
     fs.mkdirSync(OUTPUT, { recursive: true });
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-e2e-ray-'));
     host = await createHost({ home, launcher: nodeRunLauncher(), transport: 'web' });
@@ -81,7 +87,9 @@ describe.skipIf(!haveChromium)('Ray cluster in the app (web mode, a browser)', (
     await page.getByTestId('start-run').click();
     const alert = page.locator('[data-testid="launch-form"] .actions .error[role="alert"]');
     await alert.waitFor();
-    expect(await alert.textContent()).toMatch(new RegExp(`^Ray cluster at http://127\\.0\\.0\\.1:${closed} is unreachable \\(ECONNREFUSED`));
+    expect(await alert.textContent()).toMatch(
+      new RegExp(`^Ray cluster at http://127\\.0\\.0\\.1:${closed} is unreachable \\(ECONNREFUSED`),
+    );
     expect((await alert.textContent())!.split('\n')).toHaveLength(1);
     expect(listStudyIds(home)).toEqual([]);
     expect(page.url()).toContain('#/launch'); // stayed on the form
@@ -111,7 +119,9 @@ describe.skipIf(!haveChromium)('Ray cluster in the app (web mode, a browser)', (
     // opening the view re-attaches from the record; the cluster is not there
     await expect.poll(() => study.getAttribute('data-link'), { timeout: 20_000 }).toBe('unreachable');
     const state = study.getByTestId('cluster-unreachable');
-    expect(await state.textContent()).toMatch(/^cluster unreachable — nothing lost; retry\. Ray cluster at http:\/\/127\.0\.0\.1:\d+ is unreachable/);
+    expect(await state.textContent()).toMatch(
+      /^cluster unreachable — nothing lost; retry\. Ray cluster at http:\/\/127\.0\.0\.1:\d+ is unreachable/,
+    );
     const rows = study.getByTestId('cluster-run');
     expect(await rows.count()).toBe(2);
     expect(await rows.nth(0).getAttribute('data-state')).toBe('finished');
@@ -145,7 +155,11 @@ describe.skipIf(!haveChromium)('Ray cluster in the app (web mode, a browser)', (
       await expect.poll(() => page.getByTestId('start-run').isDisabled()).toBe(false);
       await page.getByTestId('start-run').click();
       await page.waitForURL(/#\/runs/);
-      const [id] = listStudyIds(home).filter((s) => s.includes('seqgrpo-copy') && fs.readFileSync(path.join(home, 'studies', `${s}.json`), 'utf8').includes(head.url));
+      const [id] = listStudyIds(home).filter(
+        (s) =>
+          s.includes('seqgrpo-copy') &&
+          fs.readFileSync(path.join(home, 'studies', `${s}.json`), 'utf8').includes(head.url),
+      );
       expect(id).toBeDefined();
       const study = page.locator(`[data-testid="cluster-study"][data-study="${id}"]`);
       await study.waitFor();
@@ -162,7 +176,9 @@ describe.skipIf(!haveChromium)('Ray cluster in the app (web mode, a browser)', (
       expect(await log.textContent()).toContain('"type":"done"');
       // the runs in the shared home: rows of the runs table, as local runs are
       const runId = await rows.nth(0).getAttribute('data-run');
-      await expect.poll(() => page.locator(`[data-testid="runs-view"] table a[href="#/run/${runId}"]`).count()).toBeGreaterThan(0);
+      await expect
+        .poll(() => page.locator(`[data-testid="runs-view"] table a[href="#/run/${runId}"]`).count())
+        .toBeGreaterThan(0);
       await study.screenshot({ path: path.join(OUTPUT, 'cluster-jobs.png') });
     }, 240_000);
   });

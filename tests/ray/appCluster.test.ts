@@ -68,7 +68,9 @@ describe.runIf(expectRay || !missing)('the app against a real Ray head', () => {
       waiters.add(check);
     });
   const lastView = (id: string): ApiStudyView | undefined =>
-    events.findLast((e): e is Extract<ApiEvent, { type: 'studyChanged' }> => e.type === 'studyChanged' && e.study.id === id)?.study;
+    events.findLast(
+      (e): e is Extract<ApiEvent, { type: 'studyChanged' }> => e.type === 'studyChanged' && e.study.id === id,
+    )?.study;
   /** A run's log as the events carried it (each piece placed at its byte offset). */
   const logOf = (studyId: string, runId: string): string => {
     let buf = Buffer.alloc(0);
@@ -100,16 +102,25 @@ describe.runIf(expectRay || !missing)('the app against a real Ray head', () => {
   }, 60_000);
 
   it("submits the launch form's study as Ray jobs, pushes its status and logs, and its runs appear as local ones do", async () => {
-    expect((await api<{ variants: string[] }>('studyOptions', { preset: 'seqgrpo-copy' })).variants).toEqual(expect.any(Array));
+    expect((await api<{ variants: string[] }>('studyOptions', { preset: 'seqgrpo-copy' })).variants).toEqual(
+      expect.any(Array),
+    );
     // the form sends the preset's config as edited (here: 6 steps, evaluation every 3)
-    const form = await api<{ ok: true; config: Record<string, unknown> }>('validateConfig', { preset: 'seqgrpo-copy', sets: ['budget.steps=6', 'eval.every=3'] });
+    const form = await api<{ ok: true; config: Record<string, unknown> }>('validateConfig', {
+      preset: 'seqgrpo-copy',
+      sets: ['budget.steps=6', 'eval.every=3'],
+    });
     const { study } = await api<{ study: ApiStudyView }>('startStudy', {
       preset: 'seqgrpo-copy',
       config: form.config,
       seeds: [0, 1],
       ray: { url: head.url, node: process.execPath },
     });
-    expect(study).toMatchObject({ preset: 'seqgrpo-copy', where: { kind: 'ray', url: head.url, rayHome: home }, link: 'following' });
+    expect(study).toMatchObject({
+      preset: 'seqgrpo-copy',
+      where: { kind: 'ray', url: head.url, rayHome: home },
+      link: 'following',
+    });
     expect(study.runs.map((r) => r.seed)).toEqual([0, 1]);
     await until(() => lastView(study.id)?.link === 'idle', 'the study to end');
     const end = lastView(study.id)!;
@@ -132,7 +143,10 @@ describe.runIf(expectRay || !missing)('the app against a real Ray head', () => {
     expect(readStudy(home, study.id).runs.every((r) => r.state === 'finished')).toBe(true);
     const { studies } = await api<{ studies: ApiStudyView[] }>('listStudies', {});
     expect(studies.find((s) => s.id === study.id)?.runs.map((r) => r.state)).toEqual(['finished', 'finished']);
-    const log = await api<{ text: string; from: number; size: number }>('getClusterLog', { studyId: study.id, runId: end.runs[0]!.runId });
+    const log = await api<{ text: string; from: number; size: number }>('getClusterLog', {
+      studyId: study.id,
+      runId: end.runs[0]!.runId,
+    });
     expect(log.from).toBe(0);
     expect(log.text).toBe(await client.logs(end.runs[0]!.runId));
   });
@@ -159,14 +173,26 @@ describe.runIf(expectRay || !missing)('the app against a real Ray head', () => {
   it('an unreachable cluster: one line and nothing recorded at launch; mid-study a state, then re-attached from the record', async () => {
     const [closed] = await freePorts(1);
     const before = listStudyIds(home).length;
-    const refused = await api('startStudy', { preset: 'seqgrpo-copy', seeds: [0], ray: { url: `http://127.0.0.1:${closed}` } }).catch((e: unknown) => e as Error);
+    const refused = await api('startStudy', {
+      preset: 'seqgrpo-copy',
+      seeds: [0],
+      ray: { url: `http://127.0.0.1:${closed}` },
+    }).catch((e: unknown) => e as Error);
     expect(refused).toBeInstanceOf(Error);
-    expect((refused as Error).message).toMatch(/^Ray cluster at http:\/\/127\.0\.0\.1:\d+ is unreachable \(ECONNREFUSED/);
+    expect((refused as Error).message).toMatch(
+      /^Ray cluster at http:\/\/127\.0\.0\.1:\d+ is unreachable \(ECONNREFUSED/,
+    );
     expect((refused as Error).message).not.toContain('\n');
     expect(listStudyIds(home)).toHaveLength(before);
-    const badToken = await api('startStudy', { preset: 'seqgrpo-copy', seeds: [0], ray: { url: head.url, tokenEnv: 'MARS_LAB_TEST_NO_SUCH_TOKEN' } }).catch((e: unknown) => e as Error);
+    const badToken = await api('startStudy', {
+      preset: 'seqgrpo-copy',
+      seeds: [0],
+      ray: { url: head.url, tokenEnv: 'MARS_LAB_TEST_NO_SUCH_TOKEN' },
+    }).catch((e: unknown) => e as Error);
     expect((badToken as Error).message).toMatch(/^ray\.tokenEnv: MARS_LAB_TEST_NO_SUCH_TOKEN is not set/);
-    const badRequest = await api('startStudy', { preset: 'seqgrpo-copy', seeds: [], ray: { url: head.url } }).catch((e: unknown) => e as Error);
+    const badRequest = await api('startStudy', { preset: 'seqgrpo-copy', seeds: [], ray: { url: head.url } }).catch(
+      (e: unknown) => e as Error,
+    );
     expect((badRequest as Error).message).toMatch(/^startStudy: invalid request \(seeds: /);
 
     // mid-study: the cluster goes away for this machine (a relay closed)
@@ -187,7 +213,10 @@ describe.runIf(expectRay || !missing)('the app against a real Ray head', () => {
     expect(readStudy(home, study.id).runs[0]!.state).toBe('unknown'); // recorded: nothing lost
     // re-attach at the recorded (dead) address: still unreachable, said so, not thrown
     const still = await api<{ study: ApiStudyView }>('attachStudy', { studyId: study.id });
-    expect(still.study).toMatchObject({ link: 'unreachable', message: expect.stringMatching(/^Ray cluster at .* is unreachable/) });
+    expect(still.study).toMatchObject({
+      link: 'unreachable',
+      message: expect.stringMatching(/^Ray cluster at .* is unreachable/),
+    });
     // the cluster at its real address: re-attached from the record, followed to the end
     const back = await api<{ study: ApiStudyView }>('attachStudy', { studyId: study.id, ray: { url: head.url } });
     expect(back.study.link).toBe('following');

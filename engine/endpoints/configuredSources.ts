@@ -23,13 +23,19 @@ export function configuredSources(config: RunConfig): { label: string; source: P
   return [];
 }
 
+/** Whether the config evaluates a user's corpus (MARS task.corpus), which only endpoint policies can read. */
+export function usesCorpus(config: RunConfig): boolean {
+  return config.algorithm === 'mars' && config.task.corpus !== undefined;
+}
+
 /** Whether `eval` of this config goes through endpoints (then a checkpoint is needed only for model sources). */
 export function usesEndpoints(config: RunConfig): boolean {
-  return configuredSources(config).some((s) => s.source.kind === 'endpoint');
+  return usesCorpus(config) || configuredSources(config).some((s) => s.source.kind === 'endpoint');
 }
 
 /** The one line that refuses to train with endpoint policies, or null when the config names none. */
 export function trainingWithEndpointsProblem(config: RunConfig): string | null {
+  if (usesCorpus(config)) return 'task.corpus: a corpus of your own is for evaluation with endpoint policies (mars-lab eval); training uses the generated worlds: remove task.corpus from the run config';
   const named = configuredSources(config).filter((s) => s.source.kind === 'endpoint').map((s) => s.label);
   if (named.length === 0) return null;
   const field = config.algorithm === 'mars' ? 'mars.policies' : 'marti.agents[].policy';

@@ -24,6 +24,7 @@ import { UserError } from '../userError';
 import { EndpointError, EndpointStopped } from './endpointClient';
 import { EndpointPolicy, type PolicyModel } from './endpointPolicy';
 import { RequestJournal } from './journal';
+import { corpusFormat, loadMarsCorpus } from './marsCorpus';
 import { configuredSources } from './configuredSources';
 import { sourceIdentity, type PolicySource } from './policySource';
 
@@ -58,12 +59,17 @@ function stableJson(o: Record<string, unknown>): string {
 export async function evaluateWithEndpoints(home: string, config: RunConfig, o: EndpointEvalOptions = {}): Promise<EndpointEval> {
   if (config.algorithm !== 'mars' && config.algorithm !== 'marti') throw new UserError(`eval with endpoint policies: ${config.algorithm} configs have none; endpoint agents are for MARS and MARTI`);
   const sources = configuredSources(config);
+  const corpus = config.algorithm === 'mars' && config.task.corpus ? config.task.corpus : null;
+  if (corpus && (sources.length === 0 || sources.some((s) => s.source.kind === 'model'))) {
+    throw new UserError('task.corpus: a corpus of your own needs endpoint policies for every system (mars.policies.sys2, and sys1 unless it shares sys2\'s): a mars-lab model knows only the generated worlds\' words');
+  }
   const needsModel = sources.some((s) => s.source.kind === 'model');
   if (needsModel && !o.checkpoint) {
     const who = sources.filter((s) => s.source.kind === 'model').map((s) => s.label).join(', ');
     throw new UserError(`eval: ${who} use${who.includes(',') ? '' : 's'} the run's own model ({"kind": "model"}): add --checkpoint DIR, or give ${who.includes(',') ? 'them' : 'it'} an endpoint`);
   }
-  const identity = config.algorithm === 'mars' ? mars.evalIdentity(config) : marti.evalIdentity(config);
+  const loaded = corpus ? loadMarsCorpus(corpus.folder, corpus.questions) : null;
+  const identity = { ...(config.algorithm === 'mars' ? mars.evalIdentity(config) : marti.evalIdentity(config)), ...(loaded ? { corpus: loaded.sha } : {}) };
   const policies = Object.fromEntries(sources.map((s) => [s.label, sourceIdentity(s.source)]));
   const weights = needsModel ? sha256(fs.readFileSync(path.join(o.checkpoint!, CONFIG_FILE)), fs.readFileSync(path.join(o.checkpoint!, WEIGHTS_FILE))) : '';
   const key = sha256(stableJson(identity), stableJson(policies), weights).slice(0, 24);
@@ -78,7 +84,8 @@ export async function evaluateWithEndpoints(home: string, config: RunConfig, o: 
   if (o.signal?.aborted) inner.abort();
   o.signal?.addEventListener('abort', () => inner.abort(), { once: true });
   const local: LlamaModel | null = needsModel ? (await loadCheckpoint(o.checkpoint!)).model : null;
-  const tokenizer: Tokenizer = config.algorithm === 'mars' ? marsFormat().tokenizer : martiFormat().tokenizer;
+  const format = loaded ? corpusFormat() : undefined;
+  const tokenizer: Tokenizer = config.algorithm === 'mars' ? (format ?? marsFormat()).tokenizer : martiFormat().tokenizer;
   const policyOf = (label: string, s: PolicySource): PolicyModel =>
     s.kind === 'model' ? local! : new EndpointPolicy({ source: s, tokenizer, label, signal: inner.signal, journal, onWarning: o.onWarning, env: o.env });
   const kept = (): string => `${journal.size} answer${journal.size === 1 ? '' : 's'} kept in ${journalFile}: run the same command again to resume`;
@@ -93,7 +100,7 @@ export async function evaluateWithEndpoints(home: string, config: RunConfig, o: 
       const sys2 = policyOf(s2!.label, s2!.source);
       // one endpoint playing both systems is one client (one concurrency limit), as one model plays both in-process
       const sys1 = !s1 ? null : sourceIdentity(s1.source) === sourceIdentity(s2!.source) && s1.source.kind === s2!.source.kind ? sys2 : policyOf(s1.label, s1.source);
-      result = await evaluateMars(config, sys2, sys1);
+      result = await evaluateMars(config, sys2, sys1, loaded ? { format, questions: loaded.questions.slice(0, config.eval.items) } : {});
     } else {
       const team = teamOf(config);
       const agents = config.marti.configuration === 'single' ? config.marti.agents.slice(0, 1) : config.marti.agents;
@@ -117,6 +124,7 @@ export async function evaluateWithEndpoints(home: string, config: RunConfig, o: 
   } finally {
     local?.dispose();
   }
+  result = { ...result, identity }; // with the corpus's hash when there is one
   const label = sources.map((s) => `${s.label}: ${s.source.kind === 'endpoint' ? `${s.source.model} at ${s.source.baseUrl}` : path.resolve(o.checkpoint!)}`).join('; ');
   const file = path.join(dir, 'eval.json');
   // the journal stays beside the results (a rerun replays it); the folder is rewritten whole, the journal included

@@ -49,6 +49,16 @@ export const marsTaskSchema = z
       'Group size (G)',
       'Trajectories per question; their rewards are normalised within the question (ALGORITHMS.md §2.5).',
     ),
+    corpus: field(
+      z
+        .strictObject({
+          folder: field(z.string().min(1).max(4096), 'Corpus folder', 'A folder of .txt, .md and .jsonl documents ({"text", "title"?, "id"?} a line), searched with the worlds’ BM25.'),
+          questions: field(z.string().min(1).max(4096), 'Questions file', 'JSONL, one {"question", "answers": […], "id"?} a line; evaluation takes the first eval.items.'),
+        })
+        .optional(),
+      'Your corpus',
+      'Evaluation with endpoint policies only: search your own documents and answer your own questions instead of the generated worlds’.',
+    ),
   })
   .superRefine((t, ctx) => {
     if (t.evalWorlds + t.trainWorlds > 100_000) ctx.addIssue({ code: 'custom', path: ['trainWorlds'], message: 'too many worlds' });

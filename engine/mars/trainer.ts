@@ -311,13 +311,16 @@ class MarsTrainer implements Trainer {
   }
 }
 
-/** Held-out evaluation; each system's policy may be an endpoint (engine/endpoints/evaluateEndpoints.ts). */
-export async function evaluateMars(cfg: MarsConfig, policy: PolicyModel, sys1: PolicyModel | null): Promise<EvalResult> {
-  const format = marsFormat();
+/**
+ * Held-out evaluation; each system's policy may be an endpoint, and a user's corpus may replace the generated worlds
+ * with its own questions and format (engine/endpoints/evaluateEndpoints.ts, marsCorpus.ts).
+ */
+export async function evaluateMars(cfg: MarsConfig, policy: PolicyModel, sys1: PolicyModel | null, over: { format?: MarsFormat; questions?: RolloutQuestion[] } = {}): Promise<EvalResult> {
+  const format = over.format ?? marsFormat();
   if (policy.config.vocab_size !== format.tokenizer.vocabSize) {
     throw new UserError(`this checkpoint's vocab_size is ${policy.config.vocab_size}, but MARS needs ${format.tokenizer.vocabSize}: evaluate MARS checkpoints`);
   }
-  const qs = evalQuestions(cfg);
+  const qs = over.questions ?? evalQuestions(cfg);
   const trajs = await rolloutBatch({ sys2: policy, sys1 }, format, qs, rolloutSettings(cfg, cfg.eval.temperature), new Rng(cfg.task.worldSeed).split('eval-tokens'));
   const e = episodeStats(trajs);
   const metrics: Record<string, number> = {

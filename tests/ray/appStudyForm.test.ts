@@ -20,7 +20,7 @@ import { planStudy, PROJECT_DIR } from '../../engine/studies/studyPlan';
 import { freePorts } from './rayHead';
 
 describe('the launch form config as a study’s sets', () => {
-  it('sets only what changed, a changed union member whole, never the seed', () => {
+  it('sets only what changed, and a changed union member whole', () => {
     const base = resolvePresetConfig('seqgrpo-copy');
     expect(configDiffSets(base, structuredClone(base))).toEqual([]);
     const edited = structuredClone(base) as unknown as Record<string, Record<string, unknown>>;

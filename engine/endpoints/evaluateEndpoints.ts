@@ -84,7 +84,9 @@ export async function evaluateWithEndpoints(home: string, config: RunConfig, o: 
   if (o.signal?.aborted) inner.abort();
   o.signal?.addEventListener('abort', () => inner.abort(), { once: true });
   const local: LlamaModel | null = needsModel ? (await loadCheckpoint(o.checkpoint!)).model : null;
-  const format = loaded ? corpusFormat() : undefined;
+  // With every MARS system an endpoint, words the worlds lack (a real model's) are spelt as bytes instead of <unk>;
+  // the worlds' own words keep their ids, so a mars-lab model behind serve-model gives the in-process records.
+  const format = config.algorithm === 'mars' && (loaded || !needsModel) ? corpusFormat() : undefined;
   const tokenizer: Tokenizer = config.algorithm === 'mars' ? (format ?? marsFormat()).tokenizer : martiFormat().tokenizer;
   const policyOf = (label: string, s: PolicySource): PolicyModel =>
     s.kind === 'model' ? local! : new EndpointPolicy({ source: s, tokenizer, label, signal: inner.signal, journal, onWarning: o.onWarning, env: o.env });
@@ -100,7 +102,7 @@ export async function evaluateWithEndpoints(home: string, config: RunConfig, o: 
       const sys2 = policyOf(s2!.label, s2!.source);
       // one endpoint playing both systems is one client (one concurrency limit), as one model plays both in-process
       const sys1 = !s1 ? null : sourceIdentity(s1.source) === sourceIdentity(s2!.source) && s1.source.kind === s2!.source.kind ? sys2 : policyOf(s1.label, s1.source);
-      result = await evaluateMars(config, sys2, sys1, loaded ? { format, questions: loaded.questions.slice(0, config.eval.items) } : {});
+      result = await evaluateMars(config, sys2, sys1, { format, questions: loaded?.questions.slice(0, config.eval.items) });
     } else {
       const team = teamOf(config);
       const agents = config.marti.configuration === 'single' ? config.marti.agents.slice(0, 1) : config.marti.agents;

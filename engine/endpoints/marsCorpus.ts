@@ -112,7 +112,10 @@ export function loadMarsCorpus(folder: string, questionsFile: string): MarsCorpu
 }
 
 let cached: MarsFormat | null = null;
-/** MARS's format over the worlds' tokenizer with byte fallback: any text round-trips, tags stay single tokens. */
+/**
+ * MARS's format over the worlds' tokenizer with byte fallback (the byte tokens come after the worlds' words, whose ids
+ * do not change): any text round-trips, tags stay single tokens. Used whenever every MARS system is an endpoint.
+ */
 export function corpusFormat(): MarsFormat {
   if (cached) return cached;
   const file = marsFormat().tokenizer.toJSON() as unknown as { tokens: string[] } & Record<string, unknown>;

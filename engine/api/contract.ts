@@ -355,8 +355,9 @@ export const apiSchemas = {
   },
   /**
    * Submits a study (the preset, its config as edited on the form, variants × seeds) as one Ray job per run through the
-   * same engine/studies code as `mars-lab study --ray`; answers once every run is submitted. An unreachable cluster or
-   * a bad variant is refused in one line, with nothing recorded.
+   * same engine/studies code as `mars-lab study --ray`; answers once the cluster has answered and the study is recorded
+   * (its runs are submitted next, each change a studyChanged event). An unreachable cluster or a bad variant is refused
+   * in one line, with nothing recorded.
    */
   startStudy: {
     request: launchSchema.extend({

@@ -65,15 +65,22 @@ interface Milestones {
 }
 
 /**
- * How long a job waited for a free CPU after Ray logged its runtime env set-up: the first moment at or after that when
- * fewer than `slots` jobs that started before it were still running (the head has 2 CPUs, each job takes 1).
+ * How long each job waited for a free CPU after Ray logged its runtime env set-up (the head has `slots` CPUs, each job
+ * takes 1). Jobs get a CPU in the order they started: each holds it from the moment it got it until it ended, so a job
+ * got its CPU at the first moment, from its set-up on, when fewer than `slots` of the jobs served before it held one.
  */
-function waitForSlot(job: Milestones, all: Milestones[], slots: number): number {
-  const earlier = all.filter((k) => k !== job && k.entryAt < job.entryAt);
-  const busyAt = (t: number) => earlier.filter((k) => k.entryAt <= t && t < k.endAt).length;
-  const candidates = [job.envAt, ...earlier.map((k) => k.endAt).filter((t) => t > job.envAt)].sort((a, b) => a - b);
-  const free = candidates.find((t) => busyAt(t) < slots) ?? job.envAt;
-  return Math.min(free, job.entryAt) - job.envAt;
+function waitsForSlot(all: Milestones[], slots: number): number[] {
+  const order = all.map((m, i) => ({ m, i })).sort((a, b) => a.m.entryAt - b.m.entryAt);
+  const granted: { at: number; end: number }[] = [];
+  const waits = new Array<number>(all.length).fill(0);
+  for (const { m, i } of order) {
+    const holding = (t: number) => granted.filter((g) => g.at <= t && t < g.end).length;
+    const candidates = [m.envAt, ...granted.map((g) => g.end).filter((t) => t > m.envAt)].sort((a, b) => a - b);
+    const at = Math.min(candidates.find((t) => holding(t) < slots) ?? m.envAt, m.entryAt);
+    granted.push({ at, end: m.endAt });
+    waits[i] = at - m.envAt;
+  }
+  return waits;
 }
 
 /** Log timestamps "2026-12-01 17:26:53,400" (the head's local time) as epoch ms. */
@@ -122,10 +129,11 @@ async function studyOnRay(home: string, url: string): Promise<{ wallMs: number; 
       tailMs: job.end_time! - doneAt,
     });
   }
-  marks.forEach((m, i) => {
-    jobs[i]!.waitMs = waitForSlot(m, marks, 2);
-    jobs[i]!.envMs -= jobs[i]!.waitMs;
+  waitsForSlot(marks, 2).forEach((w, i) => {
+    jobs[i]!.waitMs = w;
+    jobs[i]!.envMs -= w;
   });
+  process.stderr.write(`${JSON.stringify(marks)}\n`);
   return { wallMs, jobs };
 }
 
@@ -135,6 +143,8 @@ async function main() {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-raybench-'));
   const t0 = performance.now();
   const head = await startRayHead();
+  const onSignal = () => void head.stop().then(() => process.exit(130));
+  process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
   const headStartMs = performance.now() - t0;
   const walls: Record<string, number[]> = { sequential: [], here: [], ray: [] };
   const jobs: JobParts[] = [];

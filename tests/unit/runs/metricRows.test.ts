@@ -54,12 +54,12 @@ function overlay(runId: string, dir: string, names: string[], x: 'step' | 'time'
     const fd = (realOpen as (...args: unknown[]) => number)(p, ...rest);
     fds.set(fd, String(p));
     return fd;
-  }) as typeof fs.openSync);
+  }));
   vi.spyOn(fs, 'readSync').mockImplementation(((fd: number, ...rest: unknown[]) => {
     const n = (realRead as (...args: unknown[]) => number)(fd, ...rest);
     if (fds.get(fd) === file) bytes += n;
     return n;
-  }) as typeof fs.readSync);
+  }));
   try {
     const answer = runsMetricSeries({ runIds: [runId], names, x, width: 50 }, { dirOf: () => dir });
     return { run: answer.runs[0]!, bytes };

@@ -9,7 +9,9 @@
  * reached is a state, not a failure: the record keeps what it knew (runs 'unknown' or 'pending'), the study's link
  * reads 'unreachable' with the one-line reason, and attachStudy picks up from the record later.
  *
- * The page never holds a token: it names an environment variable of the host (tokenEnv), read here.
+ * The page never holds a token: it names an environment variable of the host (tokenEnv), read here. Nor does it say
+ * what the jobs execute: the project's folder and node on the cluster come from the host's environment
+ * ($MARS_LAB_RAY_PROJECT, $MARS_LAB_RAY_NODE), so a window can only choose a preset, its config, variants and seeds.
  */
 import fs from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
@@ -33,6 +35,10 @@ import { UserError } from '../userError';
 import type { ApiEvent, ApiParsedRequest, ApiStudyView } from './contract';
 import { configPathIssues } from './hostGuards';
 import type { ApiHandlers } from './host';
+
+/** What the jobs run, set where the host starts (a window cannot choose the command a cluster executes). */
+export const RAY_PROJECT_ENV = 'MARS_LAB_RAY_PROJECT';
+export const RAY_NODE_ENV = 'MARS_LAB_RAY_NODE';
 
 export const CLUSTER_METHODS = [
   'studyOptions',
@@ -238,8 +244,8 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
           kind: 'ray',
           url: client.where,
           rayHome: req.ray.rayHome ?? home,
-          project: req.ray.project ?? PROJECT_DIR,
-          node: req.ray.node ?? 'node',
+          project: env[RAY_PROJECT_ENV] || PROJECT_DIR,
+          node: env[RAY_NODE_ENV] || 'node',
           cpusPerJob: req.ray.cpusPerJob ?? 1,
         },
       });

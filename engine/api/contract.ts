@@ -140,7 +140,11 @@ const idText = z
   .max(200)
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { error: 'letters, digits, ".", "_" and "-"' });
 
-/** Where a study runs: a Ray cluster's dashboard, reached from the host (never from the page). */
+/**
+ * Where a study runs: a Ray cluster's dashboard, reached from the host (never from the page). What the jobs execute
+ * (the project's folder and node on the cluster) is the host's to say, not a window's: $MARS_LAB_RAY_PROJECT and
+ * $MARS_LAB_RAY_NODE where `mars-lab serve` or the app starts (default: this project's folder, and `node`).
+ */
 const rayTargetSchema = z.strictObject({
   /** The dashboard's address, e.g. http://127.0.0.1:8265 (an SSH tunnel's local end for a remote head). */
   url: z.string().trim().min(1).max(2000),
@@ -151,9 +155,6 @@ const rayTargetSchema = z.strictObject({
     .optional(),
   /** The home the jobs write their runs into, as the cluster sees it (a shared path, e.g. NFS); default: this home. */
   rayHome: z.string().trim().min(1).max(4096).optional(),
-  /** The project's folder on the cluster (default: this one's path) and its node (default: `node`). */
-  project: z.string().trim().min(1).max(4096).optional(),
-  node: z.string().trim().min(1).max(4096).optional(),
   /** CPUs Ray reserves for each job (entrypoint_num_cpus); default 1. */
   cpusPerJob: z.number().min(0).max(4096).optional(),
 });

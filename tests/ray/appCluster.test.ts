@@ -114,7 +114,7 @@ describe.runIf(expectRay || !missing)('the app against a real Ray head', () => {
       preset: 'seqgrpo-copy',
       config: form.config,
       seeds: [0, 1],
-      ray: { url: head.url, node: process.execPath },
+      ray: { url: head.url },
     });
     expect(study).toMatchObject({
       preset: 'seqgrpo-copy',
@@ -156,7 +156,7 @@ describe.runIf(expectRay || !missing)('the app against a real Ray head', () => {
       preset: 'seqgrpo-copy',
       sets: ['budget.steps=5000'],
       seeds: [3],
-      ray: { url: head.url, node: process.execPath },
+      ray: { url: head.url },
     });
     const runId = study.runs[0]!.runId;
     await until(() => logOf(study.id, runId).includes('"type":"progress"'), 'the job to log progress');
@@ -201,7 +201,7 @@ describe.runIf(expectRay || !missing)('the app against a real Ray head', () => {
       preset: 'seqgrpo-copy',
       sets: ['budget.steps=60', 'eval.every=20'],
       seeds: [0],
-      ray: { url: r.url, node: process.execPath },
+      ray: { url: r.url },
     });
     const runId = study.runs[0]!.runId;
     await until(() => logOf(study.id, runId).length > 0, 'the job to log');

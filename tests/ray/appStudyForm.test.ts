@@ -56,6 +56,11 @@ describe('cluster methods without a cluster', () => {
     const [closed] = await freePorts(1);
     const url = `http://127.0.0.1:${closed}`;
     const cases: [unknown, RegExp][] = [
+      // what a job executes is the host's to say, not a window's
+      [
+        { preset: 'seqgrpo-copy', seeds: [0], ray: { url, node: '/bin/sh' } },
+        /^startStudy: invalid request \(ray: Unrecognized key: "node"\)/,
+      ],
       [
         { config: { algorithm: 'seqgrpo' }, seeds: [0], ray: { url } },
         /^preset: a study on a cluster starts from a preset/,

@@ -23,7 +23,25 @@ function formatGpu(g: GpuLibraries): string[] {
   return [
     `vulkan (webgpu): loader ${g.vulkan.loader ?? 'libvulkan.so.1 not found'}; driver manifests: ${icds}`,
     `CUDA 11.2 / cuDNN 8.1 (tensorflow GPU build): ${cuda}`,
+    GPU_RUNG,
   ];
+}
+
+/**
+ * Which GPU rung fits a current NVIDIA machine (issue 16). webgpu needs only the driver's Vulkan side; the tensorflow
+ * GPU build is pinned to a CUDA generation that current GPUs and drivers have left behind.
+ */
+export const GPU_RUNG =
+  'GPU rung: webgpu (Dawn, inside the `webgpu` npm package, headless over the Vulkan driver) is the one for a current NVIDIA GPU: ' +
+  "it needs the driver's Vulkan ICD (nvidia_icd.json) and libvulkan1, and in a container NVIDIA_DRIVER_CAPABILITIES including graphics. " +
+  'The tensorflow GPU build (@tensorflow/tfjs-node-gpu 4.22, last released 2024-10) needs libtensorflow 2.9.1 with CUDA 11.2 and cuDNN 8.1 ' +
+  'and has no machine code for Hopper or Blackwell GPUs';
+
+/** A tensorflow attempt that failed because its install script never fetched libtensorflow: say so in plain words. */
+function explainAttempt(a: BackendReport['attempts'][number]): string {
+  if (a.backend === 'tensorflow' && a.status === 'failed' && /tfjs_binding\.node\S* can ?not be found/i.test(a.detail))
+    return `${a.detail} [installed without its native part: its install script downloads libtensorflow from outside the npm registry, and that download failed or was skipped when npm installed it]`;
+  return a.detail;
 }
 
 /** The kernel path of matrix products (issue 16): OpenBLAS with its core, the own kernel, or none, and why. */
@@ -40,7 +58,7 @@ function formatNativeExtras(n: NativeKernelReport): string[] {
 
 function formatDoctor(r: BackendReport, g: GpuLibraries): string {
   const lines = [`backend: ${r.chosen}${r.forced ? ' (forced with --backend)' : ''}`];
-  for (const a of r.attempts) lines.push(`  ${a.backend.padEnd(10)} ${a.status.padEnd(16)} ${a.package === '-' ? '' : a.package + ': '}${a.detail}`);
+  for (const a of r.attempts) lines.push(`  ${a.backend.padEnd(10)} ${a.status.padEnd(16)} ${a.package === '-' ? '' : a.package + ': '}${explainAttempt(a)}`);
   lines.push(`threads: ${r.threads} (${r.threadsDetail})`);
   lines.push(`matrix products: ${formatNative(r.native)}`);
   lines.push(...formatNativeExtras(r.native));

@@ -181,6 +181,24 @@ describe('the fused native optimiser: edges', () => {
     opt.dispose();
   });
 
+  it('a gradient that is the variable itself (shared data) makes the update fall back to the tensor ops, same result', async (ctx) => {
+    const missing = nativeMissing();
+    if (missing) ctx.skip(missing);
+    useProducts(buildKernels()[0]!);
+    const run = async (implementation: 'auto' | 'js') => {
+      const w = tf.tidy(() => tf.variable(tf.tensor([1, -2, 3]), true, `self#${++made}`));
+      const opt = new Adam({ w }, { lr: 0.1, maxGradNorm: null, implementation });
+      const r = await opt.step({ w });
+      const out = { native: r.native, w: Array.from(await w.data()) };
+      opt.dispose();
+      w.dispose();
+      return out;
+    };
+    const auto = await run('auto');
+    expect(auto.native).toBe(false);
+    expect(auto.w).toEqual((await run('js')).w);
+  });
+
   it("runs only with the native products on wasm, and MARS_LAB_NATIVE_ADAM=0 turns it off ('auto' falls back, 'native' says why)", async (ctx) => {
     const missing = nativeMissing();
     if (missing) ctx.skip(missing);

@@ -40,7 +40,7 @@ export const GPU_RUNG =
 /** A tensorflow attempt that failed because its install script never fetched libtensorflow: say so in plain words. */
 function explainAttempt(a: BackendReport['attempts'][number]): string {
   if (a.backend === 'tensorflow' && a.status === 'failed' && /tfjs_binding\.node\S* can ?not be found/i.test(a.detail))
-    return `${a.detail} [installed without its native part: its install script downloads libtensorflow from outside the npm registry, and that download failed or was skipped when npm installed it]`;
+    {return `${a.detail} [installed without its native part: its install script downloads libtensorflow from outside the npm registry, and that download failed or was skipped when npm installed it]`;}
   return a.detail;
 }
 

@@ -161,7 +161,7 @@ export function loadAddon(env: NodeJS.ProcessEnv = process.env): AddonLoad {
   const record = readBuildRecord(path.dirname(file));
   if (!fs.existsSync(file)) {
     if (record && record.kernel === 'none')
-      return { loaded: null, reason: `not built at install: ${record.reasons.join('; ') || 'no reason recorded'}`, buildReasons: record.reasons };
+      {return { loaded: null, reason: `not built at install: ${record.reasons.join('; ') || 'no reason recorded'}`, buildReasons: record.reasons };}
     if (explicit) return { loaded: null, reason: `MARS_LAB_NATIVE_PATH: ${file} does not exist`, buildReasons: [] };
     return { loaded: null, reason: `not built (${file} is missing; run 'node scripts/buildNative.mjs' in the project folder)`, buildReasons: [] };
   }
@@ -174,6 +174,6 @@ export function loadAddon(env: NodeJS.ProcessEnv = process.env): AddonLoad {
   }
   const info = addonInfoSchema.safeParse(typeof addon.info === 'function' ? addon.info() : null);
   if (!info.success || typeof addon.gemm !== 'function')
-    return { loaded: null, reason: `${file} is not the mars-lab addon of this version (rebuild it with 'node scripts/buildNative.mjs')`, buildReasons: [] };
+    {return { loaded: null, reason: `${file} is not the mars-lab addon of this version (rebuild it with 'node scripts/buildNative.mjs')`, buildReasons: [] };}
   return { loaded: { addon, info: info.data, file }, reason: '', linkage: record?.openblas?.linkage, buildReasons: record?.reasons ?? [] };
 }

@@ -76,7 +76,7 @@ function adamReport(load: AddonLoad | null, active: boolean): { adam: boolean; a
   if (!active) return { adam: false, adamDetail: 'tensor ops (the native kernels are not active)' };
   const addon = load?.loaded?.addon;
   if (typeof addon?.adam !== 'function' || typeof addon.sumSquares !== 'function')
-    return { adam: false, adamDetail: "tensor ops: this addon predates the fused optimiser (rebuild it with 'node scripts/buildNative.mjs')" };
+    {return { adam: false, adamDetail: "tensor ops: this addon predates the fused optimiser (rebuild it with 'node scripts/buildNative.mjs')" };}
   if (nativeAdamRequest() === 'off') return { adam: false, adamDetail: 'tensor ops: switched off with MARS_LAB_NATIVE_ADAM=0' };
   return { adam: true, adamDetail: 'fused native passes for the gradient norm and the AdamW update, in place on the wasm heap' };
 }

@@ -207,7 +207,7 @@ export class Adam {
     if (fused) {
       const slots = pairs.map(([slot, grad]) => ({ variable: slot.variable, m: slot.m, v: slot.v, grad, decayFactor: decayFactor(slot) }));
       if (fusedAdamUpdate(fused, slots, { scale, beta1: this.beta1, beta2: this.beta2, eps: this.eps, lr, bc1, bc2 }))
-        return { gradNorm, lr, clipped, skipped: false, step: this.t, native: true };
+        {return { gradNorm, lr, clipped, skipped: false, step: this.t, native: true };}
       if (this.implementation === 'native') {
         this.t -= 1; // nothing was updated
         throw new Error('Adam: the native update needs float32 tensors on the wasm backend, and gradients that share no data with what it writes.');

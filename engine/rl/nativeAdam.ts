@@ -33,7 +33,7 @@ export function nativeAdamStatus(): { optimiser: FusedOptimiser | null; detail: 
   if (tf.getBackend() !== 'wasm') return { optimiser: null, detail: `the backend is ${tf.getBackend()}, not wasm` };
   const { addon } = loaded;
   if (typeof addon.sumSquares !== 'function' || typeof addon.adam !== 'function')
-    return { optimiser: null, detail: "the addon predates the fused optimiser (rebuild it with 'node scripts/buildNative.mjs')" };
+    {return { optimiser: null, detail: "the addon predates the fused optimiser (rebuild it with 'node scripts/buildNative.mjs')" };}
   if (nativeAdamRequest() === 'off') return { optimiser: null, detail: 'switched off with MARS_LAB_NATIVE_ADAM=0' };
   return { optimiser: addon as FusedOptimiser, detail: 'Adam and the gradient norm fused natively' };
 }

@@ -23,7 +23,7 @@ const T = 64;
 const report = await initBackend({ force: 'wasm' });
 console.log(`kernel profile: ${report.native.detail}; optimiser ${report.native.adam ? 'native' : 'tensor ops'}; load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
 const out: Record<string, unknown> = {};
-for (const size of args.sizes!.split(',') as ModelSize[]) {
+for (const size of args.sizes.split(',') as ModelSize[]) {
   const cfg = sizedConfig(size);
   const rng = new Rng(1);
   const model = modelFromHf(cfg, initHfTensors(cfg, () => rng.normal()));

@@ -73,7 +73,7 @@ if (!report.native.adam) throw new Error(`the fused optimiser is not active here
 const repeats = Number(args.repeats);
 const out: Record<string, unknown>[] = [];
 console.log(`native Adam A/B: ${report.native.detail}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
-for (const size of args.sizes!.split(',') as ModelSize[]) {
+for (const size of args.sizes.split(',') as ModelSize[]) {
   const cfg = sizedConfig(size);
   const rng = new Rng(1);
   const model = modelFromHf(cfg, initHfTensors(cfg, () => rng.normal()));

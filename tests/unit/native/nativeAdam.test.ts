@@ -102,7 +102,7 @@ describe.each(buildKernels())('the fused native optimiser (products on the %s ke
     ['a variable without a gradient keeps its value and moments', { lr: 0.01, maxGradNorm: null }, { scale: 1, tol: 0, omit: 'embed' }],
     ['tiny gradients (eps dominates)', { lr: 0.01, maxGradNorm: null }, { scale: 1e-9, tol: 0 }],
   ];
-  for (const [name, opts, c] of cases) it(name, async (ctx) => {
+  for (const [name, opts, c] of cases) {it(name, async (ctx) => {
     const missing = nativeMissing();
     if (missing) ctx.skip(missing);
     useProducts(kernel);
@@ -120,7 +120,7 @@ describe.each(buildKernels())('the fused native optimiser (products on the %s ke
       for (const v of Object.values(initial)) v.dispose();
       expect(native.state.tensors[`m/${c.omit}`]!.data.every((x) => x === 0)).toBe(true);
     }
-  });
+  });}
 });
 
 describe('the fused native optimiser: edges', () => {

@@ -68,7 +68,7 @@ function session(client: RayJobsClient, id: string, skip: number, hand: (text: s
     ws.on('message', (data, isBinary) => {
       if (isBinary) return;
       got = true;
-      const text = data.toString();
+      const text = (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString('utf8');
       const start = received;
       received += text.length;
       if (received <= skip) return;

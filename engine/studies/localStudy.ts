@@ -64,8 +64,8 @@ export function runStudyHere(home: string, study: StudyRecord, events: StudyEven
       };
       const out = lineSplitter(onLine);
       const err = lineSplitter(onLine);
-      child.stdout!.setEncoding('utf8').on('data', out.push);
-      child.stderr!.setEncoding('utf8').on('data', err.push);
+      child.stdout.setEncoding('utf8').on('data', out.push);
+      child.stderr.setEncoding('utf8').on('data', err.push);
       child.on('error', (e) => {
         error = `could not start ${process.execPath}: ${e.message}`;
       });

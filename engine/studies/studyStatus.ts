@@ -59,8 +59,14 @@ export async function refreshStudy(home: string, study: StudyRecord, client?: Ra
       fs.writeFileSync(file, logs);
       for (const line of logs.split('\n')) {
         const e = parseTrainLine(line);
-        if (e?.type === 'done') (doneStatus = e.status), (doneMetrics = e.metrics);
-        if (e?.type === 'progress') (run.step = e.step), (run.totalSteps = e.totalSteps);
+        if (e?.type === 'done') {
+          doneStatus = e.status;
+          doneMetrics = e.metrics;
+        }
+        if (e?.type === 'progress') {
+          run.step = e.step;
+          run.totalSteps = e.totalSteps;
+        }
         if (e?.type === 'error') run.message = e.message;
       }
     }

@@ -6,18 +6,18 @@
  * up"), the runtime_env and driver launch (until the entrypoint's first command, which stamps the time), the run
  * itself (until the train process's done line) and the rest until Ray marks the job finished.
  *
- *   npx tsx scripts/rayStudyBench.ts [--preset mars-ablations] [--variants full,sys1-off] [--seeds 3] [--steps 3] [--repeats 3]
+ *   npx tsx tests/ray/studyBench.ts [--preset mars-ablations] [--variants full,sys1-off] [--seeds 3] [--steps 3] [--repeats 3]
  * Needs the venv of scripts/rayEnv.mjs.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { RayJobsClient } from '../engine/ray/jobsClient';
-import { runStudyOnRay } from '../engine/studies/rayStudy';
-import { parseSeeds, parseVariants, planStudy, PROJECT_DIR } from '../engine/studies/studyPlan';
-import { studyLogFile } from '../engine/studies/studyRecord';
-import { CLI, rayMissing, startRayHead } from '../tests/ray/rayHead';
+import { RayJobsClient } from '../../engine/ray/jobsClient';
+import { runStudyOnRay } from '../../engine/studies/rayStudy';
+import { parseSeeds, parseVariants, planStudy, PROJECT_DIR } from '../../engine/studies/studyPlan';
+import { studyLogFile } from '../../engine/studies/studyRecord';
+import { CLI, rayMissing, startRayHead } from './rayHead';
 
 function arg(name: string, dflt: string): string {
   const i = process.argv.indexOf(`--${name}`);

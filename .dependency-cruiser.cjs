@@ -13,9 +13,10 @@
  *               journal)
  *   algorithms  seqgrpo/, mars/, marti/ (none imports another)
  *   run layer   runs/, algorithms.ts (the registry; it and the run layer share the config union's types)
- *   tools       interop/ (export to and import from verl / MARTI), ray/ (the Ray jobs client)
+ *   tools       interop/ (export to and import from verl / MARTI), ray/ (the Ray jobs client), studies/ (variants ×
+ *               seeds here or as Ray jobs: the command line and the app's cluster methods both start them)
  *   api         api/ (the contract, the host, the workers)
- *   top         cli.ts, bin/, commands/, studies/, serveModel/, endpoints/evaluateEndpoints.ts and evalCommand.ts
+ *   top         cli.ts, bin/, commands/, serveModel/, endpoints/evaluateEndpoints.ts and evalCommand.ts
  * and the app: main/ (Electron main hosts the engine through the API: anything but the top floor); the windows,
  * preload/ and renderer/, take from the engine only engine/api/contract.ts and engine/records/ as types (import type,
  * so zod never reaches the page), engine/api/methods.ts and engine/shared/; what they show comes through the API.
@@ -52,14 +53,14 @@ const FLOORS = [
   { name: 'run layer', what: 'run folders, the run loop, the registry', path: '^engine/(runs/|algorithms\\.ts$)' },
   {
     name: 'tools',
-    what: 'export to and import from verl / MARTI; the Ray jobs client',
-    path: '^engine/(interop|ray)/',
+    what: 'export to and import from verl / MARTI; the Ray jobs client; studies',
+    path: '^engine/(interop|ray|studies)/',
   },
   { name: 'api', what: 'the contract, the host, the workers', path: '^engine/api/' },
   {
     name: 'top',
-    what: 'the command line and what only it starts (studies, serve-model, endpoint evaluation)',
-    path: '^engine/(cli\\.ts$|bin/|commands/|studies/|serveModel/|endpoints/(evaluateEndpoints|evalCommand)\\.ts$)',
+    what: 'the command line and what only it starts (serve-model, endpoint evaluation)',
+    path: '^engine/(cli\\.ts$|bin/|commands/|serveModel/|endpoints/(evaluateEndpoints|evalCommand)\\.ts$)',
   },
 ];
 

@@ -13,7 +13,8 @@ import { UserError } from '../userError';
 import { withFilePath } from './ioErrors';
 import { addRayConnectionOptions, rayClient, type RayFlags } from './jobsCommand';
 import { homeOption } from './options';
-import { readMetrics, resolveRun } from './runCommands';
+import { readMetrics } from '../runs/metricsLog';
+import { resolveRun } from './runCommands';
 import { terminalText as tt } from './terminalText';
 
 function positiveInt(v: string): number {

@@ -6,11 +6,11 @@ import { initBackend, type BackendName } from '../tensor/backend';
 import { UserError } from '../userError';
 import { parseRunConfig, type RunConfig } from '../runs/configSchema';
 import { resolveHome, runDir, runsDir } from '../runs/home';
-import { readJsonl } from '../runs/jsonl';
-import { metricLineProblem, toMetricPoint, type MetricPoint } from '../runs/metricPoint';
+import type { MetricPoint } from '../runs/metricPoint';
+import { readMetrics } from '../runs/metricsLog';
 import { shownStatus } from '../runs/writerProcess';
 import { listPresets, resolveConfigFile, resolvePresetConfig } from '../runs/presets';
-import { listCheckpoints, readRunMeta, runFilePaths } from '../runs/runFolder';
+import { listCheckpoints, readRunMeta } from '../runs/runFolder';
 import { headlineScore } from '../runs/headlineMetric';
 import { describeMetric, UNIT_TEXT } from '../shared/metricCatalog';
 import { openRunIndex } from '../runs/runIndex';
@@ -239,12 +239,6 @@ export function registerRunCommands(program: Command): void {
       for (const w of warnings) console.error(`warning: ${tt(w)}`);
       console.log(`config: ${tt(JSON.stringify(meta.config))}`);
     });
-}
-
-/** The whole metrics log of a run (a final read: a torn last line is reported). */
-export function readMetrics(dir: string): { records: MetricPoint[]; warnings: string[] } {
-  const r = readJsonl<Record<string, unknown>>(runFilePaths(dir).metrics, { validate: metricLineProblem });
-  return { records: r.records.map(toMetricPoint), warnings: r.warnings };
 }
 
 /** Last, min and max of each metric over finite values, in order of first appearance (a Map: any name is a key). */

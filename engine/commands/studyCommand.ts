@@ -11,7 +11,7 @@ import { runStudyHere, type RunningStudy } from '../studies/localStudy';
 import { runStudyOnRay } from '../studies/rayStudy';
 import { listStudyIds, readStudy, type StudyRecord, type StudyRun } from '../studies/studyRecord';
 import { parseSeeds, parseVariants, planStudy, PROJECT_DIR } from '../studies/studyPlan';
-import { refreshStudy, studyTable } from '../studies/studyStatus';
+import { refreshStudy } from '../studies/studyStatus';
 import { UserError } from '../userError';
 import { addRayConnectionOptions, rayClient, type RayFlags } from './jobsCommand';
 import { homeOption, setOption } from './options';
@@ -201,4 +201,28 @@ export function registerStudyCommand(program: Command): void {
         }
       }
     });
+}
+
+function fmtHeadline(run: StudyRun): string {
+  const h = run.headline;
+  if (!h) return '–';
+  return h.value === null ? `– ${h.label}` : `${h.value.toFixed(3)} ${h.label}`;
+}
+
+/** The study's table: run id, variant, seed, status, step, headline score (one line each), then failures' reasons. */
+export function studyTable(study: StudyRecord): string {
+  const head = ['run', 'variant', 'seed', 'status', 'steps', 'held-out score'];
+  const rows = study.runs.map((r) => [
+    tt(r.runId),
+    tt(r.variant ?? '–'),
+    String(r.seed),
+    r.state + (r.jobStatus && study.where.kind === 'ray' ? ` (${r.jobStatus})` : ''),
+    r.step === undefined ? '–' : `${r.step}${r.totalSteps ? `/${r.totalSteps}` : ''}`,
+    fmtHeadline(r),
+  ]);
+  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const lines = [head, ...rows].map((r) => r.map((c, i) => c.padEnd(w[i]!)).join('  ').trimEnd());
+  for (const r of study.runs) if (r.message && r.state !== 'finished') lines.push(`  ${tt(r.runId)}: ${tt(r.message)}`);
+  const where = study.where.kind === 'local' ? `here (${study.where.parallel} at once)` : `Ray at ${study.where.url} (runs in ${study.where.rayHome})`;
+  return [`study ${tt(study.id)}: preset ${tt(study.preset)}, ${where}`, ...lines].join('\n');
 }

@@ -24,11 +24,11 @@ import { UserError } from '../userError';
 import { EndpointError, EndpointStopped } from './endpointClient';
 import { EndpointPolicy, type PolicyModel } from './endpointPolicy';
 import { RequestJournal } from './journal';
-import { corpusFormat, loadMarsCorpus } from './marsCorpus';
-import { configuredSources } from './configuredSources';
+import { corpusFormat, loadMarsCorpus } from '../mars/corpus';
+import { configuredSources } from '../runs/configuredSources';
 import { sourceIdentity, type PolicySource } from './policySource';
 
-export { configuredSources, usesEndpoints } from './configuredSources';
+export { configuredSources, usesEndpoints } from '../runs/configuredSources';
 
 export interface EndpointEvalOptions {
   /** The checkpoint whose model plays the `{ "kind": "model" }` parts, if any. */

@@ -313,7 +313,7 @@ class MarsTrainer implements Trainer {
 
 /**
  * Held-out evaluation; each system's policy may be an endpoint, and a user's corpus may replace the generated worlds
- * with its own questions and format (engine/endpoints/evaluateEndpoints.ts, marsCorpus.ts).
+ * with its own questions and format (engine/endpoints/evaluateEndpoints.ts, engine/mars/corpus.ts).
  */
 export async function evaluateMars(cfg: MarsConfig, policy: PolicyModel, sys1: PolicyModel | null, over: { format?: MarsFormat; questions?: RolloutQuestion[] } = {}): Promise<EvalResult> {
   const format = over.format ?? marsFormat();

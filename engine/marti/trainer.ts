@@ -16,7 +16,7 @@ import { TOKENIZER_FILE } from '../model/checkpointFiles';
 import { parseLlamaConfig, toHfConfigJson } from '../model/config';
 import { cloneModel } from '../model/hfWeights';
 import type { PolicyModel } from '../endpoints/endpointPolicy';
-import { loadMartiTaskFile } from '../endpoints/martiTaskFile';
+import { loadMartiTaskFile } from './tasks/taskFile';
 import type { LlamaModel } from '../model/llama';
 import { Rng } from '../random/prng';
 import type { Adam } from '../rl/adam';

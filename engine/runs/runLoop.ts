@@ -13,7 +13,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { algorithmFor } from '../algorithms';
-import { trainingWithEndpointsProblem } from '../endpoints/configuredSources';
+import { trainingWithEndpointsProblem } from './configuredSources';
 import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint';
 import { faultPoint } from '../faultPoints';
 import { backendReport } from '../tensor/backend';

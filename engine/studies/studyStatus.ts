@@ -10,7 +10,6 @@ import type { RayJobsClient } from '../ray/jobsClient';
 import { runsDir } from '../runs/home';
 import { readRunMeta } from '../runs/runFolder';
 import { shownStatus } from '../runs/writerProcess';
-import { terminalText as tt } from '../commands/terminalText';
 import { stateOfJob } from './rayStudy';
 import { FINAL_STATES, studyLogFile, writeStudy, type StudyRecord, type StudyRun } from './studyRecord';
 import { parseTrainLine, runHeadline } from './trainOutput';
@@ -78,28 +77,4 @@ export async function refreshStudy(home: string, study: StudyRecord, client?: Ra
   }
   writeStudy(home, study);
   return true;
-}
-
-function fmtHeadline(run: StudyRun): string {
-  const h = run.headline;
-  if (!h) return '–';
-  return h.value === null ? `– ${h.label}` : `${h.value.toFixed(3)} ${h.label}`;
-}
-
-/** The study's table: run id, variant, seed, status, step, headline score (one line each), then failures' reasons. */
-export function studyTable(study: StudyRecord): string {
-  const head = ['run', 'variant', 'seed', 'status', 'steps', 'held-out score'];
-  const rows = study.runs.map((r) => [
-    tt(r.runId),
-    tt(r.variant ?? '–'),
-    String(r.seed),
-    r.state + (r.jobStatus && study.where.kind === 'ray' ? ` (${r.jobStatus})` : ''),
-    r.step === undefined ? '–' : `${r.step}${r.totalSteps ? `/${r.totalSteps}` : ''}`,
-    fmtHeadline(r),
-  ]);
-  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const lines = [head, ...rows].map((r) => r.map((c, i) => c.padEnd(w[i]!)).join('  ').trimEnd());
-  for (const r of study.runs) if (r.message && r.state !== 'finished') lines.push(`  ${tt(r.runId)}: ${tt(r.message)}`);
-  const where = study.where.kind === 'local' ? `here (${study.where.parallel} at once)` : `Ray at ${study.where.url} (runs in ${study.where.rayHome})`;
-  return [`study ${tt(study.id)}: preset ${tt(study.preset)}, ${where}`, ...lines].join('\n');
 }

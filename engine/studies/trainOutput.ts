@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { readMetrics } from '../commands/runCommands';
+import { readMetrics } from '../runs/metricsLog';
 import { headlineScore, type HeadlineScore } from '../runs/headlineMetric';
 import { runsDir } from '../runs/home';
 import { headlineFromMetrics } from './studyPlan';

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evaluateWithEndpoints } from '../../../engine/endpoints/evaluateEndpoints';
-import { loadMarsCorpus } from '../../../engine/endpoints/marsCorpus';
+import { loadMarsCorpus } from '../../../engine/mars/corpus';
 import { parseRunConfig } from '../../../engine/runs/configSchema';
 import { startRun } from '../../../engine/runs/runLoop';
 

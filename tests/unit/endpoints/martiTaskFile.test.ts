@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evaluateWithEndpoints } from '../../../engine/endpoints/evaluateEndpoints';
-import { loadMartiTaskFile } from '../../../engine/endpoints/martiTaskFile';
+import { loadMartiTaskFile } from '../../../engine/marti/tasks/taskFile';
 import { loadCheckpoint } from '../../../engine/model/checkpoint';
 import { loadTokenizer } from '../../../engine/model/tokenizer';
 import { heldoutTasks } from '../../../engine/marti/trainer';

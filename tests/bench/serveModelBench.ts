@@ -5,20 +5,20 @@
  *      server formed;
  *   2. a MARS and a MARTI evaluation of the shipped base-tiny checkpoints in-process and through the endpoint, wall
  *      time, and whether the items are identical.
- * Run: `npx tsx engine/serveModel/measure.ts [--items-mars 16] [--items-marti 8]`. Prints JSON lines and a Markdown table.
+ * Run: `npx tsx tests/bench/serveModelBench.ts [--items-mars 16] [--items-marti 8]`. Prints JSON lines and a Markdown table.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { evaluateWithEndpoints } from '../endpoints/evaluateEndpoints';
-import { rootPrompt } from '../marti/prompts';
-import type { MartiConfig } from '../marti/configSchema';
-import { heldoutTasks } from '../marti/trainer';
-import { parseRunConfig, type RunConfig } from '../runs/configSchema';
-import { checkpointConfig, evaluateCheckpoint } from '../runs/evaluation';
-import { initBackend } from '../tensor/backend';
+import { evaluateWithEndpoints } from '../../engine/endpoints/evaluateEndpoints';
+import { rootPrompt } from '../../engine/marti/prompts';
+import type { MartiConfig } from '../../engine/marti/configSchema';
+import { heldoutTasks } from '../../engine/marti/trainer';
+import { parseRunConfig, type RunConfig } from '../../engine/runs/configSchema';
+import { checkpointConfig, evaluateCheckpoint } from '../../engine/runs/evaluation';
+import { initBackend } from '../../engine/tensor/backend';
 
 const BIN = path.resolve('engine/bin/mars-lab.mjs');
 const arg = (name: string, dflt: number): number => {

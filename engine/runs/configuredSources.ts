@@ -2,8 +2,8 @@
  * Which policy sources a run config names, by the system or agent they drive — read by `eval` (which goes through
  * endpoints when any is named) and by the run launcher (which refuses to train with them). Types only: cheap to import.
  */
-import type { RunConfig } from '../runs/configSchema';
-import type { PolicySource } from './policySource';
+import type { RunConfig } from './configSchema';
+import type { PolicySource } from '../endpoints/policySource';
 
 /** The policy sources a config names, by the system or agent they drive (empty when it names none). */
 export function configuredSources(config: RunConfig): { label: string; source: PolicySource }[] {

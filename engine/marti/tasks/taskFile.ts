@@ -13,12 +13,12 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { z } from 'zod';
-import { martiFormat } from '../marti/format';
-import { textTokens } from '../marti/lang/text';
-import { valueTokens, type Value } from '../marti/lang/values';
-import type { MartiTask } from '../marti/tasks/generator';
-import { evaluateProgram, knownTextWord } from '../marti/tasks/scoring';
-import { UserError } from '../userError';
+import { martiFormat } from '../format';
+import { textTokens } from '../lang/text';
+import { valueTokens, type Value } from '../lang/values';
+import type { MartiTask } from './generator';
+import { evaluateProgram, knownTextWord } from './scoring';
+import { UserError } from '../../userError';
 
 const valueSchema: z.ZodType<Value> = z.lazy(() => z.union([z.int().min(-1_000_000).max(1_000_000), z.boolean(), z.string().max(200), z.array(valueSchema).max(64)]));
 const testSchema = z.strictObject({ input: valueSchema, expected: valueSchema });

@@ -71,7 +71,8 @@ export const martiNodeSchema = z.object({
   finish: z.string().nullable(),
   public: testOutcomeSchema.nullable(),
   private: testOutcomeSchema.nullable(),
-  score: z.number(),
+  /** null: unknown (an imported MARTI node whose evaluation left no score, engine/interop/import/). */
+  score: z.number().nullable(),
   genObservation: z.number().nullable(),
   expansion: expansionTraceSchema.nullable(),
   posteriors: z.object({ gen: posteriorSummarySchema, cont: posteriorSummarySchema }).optional(),
@@ -93,7 +94,14 @@ export const martiTreeSchema = z.object({
   publicTests: z.array(z.object({ input: z.unknown(), expected: z.unknown() })),
   /** The team's agent ids, in config order (read-only: the trainer hands over its search config's list). */
   agents: z.array(z.string()).readonly(),
-  metrics: z.object({ nodes: z.number(), pass1: z.number(), passN: z.number(), avgPass1: z.number(), gap: z.number() }),
+  /** null where a node's score is unknown (imported trees only). */
+  metrics: z.object({
+    nodes: z.number(),
+    pass1: z.number().nullable(),
+    passN: z.number().nullable(),
+    avgPass1: z.number().nullable(),
+    gap: z.number().nullable(),
+  }),
   agentShares: z.record(z.string(), z.number()),
   nodes: z.array(martiNodeSchema),
   /** A tree of the step in flight, still growing (live.json): its final record replaces it. */

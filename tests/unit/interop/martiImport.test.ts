@@ -80,6 +80,8 @@ describe('import marti', () => {
     expect(new Set(trees.map((x) => x.taskId)).size).toBe(4);
     // MARTI writes no scores in training: unknown, and so are the advantages
     expect(t.nodes.slice(1).every((n) => n.score === null && n.advantage === null)).toBe(true);
+    // a tree with unknown scores is still a record the views read (score and pass@k null)
+    for (const tree of trees) expect(trajectoryLineSchema.safeParse(tree).error).toBeUndefined();
     const meta = readRunMeta(r.dir) as ReturnType<typeof readRunMeta> & { imported: Record<string, unknown> };
     expect(meta.algorithm).toBe('marti');
     expect(meta.imported['advantages']).toMatchObject({ recomputed: true, method: 'group_norm', eps: 1e-9 });

@@ -211,6 +211,8 @@ class MarsTrainer implements Trainer {
     private readonly sys1: { model: LlamaModel; opt: Adam | null } | null,
     private readonly streams: Streams,
     public step: number,
+    /** The KL reference (the run's initial weights, which a separate System 1 also starts from), only when rl.klCoef > 0. */
+    private readonly reference: LlamaModel | null = null,
   ) {}
 
   private get sys1Model(): LlamaModel | null {
@@ -250,7 +252,11 @@ class MarsTrainer implements Trainer {
       zeroAdv += b.a2.filter((a) => a === 0).length;
     });
     const routed = routeSamples(cfg.mars.sys1Params, sys2, sys1);
-    const upd = (model: LlamaModel, opt: Adam, samples: Sample[]) => policyUpdate(model, opt, samples, configuredUpdate(cfg, this.streams.minibatch, this.step));
+    const upd = (model: LlamaModel, opt: Adam, samples: Sample[]) => {
+      const opts = configuredUpdate(cfg, this.streams.minibatch, this.step);
+      if (this.reference) opts.reference = this.reference;
+      return policyUpdate(model, opt, samples, opts);
+    };
     let st: PolicyUpdateStats | null = null;
     let st1: PolicyUpdateStats | null = null;
     if (routed.policy.length) st = await upd(this.policy, this.opt, routed.policy);
@@ -274,8 +280,8 @@ class MarsTrainer implements Trainer {
       'timing.sys1GenerationMs': phases.sys1GenerationMs,
       'timing.updateMs': t2 - t1,
     };
-    if (st) Object.assign(metrics, { loss: st.total, clipFraction: st.clipFraction, gradNorm: st.gradNorm, lr: st.lr });
-    if (st1) Object.assign(metrics, { sys1Loss: st1.total, sys1GradNorm: st1.gradNorm });
+    if (st) Object.assign(metrics, { loss: st.total, clipFraction: st.clipFraction, gradNorm: st.gradNorm, lr: st.lr }, st.kl === null ? {} : { kl: st.kl });
+    if (st1) Object.assign(metrics, { sys1Loss: st1.total, sys1GradNorm: st1.gradNorm }, st1.kl === null ? {} : { sys1Kl: st1.kl });
     return { metrics, trajectories: records, tokens: [...sys2, ...sys1].reduce((s, x) => s + x.tokens.length, 0) };
   }
 
@@ -308,6 +314,7 @@ class MarsTrainer implements Trainer {
     this.opt.dispose();
     this.sys1?.model.dispose();
     this.sys1?.opt?.dispose();
+    this.reference?.dispose();
   }
 }
 
@@ -381,13 +388,15 @@ export const mars: Algorithm<MarsConfig> = {
     evalQuestions(cfg); // a held-out set smaller than eval.items fails the run now, not at its first evaluation
     const root = new Rng(cfg.seed);
     const mode = cfg.mars.sys1Params;
+    // rebuilt exactly as a fresh run builds its initial weights, so a resumed run's KL term is the uninterrupted one's
+    const reference = cfg.rl.klCoef > 0 ? await initialModel(cfg, root.split('init')) : null;
     if (!from) {
       const policy = await initialModel(cfg, root.split('init'));
       const sys1 =
         mode === 'separate' ? { model: cloneModel(policy, true), opt: null as Adam | null } : mode === 'frozen' ? { model: cloneModel(policy, false), opt: null } : null;
       if (sys1 && mode === 'separate') sys1.opt = configuredAdam(cfg, sys1.model);
       const streams = { tokens: root.split('tokens'), questions: root.split('questions'), balance: root.split('balance'), minibatch: root.split('minibatch') };
-      return new MarsTrainer(cfg, questions, policy, configuredAdam(cfg, policy), sys1, streams, 0);
+      return new MarsTrainer(cfg, questions, policy, configuredAdam(cfg, policy), sys1, streams, 0, reference);
     }
     const state = from.trainerState as { step?: number };
     if (!Number.isInteger(state?.step)) throw new UserError('trainer_state.json: step is missing; the checkpoint cannot be resumed');
@@ -410,7 +419,7 @@ export const mars: Algorithm<MarsConfig> = {
       }
     }
     const streams = restoreStreams(state, ['tokens', 'questions', 'balance', 'minibatch'] as const);
-    return new MarsTrainer(cfg, questions, from.model, opt, sys1, streams, state.step!);
+    return new MarsTrainer(cfg, questions, from.model, opt, sys1, streams, state.step!, reference);
   },
   evalIdentity: marsEvalIdentity,
   async evaluate(cfg, model, checkpointDir) {

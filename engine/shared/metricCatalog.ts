@@ -113,6 +113,7 @@ const MARS: MetricDecl[] = decls([
   ['sys1DuplicateRatio', 'fraction', 'sys1', 'share of System 1 samples that repeat another after balancing'],
   ['sys1Loss', 'value', 'sys1', 'loss of the separate System 1 model’s update (mars.sys1Params = separate)'],
   ['sys1GradNorm', 'value', 'sys1', 'gradient norm of the separate System 1 model’s update'],
+  ['sys1Kl', 'nats', 'sys1', 'mean per-token KL divergence of the separate System 1 model from the reference (initial) policy'],
   ['timing.sys2GenerationMs', 'ms', 'timing', 'wall-clock time System 2 spent generating'],
   ['timing.searchMs', 'ms', 'timing', 'wall-clock time spent searching the corpus'],
   ['timing.packingMs', 'ms', 'timing', 'wall-clock time packing pages into System 1 bins'],

@@ -118,6 +118,31 @@ describe('stop and resume a MARS run', () => {
     expect(episodes[0]).toMatchObject({ kind: 'mars.episode', step: 1 });
     expect(episodes[0].turns.length).toBeGreaterThan(0);
   }, 120_000);
+
+  it('with a KL penalty (both systems learning apart) the reference is rebuilt on resume: the resumed run equals the whole one', async () => {
+    // rl.klCoef > 0 passed validation but crashed the MARS trainer at its first update ("needs a reference model").
+    const config = parseRunConfig({
+      algorithm: 'mars',
+      seed: 6,
+      backend: 'wasm',
+      // the shipped base answers some questions, so groups have advantages and the policies move from the reference
+      model: { size: 'tiny', from: { kind: 'checkpoint', path: path.resolve('resources/mars/base-tiny') } },
+      task: { questionsPerStep: 4, groupSize: 4, trainWorlds: 2, evalWorlds: 1 },
+      mars: { sys1Params: 'separate' },
+      rl: { lr: 1e-2, klCoef: 0.1 },
+      budget: { steps: 4 },
+      eval: { every: 0, items: 7 },
+      checkpoint: { every: 2 },
+    });
+    const whole = await startRun(home, config);
+    expect(whole.status).toBe('finished');
+    const part = await startRun(home, config, { stopAfterStep: 2 });
+    expect((await resumeRun(part.dir)).status).toBe('finished');
+    const lines = metricLines(runFilePaths(part.dir).metrics);
+    expect(lines).toEqual(metricLines(runFilePaths(whole.dir).metrics));
+    expect(lines.some((l) => typeof l.sys1Kl === 'number' && l.sys1Kl > 0)).toBe(true);
+    expect(lines.some((l) => typeof l.kl === 'number' && l.kl > 0)).toBe(true);
+  }, 120_000);
 });
 
 describe('loss options reach the update', () => {

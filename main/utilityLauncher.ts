@@ -1,6 +1,6 @@
 /**
  * Runs and evaluations in Electron: each `run-worker` job gets its own `utilityProcess` (a Node.js child that Electron
- * manages), so main only brokers and the window stays responsive while a run trains (DESIGN.md "Processes").
+ * manages), so main only brokers and the window stays responsive while a run trains (docs/architecture.md "Processes").
  * It implements the engine's RunLauncher, the same interface web mode implements with child_process.
  */
 import { utilityProcess } from 'electron';

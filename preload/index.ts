@@ -1,6 +1,6 @@
 /**
  * Preload: exposes exactly the engine/api contract as `window.api` — one function per method and the event
- * subscription, nothing else (DESIGN.md: preload/). Main validates every request; the preload only carries it.
+ * subscription, nothing else (docs/architecture.md: preload/). Main validates every request; the preload only carries it.
  *
  * Built as CommonJS (electron.vite.config.ts) because the window runs with `sandbox: true`, where a preload can only
  * `require('electron')` and cannot be an ES module. It imports only engine/api/methods.ts (plain constants, bundled in):

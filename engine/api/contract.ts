@@ -1,6 +1,6 @@
 /**
  * The contract between the host (Electron main, or the web server of `mars-lab serve`) and the window: every request and
- * its response, and the events the host pushes, as zod schemas (DESIGN.md "The shape of the house": engine/api/).
+ * its response, and the events the host pushes, as zod schemas (docs/architecture.md "The shape of the house": engine/api/).
  *
  * The host validates every request against these schemas before it acts, whichever transport carried it (IPC or the
  * web-mode socket). The renderer imports only *types* from here, so zod never reaches the page; the preload imports

@@ -2,7 +2,7 @@
  * The host side of the contract (contract.ts) over one home folder: Electron main and `mars-lab serve` both create one
  * and differ only in transport and in how they start processes (runLauncher.ts).
  *
- * The host never trains or evaluates (DESIGN.md "Processes"): runs and evaluations go to `run-worker` processes, and
+ * The host never trains or evaluates (docs/architecture.md "Processes"): runs and evaluations go to `run-worker` processes, and
  * what windows see of runs comes from the folders, through the home watcher, so runs started from a terminal show up
  * exactly like the host's own.
  */

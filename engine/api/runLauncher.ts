@@ -1,5 +1,5 @@
 /**
- * How the host starts the processes that train and evaluate (DESIGN.md "Processes": the host only brokers). A launcher
+ * How the host starts the processes that train and evaluate (docs/architecture.md "Processes": the host only brokers). A launcher
  * runs `mars-lab run-worker <job>` in a new process: web mode and tests use `nodeRunLauncher` (child_process), Electron
  * main implements the same interface with `utilityProcess.fork` (main/utilityLauncher.ts).
  *

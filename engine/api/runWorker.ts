@@ -1,6 +1,6 @@
 /**
  * The process a host starts for a run or an evaluation (`mars-lab run-worker <job>`; runLauncher.ts). It does the work
- * the host must not do itself (DESIGN.md "Processes": the host never trains) and reports on stdout, one JSON object a
+ * the host must not do itself (docs/architecture.md "Processes": the host never trains) and reports on stdout, one JSON object a
  * line:
  *   {"type":"created","runId","dir"}   the run folder exists (start) or was found (resume)
  *   {"type":"done","runId","status","step"}

@@ -1,5 +1,5 @@
 /**
- * Web mode (DESIGN.md "Processes"): the built renderer over HTTP and the contract over a WebSocket, for a browser where
+ * Web mode (docs/architecture.md "Processes"): the built renderer over HTTP and the contract over a WebSocket, for a browser where
  * Electron cannot run and for a lab looking at a GPU box from a laptop.
  *
  * The security model (README, "Web mode's security model"):

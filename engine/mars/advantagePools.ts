@@ -1,5 +1,5 @@
 /**
- * MARS advantages for one question (ALGORITHMS.md §2.5, eq. 5): one pool for the G System 2 samples and one for the
+ * MARS advantages for one question (docs/algorithms.md §2.5, eq. 5): one pool for the G System 2 samples and one for the
  * M System 1 samples, computed on the full pools before any balancing (§2.7).
  */
 import { groupZScore, type ZScoreOptions } from '../rl/advantages';

@@ -1,5 +1,5 @@
 /**
- * Balanced sampling of one question's System 1 samples to G, for a 1:1 ratio with System 2 (ALGORITHMS.md §2.7).
+ * Balanced sampling of one question's System 1 samples to G, for a 1:1 ratio with System 2 (docs/algorithms.md §2.7).
  * It only chooses indices: advantages were computed on the full pool beforehand and are never recomputed.
  */
 import { drawWithoutReplacementWeighted, drawWithReplacementWeighted } from '../random/distributions';

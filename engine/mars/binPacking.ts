@@ -1,5 +1,5 @@
 /**
- * Packing one tool call's raw outputs into System 1 prompt windows (ALGORITHMS.md §2.3), plus the §6.5 ablation
+ * Packing one tool call's raw outputs into System 1 prompt windows (docs/algorithms.md §2.3), plus the §6.5 ablation
  * modes. Every bin is one System 1 call and one System 1 training sample.
  *
  * "Original order" is always ascending `index`, never the position in the input array, so a caller that reorders

@@ -1,6 +1,6 @@
 /**
  * The `mars` member of the run configuration: the shared sections, the research world (`task`) and the algorithm's
- * own switches (`mars`), with ALGORITHMS.md §4's mars-lab defaults. Every [D] of §2 and every ablation of §6 is a field.
+ * own switches (`mars`), with docs/algorithms.md §4's mars-lab defaults. Every [D] of §2 and every ablation of §6 is a field.
  */
 import { z } from 'zod';
 import { checkCommon, commonFields, field, seedNumber } from '../training/configSections';
@@ -43,11 +43,11 @@ export const marsTaskSchema = z
       'Question families',
       'Which of the seven question families (three single-hop, four multi-hop) are asked.',
     ),
-    questionsPerStep: field(count(1, 1024, 8), 'Questions per step', 'Distinct questions per training step (ALGORITHMS.md §4: 8).'),
+    questionsPerStep: field(count(1, 1024, 8), 'Questions per step', 'Distinct questions per training step (docs/algorithms.md §4: 8).'),
     groupSize: field(
-      z.int().min(2, { error: 'a group of one has no baseline; ALGORITHMS.md §2.9' }).max(1024).default(8),
+      z.int().min(2, { error: 'a group of one has no baseline; docs/algorithms.md §2.9' }).max(1024).default(8),
       'Group size (G)',
-      'Trajectories per question; their rewards are normalised within the question (ALGORITHMS.md §2.5).',
+      'Trajectories per question; their rewards are normalised within the question (docs/algorithms.md §2.5).',
     ),
     corpus: field(
       z
@@ -121,7 +121,7 @@ export const marsConfigSchema = z
     algorithm: field(z.literal('mars'), 'Algorithm', 'mars: a dual-system deep-research agent (System 2 reasons and searches, System 1 distils the pages), trained with one shared reward (arXiv 2510.04935).'),
     ...commonFields,
     task: field(marsTaskSchema.prefault({}), 'Research world', 'The generated worlds, their questions and the group size.'),
-    mars: field(marsSchema.prefault({}), 'MARS', 'Budgets and switches of the dual-system rollout and its training (ALGORITHMS.md §2, §6).'),
+    mars: field(marsSchema.prefault({}), 'MARS', 'Budgets and switches of the dual-system rollout and its training (docs/algorithms.md §2, §6).'),
   })
   .superRefine(checkCommon);
 

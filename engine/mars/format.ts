@@ -1,5 +1,5 @@
 /**
- * The rollout format of MARS (ALGORITHMS.md §2.1): Search-R1-style tags [D]. System 2 writes
+ * The rollout format of MARS (docs/algorithms.md §2.1): Search-R1-style tags [D]. System 2 writes
  * `<think>…</think>`, optionally `<purpose>p</purpose>`, then `<search>q</search>` or `<answer>a</answer>`; the
  * environment inserts `<info>õ</info>`. System 1 sees its template, the purpose and one bin of raw pages.
  * Every tag is a special token declared in the tokenizer file; this module looks them up, never hard-codes ids.

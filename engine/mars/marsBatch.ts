@@ -1,5 +1,5 @@
 /**
- * From one question's G trajectories to training samples (ALGORITHMS.md §2.5–2.7): one System 2 sample per
+ * From one question's G trajectories to training samples (docs/algorithms.md §2.5–2.7): one System 2 sample per
  * trajectory, one System 1 sample per bin; advantages on the full pools first, then balancing to G System 1 samples.
  */
 import { groupZScore } from '../rl/advantages';

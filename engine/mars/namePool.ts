@@ -1,5 +1,5 @@
 /**
- * The shared pool of invented names for the MARS worlds (ALGORITHMS.md §2.1, synthetic search tool).
+ * The shared pool of invented names for the MARS worlds (docs/algorithms.md §2.1, synthetic search tool).
  *
  * The pool is built once from syllables with a fixed generator seed, independent of any world's seed, so that every
  * world (training or evaluation) uses the same closed vocabulary while drawing its own entities from it: the same

@@ -1,5 +1,5 @@
 /**
- * Questions over a MARS world (ALGORITHMS.md §2.1, §2.4), in seven families that mirror the paper's seven QA
+ * Questions over a MARS world (docs/algorithms.md §2.1, §2.4), in seven families that mirror the paper's seven QA
  * benchmarks:
  *
  *   direct        (NQ)          one fact, canonical wording: "where was vorana born ?"
@@ -248,7 +248,7 @@ function shuffle<T>(rng: Rng, xs: T[]): T[] {
   return xs;
 }
 
-/** Up to `perFamily` questions of each family (ALGORITHMS.md §2.1), deterministic for a given `rng` seed. */
+/** Up to `perFamily` questions of each family (docs/algorithms.md §2.1), deterministic for a given `rng` seed. */
 export function generateQuestions(world: WorldContent, rng: Rng, perFamily: number): Question[] {
   const index = new FactIndex(world);
   const questions: Question[] = [];
@@ -305,7 +305,7 @@ export function readFact(text: string, relation: Relation, direction: Direction,
 }
 
 /**
- * Answers a question by reading only its support pages (ALGORITHMS.md §2.1), the way an oracle agent would: from the
+ * Answers a question by reading only its support pages (docs/algorithms.md §2.1), the way an oracle agent would: from the
  * first page's title, follow each fact of the chain on the page of the entity just found, taking the one value the
  * page states. The chain supplies only the relation and direction of each hop, never a value. Returns the answer in
  * token form, or null when a page is missing, states no value or states several.

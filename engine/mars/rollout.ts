@@ -1,5 +1,5 @@
 /**
- * The dual-system rollout of MARS (ALGORITHMS.md §2.2, eqs. 1–4), batched: every step, all live trajectories' System 2
+ * The dual-system rollout of MARS (docs/algorithms.md §2.2, eqs. 1–4), batched: every step, all live trajectories' System 2
  * turns go through one generation call, and all System 1 bins of all their searches through another.
  */
 import { generateWith, openSession, type PolicyModel } from '../endpoints/endpointPolicy';

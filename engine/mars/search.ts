@@ -1,5 +1,5 @@
 /**
- * The search tool of the MARS worlds (ALGORITHMS.md §2.1: `search(query) → Document[]`, full pages like the paper's
+ * The search tool of the MARS worlds (docs/algorithms.md §2.1: `search(query) → Document[]`, full pages like the paper's
  * search results): BM25 over page title and text, by minisearch (its default scoring is BM25+, k1 = 1.2, b = 0.7).
  *
  * Function words and question words are stop words, so "where was vorana born ?" searches for "vorana born". The

@@ -1,5 +1,5 @@
 /**
- * The MARS trainer (ALGORITHMS.md §2.8): questions from training worlds, G dual-system rollouts each, two advantage
+ * The MARS trainer (docs/algorithms.md §2.8): questions from training worlds, G dual-system rollouts each, two advantage
  * pools, balanced System 1 samples, one clipped-loss update (or two, with separate System 1 parameters).
  */
 import { encodeSafetensors, readSafetensorsFile } from '../model/safetensors';

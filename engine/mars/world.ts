@@ -1,5 +1,5 @@
 /**
- * Seeded generator of a fictional world for MARS's search tool (ALGORITHMS.md §2.1: `search(query) → Document[]`).
+ * Seeded generator of a fictional world for MARS's search tool (docs/algorithms.md §2.1: `search(query) → Document[]`).
  *
  * A world is entities (names from the shared pool, namePool.ts), typed facts between them, a corpus of pages and
  * questions (questions.ts). Nothing in it can be known from pretraining, so the answer must come from search.
@@ -199,7 +199,7 @@ function drawEntities(rng: Rng, spec: WorldSpec): Entity[] {
   return entities;
 }
 
-/** The world's facts (ALGORITHMS.md §2.1 search tool), in entity order then RELATIONS order. */
+/** The world's facts (docs/algorithms.md §2.1 search tool), in entity order then RELATIONS order. */
 function drawFacts(rng: Rng, entities: readonly Entity[]): Fact[] {
   const of = (type: EntityType) => entities.filter((e) => e.type === type);
   const [people, cities, countries, orgs, works] = [of('person'), of('city'), of('country'), of('organisation'), of('work')];
@@ -303,7 +303,7 @@ function mentionPages(entities: readonly Entity[], spec: WorldSpec, rng: Rng): P
   return pages;
 }
 
-/** A fictional world from `seed` (ALGORITHMS.md §2.1 search tool). Deterministic: the same seed and spec give the
+/** A fictional world from `seed` (docs/algorithms.md §2.1 search tool). Deterministic: the same seed and spec give the
  * same world, on every machine. */
 export function generateWorld(seed: number, spec: Partial<WorldSpec> = {}): World {
   const full: WorldSpec = {

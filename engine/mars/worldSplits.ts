@@ -1,5 +1,5 @@
 /**
- * Training and evaluation world seeds (ALGORITHMS.md §2: evaluation is on worlds never trained on).
+ * Training and evaluation world seeds (docs/algorithms.md §2: evaluation is on worlds never trained on).
  *
  * Both lists derive from one base seed through named streams ('train-worlds', 'eval-worlds'). They are disjoint by
  * construction for any lengths: training seeds are even and evaluation seeds odd. Within a list, seeds are distinct,

@@ -1,5 +1,5 @@
 /**
- * The closed language of the synthetic MARS worlds (ALGORITHMS.md §2.1, search tool): the relation schema, the
+ * The closed language of the synthetic MARS worlds (docs/algorithms.md §2.1, search tool): the relation schema, the
  * sentences that state facts on pages, filler and mention sentences, and the question templates of each family.
  *
  * Every string here is already in token form: lowercase words and punctuation marks separated by single spaces, so

@@ -1,6 +1,6 @@
 /**
  * The `marti` member of the run configuration: the shared sections, the coding world (`task`) and the MARTI-MARS²
- * switches (`marti`), with ALGORITHMS.md §4's mars-lab defaults. Every [D] of §3 and every arm of §6 is a field.
+ * switches (`marti`), with docs/algorithms.md §4's mars-lab defaults. Every [D] of §3 and every arm of §6 is a field.
  *
  * MARTI's RL defaults differ from the shared ones (§3.7, §4): gspo loss, k3 KL 1e-3 against a frozen reference per
  * parameter set, z-score eps 1e-9. They are defaults of this member's `rl` section, so a partial `rl` keeps them.
@@ -119,7 +119,7 @@ export const martiSchema = z
     singleSearch: field(
       z.enum(['tree', 'none']).default('tree'),
       'Single-agent search',
-      'With configuration single: tree = single-model tree search (homogeneous K = 1); none = vanilla GRPO, N independent samples grouped together (§6.1).',
+      'With configuration single: tree = single-model tree search (homogeneous K = 1); none = vanilla GRPO, N independent samples grouped together (§6.7).',
     ),
     agents: field(
       z
@@ -134,7 +134,7 @@ export const martiSchema = z
       'The agents (§3.1): id, role prompt and, when heterogeneous, optionally their own size or checkpoint. single uses the first.',
     ),
     nodesPerTree: field(
-      z.int().min(2, { error: 'a tree of one node has no baseline; ALGORITHMS.md §3.12' }).max(256).default(8),
+      z.int().min(2, { error: 'a tree of one node has no baseline; docs/algorithms.md §3.12' }).max(256).default(8),
       'Nodes per tree (N)',
       'Programs written per problem per step; all of a tree’s nodes form one GRPO group (§3.7, §3.8).',
     ),
@@ -201,9 +201,9 @@ export const martiConfigSchema = z
       'marti: MARTI-MARS², agents grow one search tree of programs per coding problem (AB-MCTS-A); all nodes of a tree form one GRPO group (arXiv 2602.07848).',
     ),
     ...commonFields,
-    rl: field(martiRlSchema.prefault({}), 'Reinforcement learning', 'Loss, advantage normalisation and optimiser settings (ALGORITHMS.md §1, §3.7, §4).'),
+    rl: field(martiRlSchema.prefault({}), 'Reinforcement learning', 'Loss, advantage normalisation and optimiser settings (docs/algorithms.md §1, §3.7, §4).'),
     task: field(martiTaskSchema.prefault({}), 'Coding world', 'The generated coding tasks, their tests and the feedback agents read.'),
-    marti: field(martiSchema.prefault({}), 'MARTI-MARS²', 'Team, search and training switches (ALGORITHMS.md §3, §6).'),
+    marti: field(martiSchema.prefault({}), 'MARTI-MARS²', 'Team, search and training switches (docs/algorithms.md §3, §6).'),
   })
   .superRefine(checkCommon)
   .superRefine((c, ctx) => {

@@ -1,5 +1,5 @@
 /**
- * Diversity measures for MARTI-MARS² (ALGORITHMS.md §3.11 [D]; issue 5 "Diversity"), per agent and between agents.
+ * Diversity measures for MARTI-MARS² (docs/algorithms.md §3.11 [D]; issue 5 "Diversity"), per agent and between agents.
  *
  * Everything works on a flat list of `DiversityNode`s tagged with their problem, so the same code serves the
  * `system` mode (one joint tree per problem) and the `agent` mode (one tree per agent per problem). Comparisons of

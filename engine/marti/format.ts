@@ -1,5 +1,5 @@
 /**
- * The MARTI tokenizer and the token layout of a node (ALGORITHMS.md §3.2): `<bos> prompt` is the prompt x, the
+ * The MARTI tokenizer and the token layout of a node (docs/algorithms.md §3.2): `<bos> prompt` is the prompt x, the
  * program's words then `<eos>` are the completion y. The vocabulary is fixed (the world's words plus ROLE_WORDS), so
  * every MARTI checkpoint has the same tokenizer whatever its config.
  */

@@ -1,5 +1,5 @@
 /**
- * The prompt layout of MARTI-MARS² nodes (ALGORITHMS.md §3.2), one place for the trainer, the pretraining corpus and
+ * The prompt layout of MARTI-MARS² nodes (docs/algorithms.md §3.2), one place for the trainer, the pretraining corpus and
  * the inspector. A prompt is a single message with no chat history:
  *
  *   child of the root   rolePrompt ⊕ problem ⊕ "program:"

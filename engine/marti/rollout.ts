@@ -1,5 +1,5 @@
 /**
- * Growing MARTI-MARS² trees (ALGORITHMS.md §3.4–3.6, §3.8 inner loop): one tree per problem, every tree expanded in
+ * Growing MARTI-MARS² trees (docs/algorithms.md §3.4–3.6, §3.8 inner loop): one tree per problem, every tree expanded in
  * parallel. Each round selects at most one pending expansion per unfinished tree, makes ONE batched generate() call
  * per parameter set for all of them (the hot path), scores the programs with the interpreter and adds the nodes
  * (which backpropagates). Used for training steps and for every evaluation (pass@1, best-of-tree, T+).
@@ -44,7 +44,7 @@ export interface GrowOptions {
   /** Each parameter set's policy: the run's own model, or an endpoint (engine/endpoints/) in evaluations. */
   models: ReadonlyMap<string, PolicyModel>;
   search: SearchConfig;
-  /** Vanilla GRPO (§6.1 `grpo`): every node is a fresh root child written by the first agent; no search. */
+  /** Vanilla GRPO (§6.7 `grpo`): every node is a fresh root child written by the first agent; no search. */
   independent?: boolean;
   feedback: FeedbackMode;
   rewardMode: RewardMode;

@@ -1,5 +1,5 @@
 /**
- * The MARTI-MARS² trainer (ALGORITHMS.md §3.8): per step, one AB-MCTS-A tree per problem grown by the team
+ * The MARTI-MARS² trainer (docs/algorithms.md §3.8): per step, one AB-MCTS-A tree per problem grown by the team
  * (rollout.ts: one generate() per parameter set per round), one GRPO group per tree (z-score over all its nodes),
  * samples routed to the parameter set of the agent that wrote them, per-set buffers, optimisers and frozen KL
  * references. Evaluation on held-out tasks: pass@1, best-of-tree, T+ and the §3.11 diversity measures.

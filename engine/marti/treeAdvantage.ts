@@ -1,5 +1,5 @@
 /**
- * Tree-group advantages and routing for MARTI-MARS² (ALGORITHMS.md §3.7, §3.12).
+ * Tree-group advantages and routing for MARTI-MARS² (docs/algorithms.md §3.7, §3.12).
  *
  * One GRPO group per tree: all N non-root nodes, whatever agent wrote them, z-scored together with eps 1e-9
  * (TsinghuaC3I/MARTI `group_norm`), through the shared `groupZScore` of §1.2 (so the all-equal and singleton rules

@@ -1,5 +1,5 @@
 /**
- * SQuAD-style answer scoring (ALGORITHMS.md §2.4: mars-lab judges answers with the task's exact checker).
+ * SQuAD-style answer scoring (docs/algorithms.md §2.4: mars-lab judges answers with the task's exact checker).
  *
  * `normalizeAnswer` follows the SQuAD v1.1 evaluation script: lower case, drop punctuation, drop the articles a/an/the,
  * collapse whitespace. One addition for the word tokenizer, which writes one token per digit: runs of single digits

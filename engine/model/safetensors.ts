@@ -1,5 +1,5 @@
 /**
- * Reader and writer for the Hugging Face safetensors format, the layout of every checkpoint (DESIGN.md "Run folder").
+ * Reader and writer for the Hugging Face safetensors format, the layout of every checkpoint (docs/architecture.md "Run folder").
  *
  * Layout: an 8-byte little-endian u64 N, then N bytes of UTF-8 JSON
  *   {"__metadata__": {string: string}, name: {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ...}

@@ -1,5 +1,5 @@
 /**
- * Samplers driven by an explicit `Rng` (ALGORITHMS.md §1.4, §2.7), so every draw belongs to a named, seeded stream.
+ * Samplers driven by an explicit `Rng` (docs/algorithms.md §1.4, §2.7), so every draw belongs to a named, seeded stream.
  */
 import type { Rng } from './prng';
 

@@ -1,5 +1,5 @@
 /**
- * The run's seeded pseudo-random generator (ALGORITHMS.md §1.4).
+ * The run's seeded pseudo-random generator (docs/algorithms.md §1.4).
  *
  * sfc32 (Chris Doty-Humphrey's Small Fast Counting generator, 128-bit state, period ≥ 2^32) seeded through splitmix32.
  * It is chosen because it needs only 32-bit integer arithmetic (exact in JavaScript), passes PractRand/BigCrush at the
@@ -101,7 +101,7 @@ export class Rng {
   }
 
   /**
-   * An independent stream named `name` (ALGORITHMS.md §1.4). It depends only on this generator's seed and the name,
+   * An independent stream named `name` (docs/algorithms.md §1.4). It depends only on this generator's seed and the name,
    * so the same name always gives the same stream, however many draws were made before.
    */
   split(name: string): Rng {

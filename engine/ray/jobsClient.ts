@@ -1,6 +1,6 @@
 /**
  * A client of the Ray Jobs REST API on a head node's dashboard port (default 8265): version, submit, status, list,
- * full logs, stop (SCALE-OUT.md §1), over node:http/https. Not Node's fetch: it always sends `Sec-Fetch-Mode: cors`,
+ * full logs, stop (docs/scale-out.md §1), over node:http/https. Not Node's fetch: it always sends `Sec-Fetch-Mode: cors`,
  * and Ray's dashboard refuses every POST that carries a Sec-Fetch-* header as "browser traffic" (405;
  * ray/dashboard/optional_utils.py is_browser_request), so fetch could never submit or stop a job.
  * `Authorization: Bearer` when given a token (option, else env MARS_LAB_RAY_TOKEN: Ray ≥ 2.52 token mode), plus any

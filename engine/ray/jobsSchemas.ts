@@ -1,5 +1,5 @@
 /**
- * What the Ray Jobs REST API sends back (Ray ≥ 2.9, checked against 2.52.1; /work/shared/docs/SCALE-OUT.md §1), as zod
+ * What the Ray Jobs REST API sends back (Ray ≥ 2.9, checked against 2.52.1; docs/scale-out.md §1), as zod
  * schemas: every response is parsed here before the client uses it. Unknown fields are kept out (z.object strips
  * them), so a newer server's extra fields (retry_policy, attempt_number, …) pass.
  */

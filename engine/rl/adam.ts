@@ -1,5 +1,5 @@
 /**
- * Adam with global-norm gradient clipping, a learning-rate schedule and serialisable state (ALGORITHMS.md §4 `lr`,
+ * Adam with global-norm gradient clipping, a learning-rate schedule and serialisable state (docs/algorithms.md §4 `lr`,
  * `gradClip`). It replaces tf.train.adam so that clipping, the schedule and checkpointing of the moments live in one
  * place.
  *

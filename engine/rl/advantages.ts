@@ -1,5 +1,5 @@
 /**
- * Group-relative advantages (ALGORITHMS.md §1.2): the one z-score both trainers call.
+ * Group-relative advantages (docs/algorithms.md §1.2): the one z-score both trainers call.
  */
 
 export interface ZScoreOptions {

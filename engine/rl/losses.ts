@@ -1,5 +1,5 @@
 /**
- * Policy losses on [B, T] per-token log-probabilities (ALGORITHMS.md §1.3).
+ * Policy losses on [B, T] per-token log-probabilities (docs/algorithms.md §1.3).
  *
  * `policyLoss` returns the scalar to differentiate and, separately, a handle to the logged statistics. Call it inside
  * the function given to `tf.variableGrads`/`tf.grads`:

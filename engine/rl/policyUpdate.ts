@@ -1,5 +1,5 @@
 /**
- * One policy-gradient update over a batch of samples (ALGORITHMS.md §2.8 / §3.8, the part both trainers share):
+ * One policy-gradient update over a batch of samples (docs/algorithms.md §2.8 / §3.8, the part both trainers share):
  * ℓold once at the start, then for each epoch and minibatch: forward, policyLoss, gradients, Adam.
  */
 import { tf } from '../tensor/backend';

@@ -1,5 +1,5 @@
 /**
- * The training sample record (ALGORITHMS.md §1.1) and the packing of samples into the [B, T] arrays the losses take.
+ * The training sample record (docs/algorithms.md §1.1) and the packing of samples into the [B, T] arrays the losses take.
  *
  * Alignment: position t of `lossMask` and `behaviourLogProbs` refers to predicting `tokens[t]` from `tokens[<t]`.
  * Position 0 has no context, so its mask is always 0.

@@ -1,5 +1,5 @@
 /**
- * Learning-rate schedules for the optimiser step (ALGORITHMS.md §4 `lr`). Steps are 0-based: step s is the
+ * Learning-rate schedules for the optimiser step (docs/algorithms.md §4 `lr`). Steps are 0-based: step s is the
  * (s+1)-th parameter update.
  */
 

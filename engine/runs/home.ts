@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { UserError } from '../userError';
 
-/** Names inside a run folder (DESIGN.md, "Run folder"). */
+/** Names inside a run folder (docs/architecture.md, "Run folder"). */
 export const RUN_FILES = {
   meta: 'run.json',
   metrics: 'metrics.jsonl',

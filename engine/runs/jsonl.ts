@@ -1,5 +1,5 @@
 /**
- * Append-only JSON Lines files: the run's metrics, trajectories and events (DESIGN.md, "Run folder").
+ * Append-only JSON Lines files: the run's metrics, trajectories and events (docs/architecture.md, "Run folder").
  *
  * A writer puts each record in one `write(2)`, so a crash leaves at most one torn line, at the end. A reader only ever
  * parses complete lines (ending in "\n") and reads from a byte offset, so a tailing reader never re-reads a file and

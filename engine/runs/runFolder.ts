@@ -1,5 +1,5 @@
 /**
- * A run folder (DESIGN.md, "Run folder"): run.json, the three logs, checkpoints/<step>/, and the lock that keeps a
+ * A run folder (docs/architecture.md, "Run folder"): run.json, the three logs, checkpoints/<step>/, and the lock that keeps a
  * second writer out.
  */
 import fs from 'node:fs';

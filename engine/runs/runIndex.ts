@@ -1,6 +1,6 @@
 /**
  * The run index: `<home>/index.json`, summaries of every run so a list of hundreds of runs opens without reading their
- * logs. It is a cache (DESIGN.md, "Run folder"): each entry remembers the size and mtime of the files it was built from
+ * logs. It is a cache (docs/architecture.md, "Run folder"): each entry remembers the size and mtime of the files it was built from
  * and is rebuilt when they change; a missing or damaged index.json is rebuilt from the folders. A run's metrics are
  * summarised from its sidecar (summarySidecar.ts, written by the run loop) and the log past the offset it covers, so
  * rebuilding the index of a home of 1,000 runs does not read every log whole.

@@ -1,5 +1,5 @@
 /**
- * The run's write lock (`<dir>/lock`, DESIGN.md "Run folder"): one writer per run. The lock names its process by pid,
+ * The run's write lock (`<dir>/lock`, docs/architecture.md "Run folder"): one writer per run. The lock names its process by pid,
  * host, time, and (on Linux) the process's start time, so that a pid reused after a crash is not taken for the writer
  * (writerProcess.ts).
  */

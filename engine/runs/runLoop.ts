@@ -1,5 +1,5 @@
 /**
- * Drives a trainer inside its run folder (DESIGN.md "Run folder", "Processes"): one metrics line per step, trajectory
+ * Drives a trainer inside its run folder (docs/architecture.md "Run folder", "Processes"): one metrics line per step, trajectory
  * records, checkpoints and evaluations on their cadences, status in run.json and events.jsonl, a lock against a second
  * writer, Ctrl-C as "checkpoint, then stop", and resume from the last checkpoint with the same random streams.
  *

@@ -2,7 +2,7 @@
  * The host's index of one run's trajectories.jsonl (issue 19 "Finding the bad trajectory"): the byte range and the
  * training step of every complete line, built by a streaming scan (1 MiB at a time, so memory stays bounded by the
  * line count, not the file size) and extended incrementally as the run appends. It lives in the host's memory, one per
- * run, never on disk: the run folder is written only by the run's own process (DESIGN.md "Run folder").
+ * run, never on disk: the run folder is written only by the run's own process (docs/architecture.md "Run folder").
  *
  * With it any step opens directly (no paging from the newest lines), and filtered queries (step range, reward,
  * family, agent, outcome, malformed, text) scan only the lines of the steps asked for, newest first, with a byte

@@ -11,7 +11,7 @@
  *
  * System 1's window capacity of each search, for records written before the trainer recorded it (`capacity`):
  * C = sys1PromptMax − 3 (template) − the purpose's tokens (the purpose System 2 wrote, or its query when it wrote none
- * and mars.missingPurpose is 'query'), capped at purposeMax (ALGORITHMS.md §2.3). The purpose is counted in word
+ * and mars.missingPurpose is 'query'), capped at purposeMax (docs/algorithms.md §2.3). The purpose is counted in word
  * pre-tokens: System 2 can only write vocabulary words, each one token of the MARS tokenizer.
  */
 import { normaliseWordText, pretokenise } from '../model/wordNormalForm';

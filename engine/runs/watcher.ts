@@ -1,6 +1,6 @@
 /**
  * Live view of a home folder: appended log lines, status changes and new checkpoints of every run become typed events
- * (DESIGN.md, "Processes": the host watches folders, not processes, so a run started from a terminal shows up live).
+ * (docs/architecture.md, "Processes": the host watches folders, not processes, so a run started from a terminal shows up live).
  *
  * Each log is tailed from the offset where the last read stopped, complete lines only. chokidar hides a file's changes
  * for 50 ms after each one it reports (and compares mtimes, which are coarse), so each reported change also arms a

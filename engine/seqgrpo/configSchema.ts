@@ -20,7 +20,7 @@ export const seqgrpoTaskSchema = z
     symbols: field(z.int().min(2).max(64).default(6), 'Symbols', 'Size of the alphabet the sequences are made of.'),
     length: field(z.int().min(1).max(16).default(3), 'Length', 'Number of symbols in each input sequence.'),
     groupSize: field(
-      z.int().min(2, { error: 'a group of one has no baseline; ALGORITHMS.md §2.9' }).max(1024).default(16),
+      z.int().min(2, { error: 'a group of one has no baseline; docs/algorithms.md §2.9' }).max(1024).default(16),
       'Group size (G)',
       'Rollouts sampled per prompt; their rewards are normalised within the group (GRPO).',
     ),

@@ -1,5 +1,5 @@
 /**
- * `seqgrpo`: one policy learns a sequence transformation by GRPO alone (ALGORITHMS.md §1: group z-score over the G
+ * `seqgrpo`: one policy learns a sequence transformation by GRPO alone (docs/algorithms.md §1: group z-score over the G
  * rollouts of one prompt, ppoToken or gspo loss, Adam). The engine's smallest complete algorithm: the newcomer's first
  * run, and the trainer the run layer's own tests drive.
  */

@@ -1,5 +1,5 @@
 /**
- * The one place that chooses and initialises a TensorFlow.js backend (DESIGN.md "Backends").
+ * The one place that chooses and initialises a TensorFlow.js backend (docs/architecture.md "Backends").
  *
  * Ladder, first that loads wins: tensorflow (tfjs-node-gpu, then tfjs-node) → webgpu (a hardware adapter) → wasm → cpu.
  * Every rung that was not taken is reported with the reason, so `doctor`, run.json and the UI can say why.
@@ -418,7 +418,7 @@ export async function initBackend(opts: { force?: BackendName } & NativeOptions 
 function describeThreads(chosen: BackendName): { threads: number; threadsDetail: string } {
   switch (chosen) {
     case 'wasm':
-      // tfjs-backend-wasm hard-codes multithreading off under Node (tfjs#3830); see BUILD-NOTES.md §1.
+      // tfjs-backend-wasm hard-codes multithreading off under Node (tfjs#3830); see docs/build-notes.md §1.
       return { threads: 1, threadsDetail: 'tfjs-backend-wasm runs single-threaded under Node.js (multithreading is disabled there)' };
     case 'cpu':
       return { threads: 1, threadsDetail: 'the cpu backend is single-threaded JavaScript' };

@@ -2,7 +2,7 @@
  * Matrix product whose gradient uses only untransposed matMuls.
  *
  * tfjs's own MatMul gradient calls matMul with transpose flags, which the wasm backend runs 5–17× slower than the plain
- * product (BUILD-NOTES.md §1, "Performance pitfall 1"); explicit transposes followed by plain products made a training
+ * product (docs/build-notes.md §1, "Performance pitfall 1"); explicit transposes followed by plain products made a training
  * step about 3.5× faster there, and are exact on every backend.
  */
 import { tf } from './backend';

@@ -124,7 +124,7 @@ export const tisSchema = z.strictObject({
   enabled: field(
     z.boolean().default(false),
     'Enabled',
-    'Reweight each token by the (capped) ratio between the current and the sampling policy (ALGORITHMS.md §1.3).',
+    'Reweight each token by the (capped) ratio between the current and the sampling policy (docs/algorithms.md §1.3).',
   ),
   cap: field(z.number().gt(0).max(100).default(2), 'Cap', 'Upper bound on the truncated importance weight.'),
 });
@@ -149,7 +149,7 @@ export const rlSchema = z
     loss: field(
       z.enum(LOSS_KINDS).default('ppoToken'),
       'Policy loss',
-      'ppoToken clips each token ratio (GRPO form); gspo clips the sequence-level ratio (ALGORITHMS.md §1.3).',
+      'ppoToken clips each token ratio (GRPO form); gspo clips the sequence-level ratio (docs/algorithms.md §1.3).',
     ),
     clipLow: field(z.number().min(0).lt(1).default(0.2), 'Clip low', 'ε_lo: how far below 1 the ratio may fall before its gradient is cut.'),
     clipHigh: field(z.number().min(0).max(10).default(0.2), 'Clip high', 'ε_hi: how far above 1 the ratio may rise before its gradient is cut.'),
@@ -173,7 +173,7 @@ export const rlSchema = z
     gradClip: field(z.number().gt(0).max(1e6).default(1), 'Gradient clip', 'Largest global norm of the gradient; larger gradients are scaled down to it.'),
     epochs: field(z.int().min(1).max(100).default(1), 'Epochs', 'Passes over each step’s rollouts (more than 1 makes later passes off-policy).'),
     miniBatches: field(z.int().min(1).max(4096).default(1), 'Minibatches', 'Parameter updates per epoch: each step’s rollouts are split into this many parts.'),
-    zscoreEps: field(z.number().min(0).max(1).default(1e-6), 'z-score epsilon', 'Added to the group’s standard deviation before dividing (ALGORITHMS.md §1.2).'),
+    zscoreEps: field(z.number().min(0).max(1).default(1e-6), 'z-score epsilon', 'Added to the group’s standard deviation before dividing (docs/algorithms.md §1.2).'),
     singleton: field(
       z.enum(['zero', 'verl']).default('zero'),
       'Singleton groups',
@@ -259,7 +259,7 @@ export const commonFields = {
   notes: field(z.string().max(10_000).default(''), 'Notes', 'Free text kept with the run, such as the question it is meant to answer.'),
   model: field(modelSchema.prefault({}), 'Model', 'The policy’s architecture and where its initial weights come from.'),
   sampler: field(samplerSchema.prefault({}), 'Sampler', 'How training rollouts are sampled from the policy.'),
-  rl: field(rlSchema.prefault({}), 'Reinforcement learning', 'Loss, advantage normalisation and optimiser settings (ALGORITHMS.md §1, §4).'),
+  rl: field(rlSchema.prefault({}), 'Reinforcement learning', 'Loss, advantage normalisation and optimiser settings (docs/algorithms.md §1, §4).'),
   budget: field(budgetSchema.prefault({}), 'Budget', 'How long the run trains.'),
   pretrain: field(pretrainSchema.prefault({}), 'Pretraining', 'The supervised stage that makes a base checkpoint (`mars-lab pretrain`).'),
   eval: field(evalSchema.prefault({}), 'Evaluation', 'When and on how many held-out items the policy is evaluated.'),

@@ -52,7 +52,7 @@ export function findTorchPython(explicit?: string): { python: string; torch: str
 
 /**
  * Runs the peer at spec.threads. `torch.set_num_threads` alone does not cap the OpenBLAS torch links (it ran 2 threads
- * inside a "1-thread" peer: BUILD-NOTES §8), so the BLAS and OpenMP pools are pinned through the environment as well.
+ * inside a "1-thread" peer: docs/build-notes.md §8), so the BLAS and OpenMP pools are pinned through the environment as well.
  */
 export function runPeer(python: string, spec: PeerSpec): PeerResult {
   const n = String(spec.threads);

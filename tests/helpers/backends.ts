@@ -1,6 +1,6 @@
 import { BACKENDS, BackendUnavailableError, initBackend, tf, type BackendName } from '../../engine/tensor/backend';
 
-/** The backends every gradient test runs on (DESIGN.md "Backends": wasm lacks some gradient kernels that cpu has). */
+/** The backends every gradient test runs on (docs/architecture.md "Backends": wasm lacks some gradient kernels that cpu has). */
 export const GRADIENT_BACKENDS = ['cpu', 'wasm'] as const;
 
 /** Switch this test process to a backend (initBackend re-initialises when a different one is forced). */

@@ -1,5 +1,5 @@
 /**
- * Typed failures of the MARTI language. `run` returns them as values and never throws (ALGORITHMS.md §3.12: a bad
+ * Typed failures of the MARTI language. `run` returns them as values and never throws (docs/algorithms.md §3.12: a bad
  * program scores 0 and gets feedback; it never stops the trainer). Messages use only vocabulary words (language
  * keywords, digits and a few plain words listed in ERROR_WORDS), so rich feedback (§3.10) can quote them to a model.
  */

@@ -1,5 +1,5 @@
 /**
- * The MARTI language's evaluator (ALGORITHMS.md §3.3: mars-lab replaces the released code's 6 s per test with an
+ * The MARTI language's evaluator (docs/algorithms.md §3.3: mars-lab replaces the released code's 6 s per test with an
  * interpreter step limit [D]). It is a tree walker over values that are plain JSON; it reaches nothing of the host (no
  * eval, no Function, no I/O, no clock), so a run depends only on the program, the input and the limits.
  *

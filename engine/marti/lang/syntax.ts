@@ -1,5 +1,5 @@
 /**
- * The closed syntax of the MARTI coding world's language (ALGORITHMS.md §3: nodes are whole programs). One place lists
+ * The closed syntax of the MARTI coding world's language (docs/algorithms.md §3: nodes are whole programs). One place lists
  * every keyword, built-in and symbol, so that the lexer, the printer and the tokenizer vocabulary agree.
  *
  * The surface is chosen for a word-level tokenizer (engine/model/wordNormalForm.ts): every token is a lowercase letter

@@ -1,5 +1,5 @@
 /**
- * AB-MCTS-A over one shared tree per problem (ALGORITHMS.md §3.4 selection, §3.6 backpropagation, §3.10 (b) depth
+ * AB-MCTS-A over one shared tree per problem (docs/algorithms.md §3.4 selection, §3.6 backpropagation, §3.10 (b) depth
  * weighting), after SakanaAI/treequest `src/treequest/algos/ab_mcts_a/` with the multi-armed-bandit agent choice
  * that MARTI uses.
  *
@@ -294,7 +294,7 @@ function chooseAgent(
 export function selectExpansion(tree: SearchTree<unknown>, rng: Rng, opts: SelectOptions = {}): Expansion {
   if (tree.pending) {
     throw new Error(
-      `Tree '${tree.treeId}' already has a pending expansion (node ${tree.pending.nodeId}); call addNode (or abandonExpansion) first. Nodes within a tree are expanded one at a time (ALGORITHMS.md §3.4).`,
+      `Tree '${tree.treeId}' already has a pending expansion (node ${tree.pending.nodeId}); call addNode (or abandonExpansion) first. Nodes within a tree are expanded one at a time (docs/algorithms.md §3.4).`,
     );
   }
   if (isComplete(tree)) {

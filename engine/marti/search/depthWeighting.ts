@@ -1,5 +1,5 @@
 /**
- * MARS²-T+ depth-guided GEN credit (ALGORITHMS.md §3.10 (b); the form mars-lab uses is decided in
+ * MARS²-T+ depth-guided GEN credit (docs/algorithms.md §3.10 (b); the form mars-lab uses is decided in
  * docs/algorithms/tplus.md). A new node at depth d, with c nodes already at that depth, credits its parent's GEN arm
  * with r̄ = ω(d, c)·s, where ω(d, c) = (1 + α·d)/(1 + β·c): deep nodes count more, crowded depths less.
  *

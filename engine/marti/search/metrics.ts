@@ -1,5 +1,5 @@
 /**
- * Evaluation metrics of one tree (ALGORITHMS.md §3.9, after TsinghuaC3I/MARTI
+ * Evaluation metrics of one tree (docs/algorithms.md §3.9, after TsinghuaC3I/MARTI
  * `marti/agent_workflows/third_party/mcts_utils/utils.py`) and the T+ final pick (§3.10 c).
  *
  * These work on any nodes with an id (expansion order: a larger id is more recent), a publicScore and a

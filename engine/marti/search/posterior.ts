@@ -1,5 +1,5 @@
 /**
- * Posteriors for AB-MCTS-A's Thompson sampling (ALGORITHMS.md §3.5), following SakanaAI/treequest
+ * Posteriors for AB-MCTS-A's Thompson sampling (docs/algorithms.md §3.5), following SakanaAI/treequest
  * `src/treequest/algos/ab_mcts_a/prob_state.py` (`ProbabilisticDist`).
  *
  * A posterior is plain data (so trees serialise to `trajectories.jsonl` and snapshot cleanly); the functions here

@@ -1,5 +1,5 @@
 /**
- * Seeded MARTI coding tasks (ALGORITHMS.md §3.2–3.3): a hidden target program of 2–5 operations (ops.ts), a statement
+ * Seeded MARTI coding tasks (docs/algorithms.md §3.2–3.3): a hidden target program of 2–5 operations (ops.ts), a statement
  * describing the operations in order ("keep the even numbers then multiply each by 2 then add them up"), public tests
  * shown to agents and private tests used only for metrics.
  *

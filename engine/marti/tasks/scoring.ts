@@ -1,6 +1,6 @@
 /**
  * Scoring a MARTI node's program against its task, and the feedback a refining agent reads
- * (ALGORITHMS.md §3.2 feedback, §3.3 node reward, §3.10 (a) rich feedback for T+, §3.12 unparsable programs).
+ * (docs/algorithms.md §3.2 feedback, §3.3 node reward, §3.10 (a) rich feedback for T+, §3.12 unparsable programs).
  *
  *   publicScore   1 if the program passes every public test, else 0 (`rewardMode: 'fraction'`: the share passed)
  *   privateScore  the same on the private tests; metrics only, never shown to an agent

@@ -1,5 +1,5 @@
 /**
- * The run list, kept current by pushed events (DESIGN.md: the window is told, it does not poll): new runs and status
+ * The run list, kept current by pushed events (docs/architecture.md: the window is told, it does not poll): new runs and status
  * changes reload the list (coalesced), appended metrics update the row in place. For running runs it also keeps the
  * recent seconds per step (getRunsMetricSeries on reload, then the pushed lines' times), for the table's ETA.
  */

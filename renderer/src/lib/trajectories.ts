@@ -56,7 +56,7 @@ export function marsWindowSettings(config: unknown): MarsWindowSettings {
 }
 
 /**
- * System 1's window capacity for one search (ALGORITHMS.md §2.3), as the trainer recorded it (the host fills it in
+ * System 1's window capacity for one search (docs/algorithms.md §2.3), as the trainer recorded it (the host fills it in
  * for older records: engine/runs/trajectoryPages.ts withCapacities), and the purpose's share of the window; null
  * when the record has none (a search without results).
  */

@@ -11,7 +11,7 @@ function expectClose(got: number[], want: number[], tol: number): void {
 
 const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
 
-describe('separate pools (ALGORITHMS.md §2.5, §7.6)', () => {
+describe('separate pools (docs/algorithms.md §2.5, §7.6)', () => {
   it('reproduces the worked example r = [1,0], n = [3,1]', () => {
     // With eps = 0 the example's values are exact.
     const exact = poolAdvantages(trajs([1, 0], [3, 1]), { eps: 0 });
@@ -54,7 +54,7 @@ describe('separate pools (ALGORITHMS.md §2.5, §7.6)', () => {
   });
 });
 
-describe('joint pool (ALGORITHMS.md §2.5, §6.6)', () => {
+describe('joint pool (docs/algorithms.md §2.5, §6.6)', () => {
   it('z-scores System 2 and System 1 rewards together, computed by hand on the worked example', () => {
     // Joint pool [1, 0 | 1, 1, 1, 0]: μ = 2/3, Σ(r−μ)² = 4·(1/9) + 2·(4/9) = 4/3, σ = sqrt((4/3)/5) = sqrt(4/15).
     const s = Math.sqrt(4 / 15) + 1e-6;
@@ -81,7 +81,7 @@ describe('joint pool (ALGORITHMS.md §2.5, §6.6)', () => {
   });
 });
 
-describe('degenerate and non-degenerate pools (ALGORITHMS.md §2.9, §7.10, §7.11)', () => {
+describe('degenerate and non-degenerate pools (docs/algorithms.md §2.9, §7.10, §7.11)', () => {
   it('all-equal rewards give exactly 0 in both pools and in the joint pool', () => {
     for (const r of [[1, 1, 1], [0, 0, 0], [0.1, 0.1, 0.1]]) {
       for (const pool of ['separate', 'joint'] as const) {

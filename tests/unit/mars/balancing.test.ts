@@ -13,7 +13,7 @@ const CHI2_999: Record<number, number> = { 3: 16.27, 4: 18.47, 5: 20.52 };
 
 const modes: BalanceMode[] = ['uniform', 'advWeighted', 'off'];
 
-describe('balancing counts (ALGORITHMS.md §2.7, §7.7)', () => {
+describe('balancing counts (docs/algorithms.md §2.7, §7.7)', () => {
   it('M = 0 gives no samples in every mode', () => {
     for (const mode of modes) expect(balanceSys1([], 8, { mode, rng: new Rng(1) })).toEqual([]);
   });
@@ -77,7 +77,7 @@ describe('balancing counts (ALGORITHMS.md §2.7, §7.7)', () => {
   });
 });
 
-describe('weighted draws (ALGORITHMS.md §2.7, §7.8)', () => {
+describe('weighted draws (docs/algorithms.md §2.7, §7.8)', () => {
   const adv = [0, 0.5, -1, 2, -0.25];
   const delta = 0.01;
   const w = adv.map((a) => Math.abs(a) + delta);

@@ -115,7 +115,7 @@ function optimalBins(sizes: readonly number[], C: number): number {
   return best;
 }
 
-describe('sys1Capacity (ALGORITHMS.md §2.3)', () => {
+describe('sys1Capacity (docs/algorithms.md §2.3)', () => {
   it('is sys1PromptMax − template − purpose', () => {
     expect(sys1Capacity(256, 20, 24)).toBe(212);
     expect(sys1Capacity(10, 5, 6)).toBe(-1);
@@ -137,7 +137,7 @@ describe('sys1Capacity (ALGORITHMS.md §2.3)', () => {
   });
 });
 
-describe('FFD placement (ALGORITHMS.md §7.1)', () => {
+describe('FFD placement (docs/algorithms.md §7.1)', () => {
   it('hand case: oversize first and alone, then first fit by size desc', () => {
     // C = 10, sepCost 1: sizes [5, 5, 3, 6, –, 13, 4].
     const bins = packFFD(items([4, 4, 2, 5, 0, 12, 3]), 10, 1);
@@ -172,7 +172,7 @@ describe('FFD placement (ALGORITHMS.md §7.1)', () => {
   });
 });
 
-describe('FFD determinism and bound (ALGORITHMS.md §7.2)', () => {
+describe('FFD determinism and bound (docs/algorithms.md §7.2)', () => {
   it('breaks ties by original index', () => {
     expect(packFFD(items([3, 3, 3, 3, 3]), 10, 1).map((b) => b.items.map((x) => x.index))).toEqual([[0, 1], [2, 3], [4]]);
     // Equal sizes 3 at indices 1 and 2: index 1 is placed first, into the bin with index 0.
@@ -225,7 +225,7 @@ describe('FFD determinism and bound (ALGORITHMS.md §7.2)', () => {
   });
 });
 
-describe('empty results (ALGORITHMS.md §7.3)', () => {
+describe('empty results (docs/algorithms.md §7.3)', () => {
   it('no documents, or only empty ones, give 0 bins in every mode', () => {
     for (const mode of ['ffd', 'perDoc', 'truncate'] as const) {
       expect(packItems(mode, [], 10, 1)).toEqual([]);
@@ -234,7 +234,7 @@ describe('empty results (ALGORITHMS.md §7.3)', () => {
   });
 });
 
-describe('ablation packing modes (ALGORITHMS.md §6.5)', () => {
+describe('ablation packing modes (docs/algorithms.md §6.5)', () => {
   it("'perDoc' gives one bin per non-empty document, in original order, each truncated to C − sepCost", () => {
     const its: PackItem[] = [{ index: 3, length: 2 }, { index: 0, length: 20 }, { index: 1, length: 0 }, { index: 2, length: 9 }];
     expect(packPerDoc(its, 10, 1)).toEqual([

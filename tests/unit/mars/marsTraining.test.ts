@@ -1,5 +1,5 @@
 /**
- * From trajectories to updates (ALGORITHMS.md §2.5–2.8): balancing happens after advantages, an all-equal question
+ * From trajectories to updates (docs/algorithms.md §2.5–2.8): balancing happens after advantages, an all-equal question
  * gives zero gradient, and each parameter mode routes samples to the right parameter set (§7.7, §7.9, §7.10).
  */
 import { beforeAll, describe, expect, it } from 'vitest';

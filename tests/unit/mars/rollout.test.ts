@@ -1,5 +1,5 @@
 /**
- * The dual-system rollout (ALGORITHMS.md §2.2) with a random tiny policy over a tiny vocabulary, so that System 2's
+ * The dual-system rollout (docs/algorithms.md §2.2) with a random tiny policy over a tiny vocabulary, so that System 2's
  * random turns often open and close a search: masks (§7.4), the <info> splice, bins and System 1 calls, and that a
  * System 2 sample's loss has exactly zero gradient on System 1's tokens (§7.5).
  */

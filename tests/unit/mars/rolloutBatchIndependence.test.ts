@@ -3,7 +3,7 @@
  * System 2 turn at the smallest remaining budget of all live trajectories, so one long episode cut other questions'
  * turns short (a cut turn parses as malformed and zeroes the reward); in evaluation that is the whole held-out set.
  *
- * Random streams: the sampler draws every row's tokens from one shared `tokens` stream, in row order (ALGORITHMS.md
+ * Random streams: the sampler draws every row's tokens from one shared `tokens` stream, in row order (docs/algorithms.md
  * "one seeded PRNG per run, split into named streams for tokens, …"), so at temperature > 0 the numbers a row draws
  * depend on the rows before it by design; only its distribution is batch-free. So the episode comparison decodes
  * greedily (temperature 0), where a row's output is a function of its own tokens only. The sampled probe (temperature

@@ -11,7 +11,7 @@ import {
   type GaussianPosterior,
 } from '../../../engine/marti/search/posterior';
 
-describe('Beta posterior (ALGORITHMS.md §3.5)', () => {
+describe('Beta posterior (docs/algorithms.md §3.5)', () => {
   it('starts at the Jeffreys prior and adds s to a and 1 − s to b', () => {
     const cfg = defaultPosteriorConfig('beta');
     const p = newPosterior(cfg);
@@ -49,7 +49,7 @@ describe('Beta posterior (ALGORITHMS.md §3.5)', () => {
   });
 });
 
-describe('Normal-Inverse-Gamma posterior (ALGORITHMS.md §3.5)', () => {
+describe('Normal-Inverse-Gamma posterior (docs/algorithms.md §3.5)', () => {
   const cfg = defaultPosteriorConfig('gaussian'); // m0 = 0, κ0 = 1, ν0 = 1, τ0² = 0.1
 
   it('has the release prior and the closed-form update after 1, 2 and 3 observations', () => {

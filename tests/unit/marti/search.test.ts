@@ -44,7 +44,7 @@ const shape = (t: SearchTree<unknown>) => t.nodes.map((n) => [n.id, n.parentId, 
 /** Posterior state of every node, for before/after comparisons. */
 const stats = (t: SearchTree<unknown>) => t.nodes.map((n) => JSON.stringify({ gen: n.gen, cont: n.cont, child: n.childPosteriors }));
 
-describe('AB-MCTS-A tree growth and budget (ALGORITHMS.md §3.4, §7.16)', () => {
+describe('AB-MCTS-A tree growth and budget (docs/algorithms.md §3.4, §7.16)', () => {
   it('expands the root first, adds exactly one node per step, depth(child) = depth(parent) + 1, respects the budget', () => {
     const cfg = makeSearchConfig({ agents: ['A', 'B'], nodesPerTree: 6 });
     const tree = newTree('t', cfg);

@@ -1,5 +1,5 @@
 /**
- * Issue 17, fix 3: T+ depth-guided GEN credit (ALGORITHMS.md §3.10 b; the form is docs/algorithms/tplus.md) acts
+ * Issue 17, fix 3: T+ depth-guided GEN credit (docs/algorithms.md §3.10 b; the form is docs/algorithms/tplus.md) acts
  * under the Beta posterior. With 0/1 scores the weighted observation ω·s used to be clamped to [0, 1], so a deep passing
  * node could never raise its parent's GEN credit above an unweighted pass; only crowding (ω < 1) acted. Now the credit
  * acts on pseudo-counts: a += ω·s, b += 1 − s.

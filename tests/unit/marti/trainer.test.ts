@@ -1,5 +1,5 @@
 /**
- * The MARTI trainer's team structure and routing (ALGORITHMS.md §3.1, §3.7): a homogeneous team really has one
+ * The MARTI trainer's team structure and routing (docs/algorithms.md §3.1, §3.7): a homogeneous team really has one
  * parameter set, a heterogeneous one really has one per agent, and a real step's samples land in the buffer of the
  * parameter set of the agent that wrote them.
  */

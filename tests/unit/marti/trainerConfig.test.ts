@@ -12,7 +12,7 @@ const issues = (input: object) => {
 };
 
 describe('marti config', () => {
-  it('defaults follow ALGORITHMS.md §4: gspo, k3 KL 1e-3, eps 1e-9, N 8, 16 problems, batch 8, beta, thompson, perTest, T+ 16', () => {
+  it('defaults follow docs/algorithms.md §4: gspo, k3 KL 1e-3, eps 1e-9, N 8, 16 problems, batch 8, beta, thompson, perTest, T+ 16', () => {
     const c = parseRunConfig({ algorithm: 'marti' });
     if (c.algorithm !== 'marti') throw new Error('expected marti');
     expect(c.rl).toMatchObject({ loss: 'gspo', klCoef: 1e-3, zscoreEps: 1e-9, clipLow: 0.2, clipHigh: 0.2 });

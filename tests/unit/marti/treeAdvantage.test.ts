@@ -24,7 +24,7 @@ const sigma = Math.sqrt(0.3);
 const hi = 0.6 / (sigma + 1e-9);
 const lo = -0.4 / (sigma + 1e-9);
 
-describe('tree-group advantages (ALGORITHMS.md §3.7)', () => {
+describe('tree-group advantages (docs/algorithms.md §3.7)', () => {
   it('z-scores all nodes of the tree as one group, whatever agent wrote them (eps 1e-9, unbiased std)', () => {
     const ta = treeAdvantages(handTree('t', rows));
     expect(ta.nodes.map((n) => n.nodeId)).toEqual([1, 2, 3, 4, 5]);

@@ -33,7 +33,7 @@ function chiSquare(counts: number[], probs: number[]): number {
 // Upper 0.1% points of chi-square, by degrees of freedom.
 const CHI2_999: Record<number, number> = { 1: 10.83, 2: 13.82, 3: 16.27, 4: 18.47, 5: 20.52, 11: 31.26 };
 
-describe('sampler moments (ALGORITHMS.md §7.15)', () => {
+describe('sampler moments (docs/algorithms.md §7.15)', () => {
   it('Beta(2,3) has mean 0.4 and variance 0.04, and stays in [0, 1]', () => {
     const rng = new Rng(1);
     const N = 40_000;

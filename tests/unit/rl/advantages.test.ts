@@ -5,7 +5,7 @@ import { Rng } from '../../../engine/random/prng';
 /** Exact zero, accepting −0 (Object.is-based matchers would not). */
 const allExactlyZero = (xs: number[]): boolean => xs.every((x) => x === 0);
 
-describe('groupZScore (ALGORITHMS.md §1.2)', () => {
+describe('groupZScore (docs/algorithms.md §1.2)', () => {
   it('reproduces the §2.5 worked example: r=[1,0] → ±0.7071 and r=[1,1,1,0] → [0.5,0.5,0.5,−1.5]', () => {
     const a2 = groupZScore([1, 0]);
     expect(a2[0]).toBeCloseTo(Math.SQRT1_2, 5);

@@ -66,7 +66,7 @@ async function run(d: Data, opts: PolicyLossOptions, use: { ref?: boolean; ent?:
   return out;
 }
 
-/** Straight from ALGORITHMS.md §1.3, in float64, for value checks and finite-difference gradients. */
+/** Straight from docs/algorithms.md §1.3, in float64, for value checks and finite-difference gradients. */
 function reference(
   d: Data,
   o: { kind: 'ppoToken' | 'gspo'; clipLow: number; clipHigh: number; klCoef: number; entCoef: number; tis: null | { cap: number; vetoBelow: number } },
@@ -145,7 +145,7 @@ const allZeroAt = (g: Mat, where: (i: number, t: number) => boolean): boolean =>
 
 const allFinite = (g: Mat): boolean => g.every((row) => row.every(Number.isFinite));
 
-describe.each(GRADIENT_BACKENDS)('policy losses on %s (ALGORITHMS.md §1.3)', (backend) => {
+describe.each(GRADIENT_BACKENDS)('policy losses on %s (docs/algorithms.md §1.3)', (backend) => {
   beforeAll(() => useBackend(backend));
 
   describe('agreement with a float64 reference of §1.3', () => {

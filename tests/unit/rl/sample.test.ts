@@ -13,7 +13,7 @@ const sample = (over: Partial<Sample> = {}): Sample => ({
   ...over,
 });
 
-describe('Sample (ALGORITHMS.md §1.1)', () => {
+describe('Sample (docs/algorithms.md §1.1)', () => {
   it('accepts a well-formed record and counts its masked-in tokens', () => {
     expect(() => validateSample(sample())).not.toThrow();
     expect(maskedTokenCount(sample())).toBe(2);

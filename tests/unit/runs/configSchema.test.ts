@@ -103,7 +103,7 @@ describe('run config schema: error messages', () => {
 
   it('refuses a group of one with the §2.9 reason', () => {
     expect(messageFor({ algorithm: 'seqgrpo', task: { groupSize: 1 } })).toBe(
-      'config: task.groupSize: must be ≥ 2 (a group of one has no baseline; ALGORITHMS.md §2.9) — received 1',
+      'config: task.groupSize: must be ≥ 2 (a group of one has no baseline; docs/algorithms.md §2.9) — received 1',
     );
   });
 

@@ -118,7 +118,7 @@ describe('loading presets', () => {
     const err2 = thrown(() => readPresetFile(path.join(dir2, 'a.json')));
     const file2 = path.join(dir2, 'a.json');
     expect(err2.message).toContain(`${file2}: name: must equal the file name "a"`);
-    expect(err2.message).toContain(`${file2}: config.task.groupSize: must be ≥ 2 (a group of one has no baseline; ALGORITHMS.md §2.9) — received 1`);
+    expect(err2.message).toContain(`${file2}: config.task.groupSize: must be ≥ 2 (a group of one has no baseline; docs/algorithms.md §2.9) — received 1`);
   });
 
   it('refuses unknown fields in a preset file', () => {

@@ -1,6 +1,6 @@
 /**
  * The watcher turns what run processes write into events, live: a run created after the watcher started, each appended
- * metrics line within a second (DESIGN.md asks for no timing asserts in general; this bound is the issue's requirement
+ * metrics line within a second (docs/architecture.md asks for no timing asserts in general; this bound is the issue's requirement
  * and sits ten times above what the watcher takes), a truncated log, a checkpoint renamed into place, status changes.
  */
 import fs from 'node:fs';

@@ -14,6 +14,10 @@ const ALGORITHMS: { [K in RunConfig['algorithm']]: Algorithm<Extract<RunConfig, 
 
 export function algorithmFor(config: RunConfig): Algorithm<RunConfig> {
   const a = ALGORITHMS[config.algorithm] as Algorithm<RunConfig> | undefined;
-  if (!a) throw new UserError(`algorithm '${String(config.algorithm)}' is not implemented (known: ${Object.keys(ALGORITHMS).join(', ')})`);
+  if (!a) {
+    throw new UserError(
+      `algorithm '${String(config.algorithm)}' is not implemented (known: ${Object.keys(ALGORITHMS).join(', ')})`,
+    );
+  }
   return a;
 }

@@ -18,7 +18,9 @@ export function configSizeProblem(value: unknown, limit = MAX_CONFIG_BYTES): str
   const stack: { v: unknown; depth: number }[] = [{ v: value, depth: 0 }];
   while (stack.length > 0) {
     const { v, depth } = stack.pop()!;
-    if (depth > MAX_CONFIG_DEPTH) return `is nested more than ${MAX_CONFIG_DEPTH} levels deep; a config is at most ${MAX_CONFIG_DEPTH}`;
+    if (depth > MAX_CONFIG_DEPTH) {
+      return `is nested more than ${MAX_CONFIG_DEPTH} levels deep; a config is at most ${MAX_CONFIG_DEPTH}`;
+    }
     if (typeof v === 'string') bytes += v.length + 2;
     else if (typeof v === 'number' || typeof v === 'boolean' || v === null || v === undefined) bytes += 6;
     else if (Array.isArray(v)) {
@@ -36,7 +38,9 @@ export function configSizeProblem(value: unknown, limit = MAX_CONFIG_BYTES): str
     } else bytes += 8;
     if (bytes > limit) break;
   }
-  if (bytes > limit) return `is larger than ${limit / 1024} KiB as JSON; a config is at most ${limit / 1024} KiB (the presets are about 2 KiB)`;
+  if (bytes > limit) {
+    return `is larger than ${limit / 1024} KiB as JSON; a config is at most ${limit / 1024} KiB (the presets are about 2 KiB)`;
+  }
   return undefined;
 }
 

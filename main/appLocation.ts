@@ -44,10 +44,14 @@ export function parseDevServerUrl(value: string): { url: string; origin: string 
   try {
     url = new URL(value);
   } catch {
-    throw new UserError(`ELECTRON_RENDERER_URL is not a URL ('${value.slice(0, 200)}'); unset it to load the built renderer.`);
+    throw new UserError(
+      `ELECTRON_RENDERER_URL is not a URL ('${value.slice(0, 200)}'); unset it to load the built renderer.`,
+    );
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new UserError(`ELECTRON_RENDERER_URL must be an http(s) URL, got '${url.protocol}'; unset it to load the built renderer.`);
+    throw new UserError(
+      `ELECTRON_RENDERER_URL must be an http(s) URL, got '${url.protocol}'; unset it to load the built renderer.`,
+    );
   }
   if (!isLoopbackHostname(url.hostname)) {
     throw new UserError(
@@ -55,7 +59,9 @@ export function parseDevServerUrl(value: string): { url: string; origin: string 
     );
   }
   if (url.username !== '' || url.password !== '') {
-    throw new UserError('ELECTRON_RENDERER_URL must not carry a user name or password; unset it to load the built renderer.');
+    throw new UserError(
+      'ELECTRON_RENDERER_URL must not carry a user name or password; unset it to load the built renderer.',
+    );
   }
   return { url: url.href, origin: url.origin };
 }

@@ -64,7 +64,9 @@ export function resolveAppAsset(rootDir: string, requestUrl: string): string | n
   } catch {
     return null;
   }
-  if (url.protocol !== `${APP_SCHEME}:` || url.host !== APP_HOST || url.username !== '' || url.password !== '') return null;
+  if (url.protocol !== `${APP_SCHEME}:` || url.host !== APP_HOST || url.username !== '' || url.password !== '') {
+    return null;
+  }
   const segments = (url.pathname === '/' ? '/index.html' : url.pathname).split('/').slice(1);
   const names: string[] = [];
   for (const segment of segments) {

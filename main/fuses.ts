@@ -90,8 +90,16 @@ export function locatePackagedApp(target: string | undefined): PackagedApp {
     }
     return app;
   }
-  if (!stat.isFile()) throw new UserError(`'${resolved}' is a folder; give the app's executable inside it (${USAGE.replace('usage: ', '')}).`);
-  const app: PackagedApp = { target: resolved, appAsar: path.join(path.dirname(resolved), 'resources', 'app.asar'), infoPlist: null };
+  if (!stat.isFile()) {
+    throw new UserError(
+      `'${resolved}' is a folder; give the app's executable inside it (${USAGE.replace('usage: ', '')}).`,
+    );
+  }
+  const app: PackagedApp = {
+    target: resolved,
+    appAsar: path.join(path.dirname(resolved), 'resources', 'app.asar'),
+    infoPlist: null,
+  };
   requireAppAsar(app);
   return app;
 }
@@ -121,7 +129,9 @@ export async function applyFuses(
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     if (/sentinel/i.test(reason)) {
-      throw new UserError(`'${app.target}' is not an Electron binary (no fuse wire in it); give the packaged app's executable.`);
+      throw new UserError(
+        `'${app.target}' is not an Electron binary (no fuse wire in it); give the packaged app's executable.`,
+      );
     }
     throw new UserError(`flipping the fuses of '${app.target}' failed: ${reason.split('\n')[0]}`);
   }
@@ -132,7 +142,9 @@ export async function applyFuses(
     // The wire stores '1' (0x31) for on and '0' (0x30) for off.
     const state = (wire as unknown as Record<string, number | undefined>)[index];
     if (state !== (value ? 0x31 : 0x30)) {
-      throw new Error(`fuse ${FuseV1Options[Number(index)]} reads ${String(state)} after flipping, not ${value ? 'on' : 'off'}`);
+      throw new Error(
+        `fuse ${FuseV1Options[Number(index)]} reads ${String(state)} after flipping, not ${value ? 'on' : 'off'}`,
+      );
     }
   }
   return expected;

@@ -38,7 +38,10 @@ const CLI_BIN = fileURLToPath(new URL('../../engine/bin/mars-lab.mjs', import.me
 function registerIpcHandlers(location: AppLocation, host: Host): void {
   for (const method of API_METHODS) {
     const channel = apiChannel(method);
-    ipcMain.handle(channel, trustedHandler(location, channel, (request: unknown) => callApi(host.handlers, method, request)));
+    ipcMain.handle(
+      channel,
+      trustedHandler(location, channel, (request: unknown) => callApi(host.handlers, method, request)),
+    );
   }
 }
 
@@ -63,7 +66,10 @@ async function start(): Promise<void> {
   await app.whenReady();
   const context: WindowContext = { isPackaged: app.isPackaged };
   // A packaged app ignores ELECTRON_RENDERER_URL; an unpackaged one follows it only to loopback http(s).
-  const location = resolveAppLocation({ devServerUrl: process.env['ELECTRON_RENDERER_URL'], isPackaged: context.isPackaged });
+  const location = resolveAppLocation({
+    devServerUrl: process.env['ELECTRON_RENDERER_URL'],
+    isPackaged: context.isPackaged,
+  });
 
   // The built renderer: app://mars-lab/… answers from out/renderer only, each response with the CSP header.
   protocol.handle(APP_SCHEME, createAppProtocolHandler(RENDERER_DIR));

@@ -25,7 +25,11 @@ export function preventWebviewAttach(event: { preventDefault(): void }): void {
 }
 
 /** For session.setPermissionRequestHandler: the app needs no camera, notifications, geolocation, … */
-export function denyPermissionRequest(_webContents: unknown, _permission: string, callback: (granted: boolean) => void): void {
+export function denyPermissionRequest(
+  _webContents: unknown,
+  _permission: string,
+  callback: (granted: boolean) => void,
+): void {
   callback(false);
 }
 

@@ -10,8 +10,13 @@ export interface IpcSender {
 }
 
 export class UntrustedSenderError extends Error {
-  constructor(readonly channel: string, readonly senderUrl: string | null) {
-    super(`IPC '${channel}' refused: the sender ${senderUrl === null ? 'frame is gone' : `'${senderUrl}' is not the app`}`);
+  constructor(
+    readonly channel: string,
+    readonly senderUrl: string | null,
+  ) {
+    super(
+      `IPC '${channel}' refused: the sender ${senderUrl === null ? 'frame is gone' : `'${senderUrl}' is not the app`}`,
+    );
     this.name = 'UntrustedSenderError';
   }
 }

@@ -28,7 +28,12 @@ export const ADDON_NAME = 'mars_native.node';
 const KERNELS = ['auto', 'openblas', 'own', 'off'];
 
 function parseArgs(argv) {
-  const opts = { kernel: process.env.MARS_LAB_NATIVE_BUILD || 'auto', out: path.join(ROOT, 'native', 'build'), strict: false, quiet: false };
+  const opts = {
+    kernel: process.env.MARS_LAB_NATIVE_BUILD || 'auto',
+    out: path.join(ROOT, 'native', 'build'),
+    strict: false,
+    quiet: false,
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--kernel') opts.kernel = argv[++i];
@@ -38,7 +43,9 @@ function parseArgs(argv) {
     else if (a === '--postinstall') opts.postinstall = true;
     else throw new Error(`unknown argument '${a}' (use --kernel auto|openblas|own|off, --out DIR, --strict, --quiet)`);
   }
-  if (!KERNELS.includes(opts.kernel)) throw new Error(`--kernel / MARS_LAB_NATIVE_BUILD: '${opts.kernel}' is not one of ${KERNELS.join(', ')}`);
+  if (!KERNELS.includes(opts.kernel)) {
+    throw new Error(`--kernel / MARS_LAB_NATIVE_BUILD: '${opts.kernel}' is not one of ${KERNELS.join(', ')}`);
+  }
   return opts;
 }
 
@@ -51,7 +58,11 @@ function nodeApiHeaders() {
   } catch {
     // not installed (e.g. npm ci --omit=dev)
   }
-  candidates.push(path.resolve(process.execPath, '..', '..', 'include', 'node'), '/usr/include/node', '/usr/local/include/node');
+  candidates.push(
+    path.resolve(process.execPath, '..', '..', 'include', 'node'),
+    '/usr/include/node',
+    '/usr/local/include/node',
+  );
   return candidates.find((d) => fs.existsSync(path.join(d, 'node_api.h'))) ?? null;
 }
 
@@ -70,12 +81,19 @@ function firstLine(text) {
 function openblasCandidates() {
   const triple = process.arch === 'arm64' ? 'aarch64-linux-gnu' : 'x86_64-linux-gnu';
   const fromEnv = process.env.MARS_LAB_OPENBLAS_DIRS;
-  const prefixes = fromEnv !== undefined ? fromEnv.split(':').filter(Boolean) : ['/usr', '/usr/local', '/opt/homebrew/opt/openblas', '/usr/local/opt/openblas', '/opt/OpenBLAS'];
+  const prefixes =
+    fromEnv !== undefined
+      ? fromEnv.split(':').filter(Boolean)
+      : ['/usr', '/usr/local', '/opt/homebrew/opt/openblas', '/usr/local/opt/openblas', '/opt/OpenBLAS'];
   const out = [];
   for (const p of prefixes) {
     // Debian / Ubuntu: one folder per threading flavour (pthread first: runs set the thread count themselves).
     for (const flavour of ['openblas-pthread', 'openblas-serial', 'openblas-openmp']) {
-      out.push({ include: path.join(p, 'include', triple, flavour), lib: path.join(p, 'lib', triple, flavour), flags: flavour.endsWith('openmp') ? ['-fopenmp'] : [] });
+      out.push({
+        include: path.join(p, 'include', triple, flavour),
+        lib: path.join(p, 'lib', triple, flavour),
+        flags: flavour.endsWith('openmp') ? ['-fopenmp'] : [],
+      });
     }
     out.push({ include: path.join(p, 'include', 'openblas'), lib: path.join(p, 'lib64'), flags: [] });
     out.push({ include: path.join(p, 'include', 'openblas'), lib: path.join(p, 'lib'), flags: [] });
@@ -89,15 +107,29 @@ function findOpenblas() {
   const looked = [];
   for (const c of openblasCandidates()) {
     looked.push(c.include);
-    if (!fs.existsSync(path.join(c.include, 'cblas.h')) || !fs.existsSync(path.join(c.include, 'openblas_config.h'))) continue;
+    if (!fs.existsSync(path.join(c.include, 'cblas.h')) || !fs.existsSync(path.join(c.include, 'openblas_config.h'))) {
+      continue;
+    }
     const staticLib = path.join(c.lib, 'libopenblas.a');
-    const shared = ['libopenblas.so', 'libopenblas.dylib'].map((f) => path.join(c.lib, f)).find((f) => fs.existsSync(f));
+    const shared = ['libopenblas.so', 'libopenblas.dylib']
+      .map((f) => path.join(c.lib, f))
+      .find((f) => fs.existsSync(f));
     const variants = [];
-    if (fs.existsSync(staticLib)) variants.push({ linkage: 'static', lib: staticLib, link: [...c.flags, staticLib, '-lpthread', '-lm'] });
-    if (shared) variants.push({ linkage: 'dynamic', lib: shared, link: [...c.flags, `-L${c.lib}`, '-lopenblas', `-Wl,-rpath,${c.lib}`, '-lm'] });
+    if (fs.existsSync(staticLib)) {
+      variants.push({ linkage: 'static', lib: staticLib, link: [...c.flags, staticLib, '-lpthread', '-lm'] });
+    }
+    if (shared) {
+      variants.push({
+        linkage: 'dynamic',
+        lib: shared,
+        link: [...c.flags, `-L${c.lib}`, '-lopenblas', `-Wl,-rpath,${c.lib}`, '-lm'],
+      });
+    }
     if (variants.length) return { include: c.include, variants };
   }
-  return { reason: `OpenBLAS not found (no cblas.h with openblas_config.h in ${[...new Set(looked)].slice(0, 4).join(', ')}${looked.length > 4 ? ', …' : ''}; Debian: apt-get install libopenblas-dev)` };
+  return {
+    reason: `OpenBLAS not found (no cblas.h with openblas_config.h in ${[...new Set(looked)].slice(0, 4).join(', ')}${looked.length > 4 ? ', …' : ''}; Debian: apt-get install libopenblas-dev)`,
+  };
 }
 
 /** Loads a freshly built addon in a child Node.js process and checks a 3×2·2×4 product in every transpose combination. */
@@ -128,7 +160,21 @@ function verify(file) {
 
 function compile(cc, headers, extra, link, outFile) {
   const platformFlags = process.platform === 'darwin' ? ['-undefined', 'dynamic_lookup'] : [];
-  const args = ['-O3', '-std=c11', '-D_GNU_SOURCE', '-fPIC', '-shared', '-fvisibility=hidden', ...platformFlags, `-I${headers}`, ...extra, '-o', outFile, ...SOURCES, ...link];
+  const args = [
+    '-O3',
+    '-std=c11',
+    '-D_GNU_SOURCE',
+    '-fPIC',
+    '-shared',
+    '-fvisibility=hidden',
+    ...platformFlags,
+    `-I${headers}`,
+    ...extra,
+    '-o',
+    outFile,
+    ...SOURCES,
+    ...link,
+  ];
   if (process.platform === 'linux') args.push('-Wl,--gc-sections', '-s');
   const r = run(cc, args);
   return { ok: r.ok, reason: r.ok ? '' : `${cc} failed: ${firstLine(r.out)}`, command: [cc, ...args].join(' ') };
@@ -137,16 +183,31 @@ function compile(cc, headers, extra, link, outFile) {
 /** Builds into opts.out; returns the record written to build.json. */
 export function buildNative(opts) {
   const cc = process.env.CC || 'cc';
-  const record = { kernel: 'none', reasons: [], compiler: cc, builtAt: new Date().toISOString(), node: process.version, platform: `${process.platform}-${process.arch}` };
+  const record = {
+    kernel: 'none',
+    reasons: [],
+    compiler: cc,
+    builtAt: new Date().toISOString(),
+    node: process.version,
+    platform: `${process.platform}-${process.arch}`,
+  };
   const finish = (kernel, extra = {}) => Object.assign(record, { kernel }, extra);
   if (opts.kernel === 'off') return finish('none', { reasons: ['MARS_LAB_NATIVE_BUILD=off'] });
-  if (process.platform === 'win32') return finish('none', { reasons: ['Windows: the addon is built with a Unix C compiler only'] });
+  if (process.platform === 'win32') {
+    return finish('none', { reasons: ['Windows: the addon is built with a Unix C compiler only'] });
+  }
   const headers = nodeApiHeaders();
-  if (!headers) return finish('none', { reasons: ['no Node-API headers (node-api-headers is a devDependency; or the Node.js include folder)'] });
+  if (!headers) {
+    return finish('none', {
+      reasons: ['no Node-API headers (node-api-headers is a devDependency; or the Node.js include folder)'],
+    });
+  }
   const probe = run(cc, ['--version']);
   if (!probe.ok) {
     const why = probe.status === null ? firstLine(probe.out) || 'not found' : `exit status ${probe.status}`;
-    return finish('none', { reasons: [`no C compiler: '${cc} --version' failed (${why}); set CC or install one (Debian: build-essential)`] });
+    return finish('none', {
+      reasons: [`no C compiler: '${cc} --version' failed (${why}); set CC or install one (Debian: build-essential)`],
+    });
   }
   record.compilerVersion = probe.out.split('\n')[0];
 
@@ -157,10 +218,21 @@ export function buildNative(opts) {
   if (opts.kernel === 'auto' || opts.kernel === 'openblas') {
     const found = findOpenblas();
     if (found.reason) record.reasons.push(found.reason);
-    else
-      for (const v of found.variants) attempts.push({ kernel: 'openblas', label: `OpenBLAS (${v.linkage}, ${v.lib})`, extra: ['-DMARS_WITH_OPENBLAS', `-I${found.include}`], link: v.link, openblas: { include: found.include, lib: v.lib, linkage: v.linkage } });
+    else {
+      for (const v of found.variants) {
+        attempts.push({
+          kernel: 'openblas',
+          label: `OpenBLAS (${v.linkage}, ${v.lib})`,
+          extra: ['-DMARS_WITH_OPENBLAS', `-I${found.include}`],
+          link: v.link,
+          openblas: { include: found.include, lib: v.lib, linkage: v.linkage },
+        });
+      }
+    }
   }
-  if (opts.kernel === 'auto' || opts.kernel === 'own') attempts.push({ kernel: 'own', label: 'own kernel', extra: [], link: ['-lm'] });
+  if (opts.kernel === 'auto' || opts.kernel === 'own') {
+    attempts.push({ kernel: 'own', label: 'own kernel', extra: [], link: ['-lm'] });
+  }
   try {
     for (const a of attempts) {
       const c = compile(cc, headers, a.extra, a.link, tmp);
@@ -174,18 +246,29 @@ export function buildNative(opts) {
         continue;
       }
       fs.renameSync(tmp, target);
-      return finish(a.kernel, { file: target, info: v.info, command: c.command.replace(tmp, target), ...(a.openblas ? { openblas: a.openblas } : {}) });
+      return finish(a.kernel, {
+        file: target,
+        info: v.info,
+        command: c.command.replace(tmp, target),
+        ...(a.openblas ? { openblas: a.openblas } : {}),
+      });
     }
   } finally {
     fs.rmSync(tmp, { force: true });
   }
-  if (opts.kernel !== 'auto') record.reasons.push(`MARS_LAB_NATIVE_BUILD / --kernel ${opts.kernel} allowed nothing else`);
+  if (opts.kernel !== 'auto') {
+    record.reasons.push(`MARS_LAB_NATIVE_BUILD / --kernel ${opts.kernel} allowed nothing else`);
+  }
   return finish('none');
 }
 
 function summary(r) {
-  if (r.kernel === 'openblas') return `mars-lab native kernels: built with OpenBLAS (${r.openblas.linkage}, core ${r.info?.openblasCore ?? '?'})`;
-  if (r.kernel === 'own') return `mars-lab native kernels: built with the own kernel (${r.info?.microkernel}); ${r.reasons.join('; ')}`;
+  if (r.kernel === 'openblas') {
+    return `mars-lab native kernels: built with OpenBLAS (${r.openblas.linkage}, core ${r.info?.openblasCore ?? '?'})`;
+  }
+  if (r.kernel === 'own') {
+    return `mars-lab native kernels: built with the own kernel (${r.info?.microkernel}); ${r.reasons.join('; ')}`;
+  }
   return `mars-lab native kernels: skipped, the wasm backend keeps its own kernels — ${r.reasons.join('; ')}`;
 }
 

@@ -18,7 +18,10 @@ const python = path.join(VENV, 'bin', 'python');
 function installedVersion() {
   if (!fs.existsSync(python)) return null;
   try {
-    return execFileSync(python, ['-c', 'import ray; print(ray.__version__)'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return execFileSync(python, ['-c', 'import ray; print(ray.__version__)'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
   } catch {
     return null;
   }
@@ -42,7 +45,9 @@ function main() {
       run('python3', ['-m', 'venv', VENV]);
     } catch {
       fs.rmSync(VENV, { recursive: true, force: true });
-      process.stderr.write('rayEnv: `python3 -m venv` failed: install Python 3 with its venv module (Debian: apt-get install python3-venv), then run this again\n');
+      process.stderr.write(
+        'rayEnv: `python3 -m venv` failed: install Python 3 with its venv module (Debian: apt-get install python3-venv), then run this again\n',
+      );
       process.exit(2);
     }
   }

@@ -48,7 +48,8 @@ function resolvePackage(name, fromDir) {
 
 /** A platform-specific package that is not for linux-x64 glibc. */
 function otherPlatform(meta) {
-  const ok = (list, want) => !list || list.includes(want) || (list.every((x) => x.startsWith('!')) && !list.includes(`!${want}`));
+  const ok = (list, want) =>
+    !list || list.includes(want) || (list.every((x) => x.startsWith('!')) && !list.includes(`!${want}`));
   return !ok(meta.os, 'linux') || !ok(meta.cpu, 'x64') || (meta.libc && !ok(meta.libc, 'glibc'));
 }
 
@@ -72,7 +73,8 @@ while (queue.length) {
   }
 }
 
-const NEVER = /(\.map|\.d\.ts|\.d\.mts|\.d\.cts|\.tsbuildinfo|\.md|\.markdown)$|(^|\/)(CHANGELOG|HISTORY|AUTHORS)(\.|$)/i;
+const NEVER =
+  /(\.map|\.d\.ts|\.d\.mts|\.d\.cts|\.tsbuildinfo|\.md|\.markdown)$|(^|\/)(CHANGELOG|HISTORY|AUTHORS)(\.|$)/i;
 
 function walk(dir, out) {
   for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
@@ -91,9 +93,16 @@ function selectFiles(dir, meta) {
   const name = meta.name;
   if (name.startsWith('@tensorflow/')) {
     const main = path.normalize(meta.main ?? 'index.js');
-    return all.filter((p) => /(^|\/)package\.json$/.test(rel(p)) || rel(p) === main || p.endsWith('.wasm') || /(^|\/)LICENSE/.test(rel(p)));
+    return all.filter(
+      (p) =>
+        /(^|\/)package\.json$/.test(rel(p)) || rel(p) === main || p.endsWith('.wasm') || /(^|\/)LICENSE/.test(rel(p)),
+    );
   }
-  if (name === 'webgpu') return all.filter((p) => /^(index\.js|package\.json|LICENSE.*)$/.test(rel(p)) || rel(p).startsWith('dist/linux-x64/'));
+  if (name === 'webgpu') {
+    return all.filter(
+      (p) => /^(index\.js|package\.json|LICENSE.*)$/.test(rel(p)) || rel(p).startsWith('dist/linux-x64/'),
+    );
+  }
   if (name === 'esbuild') return all.filter((p) => !rel(p).startsWith('bin/') && !NEVER.test(rel(p)));
   return all.filter((p) => !NEVER.test(rel(p)));
 }
@@ -117,8 +126,12 @@ for (const bin of ['tsx', 'vitest']) {
 if (report) {
   sizes.sort((a, b) => b.bytes - a.bytes);
   const total = sizes.reduce((s, x) => s + x.bytes, 0);
-  for (const s of sizes.slice(0, 25)) console.log(`${(s.bytes / 2 ** 20).toFixed(1).padStart(7)} MiB  ${String(s.files).padStart(5)} files  ${s.name}`);
-  console.log(`${(total / 2 ** 20).toFixed(1).padStart(7)} MiB  ${String(files.length).padStart(5)} files  in ${packages.size} packages (uncompressed)`);
+  for (const s of sizes.slice(0, 25)) {
+    console.log(`${(s.bytes / 2 ** 20).toFixed(1).padStart(7)} MiB  ${String(s.files).padStart(5)} files  ${s.name}`);
+  }
+  console.log(
+    `${(total / 2 ** 20).toFixed(1).padStart(7)} MiB  ${String(files.length).padStart(5)} files  in ${packages.size} packages (uncompressed)`,
+  );
 } else {
   for (const f of files) console.log(path.relative(root, f));
 }

@@ -97,7 +97,11 @@ const presetInfoSchema = z.object({
   name: z.string(),
   description: z.string(),
   algorithm: z.string(),
-  expectedRuntime: z.object({ cpuSeconds: z.number().nullable(), gpuSeconds: z.number().nullable(), measuredOn: z.string() }),
+  expectedRuntime: z.object({
+    cpuSeconds: z.number().nullable(),
+    gpuSeconds: z.number().nullable(),
+    measuredOn: z.string(),
+  }),
   /** The preset's partial config as written; the schema's defaults fill the rest. */
   config: rawConfigSchema,
   /** The one a newcomer should run first (listed first); sized for a GPU only. */
@@ -159,7 +163,15 @@ const rayTargetSchema = z.strictObject({
   cpusPerJob: z.number().min(0).max(4096).optional(),
 });
 
-export const STUDY_RUN_STATES = ['pending', 'submitted', 'running', 'finished', 'failed', 'stopped', 'unknown'] as const;
+export const STUDY_RUN_STATES = [
+  'pending',
+  'submitted',
+  'running',
+  'finished',
+  'failed',
+  'stopped',
+  'unknown',
+] as const;
 
 /** One run of a study as the window sees it (engine/studies/studyRecord.ts StudyRun). */
 const studyRunViewSchema = z.object({
@@ -256,7 +268,11 @@ export const apiSchemas = {
       xMin: z.number().optional(),
       xMax: z.number().optional(),
     }),
-    response: z.object({ points: z.number(), lastStep: z.number().nullable(), series: z.record(z.string(), seriesSchema) }),
+    response: z.object({
+      points: z.number(),
+      lastStep: z.number().nullable(),
+      series: z.record(z.string(), seriesSchema),
+    }),
   },
   /**
    * Several runs' series of the same metrics (the Runs view's overlay), each decimated to `width` buckets as
@@ -342,7 +358,9 @@ export const apiSchemas = {
       identity: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
       a: checkpointEvalSchema,
       b: checkpointEvalSchema,
-      metrics: z.array(z.object({ name: z.string(), a: z.number().nullable(), b: z.number().nullable(), diff: z.number().nullable() })),
+      metrics: z.array(
+        z.object({ name: z.string(), a: z.number().nullable(), b: z.number().nullable(), diff: z.number().nullable() }),
+      ),
       flippedToWrong: z.array(z.string()),
       flippedToRight: z.array(z.string()),
       mcnemar: z.object({ n01: z.number(), n10: z.number(), pValue: z.number() }),
@@ -363,7 +381,16 @@ export const apiSchemas = {
   startStudy: {
     request: launchSchema.extend({
       variants: z.array(idText.max(100)).max(50).optional(),
-      seeds: z.array(z.number().int().min(0).max(2 ** 31 - 1)).min(1).max(1000),
+      seeds: z
+        .array(
+          z
+            .number()
+            .int()
+            .min(0)
+            .max(2 ** 31 - 1),
+        )
+        .min(1)
+        .max(1000),
       ray: rayTargetSchema,
     }),
     response: z.object({ study: studyViewSchema }),
@@ -375,7 +402,10 @@ export const apiSchemas = {
    * ends. An unreachable cluster is not an error: the answer's link says 'unreachable' and why.
    */
   attachStudy: {
-    request: z.strictObject({ studyId: idText, ray: rayTargetSchema.pick({ url: true, tokenEnv: true }).partial().optional() }),
+    request: z.strictObject({
+      studyId: idText,
+      ray: rayTargetSchema.pick({ url: true, tokenEnv: true }).partial().optional(),
+    }),
     response: z.object({ study: studyViewSchema }),
   },
   /** Asks Ray to stop one run's job (the run checkpoints first), or every job of the study still going. */
@@ -385,7 +415,16 @@ export const apiSchemas = {
   },
   /** The end of a run's job log as kept in <home>/studies/<id>/<runId>.log; `from` is the byte offset of `text`. */
   getClusterLog: {
-    request: z.strictObject({ studyId: idText, runId: runIdSchema, maxBytes: z.number().int().min(1).max(4 << 20).default(256 << 10) }),
+    request: z.strictObject({
+      studyId: idText,
+      runId: runIdSchema,
+      maxBytes: z
+        .number()
+        .int()
+        .min(1)
+        .max(4 << 20)
+        .default(256 << 10),
+    }),
     response: z.object({ text: z.string(), from: z.number(), size: z.number() }),
   },
 } as const satisfies Record<ApiMethod, { request: z.ZodType; response: z.ZodType }>;
@@ -409,17 +448,33 @@ export const apiEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('metrics'), runId: z.string(), points: z.array(metricPointSchema) }),
   z.object({ type: z.literal('trajectories'), runId: z.string(), records: z.array(z.unknown()) }),
   /** live.json changed (the whole of it), or was removed when its step's records were written (step null). */
-  z.object({ type: z.literal('liveTrajectories'), runId: z.string(), step: z.number().nullable(), records: z.array(z.unknown()) }),
+  z.object({
+    type: z.literal('liveTrajectories'),
+    runId: z.string(),
+    step: z.number().nullable(),
+    records: z.array(z.unknown()),
+  }),
   z.object({ type: z.literal('event'), runId: z.string(), record: z.record(z.string(), z.unknown()) }),
   z.object({ type: z.literal('checkpointAdded'), runId: z.string(), step: z.number(), path: z.string() }),
   z.object({ type: z.literal('checkpointRemoved'), runId: z.string(), step: z.number() }),
-  z.object({ type: z.literal('fileReset'), runId: z.string(), file: z.enum(['metrics.jsonl', 'trajectories.jsonl', 'events.jsonl']) }),
+  z.object({
+    type: z.literal('fileReset'),
+    runId: z.string(),
+    file: z.enum(['metrics.jsonl', 'trajectories.jsonl', 'events.jsonl']),
+  }),
   z.object({ type: z.literal('warning'), runId: z.string().optional(), message: z.string() }),
   /** A process this host started for a run (training, resume) ended; `error` holds the end of its stderr on failure. */
   /** A study's record or link changed (a run submitted, progressed, ended; the cluster became unreachable). */
   z.object({ type: z.literal('studyChanged'), study: studyViewSchema }),
   /** New text of a cluster job's log, as followed over the Jobs API's WebSocket: bytes `from`..`to` of the kept log. */
-  z.object({ type: z.literal('clusterLog'), studyId: z.string(), runId: z.string(), from: z.number(), to: z.number(), text: z.string() }),
+  z.object({
+    type: z.literal('clusterLog'),
+    studyId: z.string(),
+    runId: z.string(),
+    from: z.number(),
+    to: z.number(),
+    text: z.string(),
+  }),
   z.object({
     type: z.literal('runProcessExit'),
     runId: z.string(),
@@ -431,9 +486,10 @@ export type ApiEvent = z.infer<typeof apiEventSchema>;
 
 // ---- what window.api is --------------------------------------------------------------------------------------------
 
-type MethodOf<M extends ApiMethod> = {} extends ApiRequest<M>
-  ? (request?: ApiRequest<M>) => Promise<ApiResponse<M>>
-  : (request: ApiRequest<M>) => Promise<ApiResponse<M>>;
+type MethodOf<M extends ApiMethod> =
+  {} extends ApiRequest<M>
+    ? (request?: ApiRequest<M>) => Promise<ApiResponse<M>>
+    : (request: ApiRequest<M>) => Promise<ApiResponse<M>>;
 
 /**
  * What the page may call: one method per capability and one subscription, nothing generic (no channel names, no

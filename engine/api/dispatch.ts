@@ -13,12 +13,16 @@ import type { ApiHandlers } from './host';
 export class ApiRequestError extends UserError {}
 
 export function parseRequest(method: unknown, params: unknown): { method: ApiMethod; request: unknown } {
-  if (!isApiMethod(method)) throw new ApiRequestError(`'${String(method).slice(0, 60)}' is not a method of the mars-lab API`);
+  if (!isApiMethod(method)) {
+    throw new ApiRequestError(`'${String(method).slice(0, 60)}' is not a method of the mars-lab API`);
+  }
   const parsed = apiSchemas[method].request.safeParse(params ?? {});
   if (!parsed.success) {
     // Bounded: a request may carry thousands of unknown keys, or keys megabytes long, that zod's messages name.
     const issues = parsed.error.issues;
-    const problems = issues.slice(0, 10).map((i) => `${clip(i.path.length ? i.path.join('.') : '(request)', 100)}: ${clip(i.message, 200)}`);
+    const problems = issues
+      .slice(0, 10)
+      .map((i) => `${clip(i.path.length ? i.path.join('.') : '(request)', 100)}: ${clip(i.message, 200)}`);
     if (issues.length > 10) problems.push(`and ${issues.length - 10} more`);
     throw new ApiRequestError(`${method}: invalid request (${problems.join('; ')})`);
   }

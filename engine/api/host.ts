@@ -10,7 +10,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { applySets } from '../runs/configOverrides';
 import { runConfigJsonSchema } from '../runs/configJsonSchema';
-import { checkRunConfig, ConfigValidationError, type Checked, type ConfigIssue, type RunConfig } from '../runs/configSchema';
+import {
+  checkRunConfig,
+  ConfigValidationError,
+  type Checked,
+  type ConfigIssue,
+  type RunConfig,
+} from '../runs/configSchema';
 import { decimate } from '../runs/decimate';
 import { RUN_FILES, runDir } from '../runs/home';
 import { readJsonl } from '../runs/jsonl';
@@ -30,10 +36,23 @@ import { UserError } from '../userError';
 import { ENGINE_VERSION } from '../version';
 import type { ApiEvent, ApiMethod, ApiMetricPoint, ApiParsedRequest, ApiResponse } from './contract';
 import { createClusterHost } from './clusterMethods';
-import { allowedRoots, checkCheckpointDir, configPathIssues, defaultMaxWorkers, verifiedWriterPid, WorkerSlots } from './hostGuards';
+import {
+  allowedRoots,
+  checkCheckpointDir,
+  configPathIssues,
+  defaultMaxWorkers,
+  verifiedWriterPid,
+  WorkerSlots,
+} from './hostGuards';
 import { metricColumns } from './metricColumns';
 import { runsMetricSeries } from './runsSeries';
-import { workerComparisonSchema, workerEvalSchema, workerResult, type RunLauncher, type RunProcess } from './runLauncher';
+import {
+  workerComparisonSchema,
+  workerEvalSchema,
+  workerResult,
+  type RunLauncher,
+  type RunProcess,
+} from './runLauncher';
 import type { WorkerJob } from './runWorker';
 
 export interface HostOptions {
@@ -61,7 +80,9 @@ export class LaunchRefusedError extends ConfigValidationError {}
 
 // Compile-time tie between the watcher's events and the contract's: every RunEvent, with its metrics made JSON-safe,
 // is an ApiEvent. If the watcher grows a member, this fails until contract.ts describes it.
-type JsonSafe<E> = E extends { type: 'metrics'; points: MetricPoint[] } ? Omit<E, 'points'> & { points: ApiMetricPoint[] } : E;
+type JsonSafe<E> = E extends { type: 'metrics'; points: MetricPoint[] }
+  ? Omit<E, 'points'> & { points: ApiMetricPoint[] }
+  : E;
 const runEventFits: (event: JsonSafe<RunEvent>) => ApiEvent = (event) => event;
 void runEventFits;
 
@@ -130,7 +151,9 @@ export async function createHost(opts: HostOptions): Promise<Host> {
 
   const dirOf = (runId: string): string => {
     const dir = runDir(home, runId);
-    if (!fs.existsSync(path.join(dir, RUN_FILES.meta))) throw new UserError(`no run '${runId}' in ${path.dirname(dir)}`);
+    if (!fs.existsSync(path.join(dir, RUN_FILES.meta))) {
+      throw new UserError(`no run '${runId}' in ${path.dirname(dir)}`);
+    }
     return dir;
   };
 
@@ -139,7 +162,9 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     // the most recently read runs' indexes are kept (a few MB each for a file of gigabytes)
     trajectoryIndexes.delete(runId);
     trajectoryIndexes.set(runId, index);
-    if (trajectoryIndexes.size > TRAJECTORY_INDEXES_KEPT) trajectoryIndexes.delete(trajectoryIndexes.keys().next().value!);
+    if (trajectoryIndexes.size > TRAJECTORY_INDEXES_KEPT) {
+      trajectoryIndexes.delete(trajectoryIndexes.keys().next().value!);
+    }
     return index;
   };
 
@@ -187,7 +212,9 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     onRunKnown?: (runId: string, launched: Launched) => void,
   ): Promise<T> =>
     new Promise<T>((resolve, reject) => {
-      const release = slots.take(job.kind === 'start' || job.kind === 'resume' ? `${job.kind} a run` : `${job.kind} checkpoints`);
+      const release = slots.take(
+        job.kind === 'start' || job.kind === 'resume' ? `${job.kind} a run` : `${job.kind} checkpoints`,
+      );
       let settled = false;
       let runId: string | undefined;
       const launched: Launched = { process: undefined as unknown as RunProcess, stderr: '' };
@@ -238,7 +265,9 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     const dir = path.join(dirOf(ref.runId), RUN_FILES.checkpoints, String(ref.step));
     if (!isCompleteCheckpoint(dir)) {
       const have = listCheckpoints(dirOf(ref.runId)).map((c) => c.step);
-      throw new UserError(`run ${ref.runId} has no checkpoint at step ${ref.step} (it has: ${have.join(', ') || 'none'})`);
+      throw new UserError(
+        `run ${ref.runId} has no checkpoint at step ${ref.step} (it has: ${have.join(', ') || 'none'})`,
+      );
     }
     // checkpoints/<step> may be a symbolic link out of the home (a copied-in run): follow it before a worker reads it.
     checkCheckpointDir(dir, roots, `run ${ref.runId} step ${ref.step}`);
@@ -246,8 +275,22 @@ export async function createHost(opts: HostOptions): Promise<Host> {
   };
 
   const evalOut = (value: unknown, ref: { runId: string; step: number }): ApiResponse<'evaluateCheckpoint'> => {
-    const r = value as { checkpoint: string; identity: Record<string, string | number | boolean>; metrics: Record<string, number>; items: ApiResponse<'evaluateCheckpoint'>['items']; cached: boolean };
-    return { checkpoint: r.checkpoint, runId: ref.runId, step: ref.step, identity: r.identity, metrics: jsonSafeNumbers(r.metrics), items: r.items, cached: r.cached };
+    const r = value as {
+      checkpoint: string;
+      identity: Record<string, string | number | boolean>;
+      metrics: Record<string, number>;
+      items: ApiResponse<'evaluateCheckpoint'>['items'];
+      cached: boolean;
+    };
+    return {
+      checkpoint: r.checkpoint,
+      runId: ref.runId,
+      step: ref.step,
+      identity: r.identity,
+      metrics: jsonSafeNumbers(r.metrics),
+      items: r.items,
+      cached: r.cached,
+    };
   };
 
   const handlers: ApiHandlers = {
@@ -262,7 +305,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
           description: p.description,
           algorithm: String((p.config as { algorithm?: unknown }).algorithm ?? ''),
           expectedRuntime: p.expectedRuntime,
-          config: p.config as Record<string, unknown>,
+          config: p.config,
           ...(p.recommended ? { recommended: true } : {}),
           ...(p.gpuOnly ? { gpuOnly: true } : {}),
         })),
@@ -270,19 +313,28 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     },
 
     async configSchema() {
-      return { schema: runConfigJsonSchema() as Record<string, unknown> };
+      return { schema: runConfigJsonSchema() };
     },
 
     async validateConfig(req) {
       const checked = resolveLaunch(req);
-      return checked.success ? { ok: true, config: checked.data as Record<string, unknown> } : { ok: false, issues: checked.issues };
+      return checked.success ? { ok: true, config: checked.data } : { ok: false, issues: checked.issues };
     },
 
     async startRun(req) {
       const checked = resolveLaunch(req);
-      if (!checked.success) throw new LaunchRefusedError(checked.issues, req.preset ? `preset '${req.preset}'` : 'the config');
-      const job: WorkerJob = { kind: 'start', home, config: checked.data, ...(req.preset ? { preset: req.preset } : {}) };
-      const runId = await launchWorker(job, (line) => (line.type === 'created' && typeof line.runId === 'string' ? line.runId : undefined));
+      if (!checked.success) {
+        throw new LaunchRefusedError(checked.issues, req.preset ? `preset '${req.preset}'` : 'the config');
+      }
+      const job: WorkerJob = {
+        kind: 'start',
+        home,
+        config: checked.data,
+        ...(req.preset ? { preset: req.preset } : {}),
+      };
+      const runId = await launchWorker(job, (line) =>
+        line.type === 'created' && typeof line.runId === 'string' ? line.runId : undefined,
+      );
       return { runId };
     },
 
@@ -307,7 +359,9 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       if (running.has(runId)) throw new UserError(`run ${runId} is already running in a process this app started`);
       const meta = readRunMeta(dir);
       const writer = meta.status === 'running' ? runWriter(dir, meta) : undefined;
-      if (writer?.state === 'alive') throw new UserError(`run ${runId} is running in process ${writer.pid}; stop it before resuming`);
+      if (writer?.state === 'alive') {
+        throw new UserError(`run ${runId} is running in process ${writer.pid}; stop it before resuming`);
+      }
       await launchWorker({ kind: 'resume', runDir: dir }, (line) => (line.type === 'created' ? true : undefined));
       return { runId };
     },
@@ -353,8 +407,17 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       const series: ApiResponse<'getMetricSeries'>['series'] = {};
       wanted.forEach((name, i) => {
         const { x: xs, y: ys } = columns[i]!;
-        const buckets = decimate(xs.map((xv, j) => ({ x: xv, y: ys[j]! })), width, { xMin, xMax });
-        setOwn(series, name, { x: buckets.map((b) => b.x), min: buckets.map((b) => b.min), max: buckets.map((b) => b.max), last: buckets.map((b) => b.last) });
+        const buckets = decimate(
+          xs.map((xv, j) => ({ x: xv, y: ys[j]! })),
+          width,
+          { xMin, xMax },
+        );
+        setOwn(series, name, {
+          x: buckets.map((b) => b.x),
+          min: buckets.map((b) => b.min),
+          max: buckets.map((b) => b.max),
+          last: buckets.map((b) => b.last),
+        });
       });
       return { points: indexed?.metricLines ?? 0, lastStep: indexed?.summary.steps ?? null, series };
     },
@@ -379,18 +442,31 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     async setRunLabels({ runId, tags, notes }) {
       // Into labels.json, not run.json: the run's process rewrites run.json (status, checkpoints) at any moment, and
       // a read-modify-write of it here could undo its change, or it ours (engine/runs/runFolder.ts readRunMeta).
-      const meta = writeRunLabels(dirOf(runId), { ...(tags ? { tags: [...new Set(tags)] } : {}), ...(notes !== undefined ? { notes } : {}) });
+      const meta = writeRunLabels(dirOf(runId), {
+        ...(tags ? { tags: [...new Set(tags)] } : {}),
+        ...(notes !== undefined ? { notes } : {}),
+      });
       return { meta };
     },
 
     async evaluateCheckpoint(ref) {
-      const read = await launchWorker({ kind: 'evaluate', home, checkpoint: checkpointDir(ref) }, workerResult(home, workerEvalSchema));
+      const read = await launchWorker(
+        { kind: 'evaluate', home, checkpoint: checkpointDir(ref) },
+        workerResult(home, workerEvalSchema),
+      );
       return evalOut(read(), ref);
     },
 
     async compareCheckpoints({ a, b }) {
-      const read = await launchWorker({ kind: 'compare', home, a: checkpointDir(a), b: checkpointDir(b) }, workerResult(home, workerComparisonSchema));
-      const c = read() as Omit<ApiResponse<'compareCheckpoints'>, 'a' | 'b' | 'metrics'> & { a: unknown; b: unknown; metrics: { name: string; a: number; b: number; diff: number }[] };
+      const read = await launchWorker(
+        { kind: 'compare', home, a: checkpointDir(a), b: checkpointDir(b) },
+        workerResult(home, workerComparisonSchema),
+      );
+      const c = read() as Omit<ApiResponse<'compareCheckpoints'>, 'a' | 'b' | 'metrics'> & {
+        a: unknown;
+        b: unknown;
+        metrics: { name: string; a: number; b: number; diff: number }[];
+      };
       const finite = (v: number): number | null => (Number.isFinite(v) ? v : null);
       return {
         identity: c.identity,

@@ -56,14 +56,18 @@ export function pathProblem(p: string, roots: readonly string[]): string | undef
   } catch {
     return `${p} does not exist`;
   }
-  if (!roots.some((r) => inside(r, real))) return `${p} leads (through a symbolic link) outside the folders a window may use (${list})`;
+  if (!roots.some((r) => inside(r, real))) {
+    return `${p} leads (through a symbolic link) outside the folders a window may use (${list})`;
+  }
   return undefined;
 }
 
 /** Every field of a config that can name a checkpoint folder, with its value. */
 function checkpointSources(config: RunConfig): [string, { kind: string; path?: string }][] {
   const out: [string, { kind: string; path?: string }][] = [['model.from.path', config.model.from]];
-  if (config.algorithm === 'marti') config.marti.agents.forEach((a, i) => a.from && out.push([`marti.agents.${i}.from.path`, a.from]));
+  if (config.algorithm === 'marti') {
+    config.marti.agents.forEach((a, i) => a.from && out.push([`marti.agents.${i}.from.path`, a.from]));
+  }
   return out;
 }
 
@@ -129,7 +133,9 @@ export function verifiedWriterPid(runId: string, dir: string, meta: { pid?: numb
   const writer = runWriter(dir, meta);
   if (writer.state === 'alive') return writer.pid;
   if (writer.state === 'unknown') {
-    throw new UserError(`run ${runId}: cannot tell whether its writer is alive here (${writer.reason}); stop it where it runs`);
+    throw new UserError(
+      `run ${runId}: cannot tell whether its writer is alive here (${writer.reason}); stop it where it runs`,
+    );
   }
   throw new UserError(`run ${runId}: no live process holds this run (${writer.reason}); resume it`);
 }

@@ -97,7 +97,9 @@ function fastChunk(text: string): boolean {
 /** The next `"key":` at or after `from` that begins a member (after `{` or `,`), or -1. */
 function nextKey(text: string, needle: string, from: number): number {
   let at = text.indexOf(needle, from);
-  while (at > 0 && text.charCodeAt(at - 1) !== 44 /* , */ && text.charCodeAt(at - 1) !== 123 /* { */) at = text.indexOf(needle, at + 1);
+  while (at > 0 && text.charCodeAt(at - 1) !== 44 /* , */ && text.charCodeAt(at - 1) !== 123 /* { */) {
+    at = text.indexOf(needle, at + 1);
+  }
   return at;
 }
 
@@ -119,7 +121,7 @@ function readFastChunk(text: string, key: string, xKey: 'step' | 'time', into: C
   const needle = `${JSON.stringify(key)}:`;
   const xNeedle = `"${xKey}":`;
   const STEP = '{"step":'.length;
-  for (let at = nextKey(text, needle, 0); at >= 0; ) {
+  for (let at = nextKey(text, needle, 0); at >= 0;) {
     const start = text.lastIndexOf('\n', at) + 1;
     let end = text.indexOf('\n', at);
     if (end < 0) end = text.length;
@@ -195,7 +197,13 @@ export function metricColumn(runId: string, file: string, key: string, xKey: 'st
  * The columns of several metrics of one file, in the order asked, reading the file once for all of them (a run page
  * asks for every metric of a run).
  */
-export function metricColumns(runId: string, file: string, keys: readonly string[], xKey: 'step' | 'time', seed?: ColumnSeed): Column[] {
+export function metricColumns(
+  runId: string,
+  file: string,
+  keys: readonly string[],
+  xKey: 'step' | 'time',
+  seed?: ColumnSeed,
+): Column[] {
   const ids = keys.map((key) => `${runId}\n${xKey}\n${key}`);
   let stat: fs.Stats;
   try {

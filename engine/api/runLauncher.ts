@@ -116,14 +116,19 @@ export type WorkerComparison = z.output<typeof workerComparisonSchema>;
  * and returns the result. The reading is left to the caller, after its wait, so a bad file rejects its request
  * rather than throwing inside a stream handler. The file must be a result file of `home` (a line cannot name another).
  */
-export function workerResult<S extends z.ZodType>(home: string, schema: S): (line: Record<string, unknown>) => (() => z.output<S>) | undefined {
+export function workerResult<S extends z.ZodType>(
+  home: string,
+  schema: S,
+): (line: Record<string, unknown>) => (() => z.output<S>) | undefined {
   return (line) => {
     if (line.type !== 'result') return undefined;
     return () => {
       const file = typeof line.file === 'string' ? line.file : '';
       const dir = workerResultsDir(home);
       if (!(RESULT_FILE_NAME.test(path.basename(file)) && path.resolve(path.dirname(file)) === path.resolve(dir))) {
-        throw new Error(`the worker's result line names no result file of ${dir} (${JSON.stringify(line).slice(0, 200)})`);
+        throw new Error(
+          `the worker's result line names no result file of ${dir} (${JSON.stringify(line).slice(0, 200)})`,
+        );
       }
       let text: string;
       try {
@@ -140,7 +145,9 @@ export function workerResult<S extends z.ZodType>(home: string, schema: S): (lin
       const parsed = schema.safeParse(raw);
       if (!parsed.success) {
         const issue = parsed.error.issues[0]!;
-        throw new Error(`the worker's result ${file} is not the expected shape (${issue.path.join('.') || 'the result'}: ${issue.message})`);
+        throw new Error(
+          `the worker's result ${file} is not the expected shape (${issue.path.join('.') || 'the result'}: ${issue.message})`,
+        );
       }
       return parsed.data;
     };

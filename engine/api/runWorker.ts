@@ -67,7 +67,10 @@ export function writeWorkerResult(home: string, result: unknown): string {
 }
 
 async function backendFor(config: RunConfig): Promise<void> {
-  await initBackend({ force: config.backend === 'auto' ? undefined : config.backend, blasThreads: { threads: config.blasThreads, from: 'config' } });
+  await initBackend({
+    force: config.backend === 'auto' ? undefined : config.backend,
+    blasThreads: { threads: config.blasThreads, from: 'config' },
+  });
 }
 
 /** SIGTERM (the host's stop) and SIGINT: finish the step, checkpoint, stop. */
@@ -93,7 +96,9 @@ export async function runWorkerJob(jobText: string): Promise<void> {
     throw new UserError(`run-worker: the job is not JSON (${(err as Error).message})`);
   }
   const parsed = workerJobSchema.safeParse(raw);
-  if (!parsed.success) throw new UserError(`run-worker: not a job (${parsed.error.issues.map((i) => i.message).join('; ')})`);
+  if (!parsed.success) {
+    throw new UserError(`run-worker: not a job (${parsed.error.issues.map((i) => i.message).join('; ')})`);
+  }
   const job = parsed.data;
   switch (job.kind) {
     case 'start': {
@@ -129,7 +134,10 @@ export async function runWorkerJob(jobText: string): Promise<void> {
     case 'evaluate': {
       const config = checkpointConfig(job.checkpoint);
       await backendFor(config);
-      say({ type: 'result', file: writeWorkerResult(job.home, await evaluateCheckpoint(job.home, job.checkpoint, config)) });
+      say({
+        type: 'result',
+        file: writeWorkerResult(job.home, await evaluateCheckpoint(job.home, job.checkpoint, config)),
+      });
       return;
     }
     case 'compare': {

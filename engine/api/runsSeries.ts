@@ -71,7 +71,9 @@ export function tailClock(file: string): { step: number; time: number }[] {
       for (const line of (from > 0 ? lines.slice(1) : lines).slice(-(RATE_WINDOW + 2))) {
         try {
           const r = JSON.parse(line) as { step?: unknown; time?: unknown };
-          if (typeof r.step === 'number' && Number.isFinite(r.step)) out.push({ step: r.step, time: typeof r.time === 'number' ? r.time : NaN });
+          if (typeof r.step === 'number' && Number.isFinite(r.step)) {
+            out.push({ step: r.step, time: typeof r.time === 'number' ? r.time : NaN });
+          }
         } catch {
           // a torn line: not a step
         }
@@ -98,7 +100,12 @@ function decimated(runId: string, name: string, req: { x: 'step' | 'time'; width
   const hit = decimatedCache.get(key);
   if (hit && hit.column === column && hit.length === column.x.length) return hit.series;
   const buckets = decimateColumns(column, req.width);
-  const series = { x: buckets.map((b) => b.x), min: buckets.map((b) => b.min), max: buckets.map((b) => b.max), last: buckets.map((b) => b.last) };
+  const series = {
+    x: buckets.map((b) => b.x),
+    min: buckets.map((b) => b.min),
+    max: buckets.map((b) => b.max),
+    last: buckets.map((b) => b.last),
+  };
   decimatedCache.delete(key);
   decimatedCache.set(key, { column, length: column.x.length, series });
   while (decimatedCache.size > MAX_DECIMATED) decimatedCache.delete(decimatedCache.keys().next().value!);
@@ -111,7 +118,10 @@ export function clearSeriesCaches(): void {
   clearMetricColumns();
 }
 
-export function runsMetricSeries(req: ApiParsedRequest<'getRunsMetricSeries'>, deps: RunsSeriesDeps): ApiResponse<'getRunsMetricSeries'> {
+export function runsMetricSeries(
+  req: ApiParsedRequest<'getRunsMetricSeries'>,
+  deps: RunsSeriesDeps,
+): ApiResponse<'getRunsMetricSeries'> {
   const runs: ApiResponse<'getRunsMetricSeries'>['runs'] = [];
   for (const runId of new Set(req.runIds)) {
     try {
@@ -137,7 +147,15 @@ export function runsMetricSeries(req: ApiParsedRequest<'getRunsMetricSeries'>, d
         series,
       });
     } catch (error) {
-      runs.push({ runId, lastStep: null, totalSteps: null, secondsPerStep: null, lastTime: null, series: {}, error: error instanceof Error ? error.message : String(error) });
+      runs.push({
+        runId,
+        lastStep: null,
+        totalSteps: null,
+        secondsPerStep: null,
+        lastTime: null,
+        series: {},
+        error: error instanceof Error ? error.message : String(error),
+      });
     }
   }
   return { runs };

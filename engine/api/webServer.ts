@@ -116,7 +116,9 @@ export async function resolveBindHost(bindHost: string, allowRemote: boolean, po
     try {
       address = (await dns.lookup(given)).address;
     } catch (err) {
-      throw new UserError(`--host ${bindHost}: no such address on this machine (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); leave --host out to bind 127.0.0.1`);
+      throw new UserError(
+        `--host ${bindHost}: no such address on this machine (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); leave --host out to bind 127.0.0.1`,
+      );
     }
   }
   const wildcard = WILDCARD.has(address);
@@ -199,7 +201,9 @@ type Verdict = { ok: true; pathname: string } | { ok: false; status: number; rea
 export async function startWebServer(opts: WebServerOptions): Promise<WebServer> {
   const rendererDir = path.resolve(opts.rendererDir ?? DEFAULT_RENDERER_DIR);
   if (!fs.existsSync(path.join(rendererDir, 'index.html'))) {
-    throw new UserError(`the built renderer is missing (${path.join(rendererDir, 'index.html')}): run \`npm run build\` first`);
+    throw new UserError(
+      `the built renderer is missing (${path.join(rendererDir, 'index.html')}): run \`npm run build\` first`,
+    );
   }
   const bindHost = opts.bindHost ?? '127.0.0.1';
   const bind = await resolveBindHost(bindHost, opts.allowRemote ?? false, opts.port);
@@ -243,9 +247,16 @@ export async function startWebServer(opts: WebServerOptions): Promise<WebServer>
   /** Everything a request is judged on, parsed once; never throws. */
   const judge = (req: http.IncomingMessage): Verdict => {
     if (!hostAllowed(req.headers.host)) {
-      return { ok: false, status: 403, reason: 'Forbidden', message: 'this server answers only to its own address (Host header refused)' };
+      return {
+        ok: false,
+        status: 403,
+        reason: 'Forbidden',
+        message: 'this server answers only to its own address (Host header refused)',
+      };
     }
-    if (!originAllowed(req.headers.origin)) return { ok: false, status: 403, reason: 'Forbidden', message: 'requests from other sites are refused' };
+    if (!originAllowed(req.headers.origin)) {
+      return { ok: false, status: 403, reason: 'Forbidden', message: 'requests from other sites are refused' };
+    }
     const pathname = targetPath(req.url);
     if (pathname === null) return { ok: false, status: 400, reason: 'Bad Request', message: 'bad request target' };
     return { ok: true, pathname };
@@ -293,7 +304,9 @@ export async function startWebServer(opts: WebServerOptions): Promise<WebServer>
 
   const upgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
     const deny = (status: number, reason: string): void => {
-      if (socket.writable) socket.write(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+      if (socket.writable) {
+        socket.write(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+      }
       socket.destroy();
     };
     const verdict = judge(req);
@@ -319,7 +332,8 @@ export async function startWebServer(opts: WebServerOptions): Promise<WebServer>
       if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(message));
     };
     let unsubscribe: (() => void) | null = null;
-    const refuseToken = (why: string): void => ws.close(TOKEN_REFUSED, `${why}: open the URL that mars-lab serve printed`);
+    const refuseToken = (why: string): void =>
+      ws.close(TOKEN_REFUSED, `${why}: open the URL that mars-lab serve printed`);
     const timer = setTimeout(() => refuseToken('no token'), AUTH_TIMEOUT_MS);
     const end = (): void => {
       clearTimeout(timer);
@@ -363,9 +377,14 @@ export async function startWebServer(opts: WebServerOptions): Promise<WebServer>
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'EADDRINUSE') reject(new UserError(`port ${opts.port} is in use: choose another with --port, or --port 0 for any free one`));
-      else if (err.code === 'EADDRNOTAVAIL' || err.code === 'EACCES') {
-        reject(new UserError(`cannot listen on ${bindHost} port ${opts.port ?? 0} (${err.code}): choose an address of this machine with --host, or a port above 1023 with --port`));
+      if (err.code === 'EADDRINUSE') {
+        reject(new UserError(`port ${opts.port} is in use: choose another with --port, or --port 0 for any free one`));
+      } else if (err.code === 'EADDRNOTAVAIL' || err.code === 'EACCES') {
+        reject(
+          new UserError(
+            `cannot listen on ${bindHost} port ${opts.port ?? 0} (${err.code}): choose an address of this machine with --host, or a port above 1023 with --port`,
+          ),
+        );
       } else reject(err);
     });
     server.listen(opts.port ?? 0, bind.address, () => resolve());

@@ -1,6 +1,14 @@
 /** `doctor`: which TensorFlow.js backend this machine gets, and why not the others; which kernel runs matrix products. */
 import type { Command } from 'commander';
-import { CUDA_LIBRARIES, initBackend, missingCudaLibraries, vulkanEnvironment, type BackendName, type BackendReport, type VulkanEnvironment } from '../tensor/backend';
+import {
+  CUDA_LIBRARIES,
+  initBackend,
+  missingCudaLibraries,
+  vulkanEnvironment,
+  type BackendName,
+  type BackendReport,
+  type VulkanEnvironment,
+} from '../tensor/backend';
 import type { NativeKernelReport } from '../native/status';
 import { ENGINE_VERSION } from '../version';
 import { backendOption, blasThreadsFor, blasThreadsOption } from './options';
@@ -19,7 +27,12 @@ function gpuLibraries(): GpuLibraries {
 
 function formatGpu(g: GpuLibraries): string[] {
   const icds = g.vulkan.icds.length ? g.vulkan.icds.join(', ') : 'none';
-  const cuda = g.cuda.missing.length === 0 ? 'all found' : g.cuda.missing.length === g.cuda.needs.length ? 'none found' : `missing ${g.cuda.missing.join(', ')}`;
+  const cuda =
+    g.cuda.missing.length === 0
+      ? 'all found'
+      : g.cuda.missing.length === g.cuda.needs.length
+        ? 'none found'
+        : `missing ${g.cuda.missing.join(', ')}`;
   return [
     `vulkan (webgpu): loader ${g.vulkan.loader ?? 'libvulkan.so.1 not found'}; driver manifests: ${icds}`,
     `CUDA 11.2 / cuDNN 8.1 (tensorflow GPU build): ${cuda}`,
@@ -39,8 +52,13 @@ export const GPU_RUNG =
 
 /** A tensorflow attempt that failed because its install script never fetched libtensorflow: say so in plain words. */
 function explainAttempt(a: BackendReport['attempts'][number]): string {
-  if (a.backend === 'tensorflow' && a.status === 'failed' && /tfjs_binding\.node\S* can ?not be found/i.test(a.detail))
-    {return `${a.detail} [installed without its native part: its install script downloads libtensorflow from outside the npm registry, and that download failed or was skipped when npm installed it]`;}
+  if (
+    a.backend === 'tensorflow' &&
+    a.status === 'failed' &&
+    /tfjs_binding\.node\S* can ?not be found/i.test(a.detail)
+  ) {
+    return `${a.detail} [installed without its native part: its install script downloads libtensorflow from outside the npm registry, and that download failed or was skipped when npm installed it]`;
+  }
   return a.detail;
 }
 
@@ -51,34 +69,54 @@ function formatNative(n: NativeKernelReport): string {
 
 /** The BLAS thread count in effect and where it came from; how the optimiser's update runs. */
 function formatNativeExtras(n: NativeKernelReport): string[] {
-  const from = { default: 'the default; raise it with --blas-threads N or blasThreads in the run config', config: "the run config's blasThreads", environment: 'MARS_LAB_BLAS_THREADS', flag: '--blas-threads' }[n.threadsFrom];
-  const threads = n.active && n.kernel === 'openblas' ? `${n.threads} (${from})` : `${n.threads} (${n.active ? 'the own kernel has one thread' : 'no native products'})`;
+  const from = {
+    default: 'the default; raise it with --blas-threads N or blasThreads in the run config',
+    config: "the run config's blasThreads",
+    environment: 'MARS_LAB_BLAS_THREADS',
+    flag: '--blas-threads',
+  }[n.threadsFrom];
+  const threads =
+    n.active && n.kernel === 'openblas'
+      ? `${n.threads} (${from})`
+      : `${n.threads} (${n.active ? 'the own kernel has one thread' : 'no native products'})`;
   return [`BLAS threads: ${threads}`, `optimiser (Adam): ${n.adam ? 'native' : 'tensor ops'} — ${n.adamDetail}`];
 }
 
 function formatDoctor(r: BackendReport, g: GpuLibraries): string {
   const lines = [`backend: ${r.chosen}${r.forced ? ' (forced with --backend)' : ''}`];
-  for (const a of r.attempts) lines.push(`  ${a.backend.padEnd(10)} ${a.status.padEnd(16)} ${a.package === '-' ? '' : a.package + ': '}${explainAttempt(a)}`);
+  for (const a of r.attempts) {
+    lines.push(
+      `  ${a.backend.padEnd(10)} ${a.status.padEnd(16)} ${a.package === '-' ? '' : a.package + ': '}${explainAttempt(a)}`,
+    );
+  }
   lines.push(`threads: ${r.threads} (${r.threadsDetail})`);
   lines.push(`matrix products: ${formatNative(r.native)}`);
   lines.push(...formatNativeExtras(r.native));
   if (r.simd !== null) lines.push(`wasm SIMD: ${r.simd ? 'yes' : 'no'}`);
   lines.push(`platform: ${r.platform}, ${r.cpus} CPU cores`);
   if (r.platform.startsWith('linux')) lines.push(...formatGpu(g));
-  lines.push(`versions: mars-lab ${ENGINE_VERSION}, ${Object.entries(r.versions).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  lines.push(
+    `versions: mars-lab ${ENGINE_VERSION}, ${Object.entries(r.versions)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  );
   return lines.join('\n');
 }
 
 export function registerDoctorCommand(program: Command): void {
   program
     .command('doctor')
-    .description('show which TensorFlow.js backend is chosen, why the others are not, the matrix-product kernel, threads and versions')
+    .description(
+      'show which TensorFlow.js backend is chosen, why the others are not, the matrix-product kernel, threads and versions',
+    )
     .option('--json', 'print JSON')
     .addOption(backendOption())
     .addOption(blasThreadsOption())
     .action(async (opts: { json?: boolean; backend?: BackendName; blasThreads?: number }) => {
       const report = await initBackend({ force: opts.backend, blasThreads: blasThreadsFor(opts.blasThreads) });
       const gpu = gpuLibraries();
-      console.log(opts.json ? JSON.stringify({ engine: ENGINE_VERSION, ...report, gpu }, null, 2) : formatDoctor(report, gpu));
+      console.log(
+        opts.json ? JSON.stringify({ engine: ENGINE_VERSION, ...report, gpu }, null, 2) : formatDoctor(report, gpu),
+      );
     });
 }

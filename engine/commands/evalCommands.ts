@@ -16,7 +16,10 @@ import { backendOption, blasThreadsFor, blasThreadsOption, homeOption, setOption
 import { resolveRun } from './runCommands';
 import { terminalText as tt } from './terminalText';
 
-const splitOption = () => new Option('--split <name>', 'which items: the held-out split, never trained on').choices(['heldout']).default('heldout');
+const splitOption = () =>
+  new Option('--split <name>', 'which items: the held-out split, never trained on')
+    .choices(['heldout'])
+    .default('heldout');
 
 /** The JSON files an evaluation reads, refused with their name when nested too deeply to process. */
 function checkInputs(checkpoint: string, config?: string): void {
@@ -37,11 +40,19 @@ export function resolveCheckpoint(home: string, spec: string): string {
   const id = tt(path.basename(dir));
   if (m) {
     const found = checkpoints.find((c) => c.step === Number(m[2]));
-    if (!found) throw new UserError(`run ${id} has no checkpoint at step ${m[2]}; it has ${checkpoints.length ? `steps ${checkpoints.map((c) => c.step).join(', ')}` : 'none yet'}`);
+    if (!found) {
+      throw new UserError(
+        `run ${id} has no checkpoint at step ${m[2]}; it has ${checkpoints.length ? `steps ${checkpoints.map((c) => c.step).join(', ')}` : 'none yet'}`,
+      );
+    }
     return found.path;
   }
   const last = checkpoints.at(-1);
-  if (!last) throw new UserError(`run ${id} has no checkpoint yet (one is written every checkpoint.every steps and when the run ends)`);
+  if (!last) {
+    throw new UserError(
+      `run ${id} has no checkpoint yet (one is written every checkpoint.every steps and when the run ends)`,
+    );
+  }
   return last.path;
 }
 
@@ -52,65 +63,153 @@ function pct(x: number): string {
 export function registerEvalCommands(program: Command): void {
   program
     .command('eval')
-    .description("evaluate a checkpoint on its run's held-out items (or a preset's, e.g. for a base model); results are cached by (weights, evaluation)")
-    .option('--checkpoint <dir>', 'a checkpoint folder, e.g. <run>/checkpoints/200, or a base model such as resources/marti/base-tiny (not needed when the config\'s policies are all endpoints)')
-    .option('--preset <name>', "evaluate under this preset's config instead of the checkpoint's run config (needed for a base model, which has none)")
-    .option('--config <file>', 'evaluate under this run config file instead of the checkpoint\'s')
+    .description(
+      "evaluate a checkpoint on its run's held-out items (or a preset's, e.g. for a base model); results are cached by (weights, evaluation)",
+    )
+    .option(
+      '--checkpoint <dir>',
+      "a checkpoint folder, e.g. <run>/checkpoints/200, or a base model such as resources/marti/base-tiny (not needed when the config's policies are all endpoints)",
+    )
+    .option(
+      '--preset <name>',
+      "evaluate under this preset's config instead of the checkpoint's run config (needed for a base model, which has none)",
+    )
+    .option('--config <file>', "evaluate under this run config file instead of the checkpoint's")
     .addOption(setOption('eval.temperature=1'))
     .addOption(splitOption())
     .option('--json', 'print JSON (metrics, identity and per-item outcomes)')
-    .option('--fresh', 'endpoint policies: ask every request again instead of replaying the answers an earlier run of this evaluation kept')
+    .option(
+      '--fresh',
+      'endpoint policies: ask every request again instead of replaying the answers an earlier run of this evaluation kept',
+    )
     .addOption(backendOption())
     .addOption(blasThreadsOption())
     .addOption(homeOption())
-    .action(async (opts: { checkpoint?: string; fresh?: boolean; preset?: string; config?: string; set: string[]; json?: boolean; backend?: BackendName; blasThreads?: number; home?: string }) => {
-      if (opts.preset && opts.config) throw new UserError('eval: give at most one of --preset NAME or --config FILE');
-      if (opts.set.length && !opts.preset && !opts.config) throw new UserError("eval: --set changes a preset's or config file's fields; add --preset NAME or --config FILE");
-      if (!opts.checkpoint && !opts.preset && !opts.config) throw new UserError('eval: give --checkpoint DIR (or, for endpoint policies, --config FILE or --preset NAME)');
-      if (opts.checkpoint) checkInputs(opts.checkpoint, opts.config);
-      else if (opts.config) checkJsonNesting(opts.config, 'the config');
-      const config = opts.preset ? resolvePresetConfig(opts.preset, opts.set) : opts.config ? resolveConfigFile(opts.config, opts.set) : checkpointConfig(opts.checkpoint!);
-      await initBackend({ force: opts.backend ?? (config.backend === 'auto' ? undefined : config.backend), blasThreads: blasThreadsFor(opts.blasThreads, config) });
-      if (usesEndpoints(config)) return runEndpointEval(resolveHome({ home: opts.home }), config, { checkpoint: opts.checkpoint, json: opts.json, fresh: opts.fresh });
-      if (!opts.checkpoint) throw new UserError('eval: add --checkpoint DIR: this config names no endpoint policies (mars.policies, marti.agents[].policy)');
-      const r = await evaluateCheckpoint(resolveHome({ home: opts.home }), opts.checkpoint, config);
-      if (opts.json) return console.log(JSON.stringify(r));
-      console.log(`${tt(r.checkpoint)}${r.cached ? ' (cached)' : ''}`);
-      console.log(`evaluation: ${Object.entries(r.identity).map(([k, v]) => `${k}=${tt(v)}`).join(' ')}`);
-      for (const [k, v] of Object.entries(r.metrics)) console.log(`  ${tt(k).padEnd(20)} ${v.toFixed(4)}`);
-      console.log(`per-item outcomes: ${tt(r.file)}`);
-    });
+    .action(
+      async (opts: {
+        checkpoint?: string;
+        fresh?: boolean;
+        preset?: string;
+        config?: string;
+        set: string[];
+        json?: boolean;
+        backend?: BackendName;
+        blasThreads?: number;
+        home?: string;
+      }) => {
+        if (opts.preset && opts.config) throw new UserError('eval: give at most one of --preset NAME or --config FILE');
+        if (opts.set.length && !opts.preset && !opts.config) {
+          throw new UserError(
+            "eval: --set changes a preset's or config file's fields; add --preset NAME or --config FILE",
+          );
+        }
+        if (!opts.checkpoint && !opts.preset && !opts.config) {
+          throw new UserError(
+            'eval: give --checkpoint DIR (or, for endpoint policies, --config FILE or --preset NAME)',
+          );
+        }
+        if (opts.checkpoint) checkInputs(opts.checkpoint, opts.config);
+        else if (opts.config) checkJsonNesting(opts.config, 'the config');
+        const config = opts.preset
+          ? resolvePresetConfig(opts.preset, opts.set)
+          : opts.config
+            ? resolveConfigFile(opts.config, opts.set)
+            : checkpointConfig(opts.checkpoint!);
+        await initBackend({
+          force: opts.backend ?? (config.backend === 'auto' ? undefined : config.backend),
+          blasThreads: blasThreadsFor(opts.blasThreads, config),
+        });
+        if (usesEndpoints(config)) {
+          return runEndpointEval(resolveHome({ home: opts.home }), config, {
+            checkpoint: opts.checkpoint,
+            json: opts.json,
+            fresh: opts.fresh,
+          });
+        }
+        if (!opts.checkpoint) {
+          throw new UserError(
+            'eval: add --checkpoint DIR: this config names no endpoint policies (mars.policies, marti.agents[].policy)',
+          );
+        }
+        const r = await evaluateCheckpoint(resolveHome({ home: opts.home }), opts.checkpoint, config);
+        if (opts.json) return console.log(JSON.stringify(r));
+        console.log(`${tt(r.checkpoint)}${r.cached ? ' (cached)' : ''}`);
+        console.log(
+          `evaluation: ${Object.entries(r.identity)
+            .map(([k, v]) => `${k}=${tt(v)}`)
+            .join(' ')}`,
+        );
+        for (const [k, v] of Object.entries(r.metrics)) console.log(`  ${tt(k).padEnd(20)} ${v.toFixed(4)}`);
+        console.log(`per-item outcomes: ${tt(r.file)}`);
+      },
+    );
 
   program
     .command('compare')
     .description('evaluate two checkpoints on the same held-out items and compare them item by item')
-    .argument('<a>', "checkpoint A (its run config fixes the items): a run id, unique id prefix or run folder (its last checkpoint), RUN@STEP, RUN/checkpoints/STEP, or a checkpoint folder")
+    .argument(
+      '<a>',
+      'checkpoint A (its run config fixes the items): a run id, unique id prefix or run folder (its last checkpoint), RUN@STEP, RUN/checkpoints/STEP, or a checkpoint folder',
+    )
     .argument('<b>', 'checkpoint B (same algorithm and task), named the same ways')
     .option('--json', 'print JSON')
     .addOption(backendOption())
     .addOption(blasThreadsOption())
     .addOption(homeOption())
-    .action(async (specA: string, specB: string, opts: { json?: boolean; backend?: BackendName; blasThreads?: number; home?: string }) => {
-      const home = resolveHome({ home: opts.home });
-      const a = resolveCheckpoint(home, specA);
-      const b = resolveCheckpoint(home, specB);
-      checkInputs(a);
-      checkInputs(b);
-      const config = checkpointConfig(a);
-      await initBackend({ force: opts.backend ?? (config.backend === 'auto' ? undefined : config.backend), blasThreads: blasThreadsFor(opts.blasThreads, config) });
-      const c = await compareCheckpoints(home, a, b);
-      if (opts.json) {
-        const { a: ea, b: eb, ...rest } = c;
-        return console.log(JSON.stringify({ ...rest, a: { checkpoint: ea.checkpoint, metrics: ea.metrics, cached: ea.cached }, b: { checkpoint: eb.checkpoint, metrics: eb.metrics, cached: eb.cached } }));
-      }
-      console.log(`A: ${c.a.checkpoint}${c.a.cached ? ' (cached)' : ''}\nB: ${c.b.checkpoint}${c.b.cached ? ' (cached)' : ''}`);
-      console.log(`items: ${c.a.items.length} (${Object.entries(c.identity).map(([k, v]) => `${k}=${v}`).join(' ')})\n`);
-      console.log(`${'metric'.padEnd(20)} ${'A'.padStart(9)} ${'B'.padStart(9)} ${'B − A'.padStart(9)}`);
-      for (const m of c.metrics) console.log(`${m.name.padEnd(20)} ${m.a.toFixed(4).padStart(9)} ${m.b.toFixed(4).padStart(9)} ${((m.diff >= 0 ? '+' : '') + m.diff.toFixed(4)).padStart(9)}`);
-      console.log(`\nflipped right → wrong: ${c.flippedToWrong.length}${c.flippedToWrong.length ? ` (${c.flippedToWrong.slice(0, 8).map(tt).join(' | ')}${c.flippedToWrong.length > 8 ? ' …' : ''})` : ''}`);
-      console.log(`flipped wrong → right: ${c.flippedToRight.length}${c.flippedToRight.length ? ` (${c.flippedToRight.slice(0, 8).map(tt).join(' | ')}${c.flippedToRight.length > 8 ? ' …' : ''})` : ''}`);
-      console.log(`McNemar exact test on the ${c.mcnemar.n01 + c.mcnemar.n10} discordant items: p = ${c.mcnemar.pValue.toPrecision(3)}`);
-      console.log(`score difference (B − A): ${c.scoreDiff.meanDiff.toFixed(4)}, 95% paired bootstrap interval [${c.scoreDiff.low.toFixed(4)}, ${c.scoreDiff.high.toFixed(4)}]`);
-      console.log(`accuracy: A ${pct(c.a.metrics.accuracy ?? NaN)}, B ${pct(c.b.metrics.accuracy ?? NaN)}`);
-    });
+    .action(
+      async (
+        specA: string,
+        specB: string,
+        opts: { json?: boolean; backend?: BackendName; blasThreads?: number; home?: string },
+      ) => {
+        const home = resolveHome({ home: opts.home });
+        const a = resolveCheckpoint(home, specA);
+        const b = resolveCheckpoint(home, specB);
+        checkInputs(a);
+        checkInputs(b);
+        const config = checkpointConfig(a);
+        await initBackend({
+          force: opts.backend ?? (config.backend === 'auto' ? undefined : config.backend),
+          blasThreads: blasThreadsFor(opts.blasThreads, config),
+        });
+        const c = await compareCheckpoints(home, a, b);
+        if (opts.json) {
+          const { a: ea, b: eb, ...rest } = c;
+          return console.log(
+            JSON.stringify({
+              ...rest,
+              a: { checkpoint: ea.checkpoint, metrics: ea.metrics, cached: ea.cached },
+              b: { checkpoint: eb.checkpoint, metrics: eb.metrics, cached: eb.cached },
+            }),
+          );
+        }
+        console.log(
+          `A: ${c.a.checkpoint}${c.a.cached ? ' (cached)' : ''}\nB: ${c.b.checkpoint}${c.b.cached ? ' (cached)' : ''}`,
+        );
+        console.log(
+          `items: ${c.a.items.length} (${Object.entries(c.identity)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(' ')})\n`,
+        );
+        console.log(`${'metric'.padEnd(20)} ${'A'.padStart(9)} ${'B'.padStart(9)} ${'B − A'.padStart(9)}`);
+        for (const m of c.metrics) {
+          console.log(
+            `${m.name.padEnd(20)} ${m.a.toFixed(4).padStart(9)} ${m.b.toFixed(4).padStart(9)} ${((m.diff >= 0 ? '+' : '') + m.diff.toFixed(4)).padStart(9)}`,
+          );
+        }
+        console.log(
+          `\nflipped right → wrong: ${c.flippedToWrong.length}${c.flippedToWrong.length ? ` (${c.flippedToWrong.slice(0, 8).map(tt).join(' | ')}${c.flippedToWrong.length > 8 ? ' …' : ''})` : ''}`,
+        );
+        console.log(
+          `flipped wrong → right: ${c.flippedToRight.length}${c.flippedToRight.length ? ` (${c.flippedToRight.slice(0, 8).map(tt).join(' | ')}${c.flippedToRight.length > 8 ? ' …' : ''})` : ''}`,
+        );
+        console.log(
+          `McNemar exact test on the ${c.mcnemar.n01 + c.mcnemar.n10} discordant items: p = ${c.mcnemar.pValue.toPrecision(3)}`,
+        );
+        console.log(
+          `score difference (B − A): ${c.scoreDiff.meanDiff.toFixed(4)}, 95% paired bootstrap interval [${c.scoreDiff.low.toFixed(4)}, ${c.scoreDiff.high.toFixed(4)}]`,
+        );
+        console.log(`accuracy: A ${pct(c.a.metrics.accuracy ?? NaN)}, B ${pct(c.b.metrics.accuracy ?? NaN)}`);
+      },
+    );
 }

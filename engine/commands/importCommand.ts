@@ -17,9 +17,15 @@ function positiveInt(v: string): number {
 
 /** Progress on a terminal only (a line rewritten in place), and a JSON line per report with --json. */
 function progressOf(json: boolean | undefined): ((p: ImportProgress) => void) | undefined {
-  if (json) return (p) => process.stdout.write(JSON.stringify({ type: 'progress', bytes: p.bytes, totalBytes: p.totalBytes }) + '\n');
+  if (json) {
+    return (p) =>
+      process.stdout.write(JSON.stringify({ type: 'progress', bytes: p.bytes, totalBytes: p.totalBytes }) + '\n');
+  }
   if (!process.stderr.isTTY) return undefined;
-  return (p) => process.stderr.write(`\rimport: ${(p.bytes / 2 ** 20).toFixed(1)} of ${(p.totalBytes / 2 ** 20).toFixed(1)} MiB read`);
+  return (p) =>
+    process.stderr.write(
+      `\rimport: ${(p.bytes / 2 ** 20).toFixed(1)} of ${(p.totalBytes / 2 ** 20).toFixed(1)} MiB read`,
+    );
 }
 
 interface ImportFlags {
@@ -31,7 +37,9 @@ interface ImportFlags {
 }
 
 export function registerImportCommand(program: Command): void {
-  const cmd = program.command('import').description("another trainer's rollouts as a run folder (verl rollout dumps, MARTI tree-search logs)");
+  const cmd = program
+    .command('import')
+    .description("another trainer's rollouts as a run folder (verl rollout dumps, MARTI tree-search logs)");
   const run = async (from: 'verl' | 'marti', dir: string, opts: ImportFlags) => {
     const options: ImportOptions = {
       home: resolveHome({ home: opts.home }),
@@ -44,12 +52,28 @@ export function registerImportCommand(program: Command): void {
     };
     const r = from === 'verl' ? await importVerl(options) : await importMarti(options);
     if (process.stderr.isTTY && !opts.json) process.stderr.write('\n');
-    if (opts.json) process.stdout.write(JSON.stringify({ type: 'imported', runId: r.id, dir: r.dir, records: r.records, skipped: r.skipped, steps: r.steps }) + '\n');
-    else console.log(`imported ${r.records} ${from === 'verl' ? 'samples' : 'calls'} over ${r.steps} steps as run ${tt(r.id)}${r.skipped ? ` (${r.skipped} skipped, see warnings)` : ''}\nfolder: ${tt(r.dir)}`);
+    if (opts.json) {
+      process.stdout.write(
+        JSON.stringify({
+          type: 'imported',
+          runId: r.id,
+          dir: r.dir,
+          records: r.records,
+          skipped: r.skipped,
+          steps: r.steps,
+        }) + '\n',
+      );
+    } else {
+      console.log(
+        `imported ${r.records} ${from === 'verl' ? 'samples' : 'calls'} over ${r.steps} steps as run ${tt(r.id)}${r.skipped ? ` (${r.skipped} skipped, see warnings)` : ''}\nfolder: ${tt(r.dir)}`,
+      );
+    }
   };
   cmd
     .command('verl')
-    .description("verl's rollout dumps (trainer.rollout_data_dir: one <step>.jsonl per step) and its file-logger metrics")
+    .description(
+      "verl's rollout dumps (trainer.rollout_data_dir: one <step>.jsonl per step) and its file-logger metrics",
+    )
     .argument('<dir>', 'the rollout_data_dir (or a folder holding it and the file-logger JSONL)')
     .option('--metrics <file>', "verl's file-logger JSONL ($VERL_FILE_LOGGER_PATH), when it is not under DIR")
     .option('--id <runId>', "the new run's id (default: date, time and the folder's name)")
@@ -60,7 +84,11 @@ export function registerImportCommand(program: Command): void {
     .command('marti')
     .description("MARTI's tree-search logs (workflow save_path: <prompt>/llm_logs/log_<time>_<agent>.txt, score CSVs)")
     .argument('<dir>', "the workflow's save_path (workflow_args.save_path)")
-    .option('--nodes <n>', "nodes per tree (workflow_args.max_num_nodes): cuts each prompt folder's calls into trees, one per step", positiveInt)
+    .option(
+      '--nodes <n>',
+      "nodes per tree (workflow_args.max_num_nodes): cuts each prompt folder's calls into trees, one per step",
+      positiveInt,
+    )
     .option('--id <runId>', "the new run's id (default: date, time and the folder's name)")
     .option('--json', 'progress and the result as JSON lines on stdout')
     .addOption(homeOption())

@@ -24,7 +24,11 @@ export interface CliFailure {
 export const USER_FIX_EXIT = 2;
 
 /** The run a command is writing (train, resume), for "free space, then mars-lab resume ID". */
-const context: { runId: string | null; runDir: string | null; inputs: string[] } = { runId: null, runDir: null, inputs: [] };
+const context: { runId: string | null; runDir: string | null; inputs: string[] } = {
+  runId: null,
+  runDir: null,
+  inputs: [],
+};
 
 export function noteRun(runId: string, dir?: string): void {
   context.runId = runId;
@@ -46,7 +50,11 @@ export function resetCliContext(): void {
 export function isErrnoError(err: unknown): err is NodeJS.ErrnoException & { code: string } {
   if (!(err instanceof Error)) return false;
   const e = err as NodeJS.ErrnoException;
-  return typeof e.code === 'string' && /^E[A-Z0-9]+$/.test(e.code) && (typeof e.errno === 'number' || typeof e.syscall === 'string');
+  return (
+    typeof e.code === 'string' &&
+    /^E[A-Z0-9]+$/.test(e.code) &&
+    (typeof e.errno === 'number' || typeof e.syscall === 'string')
+  );
 }
 
 /** Gives an errno error that lacks one (a failed `write`, `fsync`) the file it was about; returns the error. */
@@ -70,7 +78,23 @@ export function withFilePath<T>(file: string, fn: () => T): T {
   }
 }
 
-const WRITE_SYSCALLS = new Set(['write', 'writev', 'fsync', 'fdatasync', 'ftruncate', 'rename', 'mkdir', 'copyfile', 'symlink', 'link', 'unlink', 'rmdir', 'utime', 'futime', 'chmod']);
+const WRITE_SYSCALLS = new Set([
+  'write',
+  'writev',
+  'fsync',
+  'fdatasync',
+  'ftruncate',
+  'rename',
+  'mkdir',
+  'copyfile',
+  'symlink',
+  'link',
+  'unlink',
+  'rmdir',
+  'utime',
+  'futime',
+  'chmod',
+]);
 
 /** The run folder and id a path lies in (`…/runs/<id>/…`), if any. */
 function runOfPath(file: string | undefined): string | null {
@@ -84,7 +108,10 @@ function runOfPath(file: string | undefined): string | null {
  * The one-line description of an errno error (without the "mars-lab: " prefix), or null for an error that is not one
  * (a bug keeps its stack trace). `runId` is the run to resume afterwards, when the command was writing one.
  */
-export function describeIoError(err: unknown, opts: { runId?: string | null; runDir?: string | null } = {}): string | null {
+export function describeIoError(
+  err: unknown,
+  opts: { runId?: string | null; runDir?: string | null } = {},
+): string | null {
   if (!isErrnoError(err)) return null;
   const file = typeof err.path === 'string' ? err.path : undefined;
   const runId = opts.runId ?? runOfPath(file) ?? null;
@@ -143,7 +170,9 @@ export function jsonNestingDepth(text: string): number {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
+      if (c === 0x5c) {
+        i++;
+      } // backslash: skip the escaped character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {
@@ -169,7 +198,9 @@ export function checkJsonNesting(file: string, what = 'JSON'): void {
   }
   const depth = jsonNestingDepth(text);
   if (depth > MAX_JSON_DEPTH) {
-    throw new UserError(`${file}: ${what} nested ${depth} levels deep (the limit is ${MAX_JSON_DEPTH}): the file is damaged or not what mars-lab wrote; restore or replace it`);
+    throw new UserError(
+      `${file}: ${what} nested ${depth} levels deep (the limit is ${MAX_JSON_DEPTH}): the file is damaged or not what mars-lab wrote; restore or replace it`,
+    );
   }
 }
 
@@ -179,12 +210,21 @@ export function checkJsonNesting(file: string, what = 'JSON'): void {
  */
 export function describeFailure(err: unknown): CliFailure & { stack?: string } {
   // A UserError may list several problems, one a line (ConfigValidationError); each line is made safe, the lines kept.
-  if (err instanceof UserError) return { message: err.message.split(/\r?\n/).map(bounded).join('\n'), exitCode: USER_FIX_EXIT };
+  if (err instanceof UserError) {
+    return { message: err.message.split(/\r?\n/).map(bounded).join('\n'), exitCode: USER_FIX_EXIT };
+  }
   const io = describeIoError(err, { runId: context.runId, runDir: context.runDir });
   if (io !== null) return { message: oneLine(io), exitCode: USER_FIX_EXIT };
   if (isStackOverflow(err)) {
-    const inputs = context.inputs.length ? context.inputs.join(', ') : 'the files this command reads (config, run.json, trainer_state.json)';
-    return { message: oneLine(`an input is nested too deeply to process (Maximum call stack size exceeded): check ${inputs}; a damaged file must be restored or replaced`), exitCode: USER_FIX_EXIT };
+    const inputs = context.inputs.length
+      ? context.inputs.join(', ')
+      : 'the files this command reads (config, run.json, trainer_state.json)';
+    return {
+      message: oneLine(
+        `an input is nested too deeply to process (Maximum call stack size exceeded): check ${inputs}; a damaged file must be restored or replaced`,
+      ),
+      exitCode: USER_FIX_EXIT,
+    };
   }
   const message = err instanceof Error ? err.message : String(err);
   return { message: oneLine(message), exitCode: 1, ...(err instanceof Error && err.stack ? { stack: err.stack } : {}) };

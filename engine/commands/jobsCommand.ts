@@ -19,15 +19,23 @@ export interface RayFlags {
 /** The connection flags, added to a command (--ray itself is added by the caller: required here, optional there). */
 export function addRayConnectionOptions(cmd: Command): Command {
   return cmd
-    .addOption(new Option('--ray-token <token>', `bearer token of a Ray cluster in token mode (default: $${RAY_TOKEN_ENV})`))
     .addOption(
-      new Option('--ray-header <name:value>', 'an extra request header, e.g. for an authenticating proxy (repeatable)').argParser((v: string, prev: string[] = []) => [...prev, v]).default([]),
+      new Option('--ray-token <token>', `bearer token of a Ray cluster in token mode (default: $${RAY_TOKEN_ENV})`),
     )
-    .addOption(new Option('--ray-ca <file>', "a PEM file with the CA of an https dashboard's (or proxy's) certificate"));
+    .addOption(
+      new Option('--ray-header <name:value>', 'an extra request header, e.g. for an authenticating proxy (repeatable)')
+        .argParser((v: string, prev: string[] = []) => [...prev, v])
+        .default([]),
+    )
+    .addOption(
+      new Option('--ray-ca <file>', "a PEM file with the CA of an https dashboard's (or proxy's) certificate"),
+    );
 }
 
 export function rayClient(flags: RayFlags): RayJobsClient {
-  if (!flags.ray) throw new UserError('--ray URL is required: the Ray dashboard address, e.g. --ray http://127.0.0.1:8265');
+  if (!flags.ray) {
+    throw new UserError('--ray URL is required: the Ray dashboard address, e.g. --ray http://127.0.0.1:8265');
+  }
   const headers: Record<string, string> = {};
   for (const h of flags.rayHeader) {
     const i = h.indexOf(':');
@@ -52,13 +60,28 @@ export function registerJobsCommand(program: Command): void {
       .option('--json', 'print JSON'),
   ).action(async (opts: RayFlags & { json?: boolean }) => {
     const client = rayClient(opts);
-    const list = (await client.list()).filter((j) => j.submission_id).sort((a, b) => (b.start_time ?? 0) - (a.start_time ?? 0));
+    const list = (await client.list())
+      .filter((j) => j.submission_id)
+      .sort((a, b) => (b.start_time ?? 0) - (a.start_time ?? 0));
     if (opts.json) return console.log(JSON.stringify(list, null, 2));
     if (list.length === 0) return console.log(`no jobs on the Ray cluster at ${client.where}`);
     const head = ['job', 'status', 'started', 'study', 'entrypoint'];
-    const rows = list.map((j) => [tt(j.submission_id ?? ''), j.status, when(j.start_time), tt(j.metadata?.mars_lab_study ?? '–'), tt((j.entrypoint ?? '').slice(0, 60))]);
+    const rows = list.map((j) => [
+      tt(j.submission_id ?? ''),
+      j.status,
+      when(j.start_time),
+      tt(j.metadata?.mars_lab_study ?? '–'),
+      tt((j.entrypoint ?? '').slice(0, 60)),
+    ]);
     const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-    for (const r of [head, ...rows]) console.log(r.map((c, i) => c.padEnd(w[i]!)).join('  ').trimEnd());
+    for (const r of [head, ...rows]) {
+      console.log(
+        r
+          .map((c, i) => c.padEnd(w[i]!))
+          .join('  ')
+          .trimEnd(),
+      );
+    }
   });
 
   addRayConnectionOptions(
@@ -78,10 +101,19 @@ export function registerJobsCommand(program: Command): void {
       const r = await followJobLogs(client, id, {
         signal: ctl.signal,
         onText: (t) => process.stdout.write(t),
-        onReconnect: (n, why) => process.stderr.write(`mars-lab: log socket dropped (${why}); reconnect ${n}, gap filled from the full log\n`),
+        onReconnect: (n, why) =>
+          process.stderr.write(`mars-lab: log socket dropped (${why}); reconnect ${n}, gap filled from the full log\n`),
       });
-      if (r.aborted) return void process.stderr.write(`stopped following; job ${id} keeps running (stop it: mars-lab jobs stop ${id} --ray ${client.where})\n`);
-      if (r.job && r.job.status !== 'SUCCEEDED') throw new UserError(`Ray job '${id}' ${r.job.status.toLowerCase()}${r.job.message ? `: ${r.job.message.split('\n')[0]}` : ''}`);
+      if (r.aborted) {
+        return void process.stderr.write(
+          `stopped following; job ${id} keeps running (stop it: mars-lab jobs stop ${id} --ray ${client.where})\n`,
+        );
+      }
+      if (r.job && r.job.status !== 'SUCCEEDED') {
+        throw new UserError(
+          `Ray job '${id}' ${r.job.status.toLowerCase()}${r.job.message ? `: ${r.job.message.split('\n')[0]}` : ''}`,
+        );
+      }
     } finally {
       process.off('SIGINT', onSig);
     }

@@ -16,12 +16,16 @@ import { backendOption } from './options';
 
 function parseIds(value: string): number[] {
   const ids = value.split(',').map((s) => s.trim());
-  if (ids.some((s) => !/^\d+$/.test(s))) throw new InvalidArgumentError('expected comma-separated non-negative integers, e.g. 3,17,5');
+  if (ids.some((s) => !/^\d+$/.test(s))) {
+    throw new InvalidArgumentError('expected comma-separated non-negative integers, e.g. 3,17,5');
+  }
   return ids.map(Number);
 }
 
 function parseSeed(value: string): number {
-  if (!/^\d+$/.test(value) || Number(value) > 2 ** 32 - 1) throw new InvalidArgumentError('expected an integer from 0 to 4294967295');
+  if (!/^\d+$/.test(value) || Number(value) > 2 ** 32 - 1) {
+    throw new InvalidArgumentError('expected an integer from 0 to 4294967295');
+  }
   return Number(value);
 }
 
@@ -35,10 +39,16 @@ function readModelConfig(spec: string) {
   try {
     stat = fs.statSync(spec);
   } catch {
-    throw new UserError(`--config ${spec}: no such file (give a Llama config.json, or one of the sizes ${Object.keys(MODEL_SIZES).join(', ')})`);
+    throw new UserError(
+      `--config ${spec}: no such file (give a Llama config.json, or one of the sizes ${Object.keys(MODEL_SIZES).join(', ')})`,
+    );
   }
   if (!stat.isFile()) throw new UserError(`--config ${spec}: not a regular file (give a Llama config.json)`);
-  if (stat.size > MAX_CONFIG_FILE_BYTES) throw new UserError(`--config ${spec}: ${formatBytes(stat.size)} is too large for a Llama config.json (at most 1 MiB)`);
+  if (stat.size > MAX_CONFIG_FILE_BYTES) {
+    throw new UserError(
+      `--config ${spec}: ${formatBytes(stat.size)} is too large for a Llama config.json (at most 1 MiB)`,
+    );
+  }
   let raw: unknown;
   try {
     raw = JSON.parse(fs.readFileSync(spec, 'utf8'));
@@ -73,17 +83,33 @@ export function registerModelCommands(program: Command): void {
     .option('--std <x>', 'standard deviation of the initial weights (HF initializer_range)', Number, 0.02)
     .option('--force', 'replace an existing folder')
     .option('--ignore-memory-check', "initialise even when the weights look larger than this machine's memory")
-    .action(async (opts: { config: string; out: string; seed: number; std: number; force?: boolean; ignoreMemoryCheck?: boolean }) => {
-      const config = readModelConfig(opts.config);
-      const tooBig = opts.ignoreMemoryCheck ? undefined : initMemoryProblem(parameterCount(config));
-      if (tooBig) throw new UserError(tooBig);
-      if (fs.existsSync(opts.out) && !opts.force) throw new UserError(`--out ${opts.out}: already exists (add --force to replace it)`);
-      await initBackend({ force: 'cpu' }); // only holds the weights; no computation happens
-      const rng = new Rng(opts.seed);
-      const m = modelFromHf(config, initHfTensors(config, () => rng.normal(), opts.std));
-      await saveCheckpoint(opts.out, m);
-      console.error(`wrote ${path.resolve(opts.out)} (${(parameterCount(config) / 1e6).toFixed(2)}M parameters, seed ${opts.seed})`);
-    });
+    .action(
+      async (opts: {
+        config: string;
+        out: string;
+        seed: number;
+        std: number;
+        force?: boolean;
+        ignoreMemoryCheck?: boolean;
+      }) => {
+        const config = readModelConfig(opts.config);
+        const tooBig = opts.ignoreMemoryCheck ? undefined : initMemoryProblem(parameterCount(config));
+        if (tooBig) throw new UserError(tooBig);
+        if (fs.existsSync(opts.out) && !opts.force) {
+          throw new UserError(`--out ${opts.out}: already exists (add --force to replace it)`);
+        }
+        await initBackend({ force: 'cpu' }); // only holds the weights; no computation happens
+        const rng = new Rng(opts.seed);
+        const m = modelFromHf(
+          config,
+          initHfTensors(config, () => rng.normal(), opts.std),
+        );
+        await saveCheckpoint(opts.out, m);
+        console.error(
+          `wrote ${path.resolve(opts.out)} (${(parameterCount(config) / 1e6).toFixed(2)}M parameters, seed ${opts.seed})`,
+        );
+      },
+    );
 
   model
     .command('logits')
@@ -96,16 +122,24 @@ export function registerModelCommands(program: Command): void {
       await initBackend({ force: opts.backend });
       const { model: m } = await loadCheckpoint(opts.checkpoint);
       const bad = opts.ids.find((id) => id >= m.config.vocab_size);
-      if (bad !== undefined) throw new UserError(`--ids: token id ${bad} is out of range (vocab_size is ${m.config.vocab_size})`);
+      if (bad !== undefined) {
+        throw new UserError(`--ids: token id ${bad} is out of range (vocab_size is ${m.config.vocab_size})`);
+      }
       if (opts.ids.length > m.config.max_position_embeddings) {
-        throw new UserError(`--ids: ${opts.ids.length} tokens exceed max_position_embeddings (${m.config.max_position_embeddings})`);
+        throw new UserError(
+          `--ids: ${opts.ids.length} tokens exceed max_position_embeddings (${m.config.max_position_embeddings})`,
+        );
       }
       const logits = await lastPositionLogits(m, opts.ids);
       if (opts.json) {
         console.log(JSON.stringify({ logits: Array.from(logits) }));
       } else {
-        const top = Array.from(logits.keys()).sort((a, b) => logits[b]! - logits[a]!).slice(0, 10);
-        console.log(`vocab ${logits.length}; top 10 (id: logit): ${top.map((i) => `${i}: ${logits[i]!.toFixed(4)}`).join(', ')}`);
+        const top = Array.from(logits.keys())
+          .sort((a, b) => logits[b]! - logits[a]!)
+          .slice(0, 10);
+        console.log(
+          `vocab ${logits.length}; top 10 (id: logit): ${top.map((i) => `${i}: ${logits[i]!.toFixed(4)}`).join(', ')}`,
+        );
       }
     });
 }

@@ -3,24 +3,37 @@ import { InvalidArgumentError, Option } from 'commander';
 import { BACKENDS } from '../tensor/backend';
 import type { NativeOptions } from '../native/status';
 
-export const homeOption = () => new Option('--home <dir>', 'the mars-lab home folder (default: $MARS_LAB_HOME, else ~/mars-lab)');
+export const homeOption = () =>
+  new Option('--home <dir>', 'the mars-lab home folder (default: $MARS_LAB_HOME, else ~/mars-lab)');
 
 export const backendOption = () =>
-  new Option('--backend <name>', 'force a TensorFlow.js backend instead of the automatic choice').choices([...BACKENDS]);
+  new Option('--backend <name>', 'force a TensorFlow.js backend instead of the automatic choice').choices([
+    ...BACKENDS,
+  ]);
 
 /** Repeatable `--set path=value` config overrides, collected in order. */
 export const setOption = (example: string) =>
-  new Option('--set <path=value>', `override a config field, e.g. --set ${example} (repeatable)`).argParser((v: string, prev: string[] = []) => [...prev, v]).default([]);
+  new Option('--set <path=value>', `override a config field, e.g. --set ${example} (repeatable)`)
+    .argParser((v: string, prev: string[] = []) => [...prev, v])
+    .default([]);
 
 /** `--blas-threads N`: OpenBLAS threads of this process's native matrix products (issue 16). */
 export const blasThreadsOption = () =>
-  new Option('--blas-threads <n>', "BLAS threads of the native matrix products (default: the run config's blasThreads, 1; over MARS_LAB_BLAS_THREADS)").argParser((v: string) => {
-    if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 256) throw new InvalidArgumentError('expected a whole number from 1 to 256');
+  new Option(
+    '--blas-threads <n>',
+    "BLAS threads of the native matrix products (default: the run config's blasThreads, 1; over MARS_LAB_BLAS_THREADS)",
+  ).argParser((v: string) => {
+    if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 256) {
+      throw new InvalidArgumentError('expected a whole number from 1 to 256');
+    }
     return Number(v);
   });
 
 /** What initBackend is asked for: the flag when given, else the run config's blasThreads (the environment sits between). */
-export function blasThreadsFor(flag: number | undefined, config?: { blasThreads?: number }): NativeOptions['blasThreads'] {
+export function blasThreadsFor(
+  flag: number | undefined,
+  config?: { blasThreads?: number },
+): NativeOptions['blasThreads'] {
   if (flag !== undefined) return { threads: flag, from: 'flag' };
   return config?.blasThreads !== undefined ? { threads: config.blasThreads, from: 'config' } : undefined;
 }

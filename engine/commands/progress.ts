@@ -19,7 +19,15 @@ export function progressSink(opts: { json?: boolean; label: string; keyMetric: s
     return {
       update: (p) =>
         process.stdout.write(
-          JSON.stringify({ type: 'progress', runId: p.runId, step: p.step, totalSteps: p.totalSteps, tokensPerSec: p.tokensPerSec, elapsedMs: p.elapsedMs, metrics: p.metrics }) + '\n',
+          JSON.stringify({
+            type: 'progress',
+            runId: p.runId,
+            step: p.step,
+            totalSteps: p.totalSteps,
+            tokensPerSec: p.tokensPerSec,
+            elapsedMs: p.elapsedMs,
+            metrics: p.metrics,
+          }) + '\n',
         ),
       stop: () => {},
     };
@@ -41,7 +49,10 @@ export function progressSink(opts: { json?: boolean; label: string; keyMetric: s
         bar.start(p.totalSteps, p.step - 1, { key: '–', tps: '–' });
         started = true;
       }
-      bar.update(p.step, { key: fmt(p.metrics[opts.keyMetric]), tps: Math.round(p.tokensPerSec).toLocaleString('en-US') });
+      bar.update(p.step, {
+        key: fmt(p.metrics[opts.keyMetric]),
+        tps: Math.round(p.tokensPerSec).toLocaleString('en-US'),
+      });
     },
     stop: () => started && bar.stop(),
   };

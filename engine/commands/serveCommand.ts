@@ -14,7 +14,9 @@ import { homeOption } from './options';
 export { DEFAULT_PORT };
 
 function port(v: string): number {
-  if (!/^\d+$/.test(v) || Number(v) > 65535) throw new InvalidArgumentError('expected a port number (0 picks a free one)');
+  if (!/^\d+$/.test(v) || Number(v) > 65535) {
+    throw new InvalidArgumentError('expected a port number (0 picks a free one)');
+  }
   return Number(v);
 }
 
@@ -29,10 +31,19 @@ interface ServeOptions {
 export function registerServeCommand(program: Command): void {
   program
     .command('serve')
-    .description('web mode: serve the app to a browser on this machine (needs `npm run build` first); prints the URL with its token')
+    .description(
+      'web mode: serve the app to a browser on this machine (needs `npm run build` first); prints the URL with its token',
+    )
     .option('--port <n>', `port to listen on (0: any free port)`, port, DEFAULT_PORT)
-    .option('--host <address>', 'interface to bind (default loopback); anything else also needs --allow-remote', '127.0.0.1')
-    .option('--allow-remote', `bind --host beyond loopback: cleartext HTTP, the token readable on the network (prefer \`${sshTunnelAdvice()}\`)`)
+    .option(
+      '--host <address>',
+      'interface to bind (default loopback); anything else also needs --allow-remote',
+      '127.0.0.1',
+    )
+    .option(
+      '--allow-remote',
+      `bind --host beyond loopback: cleartext HTTP, the token readable on the network (prefer \`${sshTunnelAdvice()}\`)`,
+    )
     .option('--json', 'print {"url": …} as one JSON line instead of a sentence')
     .addOption(homeOption())
     .action(async (opts: ServeOptions) => {
@@ -47,7 +58,12 @@ export function registerServeCommand(program: Command): void {
       const host = await createHost({ home, launcher: nodeRunLauncher(), transport: 'web' });
       let server;
       try {
-        server = await startWebServer({ host, port: opts.port, bindHost: opts.host, allowRemote: opts.allowRemote ?? false });
+        server = await startWebServer({
+          host,
+          port: opts.port,
+          bindHost: opts.host,
+          allowRemote: opts.allowRemote ?? false,
+        });
       } catch (err) {
         await host.close();
         throw err;
@@ -55,7 +71,9 @@ export function registerServeCommand(program: Command): void {
       if (opts.json) console.log(JSON.stringify({ url: server.url, port: server.port, home }));
       else {
         console.log(`mars-lab web mode: open ${server.url}`);
-        console.log(`  runs: ${home}; the token in the URL is needed to reach the runs; Ctrl-C stops the server (not the runs)`);
+        console.log(
+          `  runs: ${home}; the token in the URL is needed to reach the runs; Ctrl-C stops the server (not the runs)`,
+        );
       }
       await new Promise<void>((resolve) => {
         const stop = (): void => {

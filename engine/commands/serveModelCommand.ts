@@ -16,12 +16,16 @@ import { UserError } from '../userError';
 import { backendOption } from './options';
 
 function port(v: string): number {
-  if (!/^\d+$/.test(v) || Number(v) > 65535) throw new InvalidArgumentError('expected a port number (0 picks a free one)');
+  if (!/^\d+$/.test(v) || Number(v) > 65535) {
+    throw new InvalidArgumentError('expected a port number (0 picks a free one)');
+  }
   return Number(v);
 }
 
 function count(v: string): number {
-  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 4096) throw new InvalidArgumentError('expected a whole number from 1 to 4096');
+  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 4096) {
+    throw new InvalidArgumentError('expected a whole number from 1 to 4096');
+  }
   return Number(v);
 }
 
@@ -40,43 +44,91 @@ interface ServeModelOptions {
 export function registerServeModelCommand(program: Command): void {
   program
     .command('serve-model')
-    .description('serve a mars-lab checkpoint as an OpenAI-compatible endpoint (/v1/models, /v1/completions, /v1/chat/completions); prints the base URL and the API key')
-    .requiredOption('--checkpoint <dir>', 'a checkpoint folder with its mars-lab-tokenizer.json, e.g. <run>/checkpoints/200 or resources/mars/base-tiny')
+    .description(
+      'serve a mars-lab checkpoint as an OpenAI-compatible endpoint (/v1/models, /v1/completions, /v1/chat/completions); prints the base URL and the API key',
+    )
+    .requiredOption(
+      '--checkpoint <dir>',
+      'a checkpoint folder with its mars-lab-tokenizer.json, e.g. <run>/checkpoints/200 or resources/mars/base-tiny',
+    )
     .option('--port <n>', 'port to listen on (0: any free port)', port, 8000)
-    .option('--host <address>', 'interface to bind (default loopback); anything else also needs --allow-remote', '127.0.0.1')
-    .option('--allow-remote', `bind --host beyond loopback: cleartext HTTP, the key readable on the network (prefer \`${sshTunnelAdvice(8000)}\`)`)
-    .option('--model-name <id>', 'the model id clients name (default: the checkpoint folder\'s name)')
+    .option(
+      '--host <address>',
+      'interface to bind (default loopback); anything else also needs --allow-remote',
+      '127.0.0.1',
+    )
+    .option(
+      '--allow-remote',
+      `bind --host beyond loopback: cleartext HTTP, the key readable on the network (prefer \`${sshTunnelAdvice(8000)}\`)`,
+    )
+    .option('--model-name <id>', "the model id clients name (default: the checkpoint folder's name)")
     .option('--token-env <NAME>', 'take the API key from this environment variable instead of a random one')
-    .addOption(new Option('--max-batch <n>', 'most requests generated together in one batch').argParser(count).default(64))
+    .addOption(
+      new Option('--max-batch <n>', 'most requests generated together in one batch').argParser(count).default(64),
+    )
     .option('--json', 'print {"baseUrl", "model", "token", "port"} as one JSON line')
     .addOption(backendOption())
     .action(async (opts: ServeModelOptions) => {
       const dir = opts.checkpoint;
       const tokFile = checkpointTokenizerFile(dir);
-      if (!fs.existsSync(tokFile)) throw new UserError(`${tokFile} is missing: serve-model needs the tokenizer a mars-lab checkpoint carries`);
+      if (!fs.existsSync(tokFile)) {
+        throw new UserError(`${tokFile} is missing: serve-model needs the tokenizer a mars-lab checkpoint carries`);
+      }
       let token: string | undefined;
       if (opts.tokenEnv) {
         token = process.env[opts.tokenEnv];
-        if (!token) throw new UserError(`--token-env ${opts.tokenEnv}: that environment variable is not set (or empty); set it to the API key clients will send`);
+        if (!token) {
+          throw new UserError(
+            `--token-env ${opts.tokenEnv}: that environment variable is not set (or empty); set it to the API key clients will send`,
+          );
+        }
       }
       const bind = await resolveBindHost(opts.host, opts.allowRemote ?? false, opts.port);
       if (!bind.loopback) {
-        console.error(`mars-lab: warning: binding ${opts.host}: other machines can reach port ${opts.port || '(any free)'} over cleartext HTTP and read the API key on the network; prefer the default (127.0.0.1) with an SSH tunnel`);
+        console.error(
+          `mars-lab: warning: binding ${opts.host}: other machines can reach port ${opts.port || '(any free)'} over cleartext HTTP and read the API key on the network; prefer the default (127.0.0.1) with an SSH tunnel`,
+        );
       }
       await initBackend({ force: opts.backend });
       const tokenizer = await loadTokenizer(tokFile);
       const { model } = await loadCheckpoint(dir);
       if (model.config.vocab_size !== tokenizer.vocabSize) {
-        throw new UserError(`${tokFile}: ${tokenizer.vocabSize} tokens, but the model's vocab_size is ${model.config.vocab_size}; the tokenizer must be the checkpoint's own`);
+        throw new UserError(
+          `${tokFile}: ${tokenizer.vocabSize} tokens, but the model's vocab_size is ${model.config.vocab_size}; the tokenizer must be the checkpoint's own`,
+        );
       }
       const modelName = opts.modelName ?? path.basename(path.resolve(dir));
-      const server = await startModelServer({ model, tokenizer, modelName, port: opts.port, bindHost: opts.host, allowRemote: opts.allowRemote ?? false, token, maxBatch: opts.maxBatch });
+      const server = await startModelServer({
+        model,
+        tokenizer,
+        modelName,
+        port: opts.port,
+        bindHost: opts.host,
+        allowRemote: opts.allowRemote ?? false,
+        token,
+        maxBatch: opts.maxBatch,
+      });
       // A key the user gave (--token-env) is never printed: it would end up in terminal logs; a generated one must be.
-      if (opts.json) console.log(JSON.stringify({ baseUrl: server.baseUrl, model: modelName, port: server.port, ...(opts.tokenEnv ? { tokenEnv: opts.tokenEnv } : { token: server.token }) }));
-      else {
+      if (opts.json) {
+        console.log(
+          JSON.stringify({
+            baseUrl: server.baseUrl,
+            model: modelName,
+            port: server.port,
+            ...(opts.tokenEnv ? { tokenEnv: opts.tokenEnv } : { token: server.token }),
+          }),
+        );
+      } else {
         console.log(`mars-lab serve-model: ${modelName} at ${server.baseUrl}`);
-        if (opts.tokenEnv) console.log(`  API key: the value of ${opts.tokenEnv} (clients name it with "apiKeyEnv"); Ctrl-C stops the server`);
-        else console.log(`  API key: ${server.token}  (e.g. export MARS_LAB_KEY=${server.token}, then "apiKeyEnv": "MARS_LAB_KEY"); Ctrl-C stops the server`);
+        if (opts.tokenEnv) {
+          console.log(
+            `  API key: the value of ${opts.tokenEnv} (clients name it with "apiKeyEnv"); Ctrl-C stops the server`,
+          );
+        } else {
+          console.log(
+            `  API key: ${server.token}  (e.g. export MARS_LAB_KEY=${server.token}, then "apiKeyEnv": "MARS_LAB_KEY"); Ctrl-C stops the server`,
+          );
+        }
       }
       await new Promise<void>((resolve) => {
         const stop = (): void => {

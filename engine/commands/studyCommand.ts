@@ -36,7 +36,9 @@ function parseRuntimeEnv(text: string | undefined): Record<string, unknown> | un
   } catch {
     throw new UserError(`--ray-runtime-env: not JSON; give an object, e.g. '{"env_vars":{"OMP_NUM_THREADS":"1"}}'`);
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new UserError('--ray-runtime-env: give a JSON object, e.g. \'{"env_vars":{"OMP_NUM_THREADS":"1"}}\'');
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+    throw new UserError('--ray-runtime-env: give a JSON object, e.g. \'{"env_vars":{"OMP_NUM_THREADS":"1"}}\'');
+  }
   return v as Record<string, unknown>;
 }
 
@@ -46,8 +48,11 @@ function reporter(json: boolean | undefined) {
     if (json) return void process.stdout.write(`${JSON.stringify({ type: 'run', study: study.id, ...run })}\n`);
     const i = study.runs.indexOf(run) + 1;
     const step = run.step !== undefined && run.totalSteps ? ` step ${run.step}/${run.totalSteps}` : '';
-    const score = run.headline && run.headline.value !== null ? `, ${run.headline.label} ${run.headline.value.toFixed(3)}` : '';
-    process.stderr.write(`[${i}/${study.runs.length}] ${tt(run.runId)}: ${run.state}${step}${score}${run.message && run.state !== 'running' ? ` (${tt(run.message)})` : ''}\n`);
+    const score =
+      run.headline && run.headline.value !== null ? `, ${run.headline.label} ${run.headline.value.toFixed(3)}` : '';
+    process.stderr.write(
+      `[${i}/${study.runs.length}] ${tt(run.runId)}: ${run.state}${step}${score}${run.message && run.state !== 'running' ? ` (${tt(run.message)})` : ''}\n`,
+    );
   };
 }
 
@@ -55,8 +60,11 @@ async function untilDone(running: RunningStudy, where: string): Promise<StudyRec
   let presses = 0;
   const onSig = () => {
     presses++;
-    if (presses === 1) process.stderr.write(`\nCtrl-C: stopping the study's runs ${where} (each checkpoints first); Ctrl-C again to stop waiting\n`);
-    else process.stderr.write('\nsecond Ctrl-C: not waiting any longer\n');
+    if (presses === 1) {
+      process.stderr.write(
+        `\nCtrl-C: stopping the study's runs ${where} (each checkpoints first); Ctrl-C again to stop waiting\n`,
+      );
+    } else process.stderr.write('\nsecond Ctrl-C: not waiting any longer\n');
     running.stop();
   };
   process.on('SIGINT', onSig);
@@ -76,15 +84,21 @@ function finish(study: StudyRecord, json: boolean | undefined, rayFlag: string):
   const notDone = study.runs.filter((r) => r.state !== 'finished');
   if (notDone.length === 0) return;
   const count = (s: StudyRun['state']) => notDone.filter((r) => r.state === s).length;
-  const parts = (['failed', 'stopped', 'unknown', 'pending', 'submitted', 'running'] as const).filter((s) => count(s) > 0).map((s) => `${count(s)} ${s}`);
-  const again = study.runs.some((r) => r.state === 'unknown' || r.state === 'pending' || r.state === 'submitted' || r.state === 'running');
+  const parts = (['failed', 'stopped', 'unknown', 'pending', 'submitted', 'running'] as const)
+    .filter((s) => count(s) > 0)
+    .map((s) => `${count(s)} ${s}`);
+  const again = study.runs.some(
+    (r) => r.state === 'unknown' || r.state === 'pending' || r.state === 'submitted' || r.state === 'running',
+  );
   throw new UserError(
     `study ${study.id}: ${parts.join(', ')} of ${study.runs.length} runs${again ? `; re-attach later with: mars-lab study status ${study.id} --follow${rayFlag}` : ''}`,
   );
 }
 
 export function registerStudyCommand(program: Command): void {
-  const study = program.command('study').description("run a preset's variants × seeds here or on a Ray cluster, and see how each run ended");
+  const study = program
+    .command('study')
+    .description("run a preset's variants × seeds here or on a Ray cluster, and see how each run ended");
 
   addRayConnectionOptions(
     study
@@ -96,13 +110,29 @@ export function registerStudyCommand(program: Command): void {
       .addOption(setOption('budget.steps=50'))
       .addOption(homeOption())
       .option('--parallel <n>', 'runs at once here (default: the cores)', positiveInt)
-      .option('--ray <url>', 'run each run as a Ray job on this cluster (its dashboard address, e.g. http://127.0.0.1:8265)')
-      .option('--ray-home <path>', "the home the jobs write into, as the cluster sees it (a shared path, e.g. NFS); default: this home's path")
-      .option('--ray-project <path>', "the project's folder on the cluster (a job image with it there, or '.' with a runtime_env working_dir); default: this one's path")
+      .option(
+        '--ray <url>',
+        'run each run as a Ray job on this cluster (its dashboard address, e.g. http://127.0.0.1:8265)',
+      )
+      .option(
+        '--ray-home <path>',
+        "the home the jobs write into, as the cluster sees it (a shared path, e.g. NFS); default: this home's path",
+      )
+      .option(
+        '--ray-project <path>',
+        "the project's folder on the cluster (a job image with it there, or '.' with a runtime_env working_dir); default: this one's path",
+      )
       .option('--ray-node <path>', 'node on the cluster', 'node')
-      .addOption(new Option('--ray-cpus <n>', 'CPUs Ray reserves for each job (entrypoint_num_cpus)').argParser(nonNegative).default(1))
-      .option('--ray-setup <command>', 'a shell command each job runs before train (e.g. an install step with a runtime_env working_dir)')
-      .option('--ray-runtime-env <json>', "the jobs' runtime_env, e.g. '{\"working_dir\":\"https://…/mars-lab.zip\"}'")
+      .addOption(
+        new Option('--ray-cpus <n>', 'CPUs Ray reserves for each job (entrypoint_num_cpus)')
+          .argParser(nonNegative)
+          .default(1),
+      )
+      .option(
+        '--ray-setup <command>',
+        'a shell command each job runs before train (e.g. an install step with a runtime_env working_dir)',
+      )
+      .option('--ray-runtime-env <json>', 'the jobs\' runtime_env, e.g. \'{"working_dir":"https://…/mars-lab.zip"}\'')
       .option('--json', 'one JSON line per run change, then the study record, on stdout'),
   ).action(
     async (
@@ -125,11 +155,23 @@ export function registerStudyCommand(program: Command): void {
       const home = resolveHome({ home: opts.home });
       const variants = parseVariants(opts.variants);
       const seeds = parseSeeds(opts.seeds);
-      if (!opts.ray && (opts.rayHome || opts.rayProject || opts.raySetup || opts.rayRuntimeEnv)) throw new UserError('--ray-home, --ray-project, --ray-setup and --ray-runtime-env need --ray URL');
+      if (!opts.ray && (opts.rayHome || opts.rayProject || opts.raySetup || opts.rayRuntimeEnv)) {
+        throw new UserError('--ray-home, --ray-project, --ray-setup and --ray-runtime-env need --ray URL');
+      }
       const runtimeEnv = parseRuntimeEnv(opts.rayRuntimeEnv);
       if (!opts.ray) {
-        const record = planStudy({ preset: opts.preset, variants, seeds, sets: opts.set, where: { kind: 'local', parallel: opts.parallel ?? Math.max(1, os.availableParallelism()) } });
-        if (!opts.json) process.stderr.write(`study ${record.id}: ${record.runs.length} runs here, ${record.where.kind === 'local' ? record.where.parallel : 1} at once\n`);
+        const record = planStudy({
+          preset: opts.preset,
+          variants,
+          seeds,
+          sets: opts.set,
+          where: { kind: 'local', parallel: opts.parallel ?? Math.max(1, os.availableParallelism()) },
+        });
+        if (!opts.json) {
+          process.stderr.write(
+            `study ${record.id}: ${record.runs.length} runs here, ${record.where.kind === 'local' ? record.where.parallel : 1} at once\n`,
+          );
+        }
         const done = await untilDone(runStudyHere(home, record, { onRun: reporter(opts.json) }), 'here');
         return finish(done, opts.json, '');
       }
@@ -139,11 +181,25 @@ export function registerStudyCommand(program: Command): void {
         variants,
         seeds,
         sets: opts.set,
-        where: { kind: 'ray', url: client.where, rayHome: opts.rayHome ?? home, project: opts.rayProject ?? PROJECT_DIR, node: opts.rayNode, cpusPerJob: opts.rayCpus },
+        where: {
+          kind: 'ray',
+          url: client.where,
+          rayHome: opts.rayHome ?? home,
+          project: opts.rayProject ?? PROJECT_DIR,
+          node: opts.rayNode,
+          cpusPerJob: opts.rayCpus,
+        },
       });
       const v = await client.version(); // unreachable or not Ray: one line, and nothing recorded or submitted
-      if (!opts.json) process.stderr.write(`study ${record.id}: ${record.runs.length} runs as jobs on Ray ${v.ray_version} at ${client.where}\n`);
-      const done = await untilDone(runStudyOnRay(home, record, client, { onRun: reporter(opts.json), runtimeEnv, setup: opts.raySetup }), `on ${client.where}`);
+      if (!opts.json) {
+        process.stderr.write(
+          `study ${record.id}: ${record.runs.length} runs as jobs on Ray ${v.ray_version} at ${client.where}\n`,
+        );
+      }
+      const done = await untilDone(
+        runStudyOnRay(home, record, client, { onRun: reporter(opts.json), runtimeEnv, setup: opts.raySetup }),
+        `on ${client.where}`,
+      );
       finish(done, opts.json, ` --ray ${client.where}`);
     },
   );
@@ -151,7 +207,9 @@ export function registerStudyCommand(program: Command): void {
   addRayConnectionOptions(
     study
       .command('status')
-      .description("a study's runs as they stand (asking its Ray cluster, if it ran there); --follow re-attaches until all end")
+      .description(
+        "a study's runs as they stand (asking its Ray cluster, if it ran there); --follow re-attaches until all end",
+      )
       .argument('<study>', 'study id or unique prefix (see `mars-lab study ls`)')
       .addOption(homeOption())
       .option('--ray <url>', "the cluster's dashboard address (default: the one the study was submitted to)")
@@ -161,7 +219,11 @@ export function registerStudyCommand(program: Command): void {
     const home = resolveHome({ home: opts.home });
     const record = readStudy(home, spec);
     if (record.where.kind === 'local') {
-      if (opts.follow) throw new UserError(`study ${record.id} ran here: --follow is for studies on a Ray cluster (see its runs with mars-lab ls)`);
+      if (opts.follow) {
+        throw new UserError(
+          `study ${record.id} ran here: --follow is for studies on a Ray cluster (see its runs with mars-lab ls)`,
+        );
+      }
       await refreshStudy(home, record);
       if (opts.json) return console.log(JSON.stringify(record, null, 2));
       return console.log(studyTable(record));
@@ -170,7 +232,10 @@ export function registerStudyCommand(program: Command): void {
     if (client.where !== record.where.url) record.where.url = client.where; // the cluster's address now, for the next re-attach
     if (opts.follow) {
       await client.version();
-      const done = await untilDone(runStudyOnRay(home, record, client, { onRun: reporter(opts.json) }), `on ${client.where}`);
+      const done = await untilDone(
+        runStudyOnRay(home, record, client, { onRun: reporter(opts.json) }),
+        `on ${client.where}`,
+      );
       return finish(done, opts.json, opts.ray ? ` --ray ${client.where}` : '');
     }
     try {
@@ -190,12 +255,18 @@ export function registerStudyCommand(program: Command): void {
     .action(async (opts: { home?: string }) => {
       const home = resolveHome({ home: opts.home });
       const ids = listStudyIds(home);
-      if (ids.length === 0) return console.log(`no studies in ${tt(home)} (start one with: mars-lab study --preset seqgrpo-copy --seeds 3)`);
+      if (ids.length === 0) {
+        return console.log(
+          `no studies in ${tt(home)} (start one with: mars-lab study --preset seqgrpo-copy --seeds 3)`,
+        );
+      }
       for (const id of ids) {
         try {
           const s = readStudy(home, id);
           const fin = s.runs.filter((r) => r.state === 'finished').length;
-          console.log(`${tt(s.id)}  ${tt(s.preset)}  ${s.where.kind === 'local' ? 'here' : tt(s.where.url)}  ${fin}/${s.runs.length} finished`);
+          console.log(
+            `${tt(s.id)}  ${tt(s.preset)}  ${s.where.kind === 'local' ? 'here' : tt(s.where.url)}  ${fin}/${s.runs.length} finished`,
+          );
         } catch (err) {
           console.log(`${tt(id)}  (unreadable: ${tt((err as Error).message)})`);
         }
@@ -221,8 +292,16 @@ export function studyTable(study: StudyRecord): string {
     fmtHeadline(r),
   ]);
   const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const lines = [head, ...rows].map((r) => r.map((c, i) => c.padEnd(w[i]!)).join('  ').trimEnd());
+  const lines = [head, ...rows].map((r) =>
+    r
+      .map((c, i) => c.padEnd(w[i]!))
+      .join('  ')
+      .trimEnd(),
+  );
   for (const r of study.runs) if (r.message && r.state !== 'finished') lines.push(`  ${tt(r.runId)}: ${tt(r.message)}`);
-  const where = study.where.kind === 'local' ? `here (${study.where.parallel} at once)` : `Ray at ${study.where.url} (runs in ${study.where.rayHome})`;
+  const where =
+    study.where.kind === 'local'
+      ? `here (${study.where.parallel} at once)`
+      : `Ray at ${study.where.url} (runs in ${study.where.rayHome})`;
   return [`study ${tt(study.id)}: preset ${tt(study.preset)}, ${where}`, ...lines].join('\n');
 }

@@ -35,7 +35,9 @@ export interface CompletionAnswer {
   logProbs: number[] | null;
 }
 
-const logprobsSchema = z.looseObject({ tokens: z.array(z.string()).nullish(), token_logprobs: z.array(z.number().nullable()).nullish() }).nullish();
+const logprobsSchema = z
+  .looseObject({ tokens: z.array(z.string()).nullish(), token_logprobs: z.array(z.number().nullable()).nullish() })
+  .nullish();
 const choiceSchema = z.looseObject({
   text: z.string(),
   finish_reason: z.string().nullish(),
@@ -86,10 +88,19 @@ export class EndpointClient {
     let apiKey = 'EMPTY'; // what local servers without keys expect (vLLM's convention)
     if (source.apiKeyEnv !== undefined) {
       const key = env[source.apiKeyEnv];
-      if (!key) throw new EndpointError(`${label}: the environment variable ${source.apiKeyEnv} (apiKeyEnv) is not set or empty; export it with the endpoint's API key`);
+      if (!key) {
+        throw new EndpointError(
+          `${label}: the environment variable ${source.apiKeyEnv} (apiKeyEnv) is not set or empty; export it with the endpoint's API key`,
+        );
+      }
       apiKey = key;
     }
-    this.client = new OpenAI({ apiKey, baseURL: source.baseUrl, maxRetries: source.maxRetries, timeout: source.timeoutMs });
+    this.client = new OpenAI({
+      apiKey,
+      baseURL: source.baseUrl,
+      maxRetries: source.maxRetries,
+      timeout: source.timeoutMs,
+    });
     this.limiter = new Limiter(source.concurrency);
   }
 
@@ -131,9 +142,16 @@ export class EndpointClient {
   }
 
   private async whole(ask: CompletionAsk, signal?: AbortSignal): Promise<CompletionAnswer> {
-    const raw: unknown = await this.client.completions.create({ ...this.body(ask), stream: false } as OpenAI.CompletionCreateParamsNonStreaming, { signal });
+    const raw: unknown = await this.client.completions.create(
+      { ...this.body(ask), stream: false } as OpenAI.CompletionCreateParamsNonStreaming,
+      { signal },
+    );
     const parsed = completionSchema.safeParse(raw);
-    if (!parsed.success) throw new EndpointError(`${this.where()}: the answer is not a completion (${typeof raw === 'string' ? 'not JSON' : 'no choices[0].text'}); is baseUrl the server's OpenAI-compatible /v1?`);
+    if (!parsed.success) {
+      throw new EndpointError(
+        `${this.where()}: the answer is not a completion (${typeof raw === 'string' ? 'not JSON' : 'no choices[0].text'}); is baseUrl the server's OpenAI-compatible /v1?`,
+      );
+    }
     const c = parsed.data.choices[0]!;
     return {
       text: c.text,
@@ -145,7 +163,10 @@ export class EndpointClient {
   }
 
   private async streamed(ask: CompletionAsk, signal?: AbortSignal): Promise<CompletionAnswer> {
-    const stream = await this.client.completions.create({ ...this.body(ask), stream: true } as OpenAI.CompletionCreateParamsStreaming, { signal });
+    const stream = await this.client.completions.create(
+      { ...this.body(ask), stream: true } as OpenAI.CompletionCreateParamsStreaming,
+      { signal },
+    );
     let text = '';
     const tokens: string[] = [];
     const logProbs: number[] = [];
@@ -153,7 +174,11 @@ export class EndpointClient {
     let stopReason: string | number | null = null;
     for await (const chunk of stream) {
       const parsed = chunkSchema.safeParse(chunk);
-      if (!parsed.success) throw new EndpointError(`${this.where()}: a streamed chunk is not a completion chunk; is baseUrl the server's OpenAI-compatible /v1?`);
+      if (!parsed.success) {
+        throw new EndpointError(
+          `${this.where()}: a streamed chunk is not a completion chunk; is baseUrl the server's OpenAI-compatible /v1?`,
+        );
+      }
       const c = parsed.data.choices[0];
       if (!c) continue;
       text += c.text ?? '';
@@ -161,33 +186,72 @@ export class EndpointClient {
       logProbs.push(...(c.logprobs?.token_logprobs ?? []).map((x) => x ?? 0));
       if (c.finish_reason) ((finish = c.finish_reason), (stopReason = c.stop_reason ?? null));
     }
-    if (finish === null) throw new EndpointError(`${this.where()}: the stream ended before the completion finished (no finish_reason); the server stopped mid-answer`);
-    return { text, finish: finish === 'length' ? 'length' : 'stop', stopReason, tokens: tokens.length ? tokens : null, logProbs: logProbs.length ? logProbs : null };
+    if (finish === null) {
+      throw new EndpointError(
+        `${this.where()}: the stream ended before the completion finished (no finish_reason); the server stopped mid-answer`,
+      );
+    }
+    return {
+      text,
+      finish: finish === 'length' ? 'length' : 'stop',
+      stopReason,
+      tokens: tokens.length ? tokens : null,
+      logProbs: logProbs.length ? logProbs : null,
+    };
   }
 
   private explain(err: unknown, signal?: AbortSignal): Error {
     if (err instanceof EndpointError || err instanceof EndpointStopped) return err;
     const w = this.where();
-    if (err instanceof OpenAI.APIUserAbortError || signal?.aborted) return new EndpointStopped(`${this.label}: stopped; requests in flight were cancelled`);
-    if (err instanceof OpenAI.APIConnectionTimeoutError) return new EndpointError(`${w}: no answer within ${this.source.timeoutMs} ms (${this.source.maxRetries} retries); check the server or raise "timeoutMs"`);
+    if (err instanceof OpenAI.APIUserAbortError || signal?.aborted) {
+      return new EndpointStopped(`${this.label}: stopped; requests in flight were cancelled`);
+    }
+    if (err instanceof OpenAI.APIConnectionTimeoutError) {
+      return new EndpointError(
+        `${w}: no answer within ${this.source.timeoutMs} ms (${this.source.maxRetries} retries); check the server or raise "timeoutMs"`,
+      );
+    }
     if (err instanceof OpenAI.APIConnectionError) {
       // fetch's failure ("fetch failed") carries the reason one level down: a code (ECONNREFUSED) or a message ("bad port")
       const cause = err.cause as { code?: string; cause?: { code?: string; message?: string } } | undefined;
-      const code = cause?.code ?? cause?.cause?.code ?? (cause?.cause?.message ? clip(cause.cause.message, 60) : undefined);
-      return new EndpointError(`${w}: cannot reach the server${code ? ` (${code})` : ''} after ${this.source.maxRetries} retries; is it running, and is baseUrl right?`);
+      const code =
+        cause?.code ?? cause?.cause?.code ?? (cause?.cause?.message ? clip(cause.cause.message, 60) : undefined);
+      return new EndpointError(
+        `${w}: cannot reach the server${code ? ` (${code})` : ''} after ${this.source.maxRetries} retries; is it running, and is baseUrl right?`,
+      );
     }
     if (err instanceof OpenAI.AuthenticationError || err instanceof OpenAI.PermissionDeniedError) {
-      const fix = this.source.apiKeyEnv ? `set ${this.source.apiKeyEnv} to a key this server accepts` : 'add "apiKeyEnv": "NAME" to this policy and export NAME with the key';
-      return new EndpointError(`${w}: the server refused the API key (${(err as InstanceType<typeof OpenAI.APIError>).status}); ${fix}`);
+      const fix = this.source.apiKeyEnv
+        ? `set ${this.source.apiKeyEnv} to a key this server accepts`
+        : 'add "apiKeyEnv": "NAME" to this policy and export NAME with the key';
+      return new EndpointError(
+        `${w}: the server refused the API key (${(err as InstanceType<typeof OpenAI.APIError>).status}); ${fix}`,
+      );
     }
-    if (err instanceof OpenAI.NotFoundError) return new EndpointError(`${w}: not found (404): no model "${this.source.model}" there (GET ${this.source.baseUrl.replace(/\/$/, '')}/models lists them), or baseUrl lacks /v1`);
-    if (err instanceof OpenAI.RateLimitError) return new EndpointError(`${w}: still rate-limited (429) after ${this.source.maxRetries} retries with backoff; lower "concurrency" or raise "maxRetries"`);
+    if (err instanceof OpenAI.NotFoundError) {
+      return new EndpointError(
+        `${w}: not found (404): no model "${this.source.model}" there (GET ${this.source.baseUrl.replace(/\/$/, '')}/models lists them), or baseUrl lacks /v1`,
+      );
+    }
+    if (err instanceof OpenAI.RateLimitError) {
+      return new EndpointError(
+        `${w}: still rate-limited (429) after ${this.source.maxRetries} retries with backoff; lower "concurrency" or raise "maxRetries"`,
+      );
+    }
     if (err instanceof OpenAI.APIError && err.status !== undefined) {
-      return new EndpointError(`${w}: the server answered ${err.status}${err.status >= 500 ? ` after ${this.source.maxRetries} retries` : ''}: ${clip(err.message)}`);
+      return new EndpointError(
+        `${w}: the server answered ${err.status}${err.status >= 500 ? ` after ${this.source.maxRetries} retries` : ''}: ${clip(err.message)}`,
+      );
     }
-    if (err instanceof SyntaxError) return new EndpointError(`${w}: the answer is not valid JSON (malformed response); is baseUrl an OpenAI-compatible /v1?`);
+    if (err instanceof SyntaxError) {
+      return new EndpointError(
+        `${w}: the answer is not valid JSON (malformed response); is baseUrl an OpenAI-compatible /v1?`,
+      );
+    }
     const msg = err instanceof Error ? err.message : String(err);
-    if (/terminated|aborted|socket|ECONNRESET|premature/i.test(msg)) return new EndpointError(`${w}: the connection was cut mid-answer (${clip(msg, 80)})`);
+    if (/terminated|aborted|socket|ECONNRESET|premature/i.test(msg)) {
+      return new EndpointError(`${w}: the connection was cut mid-answer (${clip(msg, 80)})`);
+    }
     return new EndpointError(`${w}: ${clip(msg)}`);
   }
 }

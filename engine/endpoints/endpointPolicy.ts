@@ -47,14 +47,23 @@ export class EndpointPolicy {
   }
 
   /** One generation per prompt, asked concurrently (the client's limit holds the rest back). */
-  async generate(prompts: readonly (readonly number[])[], opts: SampleOptions & { rowMaxNewTokens?: readonly number[] }): Promise<Generation[]> {
+  async generate(
+    prompts: readonly (readonly number[])[],
+    opts: SampleOptions & { rowMaxNewTokens?: readonly number[] },
+  ): Promise<Generation[]> {
     const tok = this.o.tokenizer;
     const stops = (opts.stopTokens ?? []).map((id) => tok.tokenOf(id));
     return Promise.all(
       prompts.map(async (p, b) => {
         const limit = Math.max(0, Math.min(opts.maxNewTokens, opts.rowMaxNewTokens?.[b] ?? Infinity));
         if (limit === 0) return { tokens: [], logProbs: [], finish: 'length' as const };
-        const ask = { prompt: tok.decode(p), maxTokens: limit, temperature: opts.temperature ?? 1, topP: opts.topP ?? 1, stop: [...stops, ...(opts.stopStrings ?? [])] };
+        const ask = {
+          prompt: tok.decode(p),
+          maxTokens: limit,
+          temperature: opts.temperature ?? 1,
+          topP: opts.topP ?? 1,
+          stop: [...stops, ...(opts.stopStrings ?? [])],
+        };
         const answer = await this.ask(ask);
         return this.read(answer, stops, limit);
       }),
@@ -63,7 +72,10 @@ export class EndpointPolicy {
 
   private async ask(ask: Parameters<EndpointClient['complete']>[0]): Promise<CompletionAnswer> {
     const j = this.o.journal;
-    const key = j?.keyOf({ endpoint: { baseUrl: this.o.source.baseUrl, model: this.o.source.model, sampling: this.o.source.sampling }, ask });
+    const key = j?.keyOf({
+      endpoint: { baseUrl: this.o.source.baseUrl, model: this.o.source.model, sampling: this.o.source.sampling },
+      ask,
+    });
     const kept = key ? j!.lookup(key) : undefined;
     if (kept) return kept;
     const answer = await this.client.complete(ask, this.o.signal);
@@ -89,14 +101,22 @@ export class EndpointPolicy {
     if (tokens.length > limit) {
       if (!this.warned) {
         this.warned = true;
-        this.o.onWarning?.(`${this.o.label}: an answer of ${tokens.length} tokens (in the run's tokenizer) is over the turn's budget of ${limit}: cut to ${limit} (further cuts are not reported)`);
+        this.o.onWarning?.(
+          `${this.o.label}: an answer of ${tokens.length} tokens (in the run's tokenizer) is over the turn's budget of ${limit}: cut to ${limit} (further cuts are not reported)`,
+        );
       }
       tokens = tokens.slice(0, limit);
       logProbs = logProbs.slice(0, limit);
       finish = 'length';
     }
     // an answer the server ended on a stop that is not the last token after the cut is a 'length' finish
-    if (finish === 'stop' && !stops.some((s) => tokens.length > 0 && tok.tokenOf(tokens.at(-1)!) === s) && stops.length) finish = 'length';
+    if (
+      finish === 'stop' &&
+      !stops.some((s) => tokens.length > 0 && tok.tokenOf(tokens.at(-1)!) === s) &&
+      stops.length
+    ) {
+      finish = 'length';
+    }
     return { tokens, logProbs, finish };
   }
 

@@ -56,22 +56,45 @@ function stableJson(o: Record<string, unknown>): string {
   return JSON.stringify(Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
 }
 
-export async function evaluateWithEndpoints(home: string, config: RunConfig, o: EndpointEvalOptions = {}): Promise<EndpointEval> {
-  if (config.algorithm !== 'mars' && config.algorithm !== 'marti') throw new UserError(`eval with endpoint policies: ${config.algorithm} configs have none; endpoint agents are for MARS and MARTI`);
+export async function evaluateWithEndpoints(
+  home: string,
+  config: RunConfig,
+  o: EndpointEvalOptions = {},
+): Promise<EndpointEval> {
+  if (config.algorithm !== 'mars' && config.algorithm !== 'marti') {
+    throw new UserError(
+      `eval with endpoint policies: ${config.algorithm} configs have none; endpoint agents are for MARS and MARTI`,
+    );
+  }
   const sources = configuredSources(config);
   const corpus = config.algorithm === 'mars' && config.task.corpus ? config.task.corpus : null;
   if (corpus && (sources.length === 0 || sources.some((s) => s.source.kind === 'model'))) {
-    throw new UserError('task.corpus: a corpus of your own needs endpoint policies for every system (mars.policies.sys2, and sys1 unless it shares sys2\'s): a mars-lab model knows only the generated worlds\' words');
+    throw new UserError(
+      "task.corpus: a corpus of your own needs endpoint policies for every system (mars.policies.sys2, and sys1 unless it shares sys2's): a mars-lab model knows only the generated worlds' words",
+    );
   }
   const needsModel = sources.some((s) => s.source.kind === 'model');
   if (needsModel && !o.checkpoint) {
-    const who = sources.filter((s) => s.source.kind === 'model').map((s) => s.label).join(', ');
-    throw new UserError(`eval: ${who} use${who.includes(',') ? '' : 's'} the run's own model ({"kind": "model"}): add --checkpoint DIR, or give ${who.includes(',') ? 'them' : 'it'} an endpoint`);
+    const who = sources
+      .filter((s) => s.source.kind === 'model')
+      .map((s) => s.label)
+      .join(', ');
+    throw new UserError(
+      `eval: ${who} use${who.includes(',') ? '' : 's'} the run's own model ({"kind": "model"}): add --checkpoint DIR, or give ${who.includes(',') ? 'them' : 'it'} an endpoint`,
+    );
   }
   const loaded = corpus ? loadMarsCorpus(corpus.folder, corpus.questions) : null;
-  const identity = { ...(config.algorithm === 'mars' ? mars.evalIdentity(config) : marti.evalIdentity(config)), ...(loaded ? { corpus: loaded.sha } : {}) };
+  const identity = {
+    ...(config.algorithm === 'mars' ? mars.evalIdentity(config) : marti.evalIdentity(config)),
+    ...(loaded ? { corpus: loaded.sha } : {}),
+  };
   const policies = Object.fromEntries(sources.map((s) => [s.label, sourceIdentity(s.source)]));
-  const weights = needsModel ? sha256(fs.readFileSync(path.join(o.checkpoint!, CONFIG_FILE)), fs.readFileSync(path.join(o.checkpoint!, WEIGHTS_FILE))) : '';
+  const weights = needsModel
+    ? sha256(
+        fs.readFileSync(path.join(o.checkpoint!, CONFIG_FILE)),
+        fs.readFileSync(path.join(o.checkpoint!, WEIGHTS_FILE)),
+      )
+    : '';
   const key = sha256(stableJson(identity), stableJson(policies), weights).slice(0, 24);
   const dir = path.join(home, 'evals', `endpoints-${key}`);
   const journalFile = path.join(dir, 'requests.jsonl');
@@ -87,52 +110,98 @@ export async function evaluateWithEndpoints(home: string, config: RunConfig, o: 
   // With every MARS system an endpoint, words the worlds lack (a real model's) are spelt as bytes instead of <unk>;
   // the worlds' own words keep their ids, so a mars-lab model behind serve-model gives the in-process records.
   const format = config.algorithm === 'mars' && (loaded || !needsModel) ? corpusFormat() : undefined;
-  const tokenizer: Tokenizer = config.algorithm === 'mars' ? (format ?? marsFormat()).tokenizer : martiFormat().tokenizer;
+  const tokenizer: Tokenizer =
+    config.algorithm === 'mars' ? (format ?? marsFormat()).tokenizer : martiFormat().tokenizer;
   const policyOf = (label: string, s: PolicySource): PolicyModel =>
-    s.kind === 'model' ? local! : new EndpointPolicy({ source: s, tokenizer, label, signal: inner.signal, journal, onWarning: o.onWarning, env: o.env });
-  const kept = (): string => `${journal.size} answer${journal.size === 1 ? '' : 's'} kept in ${journalFile}: run the same command again to resume`;
+    s.kind === 'model'
+      ? local!
+      : new EndpointPolicy({
+          source: s,
+          tokenizer,
+          label,
+          signal: inner.signal,
+          journal,
+          onWarning: o.onWarning,
+          env: o.env,
+        });
+  const kept = (): string =>
+    `${journal.size} answer${journal.size === 1 ? '' : 's'} kept in ${journalFile}: run the same command again to resume`;
   let result: EvalResult;
   try {
     if (config.algorithm === 'mars') {
       const mode = config.mars.sys1Params;
       const [s2, s1] = sources;
       if ((mode === 'separate' || mode === 'frozen') && s1?.source.kind === 'model') {
-        throw new UserError(`mars.sys1Params is ${mode}: evaluating its own System 1 weights beside an endpoint is not supported; give System 1 an endpoint (mars.policies.sys1) or evaluate with sys1Params "shared"`);
+        throw new UserError(
+          `mars.sys1Params is ${mode}: evaluating its own System 1 weights beside an endpoint is not supported; give System 1 an endpoint (mars.policies.sys1) or evaluate with sys1Params "shared"`,
+        );
       }
       const sys2 = policyOf(s2!.label, s2!.source);
       // one endpoint playing both systems is one client (one concurrency limit), as one model plays both in-process
-      const sys1 = !s1 ? null : sourceIdentity(s1.source) === sourceIdentity(s2!.source) && s1.source.kind === s2!.source.kind ? sys2 : policyOf(s1.label, s1.source);
-      result = await evaluateMars(config, sys2, sys1, { format, questions: loaded?.questions.slice(0, config.eval.items) });
+      const sys1 = !s1
+        ? null
+        : sourceIdentity(s1.source) === sourceIdentity(s2!.source) && s1.source.kind === s2!.source.kind
+          ? sys2
+          : policyOf(s1.label, s1.source);
+      result = await evaluateMars(config, sys2, sys1, {
+        format,
+        questions: loaded?.questions.slice(0, config.eval.items),
+      });
     } else {
       const team = teamOf(config);
       const agents = config.marti.configuration === 'single' ? config.marti.agents.slice(0, 1) : config.marti.agents;
       const models = new Map<string, PolicyModel>();
       for (const pid of paramIdsOf(config)) {
         const members = team.filter((a) => a.paramId === pid).map((a) => agents.find((x) => x.id === a.id)!);
-        const ids = new Set(members.map((m) => (m.policy ? `${m.policy.kind}:${sourceIdentity(m.policy)}` : 'model:model')));
+        const ids = new Set(
+          members.map((m) => (m.policy ? `${m.policy.kind}:${sourceIdentity(m.policy)}` : 'model:model')),
+        );
         if (ids.size > 1) {
-          throw new UserError(`marti.agents: ${members.map((m) => m.id).join(', ')} share one parameter set (configuration ${config.marti.configuration}) but name different policies; give them the same one, or use configuration "heterogeneous"`);
+          throw new UserError(
+            `marti.agents: ${members.map((m) => m.id).join(', ')} share one parameter set (configuration ${config.marti.configuration}) but name different policies; give them the same one, or use configuration "heterogeneous"`,
+          );
         }
         const m = members[0]!;
-        models.set(pid, policyOf(`MARTI agent ${members.length > 1 ? members.map((x) => x.id).join('+') : m.id}`, m.policy ?? { kind: 'model' }));
+        models.set(
+          pid,
+          policyOf(
+            `MARTI agent ${members.length > 1 ? members.map((x) => x.id).join('+') : m.id}`,
+            m.policy ?? { kind: 'model' },
+          ),
+        );
       }
       result = await evaluateMarti(config, models);
     }
   } catch (err) {
     inner.abort();
     if (err instanceof EndpointStopped && o.signal?.aborted) throw new EndpointStopped(`eval stopped; ${kept()}`);
-    if (err instanceof EndpointError) throw new EndpointError(journal.size > 0 ? `${err.message}; ${kept()}` : err.message);
+    if (err instanceof EndpointError) {
+      throw new EndpointError(journal.size > 0 ? `${err.message}; ${kept()}` : err.message);
+    }
     throw err;
   } finally {
     local?.dispose();
   }
   result = { ...result, identity }; // with the corpus's hash when there is one
-  const label = sources.map((s) => `${s.label}: ${s.source.kind === 'endpoint' ? `${s.source.model} at ${s.source.baseUrl}` : path.resolve(o.checkpoint!)}`).join('; ');
+  const label = sources
+    .map(
+      (s) =>
+        `${s.label}: ${s.source.kind === 'endpoint' ? `${s.source.model} at ${s.source.baseUrl}` : path.resolve(o.checkpoint!)}`,
+    )
+    .join('; ');
   const file = path.join(dir, 'eval.json');
   // the journal stays beside the results (a rerun replays it); the folder is rewritten whole, the journal included
   writeFolderAtomic(dir, {
-    'eval.json': JSON.stringify({ ...result, checkpoint: label, policies, weightsSha256: weights || null }, null, 1) + '\n',
+    'eval.json':
+      JSON.stringify({ ...result, checkpoint: label, policies, weightsSha256: weights || null }, null, 1) + '\n',
     'requests.jsonl': fs.existsSync(journalFile) ? fs.readFileSync(journalFile) : '',
   });
-  return { ...result, checkpoint: label, file, cached: false, policies, journal: { file: journalFile, replayed: journal.stats.replayed, fresh: journal.stats.fresh } };
+  return {
+    ...result,
+    checkpoint: label,
+    file,
+    cached: false,
+    policies,
+    journal: { file: journalFile, replayed: journal.stats.replayed, fresh: journal.stats.fresh },
+  };
 }

@@ -15,31 +15,74 @@ import { field } from '../training/configSections';
 export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
 export const endpointSamplingSchema = z.strictObject({
-  temperature: field(z.number().min(0).max(2).optional(), 'Temperature', "Pins the temperature of every call; by default each call sends the evaluation's own (eval.temperature and the search's)."),
-  topP: field(z.number().gt(0).max(1).optional(), 'Top-p', "Pins top-p of every call; by default the evaluation's own (sampler.topP)."),
-  seed: field(z.int().min(0).max(2 ** 31 - 1).optional(), 'Seed', 'Sent as `seed`: servers that honour it make sampled evaluations repeatable.'),
+  temperature: field(
+    z.number().min(0).max(2).optional(),
+    'Temperature',
+    "Pins the temperature of every call; by default each call sends the evaluation's own (eval.temperature and the search's).",
+  ),
+  topP: field(
+    z.number().gt(0).max(1).optional(),
+    'Top-p',
+    "Pins top-p of every call; by default the evaluation's own (sampler.topP).",
+  ),
+  seed: field(
+    z
+      .int()
+      .min(0)
+      .max(2 ** 31 - 1)
+      .optional(),
+    'Seed',
+    'Sent as `seed`: servers that honour it make sampled evaluations repeatable.',
+  ),
 });
 
 export const endpointSourceSchema = z.strictObject({
-  kind: field(z.literal('endpoint'), 'Endpoint', 'An OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama, mars-lab serve-model).'),
+  kind: field(
+    z.literal('endpoint'),
+    'Endpoint',
+    'An OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama, mars-lab serve-model).',
+  ),
   baseUrl: field(
     z
       .string()
       .max(2000)
-      .refine((u) => /^https?:\/\/[^\s]+$/.test(u) && URL.canParse(u), { error: 'must be an http:// or https:// URL such as http://127.0.0.1:8000/v1' }),
+      .refine((u) => /^https?:\/\/[^\s]+$/.test(u) && URL.canParse(u), {
+        error: 'must be an http:// or https:// URL such as http://127.0.0.1:8000/v1',
+      }),
     'Base URL',
     "The server's OpenAI-compatible root, with its /v1, e.g. http://127.0.0.1:8000/v1.",
   ),
   model: field(z.string().min(1).max(500), 'Model', 'The model id the server serves (GET /v1/models lists them).'),
   apiKeyEnv: field(
-    z.string().regex(ENV_NAME, { error: 'must be the name of an environment variable (letters, digits, _), never the key itself' }).optional(),
+    z
+      .string()
+      .regex(ENV_NAME, {
+        error: 'must be the name of an environment variable (letters, digits, _), never the key itself',
+      })
+      .optional(),
     'API key variable',
     'The environment variable that holds the API key (the key itself is never written in a config, a run folder or a log).',
   ),
-  sampling: field(endpointSamplingSchema.prefault({}), 'Sampling', "Settings that override the evaluation's own for this endpoint."),
-  concurrency: field(z.int().min(1).max(1024).default(8), 'Concurrency', 'Most requests in flight at once; the rest wait (back-pressure).'),
-  timeoutMs: field(z.int().min(100).max(3_600_000).default(120_000), 'Timeout (ms)', 'How long one request may take before it is retried or fails.'),
-  maxRetries: field(z.int().min(0).max(20).default(4), 'Retries', 'Retries with exponential backoff on 408/409/429/5xx and lost connections.'),
+  sampling: field(
+    endpointSamplingSchema.prefault({}),
+    'Sampling',
+    "Settings that override the evaluation's own for this endpoint.",
+  ),
+  concurrency: field(
+    z.int().min(1).max(1024).default(8),
+    'Concurrency',
+    'Most requests in flight at once; the rest wait (back-pressure).',
+  ),
+  timeoutMs: field(
+    z.int().min(100).max(3_600_000).default(120_000),
+    'Timeout (ms)',
+    'How long one request may take before it is retried or fails.',
+  ),
+  maxRetries: field(
+    z.int().min(0).max(20).default(4),
+    'Retries',
+    'Retries with exponential backoff on 408/409/429/5xx and lost connections.',
+  ),
   stream: field(z.boolean().default(false), 'Stream', 'Receive answers as server-sent events instead of whole.'),
 });
 

@@ -40,7 +40,9 @@ export function balanceSys1(advantages: readonly number[], G: number, opts: Bala
   });
   const delta = opts.delta ?? 1e-3;
   // δ > 0 keeps every weight positive, so all-zero advantages (all-equal rewards) still give G distinct candidates.
-  if (!(delta > 0) || !Number.isFinite(delta)) throw new Error(`balanceSys1: delta must be a finite number > 0, got ${delta}.`);
+  if (!(delta > 0) || !Number.isFinite(delta)) {
+    throw new Error(`balanceSys1: delta must be a finite number > 0, got ${delta}.`);
+  }
   const M = advantages.length;
   if (M === 0) return [];
   const all = Array.from({ length: M }, (_, i) => i);

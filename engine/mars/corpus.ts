@@ -26,8 +26,16 @@ import { UserError } from '../userError';
 
 const DOC_EXTS = new Set(['.txt', '.md', '.markdown', '.jsonl']);
 const MAX_FILE = 64 * 1024 * 1024;
-const pageLine = z.strictObject({ text: z.string().min(1).max(1_000_000), title: z.string().max(1000).optional(), id: z.string().min(1).max(500).optional() });
-const questionLine = z.strictObject({ question: z.string().min(1).max(10_000), answers: z.array(z.string().min(1).max(1000)).min(1).max(100), id: z.string().min(1).max(500).optional() });
+const pageLine = z.strictObject({
+  text: z.string().min(1).max(1_000_000),
+  title: z.string().max(1000).optional(),
+  id: z.string().min(1).max(500).optional(),
+});
+const questionLine = z.strictObject({
+  question: z.string().min(1).max(10_000),
+  answers: z.array(z.string().min(1).max(1000)).min(1).max(100),
+  id: z.string().min(1).max(500).optional(),
+});
 
 export interface MarsCorpus {
   pages: Page[];
@@ -42,7 +50,9 @@ function readText(file: string, what: string): string {
     return fs.readFileSync(file, 'utf8');
   } catch (err) {
     if (err instanceof UserError) throw err;
-    throw new UserError(`${what} ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new UserError(
+      `${what} ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
 }
 
@@ -59,7 +69,9 @@ function jsonLines<T>(file: string, text: string, schema: z.ZodType<T>, what: st
     const p = schema.safeParse(obj);
     if (!p.success) {
       const issue = p.error.issues[0]!;
-      throw new UserError(`${file}:${i + 1}: ${issue.path.length ? issue.path.join('.') : '(line)'}: ${issue.message}; ${what}`);
+      throw new UserError(
+        `${file}:${i + 1}: ${issue.path.length ? issue.path.join('.') : '(line)'}: ${issue.message}; ${what}`,
+      );
     }
     out.push({ line: i + 1, value: p.data });
   });
@@ -70,9 +82,13 @@ function jsonLines<T>(file: string, text: string, schema: z.ZodType<T>, what: st
 export function loadMarsCorpus(folder: string, questionsFile: string): MarsCorpus {
   let entries: string[];
   try {
-    entries = (fs.readdirSync(folder, { recursive: true }) as string[]).filter((f) => DOC_EXTS.has(path.extname(f).toLowerCase())).sort();
+    entries = (fs.readdirSync(folder, { recursive: true }) as string[])
+      .filter((f) => DOC_EXTS.has(path.extname(f).toLowerCase()))
+      .sort();
   } catch (err) {
-    throw new UserError(`task.corpus.folder ${folder}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new UserError(
+      `task.corpus.folder ${folder}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
   const hash = createHash('sha256');
   const pages: Page[] = [];
@@ -88,19 +104,49 @@ export function loadMarsCorpus(folder: string, questionsFile: string): MarsCorpu
     const text = readText(file, 'corpus file');
     hash.update(rel).update('\0').update(text).update('\0');
     if (path.extname(rel).toLowerCase() === '.jsonl') {
-      for (const { line, value } of jsonLines(file, text, pageLine, 'a corpus .jsonl file holds one {"text", "title"?, "id"?} a line')) {
-        add({ id: value.id ?? `${rel}#${line}`, title: value.title ?? '', entityId: null, kind: 'entity', text: value.text }, `${file}:${line}`);
+      for (const { line, value } of jsonLines(
+        file,
+        text,
+        pageLine,
+        'a corpus .jsonl file holds one {"text", "title"?, "id"?} a line',
+      )) {
+        add(
+          {
+            id: value.id ?? `${rel}#${line}`,
+            title: value.title ?? '',
+            entityId: null,
+            kind: 'entity',
+            text: value.text,
+          },
+          `${file}:${line}`,
+        );
       }
     } else if (text.trim()) {
       const heading = /^\s*#+\s+(.+)$/m.exec(text);
-      add({ id: rel, title: heading ? heading[1]!.trim() : path.basename(rel, path.extname(rel)), entityId: null, kind: 'entity', text: text.trim() }, file);
+      add(
+        {
+          id: rel,
+          title: heading ? heading[1]!.trim() : path.basename(rel, path.extname(rel)),
+          entityId: null,
+          kind: 'entity',
+          text: text.trim(),
+        },
+        file,
+      );
     }
   }
-  if (pages.length === 0) throw new UserError(`task.corpus.folder ${folder}: no documents (.txt, .md or .jsonl files with text)`);
+  if (pages.length === 0) {
+    throw new UserError(`task.corpus.folder ${folder}: no documents (.txt, .md or .jsonl files with text)`);
+  }
   const index = new SearchIndex(pages);
   const qText = readText(questionsFile, 'task.corpus.questions');
   hash.update(qText);
-  const questions = jsonLines(questionsFile, qText, questionLine, 'a questions file holds one {"question", "answers": […], "id"?} a line').map(({ line, value }) => ({
+  const questions = jsonLines(
+    questionsFile,
+    qText,
+    questionLine,
+    'a questions file holds one {"question", "answers": […], "id"?} a line',
+  ).map(({ line, value }) => ({
     id: value.id ?? `q${line}`,
     family: 'corpus',
     text: value.question,
@@ -120,5 +166,7 @@ export function corpusFormat(): MarsFormat {
   if (cached) return cached;
   const file = marsFormat().tokenizer.toJSON() as unknown as { tokens: string[] } & Record<string, unknown>;
   const bytes = Array.from({ length: 256 }, (_, b) => byteTokenName(b)).filter((t) => !file.tokens.includes(t));
-  return (cached = new MarsFormat(tokenizerFromJSON({ ...file, byteFallback: true, tokens: [...file.tokens, ...bytes] }, 'MARS corpus tokenizer')));
+  return (cached = new MarsFormat(
+    tokenizerFromJSON({ ...file, byteFallback: true, tokens: [...file.tokens, ...bytes] }, 'MARS corpus tokenizer'),
+  ));
 }

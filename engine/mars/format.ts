@@ -34,14 +34,19 @@ export type MarsTag = keyof typeof MARS_SPECIALS;
 export function marsTokenizer(vocabulary: readonly string[]): Tokenizer {
   const specials = Object.values(MARS_SPECIALS);
   const words = [...new Set(vocabulary)].filter((w) => !specials.includes(w as (typeof specials)[number]));
-  return tokenizerFromJSON({ type: 'word', specials: { ...MARS_SPECIALS }, tokens: [...specials, ...words] }, 'MARS tokenizer');
+  return tokenizerFromJSON(
+    { type: 'word', specials: { ...MARS_SPECIALS }, tokens: [...specials, ...words] },
+    'MARS tokenizer',
+  );
 }
 
 export class MarsFormat {
   readonly ids: { [K in MarsTag]: number };
 
   constructor(readonly tokenizer: Tokenizer) {
-    this.ids = Object.fromEntries(Object.entries(MARS_SPECIALS).map(([role, text]) => [role, tokenizer.idOf(text)])) as {
+    this.ids = Object.fromEntries(
+      Object.entries(MARS_SPECIALS).map(([role, text]) => [role, tokenizer.idOf(text)]),
+    ) as {
       [K in MarsTag]: number;
     };
   }

@@ -62,7 +62,11 @@ export function questionBatch(group: readonly Trajectory[], s: MarsSettings, eps
   }));
   let sys1: Sample[];
   if (s.precompute) {
-    const idx = balanceSys1(flat.map((f) => a1[f.k]![f.j]!), G, { mode: s.balance, delta: s.balanceDelta, rng });
+    const idx = balanceSys1(
+      flat.map((f) => a1[f.k]![f.j]!),
+      G,
+      { mode: s.balance, delta: s.balanceDelta, rng },
+    );
     sys1 = idx.map((i) => {
       const f = flat[i]!;
       kept[f.k]![f.j]!++;
@@ -70,8 +74,15 @@ export function questionBatch(group: readonly Trajectory[], s: MarsSettings, eps
     });
   } else {
     // §6.4 ablation: resample first, then normalise the kept samples' rewards (duplicates counted as they appear).
-    const idx = balanceSys1(flat.map(() => 0), G, { mode: s.balance, delta: s.balanceDelta, rng });
-    const adv = groupZScore(idx.map((i) => group[flat[i]!.k]!.reward), { eps });
+    const idx = balanceSys1(
+      flat.map(() => 0),
+      G,
+      { mode: s.balance, delta: s.balanceDelta, rng },
+    );
+    const adv = groupZScore(
+      idx.map((i) => group[flat[i]!.k]!.reward),
+      { eps },
+    );
     sys1 = idx.map((i, n) => {
       const f = flat[i]!;
       kept[f.k]![f.j]!++;

@@ -23,7 +23,31 @@ export const NAME_POOL_SIZES: Readonly<Record<EntityType, number>> = {
 /** Fixed, so the pool never depends on a run's seed ("mars" in ASCII). */
 const POOL_SEED = 0x6d617273;
 
-const ONSETS = ['b', 'd', 'f', 'g', 'h', 'k', 'l', 'm', 'n', 'p', 'r', 's', 't', 'v', 'z', 'th', 'sh', 'br', 'dr', 'kr', 'tr', 'st', 'gl'];
+const ONSETS = [
+  'b',
+  'd',
+  'f',
+  'g',
+  'h',
+  'k',
+  'l',
+  'm',
+  'n',
+  'p',
+  'r',
+  's',
+  't',
+  'v',
+  'z',
+  'th',
+  'sh',
+  'br',
+  'dr',
+  'kr',
+  'tr',
+  'st',
+  'gl',
+];
 const VOWELS = ['a', 'e', 'i', 'o', 'u', 'a', 'e', 'o', 'ai', 'ei', 'ou'];
 const CODAS = ['', '', '', '', 'n', 'r', 'l', 's', 'th', 'm'];
 

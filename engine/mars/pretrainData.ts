@@ -112,7 +112,17 @@ export function pretrainExamples(
         const think = format.encode(pickSome(rng, qWords, 0, 3).join(' '));
         const purpose = format.encode(pickSome(rng, qWords, 1, 3).join(' '));
         const query = pickSome(rng, queryWords, 1, 2).join(' ');
-        const turn = [ids.think, ...think, ids.thinkEnd, ids.purpose, ...purpose, ids.purposeEnd, ids.search, ...format.encode(query), ids.searchEnd];
+        const turn = [
+          ids.think,
+          ...think,
+          ids.thinkEnd,
+          ids.purpose,
+          ...purpose,
+          ids.purposeEnd,
+          ids.search,
+          ...format.encode(query),
+          ids.searchEnd,
+        ];
         const pages = index.search(query, m.topK).map((p) => p.text);
         const summary = someSentences(rng, pages);
         seen.push(...summary);
@@ -122,7 +132,14 @@ export function pretrainExamples(
       }
       const candidates = valuesIn(seen, names);
       const answerText = candidates.length ? pick(rng, candidates) : pick(rng, [...names]);
-      const answer = [ids.think, ...format.encode(pickSome(rng, qWords, 0, 3).join(' ')), ids.thinkEnd, ids.answer, ...format.encode(answerText), ids.answerEnd];
+      const answer = [
+        ids.think,
+        ...format.encode(pickSome(rng, qWords, 0, 3).join(' ')),
+        ids.thinkEnd,
+        ids.answer,
+        ...format.encode(answerText),
+        ids.answerEnd,
+      ];
       tokens.push(...answer);
       mask.push(...answer.map(() => 1));
       out.push({ tokens, lossMask: mask });

@@ -36,7 +36,15 @@ import {
   type Relation,
 } from './worldTemplates';
 
-export const QUESTION_FAMILIES = ['direct', 'paraphrase', 'longTail', 'bridge', 'comparison', 'threeHop', 'compositional'] as const;
+export const QUESTION_FAMILIES = [
+  'direct',
+  'paraphrase',
+  'longTail',
+  'bridge',
+  'comparison',
+  'threeHop',
+  'compositional',
+] as const;
 export type QuestionFamily = (typeof QUESTION_FAMILIES)[number];
 
 export const SINGLE_HOP_FAMILIES: readonly QuestionFamily[] = ['direct', 'paraphrase', 'longTail'];
@@ -91,7 +99,9 @@ class FactIndex {
 
   steps(from: string, relation: Relation, direction: Direction): Step[] {
     const facts = (direction === 'forward' ? this.bySubject : this.byObject).get(from) ?? [];
-    return facts.filter((f) => f.relation === relation).map((fact) => ({ fact, value: direction === 'forward' ? fact.object : fact.subject }));
+    return facts
+      .filter((f) => f.relation === relation)
+      .map((fact) => ({ fact, value: direction === 'forward' ? fact.object : fact.subject }));
   }
 
   /** The single result of a step, or undefined when there are none or several. */
@@ -194,12 +204,15 @@ function comparisonDrafts(index: FactIndex, entities: readonly Entity[], rng: Rn
     const members = entities.filter((e) => e.type === type && !e.longTail);
     for (let i = 0; i < members.length; i++) {
       for (let j = i + 1; j < members.length; j++) {
-        const [sa, sb] = [index.unique(members[i]!.id, q.relation, 'forward'), index.unique(members[j]!.id, q.relation, 'forward')];
+        const [sa, sb] = [
+          index.unique(members[i]!.id, q.relation, 'forward'),
+          index.unique(members[j]!.id, q.relation, 'forward'),
+        ];
         if (sa === undefined || sb === undefined || sa.value === sb.value) continue;
         // Which name comes first in the text is random, so position says nothing about the answer.
         const swap = rng.next() < 0.5;
         const [a, b, fa, fb] = swap ? [members[j]!, members[i]!, sb, sa] : [members[i]!, members[j]!, sa, sb];
-        const aWins = (Number(fa.value) < Number(fb.value)) === (q.compare === 'earlier');
+        const aWins = Number(fa.value) < Number(fb.value) === (q.compare === 'earlier');
         out.push({
           text: fillTemplate(q.text, { a: a.name, b: b.name }),
           answer: aWins ? a.id : b.id,
@@ -221,7 +234,15 @@ function familyDrafts(family: QuestionFamily, index: FactIndex, entities: readon
     case 'paraphrase':
       // One rewording per entity and fact, drawn at random, so every wording is asked about.
       return popular.flatMap((e) =>
-        close(index, namePhrase(e), PARAPHRASE_QUESTIONS.map((p) => ({ relation: p.relation, direction: p.direction, text: p.texts[rng.int(p.texts.length)]! }))),
+        close(
+          index,
+          namePhrase(e),
+          PARAPHRASE_QUESTIONS.map((p) => ({
+            relation: p.relation,
+            direction: p.direction,
+            text: p.texts[rng.int(p.texts.length)]!,
+          })),
+        ),
       );
     case 'longTail':
       return entities.filter((e) => e.longTail).flatMap((e) => close(index, namePhrase(e), DIRECT_QUESTIONS));
@@ -290,7 +311,9 @@ export function readFact(text: string, relation: Relation, direction: Direction,
   const unknownType = direction === 'forward' ? schema.object : schema.subject;
   const capture = unknownType === 'year' ? '(\\d \\d \\d \\d)' : '([a-z]+)';
   const patterns = [...schema.forward, ...schema.inverse].map((t) => {
-    const parts = t.split(' ').map((w) => (w === knownKey ? escapeRegExp(known) : w === unknownKey ? capture : escapeRegExp(w)));
+    const parts = t
+      .split(' ')
+      .map((w) => (w === knownKey ? escapeRegExp(known) : w === unknownKey ? capture : escapeRegExp(w)));
     return new RegExp(`^${parts.join(' ')}$`);
   });
   const values = new Set<string>();
@@ -318,7 +341,7 @@ export function solveFromSupport(question: Question, pagesById: ReadonlyMap<stri
     if (years.some((y) => y.length !== 1)) return null;
     const [ya, yb] = years.map((y) => Number(y[0]!.replace(/ /g, '')));
     if (ya === yb) return null;
-    const aWins = (ya! < yb!) === (question.compare === 'earlier');
+    const aWins = ya! < yb! === (question.compare === 'earlier');
     return aWins ? pages[0]!.title : pages[1]!.title;
   }
   let known = pages[0]!.title;

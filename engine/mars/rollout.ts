@@ -242,22 +242,43 @@ async function runTools(
     const purpose = format.encode(purposeText).slice(0, s.purposeMax);
     const C = sys1Capacity(s.sys1PromptMax, format.sys1TemplateLength, purpose.length);
     turn.capacity = C;
-    const bins: Bin[] = packItems(s.packing, docTokens.map((d, index) => ({ index, length: d.length })), C, s.sepCost);
+    const bins: Bin[] = packItems(
+      s.packing,
+      docTokens.map((d, index) => ({ index, length: d.length })),
+      C,
+      s.sepCost,
+    );
     for (const bin of bins) {
-      const prompt = [...format.sys1Head(purpose), ...bin.items.flatMap((it) => [...docTokens[it.index]!.slice(0, it.take), format.ids.sep])];
-      calls.push({ owner: turn, call: { pages: bin.items.map((it) => ({ id: docs[it.index]!.id, take: it.take })), used: bin.used, prompt, output: [], logProbs: [] } });
+      const prompt = [
+        ...format.sys1Head(purpose),
+        ...bin.items.flatMap((it) => [...docTokens[it.index]!.slice(0, it.take), format.ids.sep]),
+      ];
+      calls.push({
+        owner: turn,
+        call: {
+          pages: bin.items.map((it) => ({ id: docs[it.index]!.id, take: it.take })),
+          used: bin.used,
+          prompt,
+          output: [],
+          logProbs: [],
+        },
+      });
     }
     timing.packingMs += performance.now() - s1;
   }
   if (calls.length > 0) {
     const g0 = performance.now();
-    const gens = await generateWith(models.sys1!, calls.map((c) => c.call.prompt), {
-      maxNewTokens: s.sys1ResponseMax,
-      temperature: s.temperature,
-      topP: s.topP,
-      stopTokens: [format.ids.eos],
-      rng,
-    });
+    const gens = await generateWith(
+      models.sys1!,
+      calls.map((c) => c.call.prompt),
+      {
+        maxNewTokens: s.sys1ResponseMax,
+        temperature: s.temperature,
+        topP: s.topP,
+        stopTokens: [format.ids.eos],
+        rng,
+      },
+    );
     calls.forEach((c, i) => {
       c.call.output = gens[i]!.tokens;
       c.call.logProbs = gens[i]!.logProbs;

@@ -11,9 +11,44 @@ import type { Page } from './world';
 
 /** Words that carry no topic in this world's language (templates and questions). */
 export const SEARCH_STOP_WORDS: ReadonlySet<string> = new Set([
-  'a', 'an', 'the', 'of', 'in', 'on', 'at', 'to', 'by', 'for', 'from', 'with', 'and', 'or', 'as',
-  'is', 'was', 'are', 'were', 'be', 'been', 'has', 'have', 'had', 'does', 'did', 'do',
-  'its', 'it', 'this', 'that', 'which', 'what', 'who', 'whom', 'where', 'when', 'how',
+  'a',
+  'an',
+  'the',
+  'of',
+  'in',
+  'on',
+  'at',
+  'to',
+  'by',
+  'for',
+  'from',
+  'with',
+  'and',
+  'or',
+  'as',
+  'is',
+  'was',
+  'are',
+  'were',
+  'be',
+  'been',
+  'has',
+  'have',
+  'had',
+  'does',
+  'did',
+  'do',
+  'its',
+  'it',
+  'this',
+  'that',
+  'which',
+  'what',
+  'who',
+  'whom',
+  'where',
+  'when',
+  'how',
 ]);
 
 /** Title matches count this many times a text match. */
@@ -37,7 +72,9 @@ export class SearchIndex {
   constructor(pages: readonly Page[]) {
     this.byId = new Map();
     for (const p of pages) {
-      if (this.byId.has(p.id)) throw new Error(`SearchIndex: two pages share the id "${p.id}"; page ids must be unique`);
+      if (this.byId.has(p.id)) {
+        throw new Error(`SearchIndex: two pages share the id "${p.id}"; page ids must be unique`);
+      }
       this.byId.set(p.id, p);
     }
     this.engine = new MiniSearch<IndexedPage>({

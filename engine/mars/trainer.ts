@@ -12,7 +12,13 @@ import type { LlamaModel } from '../model/llama';
 import { Rng } from '../random/prng';
 import type { Adam } from '../rl/adam';
 import { policyUpdate, type PolicyUpdateStats } from '../rl/policyUpdate';
-import { configuredAdam, configuredInitialModel, configuredUpdate, restoreStreams, saveStreams } from '../training/configuredTraining';
+import {
+  configuredAdam,
+  configuredInitialModel,
+  configuredUpdate,
+  restoreStreams,
+  saveStreams,
+} from '../training/configuredTraining';
 import type { Sample } from '../rl/sample';
 import type { Algorithm, EvalResult, StepOutput, Trainer, TrainerSnapshot } from '../training/trainer';
 import type { MarsEpisodeRecord } from '../records/mars';
@@ -23,7 +29,13 @@ import path from 'node:path';
 import type { MarsConfig } from './configSchema';
 import { MarsFormat, marsTokenizer } from './format';
 import { questionBatch } from './marsBatch';
-import { emptyRolloutTiming, rolloutBatch, type MarsRolloutSettings, type RolloutQuestion, type Trajectory } from './rollout';
+import {
+  emptyRolloutTiming,
+  rolloutBatch,
+  type MarsRolloutSettings,
+  type RolloutQuestion,
+  type Trajectory,
+} from './rollout';
 import { marsVocabulary, generateWorld, type World } from './world';
 import { SearchIndex } from './search';
 import { evalWorldSeeds, trainWorldSeeds } from './worldSplits';
@@ -71,7 +83,10 @@ function questionsOf(envs: WorldEnv[], families: readonly string[]): RolloutQues
 }
 
 function trainQuestions(cfg: MarsConfig): RolloutQuestion[] {
-  return questionsOf(trainWorldSeeds(cfg.task.worldSeed, cfg.task.trainWorlds).map((s) => worldEnv(s, cfg.task.world)), cfg.task.families);
+  return questionsOf(
+    trainWorldSeeds(cfg.task.worldSeed, cfg.task.trainWorlds).map((s) => worldEnv(s, cfg.task.world)),
+    cfg.task.families,
+  );
 }
 
 /**
@@ -80,7 +95,10 @@ function trainQuestions(cfg: MarsConfig): RolloutQuestion[] {
  * never a smaller evaluation under the same identity.
  */
 export function evalQuestions(cfg: MarsConfig): RolloutQuestion[] {
-  const all = questionsOf(evalWorldSeeds(cfg.task.worldSeed, cfg.task.evalWorlds).map((s) => worldEnv(s, cfg.task.world)), cfg.task.families);
+  const all = questionsOf(
+    evalWorldSeeds(cfg.task.worldSeed, cfg.task.evalWorlds).map((s) => worldEnv(s, cfg.task.world)),
+    cfg.task.families,
+  );
   const want = cfg.eval.items;
   if (all.length < want) {
     throw new UserError(
@@ -123,7 +141,13 @@ function maxPositions(cfg: MarsConfig): number {
 }
 
 function initialModel(cfg: MarsConfig, rng: Rng): Promise<LlamaModel> {
-  return configuredInitialModel(cfg, marsFormat().tokenizer.vocabSize, { max_position_embeddings: maxPositions(cfg) }, rng, 'the MARS vocabulary');
+  return configuredInitialModel(
+    cfg,
+    marsFormat().tokenizer.vocabSize,
+    { max_position_embeddings: maxPositions(cfg) },
+    rng,
+    'the MARS vocabulary',
+  );
 }
 
 interface Streams {
@@ -148,11 +172,19 @@ function episodeStats(trajs: Trajectory[]) {
     searchesPerQuestion: mean(searches),
     sys1CallsPerSearch: mean(calls),
     sys2Tokens: mean(trajs.map((t) => t.lossMask.reduce((a, b) => a + b, 0))),
-    sys1Tokens: mean(trajs.map((t) => t.turns.reduce((s, u) => s + u.sys1.reduce((a, c) => a + c.output.length, 0), 0))),
+    sys1Tokens: mean(
+      trajs.map((t) => t.turns.reduce((s, u) => s + u.sys1.reduce((a, c) => a + c.output.length, 0), 0)),
+    ),
   };
 }
 
-function trajectoryRecord(t: Trajectory, format: MarsFormat, a2: number, a1: number[], kept: number[]): MarsEpisodeRecord {
+function trajectoryRecord(
+  t: Trajectory,
+  format: MarsFormat,
+  a2: number,
+  a1: number[],
+  kept: number[],
+): MarsEpisodeRecord {
   const tokenTexts = (ids: readonly number[]) => ids.map((id) => format.decode([id]));
   let j = 0;
   return {
@@ -172,7 +204,15 @@ function trajectoryRecord(t: Trajectory, format: MarsFormat, a2: number, a1: num
       results: u.results,
       capacity: u.capacity,
       bins: u.sys1.map((c) => {
-        const rec = { pages: c.pages, used: c.used, output: format.decode(c.output), outputTokens: tokenTexts(c.output), outputLogProbs: c.logProbs, advantage: a1[j], kept: kept[j] };
+        const rec = {
+          pages: c.pages,
+          used: c.used,
+          output: format.decode(c.output),
+          outputTokens: tokenTexts(c.output),
+          outputLogProbs: c.logProbs,
+          advantage: a1[j],
+          kept: kept[j],
+        };
         j++;
         return rec;
       }),
@@ -191,7 +231,11 @@ function trajectoryRecord(t: Trajectory, format: MarsFormat, a2: number, a1: num
  * 'separate' trains θ2 on System 2 samples and θ1 on System 1 samples only; 'frozen', 'sharedUntrained' and 'off'
  * train the policy on System 2 samples and drop System 1's.
  */
-export function routeSamples(mode: MarsConfig['mars']['sys1Params'], sys2: Sample[], sys1: Sample[]): { policy: Sample[]; sys1Model: Sample[] } {
+export function routeSamples(
+  mode: MarsConfig['mars']['sys1Params'],
+  sys2: Sample[],
+  sys1: Sample[],
+): { policy: Sample[]; sys1Model: Sample[] } {
   switch (mode) {
     case 'shared':
       return { policy: [...sys2, ...sys1], sys1Model: [] };
@@ -225,10 +269,20 @@ class MarsTrainer implements Trainer {
     const { cfg } = this;
     const format = marsFormat();
     const G = cfg.task.groupSize;
-    const picked = Array.from({ length: cfg.task.questionsPerStep }, () => this.questions[this.streams.questions.int(this.questions.length)]!);
+    const picked = Array.from(
+      { length: cfg.task.questionsPerStep },
+      () => this.questions[this.streams.questions.int(this.questions.length)]!,
+    );
     const phases = emptyRolloutTiming();
     const t0 = performance.now();
-    const trajs = await rolloutBatch({ sys2: this.policy, sys1: this.sys1Model }, format, picked.flatMap((q) => Array.from({ length: G }, () => q)), rolloutSettings(cfg), this.streams.tokens, phases);
+    const trajs = await rolloutBatch(
+      { sys2: this.policy, sys1: this.sys1Model },
+      format,
+      picked.flatMap((q) => Array.from({ length: G }, () => q)),
+      rolloutSettings(cfg),
+      this.streams.tokens,
+      phases,
+    );
     const t1 = performance.now();
     const sys2: Sample[] = [];
     const sys1: Sample[] = [];
@@ -280,8 +334,20 @@ class MarsTrainer implements Trainer {
       'timing.sys1GenerationMs': phases.sys1GenerationMs,
       'timing.updateMs': t2 - t1,
     };
-    if (st) Object.assign(metrics, { loss: st.total, clipFraction: st.clipFraction, gradNorm: st.gradNorm, lr: st.lr }, st.kl === null ? {} : { kl: st.kl });
-    if (st1) Object.assign(metrics, { sys1Loss: st1.total, sys1GradNorm: st1.gradNorm }, st1.kl === null ? {} : { sys1Kl: st1.kl });
+    if (st) {
+      Object.assign(
+        metrics,
+        { loss: st.total, clipFraction: st.clipFraction, gradNorm: st.gradNorm, lr: st.lr },
+        st.kl === null ? {} : { kl: st.kl },
+      );
+    }
+    if (st1) {
+      Object.assign(
+        metrics,
+        { sys1Loss: st1.total, sys1GradNorm: st1.gradNorm },
+        st1.kl === null ? {} : { sys1Kl: st1.kl },
+      );
+    }
     return { metrics, trajectories: records, tokens: [...sys2, ...sys1].reduce((s, x) => s + x.tokens.length, 0) };
   }
 
@@ -290,7 +356,9 @@ class MarsTrainer implements Trainer {
   }
 
   async snapshot(): Promise<TrainerSnapshot> {
-    const files: Record<string, string | Uint8Array> = { [TOKENIZER_FILE]: JSON.stringify(marsFormat().tokenizer.toJSON()) + '\n' };
+    const files: Record<string, string | Uint8Array> = {
+      [TOKENIZER_FILE]: JSON.stringify(marsFormat().tokenizer.toJSON()) + '\n',
+    };
     if (this.sys1) {
       files[SYS1_WEIGHTS] = await encodeModelWeights(this.sys1.model);
       if (this.sys1.opt) {
@@ -322,13 +390,26 @@ class MarsTrainer implements Trainer {
  * Held-out evaluation; each system's policy may be an endpoint, and a user's corpus may replace the generated worlds
  * with its own questions and format (engine/endpoints/evaluateEndpoints.ts, engine/mars/corpus.ts).
  */
-export async function evaluateMars(cfg: MarsConfig, policy: PolicyModel, sys1: PolicyModel | null, over: { format?: MarsFormat; questions?: RolloutQuestion[] } = {}): Promise<EvalResult> {
+export async function evaluateMars(
+  cfg: MarsConfig,
+  policy: PolicyModel,
+  sys1: PolicyModel | null,
+  over: { format?: MarsFormat; questions?: RolloutQuestion[] } = {},
+): Promise<EvalResult> {
   const format = over.format ?? marsFormat();
   if (policy.config.vocab_size !== format.tokenizer.vocabSize) {
-    throw new UserError(`this checkpoint's vocab_size is ${policy.config.vocab_size}, but MARS needs ${format.tokenizer.vocabSize}: evaluate MARS checkpoints`);
+    throw new UserError(
+      `this checkpoint's vocab_size is ${policy.config.vocab_size}, but MARS needs ${format.tokenizer.vocabSize}: evaluate MARS checkpoints`,
+    );
   }
   const qs = over.questions ?? evalQuestions(cfg);
-  const trajs = await rolloutBatch({ sys2: policy, sys1 }, format, qs, rolloutSettings(cfg, cfg.eval.temperature), new Rng(cfg.task.worldSeed).split('eval-tokens'));
+  const trajs = await rolloutBatch(
+    { sys2: policy, sys1 },
+    format,
+    qs,
+    rolloutSettings(cfg, cfg.eval.temperature),
+    new Rng(cfg.task.worldSeed).split('eval-tokens'),
+  );
   const e = episodeStats(trajs);
   const metrics: Record<string, number> = {
     exactMatch: e.reward,
@@ -354,7 +435,14 @@ export async function evaluateMars(cfg: MarsConfig, policy: PolicyModel, sys1: P
     identity: marsEvalIdentity(cfg),
     metrics,
     // evaluation has no groups: advantages are 0 and nothing is balanced
-    items: trajs.map((t) => ({ id: t.question.id, correct: t.reward === 1, score: t.f1, output: t.answer ?? '', target: t.question.answers[0], record: trajectoryRecord(t, format, 0, [], []) })),
+    items: trajs.map((t) => ({
+      id: t.question.id,
+      correct: t.reward === 1,
+      score: t.f1,
+      output: t.answer ?? '',
+      target: t.question.answers[0],
+      record: trajectoryRecord(t, format, 0, [], []),
+    })),
   };
 }
 
@@ -369,14 +457,32 @@ function marsEvalIdentity(cfg: MarsConfig): EvalResult['identity'] {
     families: cfg.task.families.join(','),
     items: cfg.eval.items,
     temperature: cfg.eval.temperature,
-    rollout: JSON.stringify({ maxTurns: m.maxTurns, topK: m.topK, sys1: m.sys1Params === 'off' ? 'off' : 'on', packing: m.packing, budgets: [m.sys1PromptMax, m.sys1ResponseMax, m.sys2PromptMax, m.sys2ResponseMax, m.sys2TurnMax, m.purposeMax, m.rawInfoBudget] }),
+    rollout: JSON.stringify({
+      maxTurns: m.maxTurns,
+      topK: m.topK,
+      sys1: m.sys1Params === 'off' ? 'off' : 'on',
+      packing: m.packing,
+      budgets: [
+        m.sys1PromptMax,
+        m.sys1ResponseMax,
+        m.sys2PromptMax,
+        m.sys2ResponseMax,
+        m.sys2TurnMax,
+        m.purposeMax,
+        m.rawInfoBudget,
+      ],
+    }),
   };
 }
 
 /** The System 1 model a checkpoint of a 'separate' or 'frozen' run carries. */
 async function sys1FromCheckpoint(dir: string, config: LlamaConfig): Promise<LlamaModel> {
   const file = path.join(dir, SYS1_WEIGHTS);
-  if (!fs.existsSync(file)) throw new UserError(`${file} is missing: a checkpoint of a run with separate or frozen System 1 parameters carries them`);
+  if (!fs.existsSync(file)) {
+    throw new UserError(
+      `${file} is missing: a checkpoint of a run with separate or frozen System 1 parameters carries them`,
+    );
+  }
   return loadModelWeights(file, config);
 }
 
@@ -384,7 +490,9 @@ export const mars: Algorithm<MarsConfig> = {
   name: 'mars',
   async createTrainer(cfg, from) {
     const questions = trainQuestions(cfg);
-    if (questions.length === 0) throw new UserError('task.families: the training worlds have no questions of these families');
+    if (questions.length === 0) {
+      throw new UserError('task.families: the training worlds have no questions of these families');
+    }
     evalQuestions(cfg); // a held-out set smaller than eval.items fails the run now, not at its first evaluation
     const root = new Rng(cfg.seed);
     const mode = cfg.mars.sys1Params;
@@ -393,14 +501,27 @@ export const mars: Algorithm<MarsConfig> = {
     if (!from) {
       const policy = await initialModel(cfg, root.split('init'));
       const sys1 =
-        mode === 'separate' ? { model: cloneModel(policy, true), opt: null as Adam | null } : mode === 'frozen' ? { model: cloneModel(policy, false), opt: null } : null;
+        mode === 'separate'
+          ? { model: cloneModel(policy, true), opt: null as Adam | null }
+          : mode === 'frozen'
+            ? { model: cloneModel(policy, false), opt: null }
+            : null;
       if (sys1 && mode === 'separate') sys1.opt = configuredAdam(cfg, sys1.model);
-      const streams = { tokens: root.split('tokens'), questions: root.split('questions'), balance: root.split('balance'), minibatch: root.split('minibatch') };
+      const streams = {
+        tokens: root.split('tokens'),
+        questions: root.split('questions'),
+        balance: root.split('balance'),
+        minibatch: root.split('minibatch'),
+      };
       return new MarsTrainer(cfg, questions, policy, configuredAdam(cfg, policy), sys1, streams, 0, reference);
     }
     const state = from.trainerState as { step?: number };
-    if (!Number.isInteger(state?.step)) throw new UserError('trainer_state.json: step is missing; the checkpoint cannot be resumed');
-    if (!from.optimizer) throw new UserError('optimizer.safetensors is missing; the checkpoint cannot be resumed exactly');
+    if (!Number.isInteger(state?.step)) {
+      throw new UserError('trainer_state.json: step is missing; the checkpoint cannot be resumed');
+    }
+    if (!from.optimizer) {
+      throw new UserError('optimizer.safetensors is missing; the checkpoint cannot be resumed exactly');
+    }
     const opt = configuredAdam(cfg, from.model);
     opt.importState(from.optimizer);
     let sys1: { model: LlamaModel; opt: Adam | null } | null = null;
@@ -414,7 +535,9 @@ export const mars: Algorithm<MarsConfig> = {
         sys1.opt = configuredAdam(cfg, model);
         sys1.opt.importState({
           step: Number(decoded.metadata.step),
-          tensors: Object.fromEntries(Object.entries(decoded.tensors).map(([k, t]) => [k, { shape: t.shape, data: t.data as Float32Array }])),
+          tensors: Object.fromEntries(
+            Object.entries(decoded.tensors).map(([k, t]) => [k, { shape: t.shape, data: t.data as Float32Array }]),
+          ),
         });
       }
     }
@@ -446,4 +569,3 @@ export const mars: Algorithm<MarsConfig> = {
     return pretrainExamples(envs, cfg.task, cfg.mars, marsFormat(), rng, size);
   },
 };
-

@@ -152,16 +152,24 @@ function checkSpec(spec: WorldSpec): void {
   for (const [field, type] of counts) {
     const n = spec[field] as number;
     if (!Number.isInteger(n) || n < 1 || n > NAME_POOL_SIZES[type]) {
-      throw new UserError(`world spec "${field}" is ${n}; it must be an integer from 1 to ${NAME_POOL_SIZES[type]} (the name pool's size)`);
+      throw new UserError(
+        `world spec "${field}" is ${n}; it must be an integer from 1 to ${NAME_POOL_SIZES[type]} (the name pool's size)`,
+      );
     }
   }
-  if (spec.cities < spec.countries) throw new UserError(`world spec "cities" (${spec.cities}) must be at least "countries" (${spec.countries}): every country has a capital`);
+  if (spec.cities < spec.countries) {
+    throw new UserError(
+      `world spec "cities" (${spec.cities}) must be at least "countries" (${spec.countries}): every country has a capital`,
+    );
+  }
   const [fMin, fMax] = spec.fillerSentencesPerPage;
   if (!(Number.isInteger(fMin) && Number.isInteger(fMax) && fMin >= 0 && fMax >= fMin)) {
     throw new UserError(`world spec "fillerSentencesPerPage" is [${fMin}, ${fMax}]; it must be integers 0 ≤ min ≤ max`);
   }
   const [tMin, tMax] = spec.pageTokens;
-  if (!(tMin >= 0 && tMax >= tMin)) throw new UserError(`world spec "pageTokens" is [${tMin}, ${tMax}]; it must be 0 ≤ min ≤ max`);
+  if (!(tMin >= 0 && tMax >= tMin)) {
+    throw new UserError(`world spec "pageTokens" is [${tMin}, ${tMax}]; it must be 0 ≤ min ≤ max`);
+  }
   if (!(Number.isInteger(spec.distractorMentions) && spec.distractorMentions >= 0)) {
     throw new UserError(`world spec "distractorMentions" is ${spec.distractorMentions}; it must be an integer ≥ 0`);
   }
@@ -170,7 +178,9 @@ function checkSpec(spec: WorldSpec): void {
   }
   const popularPeople = spec.people - Math.floor(spec.longTailFraction * spec.people);
   if (popularPeople < spec.organisations) {
-    throw new UserError(`world spec has ${spec.organisations} organisations but only ${popularPeople} non-long-tail people to lead them; raise "people" or lower "longTailFraction"`);
+    throw new UserError(
+      `world spec has ${spec.organisations} organisations but only ${popularPeople} non-long-tail people to lead them; raise "people" or lower "longTailFraction"`,
+    );
   }
   if (!(Number.isInteger(spec.questionsPerFamily) && spec.questionsPerFamily >= 0)) {
     throw new UserError(`world spec "questionsPerFamily" is ${spec.questionsPerFamily}; it must be an integer ≥ 0`);
@@ -189,12 +199,16 @@ function drawEntities(rng: Rng, spec: WorldSpec): Entity[] {
   const entities: Entity[] = [];
   for (const type of ENTITY_TYPES) {
     const names = shuffle(rng.split(type), [...pool[type]]).slice(0, wanted[type]);
-    names.forEach((name, i) => entities.push({ id: `${type}-${String(i).padStart(3, '0')}`, type, name, longTail: false }));
+    names.forEach((name, i) =>
+      entities.push({ id: `${type}-${String(i).padStart(3, '0')}`, type, name, longTail: false }),
+    );
   }
   const ltRng = rng.split('long-tail');
   for (const type of ['person', 'work'] as const) {
     const ofType = entities.filter((e) => e.type === type);
-    for (const e of shuffle(ltRng, ofType).slice(0, Math.floor(spec.longTailFraction * ofType.length))) e.longTail = true;
+    for (const e of shuffle(ltRng, ofType).slice(0, Math.floor(spec.longTailFraction * ofType.length))) {
+      e.longTail = true;
+    }
   }
   return entities;
 }
@@ -202,7 +216,13 @@ function drawEntities(rng: Rng, spec: WorldSpec): Entity[] {
 /** The world's facts (docs/algorithms.md §2.1 search tool), in entity order then RELATIONS order. */
 function drawFacts(rng: Rng, entities: readonly Entity[]): Fact[] {
   const of = (type: EntityType) => entities.filter((e) => e.type === type);
-  const [people, cities, countries, orgs, works] = [of('person'), of('city'), of('country'), of('organisation'), of('work')];
+  const [people, cities, countries, orgs, works] = [
+    of('person'),
+    of('city'),
+    of('country'),
+    of('organisation'),
+    of('work'),
+  ];
   const popular = people.filter((p) => !p.longTail);
   const facts: Fact[] = [];
 
@@ -225,7 +245,9 @@ function drawFacts(rng: Rng, entities: readonly Entity[]): Fact[] {
     facts.push({ subject: p.id, relation: 'bornYear', object: String(bornYear.get(p.id)) });
     const org = leaderOf.get(p.id);
     if (org !== undefined) facts.push({ subject: p.id, relation: 'leaderOf', object: org });
-    for (const w of works) if (authorOf.get(w.id) === p.id) facts.push({ subject: p.id, relation: 'authorOf', object: w.id });
+    for (const w of works) {
+      if (authorOf.get(w.id) === p.id) facts.push({ subject: p.id, relation: 'authorOf', object: w.id });
+    }
   }
   for (const c of cities) {
     facts.push({ subject: c.id, relation: 'locatedIn', object: countryOf.get(c.id)! });
@@ -244,26 +266,41 @@ function drawFacts(rng: Rng, entities: readonly Entity[]): Fact[] {
   }
   const order = (r: Relation) => RELATIONS.indexOf(r);
   const entityOrder = new Map(entities.map((e, i) => [e.id, i]));
-  facts.sort((a, b) => entityOrder.get(a.subject)! - entityOrder.get(b.subject)! || order(a.relation) - order(b.relation));
+  facts.sort(
+    (a, b) => entityOrder.get(a.subject)! - entityOrder.get(b.subject)! || order(a.relation) - order(b.relation),
+  );
   return facts;
 }
 
 /** The text of a fact, in the wording for the subject's page or the object's page. */
-function factSentence(fact: Fact, names: ReadonlyMap<string, string>, onPageOf: 'subject' | 'object', rng: Rng): string {
+function factSentence(
+  fact: Fact,
+  names: ReadonlyMap<string, string>,
+  onPageOf: 'subject' | 'object',
+  rng: Rng,
+): string {
   const schema = RELATION_SCHEMA[fact.relation];
   const o = schema.object === 'year' ? yearText(fact.object) : names.get(fact.object)!;
   const templates = onPageOf === 'subject' ? schema.forward : schema.inverse;
   return fillTemplate(pick(rng, templates), { s: names.get(fact.subject)!, o });
 }
 
-function entityPage(entity: Entity, facts: readonly Fact[], names: ReadonlyMap<string, string>, spec: WorldSpec, rng: Rng): Page {
+function entityPage(
+  entity: Entity,
+  facts: readonly Fact[],
+  names: ReadonlyMap<string, string>,
+  spec: WorldSpec,
+  rng: Rng,
+): Page {
   const n = entity.name;
   const factSentences: string[] = [];
   for (const f of facts) {
     if (f.subject === entity.id) factSentences.push(factSentence(f, names, 'subject', rng));
     else if (f.object === entity.id) factSentences.push(factSentence(f, names, 'object', rng));
   }
-  const fillerPool = shuffle(rng, [...TYPED_FILLERS[entity.type], ...GENERIC_FILLERS]).map((t) => fillTemplate(t, { n }));
+  const fillerPool = shuffle(rng, [...TYPED_FILLERS[entity.type], ...GENERIC_FILLERS]).map((t) =>
+    fillTemplate(t, { n }),
+  );
   const [fMin, fMax] = spec.fillerSentencesPerPage;
   let fillers = fillerPool.splice(0, fMin + rng.int(fMax - fMin + 1));
   const intro = fillTemplate(INTRO_TEMPLATES[entity.type], { n });
@@ -286,7 +323,7 @@ function mentionPages(entities: readonly Entity[], spec: WorldSpec, rng: Rng): P
       if (order.length - size < 3) size = order.length <= 5 ? order.length : order.length - 3;
       const group = order.splice(0, size);
       const sentences: string[] = [];
-      for (let i = 0; i < group.length; ) {
+      for (let i = 0; i < group.length;) {
         if (i + 1 < group.length && rng.next() < 0.4) {
           sentences.push(fillTemplate(pick(rng, MENTION_TEMPLATES_TWO), { a: group[i]!.name, b: group[i + 1]!.name }));
           i += 2;
@@ -297,7 +334,13 @@ function mentionPages(entities: readonly Entity[], spec: WorldSpec, rng: Rng): P
       }
       const fillers = shuffle(rng, [...GENERIC_FILLERS]).slice(0, 1 + rng.int(3));
       const text = shuffle(rng, [...sentences, ...fillers]).join(' ');
-      pages.push({ id: `mention-${String(pages.length).padStart(3, '0')}`, title: pick(rng, MENTION_TITLES), entityId: null, kind: 'mention', text });
+      pages.push({
+        id: `mention-${String(pages.length).padStart(3, '0')}`,
+        title: pick(rng, MENTION_TITLES),
+        entityId: null,
+        kind: 'mention',
+        text,
+      });
     }
   }
   return pages;
@@ -309,7 +352,10 @@ export function generateWorld(seed: number, spec: Partial<WorldSpec> = {}): Worl
   const full: WorldSpec = {
     ...DEFAULT_WORLD_SPEC,
     ...spec,
-    fillerSentencesPerPage: [...(spec.fillerSentencesPerPage ?? DEFAULT_WORLD_SPEC.fillerSentencesPerPage)] as [number, number],
+    fillerSentencesPerPage: [...(spec.fillerSentencesPerPage ?? DEFAULT_WORLD_SPEC.fillerSentencesPerPage)] as [
+      number,
+      number,
+    ],
     pageTokens: [...(spec.pageTokens ?? DEFAULT_WORLD_SPEC.pageTokens)] as [number, number],
   };
   checkSpec(full);

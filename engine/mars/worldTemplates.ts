@@ -233,17 +233,49 @@ export const DIRECT_QUESTIONS: ReadonlyArray<{ relation: Relation; direction: Di
 ];
 
 /** Trivia-style rewordings (TriviaQA-like) of the direct questions; `{x}` is always a name. */
-export const PARAPHRASE_QUESTIONS: ReadonlyArray<{ relation: Relation; direction: Direction; texts: readonly string[] }> = [
-  { relation: 'bornIn', direction: 'forward', texts: ['in which city was {x} born ?', 'which city is the birthplace of {x} ?', '{x} was born in what city ?'] },
-  { relation: 'bornYear', direction: 'forward', texts: ['in what year was {x} born ?', '{x} was born in which year ?'] },
-  { relation: 'locatedIn', direction: 'forward', texts: ['{x} is a city in which country ?', 'which country is {x} located in ?'] },
-  { relation: 'capitalOf', direction: 'inverse', texts: ['which city is the capital of {x} ?', '{x} has which city as its capital ?'] },
-  { relation: 'foundedIn', direction: 'forward', texts: ['in what year was {x} established ?', '{x} was founded in which year ?'] },
-  { relation: 'headquarteredIn', direction: 'forward', texts: ['in which city does {x} have its headquarters ?', 'the headquarters of {x} are in which city ?'] },
+export const PARAPHRASE_QUESTIONS: ReadonlyArray<{
+  relation: Relation;
+  direction: Direction;
+  texts: readonly string[];
+}> = [
+  {
+    relation: 'bornIn',
+    direction: 'forward',
+    texts: ['in which city was {x} born ?', 'which city is the birthplace of {x} ?', '{x} was born in what city ?'],
+  },
+  {
+    relation: 'bornYear',
+    direction: 'forward',
+    texts: ['in what year was {x} born ?', '{x} was born in which year ?'],
+  },
+  {
+    relation: 'locatedIn',
+    direction: 'forward',
+    texts: ['{x} is a city in which country ?', 'which country is {x} located in ?'],
+  },
+  {
+    relation: 'capitalOf',
+    direction: 'inverse',
+    texts: ['which city is the capital of {x} ?', '{x} has which city as its capital ?'],
+  },
+  {
+    relation: 'foundedIn',
+    direction: 'forward',
+    texts: ['in what year was {x} established ?', '{x} was founded in which year ?'],
+  },
+  {
+    relation: 'headquarteredIn',
+    direction: 'forward',
+    texts: ['in which city does {x} have its headquarters ?', 'the headquarters of {x} are in which city ?'],
+  },
   { relation: 'leaderOf', direction: 'inverse', texts: ['who is the leader of {x} ?', '{x} is led by whom ?'] },
   { relation: 'leaderOf', direction: 'forward', texts: ['{x} is the leader of which organisation ?'] },
   { relation: 'authorOf', direction: 'inverse', texts: ['who is the author of {x} ?', '{x} was written by whom ?'] },
-  { relation: 'publishedIn', direction: 'forward', texts: ['in what year did {x} first appear ?', '{x} was published in which year ?'] },
+  {
+    relation: 'publishedIn',
+    direction: 'forward',
+    texts: ['in what year did {x} first appear ?', '{x} was published in which year ?'],
+  },
 ];
 
 /** Phrases that name an entity by a step from another (`{x}`), for bridge and three-hop questions. Only steps whose
@@ -308,7 +340,11 @@ export function templateWords(): string[] {
   for (const list of Object.values(TYPED_FILLERS)) texts.push(...list);
   texts.push(...GENERIC_FILLERS, ...MENTION_TEMPLATES_ONE, ...MENTION_TEMPLATES_TWO, ...MENTION_TITLES);
   texts.push(...DIRECT_QUESTIONS.map((q) => q.text), ...PARAPHRASE_QUESTIONS.flatMap((q) => q.texts));
-  texts.push(...DESCRIPTORS.map((d) => d.text), ...LOOKUP_QUESTIONS.map((q) => q.text), ...COMPARISON_QUESTIONS.map((q) => q.text));
+  texts.push(
+    ...DESCRIPTORS.map((d) => d.text),
+    ...LOOKUP_QUESTIONS.map((q) => q.text),
+    ...COMPARISON_QUESTIONS.map((q) => q.text),
+  );
   texts.push(...Object.values(ANSWER_ALIAS_PREFIX));
   const words = new Set<string>();
   for (const text of texts) for (const w of text.split(' ')) if (!/^\{[a-z]\}$/.test(w)) words.add(w);

@@ -143,18 +143,32 @@ export interface RatioReport {
 }
 
 function distinctRatio(nodes: readonly DiversityNode[], keyOf: (n: DiversityNode) => string): RatioReport {
-  const byProblem = [...groupBy(nodes.filter((n) => n.program !== null), (n) => n.problemId).values()];
+  const byProblem = [
+    ...groupBy(
+      nodes.filter((n) => n.program !== null),
+      (n) => n.problemId,
+    ).values(),
+  ];
   const ratio = (xs: readonly DiversityNode[]) => new Set(xs.map(keyOf)).size / xs.length;
   const perAgent: Record<string, number | null> = {};
   for (const a of agentsOf(nodes)) {
-    const rs = byProblem.map((g) => g.filter((n) => n.agentId === a)).filter((g) => g.length > 0).map(ratio);
+    const rs = byProblem
+      .map((g) => g.filter((n) => n.agentId === a))
+      .filter((g) => g.length > 0)
+      .map(ratio);
     perAgent[a] = meanOrNull(
       rs.reduce((s, x) => s + x, 0),
       rs.length,
     );
   }
   const rs = byProblem.map(ratio);
-  return { perAgent, all: meanOrNull(rs.reduce((s, x) => s + x, 0), rs.length) };
+  return {
+    perAgent,
+    all: meanOrNull(
+      rs.reduce((s, x) => s + x, 0),
+      rs.length,
+    ),
+  };
 }
 
 /** §3.11 distinct-program ratio per tree: distinct canonical programs / programs, averaged over problems. */
@@ -188,14 +202,20 @@ export interface CorrectSolutionsReport {
 }
 
 /** Distinct correct solutions per problem (correct = privateScore = 1), averaged over every problem in `nodes`. */
-export function distinctCorrectSolutions(nodes: readonly DiversityNode[], opts: DiversityOptions = {}): CorrectSolutionsReport {
+export function distinctCorrectSolutions(
+  nodes: readonly DiversityNode[],
+  opts: DiversityOptions = {},
+): CorrectSolutionsReport {
   const canon = opts.canonical ?? collapseWhitespace;
   const problems = [...groupBy(nodes, (n) => n.problemId).values()];
   const count = (xs: readonly DiversityNode[]) =>
     new Set(xs.filter((n) => n.program !== null && n.privateScore === 1).map((n) => canon(n.program!))).size;
   const perAgent: Record<string, number> = {};
   for (const a of agentsOf(nodes)) {
-    perAgent[a] = problems.length === 0 ? 0 : problems.reduce((s, g) => s + count(g.filter((n) => n.agentId === a)), 0) / problems.length;
+    perAgent[a] =
+      problems.length === 0
+        ? 0
+        : problems.reduce((s, g) => s + count(g.filter((n) => n.agentId === a)), 0) / problems.length;
   }
   const all = problems.length === 0 ? 0 : problems.reduce((s, g) => s + count(g), 0) / problems.length;
   return { perAgent, all };
@@ -283,7 +303,9 @@ export function tokenEntropyFromLogProbs(sequences: readonly (readonly number[] 
   for (const seq of sequences) {
     for (let i = 0; i < seq.length; i++) {
       const lp = seq[i]!;
-      if (!(lp <= 0) || !Number.isFinite(lp)) throw new Error(`tokenEntropyFromLogProbs: log-prob ${lp} is not a finite number ≤ 0.`);
+      if (!(lp <= 0) || !Number.isFinite(lp)) {
+        throw new Error(`tokenEntropyFromLogProbs: log-prob ${lp} is not a finite number ≤ 0.`);
+      }
       s -= lp;
       n++;
     }
@@ -311,7 +333,10 @@ export interface DiversityReport {
 /** All program-level measures at once (token entropy needs log-probs, so it is computed separately). */
 export function diversityReport(
   nodes: readonly DiversityNode[],
-  opts: DiversityOptions & { outputsOf?: (program: string, node: DiversityNode) => string; agents?: readonly string[] } = {},
+  opts: DiversityOptions & {
+    outputsOf?: (program: string, node: DiversityNode) => string;
+    agents?: readonly string[];
+  } = {},
 ): DiversityReport {
   return {
     editDistance: pairwiseEditDistance(nodes, opts),

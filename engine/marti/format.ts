@@ -39,5 +39,10 @@ export function martiFormat(): MartiFormat {
   if (cached) return cached;
   const specials = Object.values(MARTI_SPECIALS) as string[];
   const words = [...new Set([...martiVocabulary(), ...ROLE_WORDS])].filter((w) => !specials.includes(w));
-  return (cached = new MartiFormat(tokenizerFromJSON({ type: 'word', lowercase: false, specials: { ...MARTI_SPECIALS }, tokens: [...specials, ...words] }, 'MARTI tokenizer')));
+  return (cached = new MartiFormat(
+    tokenizerFromJSON(
+      { type: 'word', lowercase: false, specials: { ...MARTI_SPECIALS }, tokens: [...specials, ...words] },
+      'MARTI tokenizer',
+    ),
+  ));
 }

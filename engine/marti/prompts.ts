@@ -26,7 +26,11 @@ function problemTokens(task: MartiTask): string[] {
   const out = ['problem', ':', ...textTokens(task.statement), '.', 'examples', ':'];
   task.publicTests.forEach((t, i) => {
     if (i > 0) out.push(';');
-    out.push(...valueTokens(t.input, { knownWord: knownTextWord }), 'gives', ...valueTokens(t.expected, { knownWord: knownTextWord }));
+    out.push(
+      ...valueTokens(t.input, { knownWord: knownTextWord }),
+      'gives',
+      ...valueTokens(t.expected, { knownWord: knownTextWord }),
+    );
   });
   out.push('.');
   return out;
@@ -43,7 +47,12 @@ export function rootPrompt(task: MartiTask, opts: PromptOptions = {}): string {
 }
 
 /** Prompt of a refining child: the problem, the parent's program (null when it had none) and its feedback. */
-export function refinePrompt(task: MartiTask, parentProgram: string | null, feedback: string, opts: PromptOptions = {}): string {
+export function refinePrompt(
+  task: MartiTask,
+  parentProgram: string | null,
+  feedback: string,
+  opts: PromptOptions = {},
+): string {
   return joinTokens([
     ...textTokens(opts.rolePrompt ?? ''),
     ...problemTokens(task),

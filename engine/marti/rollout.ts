@@ -8,7 +8,16 @@ import { generateWith, type PolicyModel } from '../endpoints/endpointPolicy';
 import type { Rng } from '../random/prng';
 import type { MartiFormat } from './format';
 import { extractProgram, refinePrompt, rootPrompt } from './prompts';
-import { addNode, forceExpansion, isComplete, newTree, selectExpansions, type Expansion, type SearchConfig, type SearchTree } from './search/abmcts';
+import {
+  addNode,
+  forceExpansion,
+  isComplete,
+  newTree,
+  selectExpansions,
+  type Expansion,
+  type SearchConfig,
+  type SearchTree,
+} from './search/abmcts';
 import type { MartiTask } from './tasks/generator';
 import { evaluateProgram, feedbackText, type FeedbackMode, type RewardMode } from './tasks/scoring';
 
@@ -96,7 +105,9 @@ export async function growTrees(fmt: MartiFormat, o: GrowOptions): Promise<GrowR
     timing.selectionMs += t1 - t0;
     if (exps.length === 0) break;
     timing.rounds++;
-    const prompts = exps.map((e) => promptFor(treeOf.get(e.treeId)!, taskOf.get(e.treeId)!, e, agentOf.get(e.agentId)!));
+    const prompts = exps.map((e) =>
+      promptFor(treeOf.get(e.treeId)!, taskOf.get(e.treeId)!, e, agentOf.get(e.agentId)!),
+    );
     const promptTokens = prompts.map((p) => fmt.prompt(p));
     const outs: { tokens: number[]; logProbs: number[]; finish: string }[] = new Array(exps.length);
     // One call per parameter set per round, in a fixed order, so the token stream is consumed deterministically.
@@ -104,13 +115,17 @@ export async function growTrees(fmt: MartiFormat, o: GrowOptions): Promise<GrowR
       const idx = exps.map((e, i) => (agentOf.get(e.agentId)!.paramId === pid ? i : -1)).filter((i) => i >= 0);
       if (!idx.length) continue;
       const g0 = performance.now();
-      const gens = await generateWith(o.models.get(pid)!, idx.map((i) => promptTokens[i]!), {
-        maxNewTokens: o.maxNewTokens,
-        temperature: o.temperature,
-        topP: o.topP,
-        stopTokens: [fmt.eos],
-        rng: o.tokenRng,
-      });
+      const gens = await generateWith(
+        o.models.get(pid)!,
+        idx.map((i) => promptTokens[i]!),
+        {
+          maxNewTokens: o.maxNewTokens,
+          temperature: o.temperature,
+          topP: o.topP,
+          stopTokens: [fmt.eos],
+          rng: o.tokenRng,
+        },
+      );
       timing.generationMs += performance.now() - g0;
       timing.generateCalls++;
       idx.forEach((i, k) => (outs[i] = gens[k]!));

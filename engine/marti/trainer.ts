@@ -22,7 +22,13 @@ import { Rng } from '../random/prng';
 import type { Adam } from '../rl/adam';
 import { policyUpdate, type PolicyUpdateStats } from '../rl/policyUpdate';
 import type { Sample } from '../rl/sample';
-import { configuredAdam, configuredInitialModel, configuredUpdate, restoreStreams, saveStreams } from '../training/configuredTraining';
+import {
+  configuredAdam,
+  configuredInitialModel,
+  configuredUpdate,
+  restoreStreams,
+  saveStreams,
+} from '../training/configuredTraining';
 import type { Algorithm, EvalResult, StepHooks, StepOutput, Trainer, TrainerSnapshot } from '../training/trainer';
 import type { MartiTreeRecord } from '../records/marti';
 import { RECORD_VERSION } from '../records/version';
@@ -36,7 +42,13 @@ import { growTrees, type AgentSpec, type GrowTiming, type MartiTree } from './ro
 import { agentShares, makeSearchConfig, nonRootNodes, type SearchConfig } from './search/abmcts';
 import { chooseFinal, treeMetrics } from './search/metrics';
 import { summarizePosterior } from './search/posterior';
-import { DEFAULT_TASK_SPEC, TaskPoolExhaustedError, generateTasks, type MartiTask, type TaskSpec } from './tasks/generator';
+import {
+  DEFAULT_TASK_SPEC,
+  TaskPoolExhaustedError,
+  generateTasks,
+  type MartiTask,
+  type TaskSpec,
+} from './tasks/generator';
 import { pretrainCorpus } from './tasks/corpus';
 import { treeAdvantages, type TreeAdvantageOptions } from './treeAdvantage';
 
@@ -44,7 +56,14 @@ const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 
 
 export function taskSpec(cfg: MartiConfig): TaskSpec {
   const t = cfg.task;
-  return { ...DEFAULT_TASK_SPEC, minOps: t.minOps, maxOps: t.maxOps, publicTests: t.publicTests, privateTests: t.privateTests, vagueShare: t.vagueShare };
+  return {
+    ...DEFAULT_TASK_SPEC,
+    minOps: t.minOps,
+    maxOps: t.maxOps,
+    publicTests: t.publicTests,
+    privateTests: t.privateTests,
+    vagueShare: t.vagueShare,
+  };
 }
 
 const taskCache = new Map<string, MartiTask[]>();
@@ -64,13 +83,22 @@ function tasksOf(cfg: MartiConfig, split: 'train' | 'heldout', n: number): Marti
   return ts;
 }
 /** The held-out problems: generated, or the first eval.items of a user's task file (task.file). */
-export const heldoutTasks = (cfg: MartiConfig) => (cfg.task.file ? loadMartiTaskFile(cfg.task.file).tasks.slice(0, cfg.eval.items) : tasksOf(cfg, 'heldout', cfg.eval.items));
+export const heldoutTasks = (cfg: MartiConfig) =>
+  cfg.task.file
+    ? loadMartiTaskFile(cfg.task.file).tasks.slice(0, cfg.eval.items)
+    : tasksOf(cfg, 'heldout', cfg.eval.items);
 
 /** The team (§3.1): agents with the parameter set each writes to. */
 export function teamOf(cfg: MartiConfig): AgentSpec[] {
   const m = cfg.marti;
-  if (m.configuration === 'single') return [{ id: m.agents[0]!.id, paramId: 'policy', rolePrompt: m.agents[0]!.rolePrompt }];
-  return m.agents.map((a) => ({ id: a.id, paramId: m.configuration === 'homogeneous' ? 'shared' : a.id, rolePrompt: a.rolePrompt }));
+  if (m.configuration === 'single') {
+    return [{ id: m.agents[0]!.id, paramId: 'policy', rolePrompt: m.agents[0]!.rolePrompt }];
+  }
+  return m.agents.map((a) => ({
+    id: a.id,
+    paramId: m.configuration === 'homogeneous' ? 'shared' : a.id,
+    rolePrompt: a.rolePrompt,
+  }));
 }
 
 export function paramIdsOf(cfg: MartiConfig): string[] {
@@ -90,9 +118,20 @@ function searchConfig(cfg: MartiConfig, nodes: number, agents: readonly AgentSpe
 
 /** The initial weights of parameter set `index` (deterministic: the KL reference is rebuilt from it on resume). */
 async function initialParamModel(cfg: MartiConfig, index: number, paramId: string, root: Rng): Promise<LlamaModel> {
-  const agent = cfg.marti.configuration === 'heterogeneous' ? cfg.marti.agents.find((a) => a.id === paramId) : undefined;
-  const model = { ...cfg.model, ...(agent?.size ? { size: agent.size } : {}), ...(agent?.from ? { from: agent.from } : {}) };
-  return configuredInitialModel({ ...cfg, model }, martiFormat().tokenizer.vocabSize, {}, root.split(index === 0 ? 'init' : `init-${paramId}`), 'the MARTI vocabulary');
+  const agent =
+    cfg.marti.configuration === 'heterogeneous' ? cfg.marti.agents.find((a) => a.id === paramId) : undefined;
+  const model = {
+    ...cfg.model,
+    ...(agent?.size ? { size: agent.size } : {}),
+    ...(agent?.from ? { from: agent.from } : {}),
+  };
+  return configuredInitialModel(
+    { ...cfg, model },
+    martiFormat().tokenizer.vocabSize,
+    {},
+    root.split(index === 0 ? 'init' : `init-${paramId}`),
+    'the MARTI vocabulary',
+  );
 }
 
 interface ParamSet {
@@ -127,7 +166,11 @@ export function treeRecord(
   tree: MartiTree,
   task: MartiTask,
   team: readonly AgentSpec[],
-  extra: { advantages?: Map<number, { advantage: number; shapedReward: number }>; trained?: (nodeId: number) => boolean | 'buffered'; mode?: string } = {},
+  extra: {
+    advantages?: Map<number, { advantage: number; shapedReward: number }>;
+    trained?: (nodeId: number) => boolean | 'buffered';
+    mode?: string;
+  } = {},
 ): MartiTreeRecord {
   const paramOf = new Map(team.map((a) => [a.id, a.paramId]));
   const m = treeMetrics(tree);
@@ -151,7 +194,7 @@ export function treeRecord(
         parentId: n.parentId,
         depth: n.depth,
         agent: n.agentId,
-        paramId: n.agentId === null ? null : paramOf.get(n.agentId) ?? null,
+        paramId: n.agentId === null ? null : (paramOf.get(n.agentId) ?? null),
         prompt: p?.prompt ?? null,
         completion: p?.completion ?? null,
         program: n.program,
@@ -197,14 +240,19 @@ class MartiTrainer implements Trainer {
     const fmt = martiFormat();
     const team = teamOf(cfg);
     const m = cfg.marti;
-    const picked = Array.from({ length: m.problemsPerStep }, () => this.pool[this.streams.problems.int(this.pool.length)]!);
+    const picked = Array.from(
+      { length: m.problemsPerStep },
+      () => this.pool[this.streams.problems.int(this.pool.length)]!,
+    );
     // Live view: after each round, every tree as it stands (the nodes expanded so far, in expansion order), in the
     // final record's form without advantages; `budget` says how many nodes it will have.
     let liveMs = 0;
     const onRound = hooks.live
       ? (trees: readonly MartiTree[]) => {
           const l0 = performance.now();
-          hooks.live!(trees.map((t, i) => ({ ...treeRecord(t, picked[i]!, team), live: true, budget: m.nodesPerTree })));
+          hooks.live!(
+            trees.map((t, i) => ({ ...treeRecord(t, picked[i]!, team), live: true, budget: m.nodesPerTree })),
+          );
           liveMs += performance.now() - l0;
         }
       : undefined;
@@ -233,7 +281,12 @@ class MartiTrainer implements Trainer {
       treeShaping: m.treeShaping,
       dynamicFiltering: m.dynamicFiltering,
       overlongPenalty: m.overlongPenalty
-        ? { maxLen: cfg.task.maxProgramTokens, buffer: m.overlongPenalty.buffer, factor: m.overlongPenalty.factor, lengthOf: (n) => (n.payload as { outputTokens: number[] }).outputTokens.length }
+        ? {
+            maxLen: cfg.task.maxProgramTokens,
+            buffer: m.overlongPenalty.buffer,
+            factor: m.overlongPenalty.factor,
+            lengthOf: (n) => (n.payload as { outputTokens: number[] }).outputTokens.length,
+          }
         : null,
     };
     const paramOf = new Map(team.map((a) => [a.id, a.paramId]));
@@ -245,7 +298,9 @@ class MartiTrainer implements Trainer {
     let routed = 0;
     trees.forEach((tree) => {
       const ta = treeAdvantages(tree, advOpts);
-      advByTree.push(new Map(ta.nodes.map((n) => [n.nodeId, { advantage: n.advantage, shapedReward: n.shapedReward }])));
+      advByTree.push(
+        new Map(ta.nodes.map((n) => [n.nodeId, { advantage: n.advantage, shapedReward: n.shapedReward }])),
+      );
       const mine = new Set<number>();
       routedNodes.push(mine);
       if (ta.dropped) {
@@ -300,7 +355,11 @@ class MartiTrainer implements Trainer {
       meanDepth: mean(nodes.map((n) => n.depth)),
       maxDepth: Math.max(0, ...nodes.map((n) => n.depth)),
       refineShare: mean(nodes.map((n) => (n.depth > 1 ? 1 : 0))),
-      refineGain: mean(nodes.filter((n) => n.depth > 1).map((n) => n.publicScore - trees.find((t) => t.nodes.includes(n))!.nodes[n.parentId!]!.publicScore)),
+      refineGain: mean(
+        nodes
+          .filter((n) => n.depth > 1)
+          .map((n) => n.publicScore - trees.find((t) => t.nodes.includes(n))!.nodes[n.parentId!]!.publicScore),
+      ),
       programTokens: mean(nodes.map((n) => n.payload!.outputTokens.length)),
       zeroAdvantageShare: routed ? zeroAdv / routed : 1,
       droppedTrees: dropped,
@@ -324,12 +383,21 @@ class MartiTrainer implements Trainer {
       const key = this.sets.length > 1 ? `.${set.id}` : '';
       metrics[`agentStep${key}`] = set.updates;
       metrics[`buffered${key}`] = set.buffer.length;
-      if (st) Object.assign(metrics, { [`loss${key}`]: st.total, [`clipFraction${key}`]: st.clipFraction, [`gradNorm${key}`]: st.gradNorm, [`lr${key}`]: st.lr, [`optimizerSteps${key}`]: st.optimizerSteps });
+      if (st) {
+        Object.assign(metrics, {
+          [`loss${key}`]: st.total,
+          [`clipFraction${key}`]: st.clipFraction,
+          [`gradNorm${key}`]: st.gradNorm,
+          [`lr${key}`]: st.lr,
+          [`optimizerSteps${key}`]: st.optimizerSteps,
+        });
+      }
     }
     const trajectories = trees.map((t, i) =>
       treeRecord(t, picked[i]!, team, {
         advantages: advByTree[i],
-        trained: (id) => (routedNodes[i]!.has(id) ? (updatedNow.has(paramOf.get(t.nodes[id]!.agentId!)!) ? true : 'buffered') : false),
+        trained: (id) =>
+          routedNodes[i]!.has(id) ? (updatedNow.has(paramOf.get(t.nodes[id]!.agentId!)!) ? true : 'buffered') : false,
       }),
     );
     const tokens = nodes.reduce((s, n) => s + n.payload!.promptTokens.length + n.payload!.outputTokens.length, 0);
@@ -338,12 +406,16 @@ class MartiTrainer implements Trainer {
 
   evaluate(): Promise<EvalResult> {
     const tp = this.cfg.marti.tplus;
-    return evaluateMarti(this.cfg, this.models, { tplus: tp.enabled && (tp.when === 'everyEval' || this.step >= this.cfg.budget.steps) });
+    return evaluateMarti(this.cfg, this.models, {
+      tplus: tp.enabled && (tp.when === 'everyEval' || this.step >= this.cfg.budget.steps),
+    });
   }
 
   async snapshot(): Promise<TrainerSnapshot> {
     const fmt = martiFormat();
-    const files: Record<string, string | Uint8Array> = { [TOKENIZER_FILE]: JSON.stringify(fmt.tokenizer.toJSON()) + '\n' };
+    const files: Record<string, string | Uint8Array> = {
+      [TOKENIZER_FILE]: JSON.stringify(fmt.tokenizer.toJSON()) + '\n',
+    };
     for (const set of this.sets.slice(1)) {
       files[agentFile(set.id)] = await encodeModelWeights(set.model);
       files[agentConfigFile(set.id)] = JSON.stringify(toHfConfigJson(set.model.config), null, 2) + '\n';
@@ -375,13 +447,21 @@ class MartiTrainer implements Trainer {
 
 /** Program outputs on the task's private inputs: the behavioural signature of §3.11. */
 function signature(program: string, task: MartiTask): string {
-  return task.privateTests.map((t) => {
-    const r = run(program, t.input);
-    return r.ok ? valueKey(r.value) : `E:${r.error.kind}`;
-  }).join('|');
+  return task.privateTests
+    .map((t) => {
+      const r = run(program, t.input);
+      return r.ok ? valueKey(r.value) : `E:${r.error.kind}`;
+    })
+    .join('|');
 }
 
-function diversityMetrics(prefix: string, trees: readonly MartiTree[], tasks: readonly MartiTask[], agents: readonly string[], out: Record<string, number>): void {
+function diversityMetrics(
+  prefix: string,
+  trees: readonly MartiTree[],
+  tasks: readonly MartiTask[],
+  agents: readonly string[],
+  out: Record<string, number>,
+): void {
   const taskOf = new Map(trees.map((t, i) => [t.treeId, tasks[i]!]));
   const nodes: DiversityNode[] = trees.flatMap((t) => diversityNodesOf(t));
   const rep = diversityReport(nodes, { outputsOf: (p, n) => signature(p, taskOf.get(n.problemId)!), agents });
@@ -405,7 +485,10 @@ function diversityMetrics(prefix: string, trees: readonly MartiTree[], tasks: re
       put(`behaviour.${a}`, rep.behaviour?.perAgent[a]);
       put(`distinctCorrect.${a}`, rep.distinctCorrect.perAgent[a]);
       put(`uniqueSolves.${a}`, rep.uniqueSolves.perAgent[a]);
-      put(`tokenEntropy.${a}`, tokenEntropyFromLogProbs(all.filter((n) => n.agentId === a).map((n) => n.payload!.logProbs)));
+      put(
+        `tokenEntropy.${a}`,
+        tokenEntropyFromLogProbs(all.filter((n) => n.agentId === a).map((n) => n.payload!.logProbs)),
+      );
     }
   }
 }
@@ -425,23 +508,44 @@ export interface MartiEvalDetail {
  *   tplus.pass1 / tplus.bestOfTree      T+: tplus.nodes nodes, rich feedback, depth weighting, final pick by public tests
  *   div.* (and tplus.div.*)             §3.11 diversity of the search trees, overall and per agent
  */
-export async function evaluateMartiDetailed(cfg: MartiConfig, models: ReadonlyMap<string, PolicyModel>, opts: { tplus?: boolean } = {}): Promise<MartiEvalDetail> {
+export async function evaluateMartiDetailed(
+  cfg: MartiConfig,
+  models: ReadonlyMap<string, PolicyModel>,
+  opts: { tplus?: boolean } = {},
+): Promise<MartiEvalDetail> {
   const fmt = martiFormat();
   for (const [id, model] of models) {
     if (model.config.vocab_size !== fmt.tokenizer.vocabSize) {
-      throw new UserError(`parameter set ${id}: this checkpoint's vocab_size is ${model.config.vocab_size}, but MARTI needs ${fmt.tokenizer.vocabSize}: evaluate MARTI checkpoints`);
+      throw new UserError(
+        `parameter set ${id}: this checkpoint's vocab_size is ${model.config.vocab_size}, but MARTI needs ${fmt.tokenizer.vocabSize}: evaluate MARTI checkpoints`,
+      );
     }
   }
   const tasks = heldoutTasks(cfg);
   const team = teamOf(cfg);
   const ids = team.map((a) => a.id);
   const root = new Rng(cfg.task.taskSeed).split('marti-eval');
-  const base = { tasks, agents: team, models, rewardMode: cfg.task.rewardMode, maxNewTokens: cfg.task.maxProgramTokens, topP: cfg.sampler.topP };
+  const base = {
+    tasks,
+    agents: team,
+    models,
+    rewardMode: cfg.task.rewardMode,
+    maxNewTokens: cfg.task.maxProgramTokens,
+    topP: cfg.sampler.topP,
+  };
   const treeIds = (mode: string) => tasks.map((t) => `${mode}-${t.id}`);
   const metrics: Record<string, number> = {};
   const timing: GrowTiming[] = [];
 
-  const one = await growTrees(fmt, { ...base, treeIds: treeIds('pass1'), search: searchConfig(cfg, 1, team), feedback: cfg.task.feedback, temperature: cfg.eval.temperature, searchRng: root.split('pass1-search'), tokenRng: root.split('pass1-tokens') });
+  const one = await growTrees(fmt, {
+    ...base,
+    treeIds: treeIds('pass1'),
+    search: searchConfig(cfg, 1, team),
+    feedback: cfg.task.feedback,
+    temperature: cfg.eval.temperature,
+    searchRng: root.split('pass1-search'),
+    tokenRng: root.split('pass1-tokens'),
+  });
   timing.push(one.timing);
   metrics.pass1 = mean(one.trees.map((t) => treeMetrics(t).pass1));
   metrics.validPrograms = mean(one.trees.flatMap((t) => nonRootNodes(t).map((n) => (n.program === null ? 0 : 1))));
@@ -449,20 +553,46 @@ export async function evaluateMartiDetailed(cfg: MartiConfig, models: ReadonlyMa
   // Sampled and greedy pass@1 need not move together under RL (in docs/results/marti.md sampled pass@1 doubles while
   // greedy stays flat), so a sampled evaluation also reports the greedy figure.
   if (cfg.eval.temperature > 0) {
-    const greedy = await growTrees(fmt, { ...base, treeIds: treeIds('pass1'), search: searchConfig(cfg, 1, team), feedback: cfg.task.feedback, temperature: 0, searchRng: root.split('pass1-search'), tokenRng: root.split('pass1-tokens') });
+    const greedy = await growTrees(fmt, {
+      ...base,
+      treeIds: treeIds('pass1'),
+      search: searchConfig(cfg, 1, team),
+      feedback: cfg.task.feedback,
+      temperature: 0,
+      searchRng: root.split('pass1-search'),
+      tokenRng: root.split('pass1-tokens'),
+    });
     timing.push(greedy.timing);
     metrics.pass1Greedy = mean(greedy.trees.map((t) => treeMetrics(t).pass1));
   } else metrics.pass1Greedy = metrics.pass1;
   if (team.length > 1) {
     for (const a of team) {
-      const solo = await growTrees(fmt, { ...base, agents: [a], treeIds: treeIds(`pass1-${a.id}`), search: searchConfig(cfg, 1, [a]), feedback: cfg.task.feedback, temperature: cfg.eval.temperature, searchRng: root.split(`pass1-search-${a.id}`), tokenRng: root.split(`pass1-tokens-${a.id}`) });
+      const solo = await growTrees(fmt, {
+        ...base,
+        agents: [a],
+        treeIds: treeIds(`pass1-${a.id}`),
+        search: searchConfig(cfg, 1, [a]),
+        feedback: cfg.task.feedback,
+        temperature: cfg.eval.temperature,
+        searchRng: root.split(`pass1-search-${a.id}`),
+        tokenRng: root.split(`pass1-tokens-${a.id}`),
+      });
       timing.push(solo.timing);
       metrics[`pass1.${a.id}`] = mean(solo.trees.map((t) => treeMetrics(t).pass1));
     }
   }
 
   const independent = cfg.marti.configuration === 'single' && cfg.marti.singleSearch === 'none';
-  const search = await growTrees(fmt, { ...base, treeIds: treeIds('tree'), search: searchConfig(cfg, cfg.marti.evalNodes, team), independent, feedback: cfg.task.feedback, temperature: cfg.marti.evalSearchTemperature, searchRng: root.split('tree-search'), tokenRng: root.split('tree-tokens') });
+  const search = await growTrees(fmt, {
+    ...base,
+    treeIds: treeIds('tree'),
+    search: searchConfig(cfg, cfg.marti.evalNodes, team),
+    independent,
+    feedback: cfg.task.feedback,
+    temperature: cfg.marti.evalSearchTemperature,
+    searchRng: root.split('tree-search'),
+    tokenRng: root.split('tree-tokens'),
+  });
   timing.push(search.timing);
   const sm = search.trees.map((t) => treeMetrics(t));
   metrics.pass1MCTS = mean(sm.map((x) => x.pass1));
@@ -474,7 +604,15 @@ export async function evaluateMartiDetailed(cfg: MartiConfig, models: ReadonlyMa
   let tplusTrees: MartiTree[] = [];
   const tp = cfg.marti.tplus;
   if (opts.tplus ?? tp.enabled) {
-    const plus = await growTrees(fmt, { ...base, treeIds: treeIds('tplus'), search: searchConfig(cfg, tp.nodes, team, true), feedback: tp.feedback, temperature: cfg.marti.evalSearchTemperature, searchRng: root.split('tplus-search'), tokenRng: root.split('tplus-tokens') });
+    const plus = await growTrees(fmt, {
+      ...base,
+      treeIds: treeIds('tplus'),
+      search: searchConfig(cfg, tp.nodes, team, true),
+      feedback: tp.feedback,
+      temperature: cfg.marti.evalSearchTemperature,
+      searchRng: root.split('tplus-search'),
+      tokenRng: root.split('tplus-tokens'),
+    });
     timing.push(plus.timing);
     tplusTrees = plus.trees;
     // §3.10: the final answer is the node with the best public score (newest on ties); report its private score
@@ -486,12 +624,27 @@ export async function evaluateMartiDetailed(cfg: MartiConfig, models: ReadonlyMa
   const items = tasks.map((task, i) => {
     const n = nonRootNodes(one.trees[i]!)[0]!;
     const record = treeRecord(search.trees[i]!, task, team, { mode: 'eval' });
-    return { id: task.id, correct: n.privateScore === 1, score: n.privateScore ?? 0, output: n.program ?? n.payload!.completion, target: task.target, record };
+    return {
+      id: task.id,
+      correct: n.privateScore === 1,
+      score: n.privateScore ?? 0,
+      output: n.program ?? n.payload!.completion,
+      target: task.target,
+      record,
+    };
   });
-  return { result: { identity: martiEvalIdentity(cfg), metrics, items }, trees: { pass1: one.trees, search: search.trees, tplus: tplusTrees }, timing };
+  return {
+    result: { identity: martiEvalIdentity(cfg), metrics, items },
+    trees: { pass1: one.trees, search: search.trees, tplus: tplusTrees },
+    timing,
+  };
 }
 
-export async function evaluateMarti(cfg: MartiConfig, models: ReadonlyMap<string, PolicyModel>, opts: { tplus?: boolean } = {}): Promise<EvalResult> {
+export async function evaluateMarti(
+  cfg: MartiConfig,
+  models: ReadonlyMap<string, PolicyModel>,
+  opts: { tplus?: boolean } = {},
+): Promise<EvalResult> {
   return (await evaluateMartiDetailed(cfg, models, opts)).result;
 }
 
@@ -505,7 +658,17 @@ export function martiEvalIdentity(cfg: MartiConfig): EvalResult['identity'] {
     items: cfg.eval.items,
     temperature: cfg.eval.temperature,
     team: JSON.stringify(teamOf(cfg)),
-    search: JSON.stringify({ single: m.configuration === 'single' ? m.singleSearch : 'tree', evalNodes: m.evalNodes, t: m.evalSearchTemperature, posterior: m.posterior, agentSelect: m.agentSelect, feedback: cfg.task.feedback, rewardMode: cfg.task.rewardMode, maxProgramTokens: cfg.task.maxProgramTokens, topP: cfg.sampler.topP }),
+    search: JSON.stringify({
+      single: m.configuration === 'single' ? m.singleSearch : 'tree',
+      evalNodes: m.evalNodes,
+      t: m.evalSearchTemperature,
+      posterior: m.posterior,
+      agentSelect: m.agentSelect,
+      feedback: cfg.task.feedback,
+      rewardMode: cfg.task.rewardMode,
+      maxProgramTokens: cfg.task.maxProgramTokens,
+      topP: cfg.sampler.topP,
+    }),
     tplus: JSON.stringify(m.tplus),
     ...(cfg.task.file ? { taskFile: loadMartiTaskFile(cfg.task.file).sha } : {}),
   };
@@ -514,7 +677,9 @@ export function martiEvalIdentity(cfg: MartiConfig): EvalResult['identity'] {
 async function loadAgentModel(dir: string, id: string): Promise<LlamaModel> {
   const file = path.join(dir, agentFile(id));
   const cfgFile = path.join(dir, agentConfigFile(id));
-  if (!fs.existsSync(file) || !fs.existsSync(cfgFile)) throw new UserError(`${file} is missing: a checkpoint of a heterogeneous MARTI run carries every agent's weights`);
+  if (!fs.existsSync(file) || !fs.existsSync(cfgFile)) {
+    throw new UserError(`${file} is missing: a checkpoint of a heterogeneous MARTI run carries every agent's weights`);
+  }
   return loadModelWeights(file, parseLlamaConfig(JSON.parse(fs.readFileSync(cfgFile, 'utf8')), cfgFile));
 }
 
@@ -529,14 +694,28 @@ export async function createMartiTrainer(cfg: MartiConfig, from?: CheckpointCont
     if (!from) {
       for (const [i, id] of ids.entries()) {
         const model = await initialParamModel(cfg, i, id, root);
-        sets.push({ id, model, opt: configuredAdam(cfg, model), ref: kl ? cloneModel(model, false) : null, buffer: [], updates: 0 });
+        sets.push({
+          id,
+          model,
+          opt: configuredAdam(cfg, model),
+          ref: kl ? cloneModel(model, false) : null,
+          buffer: [],
+          updates: 0,
+        });
       }
       const streams = Object.fromEntries(STREAMS.map((s) => [s, root.split(s)])) as unknown as Streams;
       return new MartiTrainer(cfg, pool, sets, streams, 0);
     }
-    const state = from.trainerState as { step?: number; paramSets?: { id: string; updates: number; buffer: Sample[] }[] };
-    if (!Number.isInteger(state?.step)) throw new UserError('trainer_state.json: step is missing; the checkpoint cannot be resumed');
-    if (!from.optimizer) throw new UserError('optimizer.safetensors is missing; the checkpoint cannot be resumed exactly');
+    const state = from.trainerState as {
+      step?: number;
+      paramSets?: { id: string; updates: number; buffer: Sample[] }[];
+    };
+    if (!Number.isInteger(state?.step)) {
+      throw new UserError('trainer_state.json: step is missing; the checkpoint cannot be resumed');
+    }
+    if (!from.optimizer) {
+      throw new UserError('optimizer.safetensors is missing; the checkpoint cannot be resumed exactly');
+    }
     for (const [i, id] of ids.entries()) {
       const model = i === 0 ? from.model : await loadAgentModel(from.dir, id);
       const opt = configuredAdam(cfg, model);
@@ -545,7 +724,12 @@ export async function createMartiTrainer(cfg: MartiConfig, from?: CheckpointCont
         const file = path.join(from.dir, agentOptFile(id));
         if (!fs.existsSync(file)) throw new UserError(`${file} is missing; the checkpoint cannot be resumed exactly`);
         const decoded = await readSafetensorsFile(file);
-        opt.importState({ step: Number(decoded.metadata.step), tensors: Object.fromEntries(Object.entries(decoded.tensors).map(([k, t]) => [k, { shape: t.shape, data: t.data as Float32Array }])) });
+        opt.importState({
+          step: Number(decoded.metadata.step),
+          tensors: Object.fromEntries(
+            Object.entries(decoded.tensors).map(([k, t]) => [k, { shape: t.shape, data: t.data as Float32Array }]),
+          ),
+        });
       }
       // the KL reference is the set's initial weights, rebuilt exactly as a fresh run builds them
       const ref = kl ? await initialParamModel(cfg, i, id, root) : null;
@@ -599,7 +783,13 @@ export const marti: Algorithm<MartiConfig> = {
     const spec = { ...taskSpec(cfg), minOps: 1, rejectDegenerate: false };
     return Array.from({ length: size }, () => {
       const rolePrompt = team[rng.int(team.length)]!.rolePrompt;
-      const ex = pretrainCorpus(rng.nextUint32(), 1, { refineShare: cfg.marti.pretrainRefineShare, noisyParents: cfg.marti.pretrainNoisyParents, feedback: cfg.task.feedback, rolePrompt, spec })[0]!;
+      const ex = pretrainCorpus(rng.nextUint32(), 1, {
+        refineShare: cfg.marti.pretrainRefineShare,
+        noisyParents: cfg.marti.pretrainNoisyParents,
+        feedback: cfg.task.feedback,
+        rolePrompt,
+        spec,
+      })[0]!;
       const prompt = fmt.prompt(ex.prompt);
       const completion = fmt.completion(ex.completion);
       return { tokens: [...prompt, ...completion], lossMask: [...prompt.map(() => 0), ...completion.map(() => 1)] };

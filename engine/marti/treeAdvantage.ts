@@ -90,8 +90,9 @@ export function treeAdvantages(tree: SearchTree<unknown>, opts: TreeAdvantageOpt
       const parentTerm = parent.id !== 0 ? byId.get(parent.id)! : undefined; // only when the parent is not the root
       const sibTerm = sibs.length > 0 ? sibs.reduce((s, x) => s + x, 0) / sibs.length : undefined;
       let b: number;
-      if (parentTerm !== undefined && sibTerm !== undefined) b = (1 - shaping.lambda) * parentTerm + shaping.lambda * sibTerm;
-      else if (parentTerm !== undefined) b = parentTerm;
+      if (parentTerm !== undefined && sibTerm !== undefined) {
+        b = (1 - shaping.lambda) * parentTerm + shaping.lambda * sibTerm;
+      } else if (parentTerm !== undefined) b = parentTerm;
       else if (sibTerm !== undefined) b = sibTerm;
       else return pen[i]!; // no baseline term at all: unshaped
       return pen[i]! + shaping.gamma * (pen[i]! - b);

@@ -36,8 +36,12 @@ export function exactMatch(prediction: string, golds: readonly string[]): boolea
 }
 
 function tokenF1(prediction: string, gold: string): number {
-  const p = normalizeAnswer(prediction).split(' ').filter((w) => w !== '');
-  const g = normalizeAnswer(gold).split(' ').filter((w) => w !== '');
+  const p = normalizeAnswer(prediction)
+    .split(' ')
+    .filter((w) => w !== '');
+  const g = normalizeAnswer(gold)
+    .split(' ')
+    .filter((w) => w !== '');
   // As in SQuAD v2: an empty side scores 1 only against another empty side.
   if (p.length === 0 || g.length === 0) return p.length === g.length ? 1 : 0;
   const counts = new Map<string, number>();

@@ -14,7 +14,9 @@ export interface McNemarResult {
 
 function checkPaired(a: readonly unknown[], b: readonly unknown[], what: string): void {
   if (a.length !== b.length) {
-    throw new RangeError(`${what}: the two checkpoints were scored on ${a.length} and ${b.length} items; pairing needs the same items`);
+    throw new RangeError(
+      `${what}: the two checkpoints were scored on ${a.length} and ${b.length} items; pairing needs the same items`,
+    );
   }
 }
 
@@ -82,8 +84,12 @@ export function pairedBootstrap(a: readonly number[], b: readonly number[], opts
   if (n === 0) throw new RangeError('pairedBootstrap: no items to compare');
   const resamples = opts.resamples ?? 2000;
   const confidence = opts.confidence ?? 0.95;
-  if (!Number.isInteger(resamples) || resamples < 1) throw new RangeError(`pairedBootstrap: resamples must be an integer ≥ 1, got ${resamples}`);
-  if (!(confidence > 0 && confidence < 1)) throw new RangeError(`pairedBootstrap: confidence must be in (0, 1), got ${confidence}`);
+  if (!Number.isInteger(resamples) || resamples < 1) {
+    throw new RangeError(`pairedBootstrap: resamples must be an integer ≥ 1, got ${resamples}`);
+  }
+  if (!(confidence > 0 && confidence < 1)) {
+    throw new RangeError(`pairedBootstrap: confidence must be in (0, 1), got ${confidence}`);
+  }
   const d = a.map((x, i) => b[i]! - x);
   const meanDiff = d.reduce((s, x) => s + x, 0) / n;
   const means = new Array<number>(resamples);

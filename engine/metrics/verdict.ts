@@ -43,7 +43,9 @@ function checkAlpha(alpha: number): void {
 
 function checkFinite(xs: readonly number[], what: string): void {
   if (xs.length === 0) throw new RangeError(`verdict: ${what} has no values`);
-  if (xs.some((x) => !Number.isFinite(x))) throw new RangeError(`verdict: ${what} has a value that is not a finite number`);
+  if (xs.some((x) => !Number.isFinite(x))) {
+    throw new RangeError(`verdict: ${what} has a value that is not a finite number`);
+  }
 }
 
 function decide(pClaim: number, pOpposite: number, alpha: number): Verdict {
@@ -53,7 +55,10 @@ function decide(pClaim: number, pOpposite: number, alpha: number): Verdict {
 }
 
 function describe(name: string, r: Omit<VerdictResult, 'test' | 'verdict'>): string {
-  const bound = r.minP > r.alpha ? `; the smallest p this design can reach is ${fmtP(r.minP)}, so it cannot reject at α = ${r.alpha}` : '';
+  const bound =
+    r.minP > r.alpha
+      ? `; the smallest p this design can reach is ${fmtP(r.minP)}, so it cannot reject at α = ${r.alpha}`
+      : '';
   return `${name}, one-sided p = ${fmtP(r.pClaim)} for the claim (${fmtP(r.pOpposite)} against it), α = ${r.alpha}${bound}`;
 }
 
@@ -68,7 +73,11 @@ function choose(n: number, k: number): number {
  * Exact two-sample permutation test: every split of the pooled values into groups of |claimed| and |other|.
  * pClaim = P(mean difference ≥ observed), pOpposite = P(≤ observed), ties counted (a small tolerance absorbs rounding).
  */
-export function seedsVerdict(claimed: readonly number[], other: readonly number[], alpha = DEFAULT_ALPHA): VerdictResult {
+export function seedsVerdict(
+  claimed: readonly number[],
+  other: readonly number[],
+  alpha = DEFAULT_ALPHA,
+): VerdictResult {
   checkAlpha(alpha);
   checkFinite(claimed, 'the claimed arm');
   checkFinite(other, 'the other arm');
@@ -76,7 +85,11 @@ export function seedsVerdict(claimed: readonly number[], other: readonly number[
   const n = claimed.length;
   const N = pooled.length;
   const total = choose(N, n);
-  if (total > MAX_ARRANGEMENTS) throw new RangeError(`seedsVerdict: ${total} arrangements of ${n} + ${N - n} seeds is more than an exact test enumerates here`);
+  if (total > MAX_ARRANGEMENTS) {
+    throw new RangeError(
+      `seedsVerdict: ${total} arrangements of ${n} + ${N - n} seeds is more than an exact test enumerates here`,
+    );
+  }
   const sum = pooled.reduce((s, x) => s + x, 0);
   const diffOf = (sA: number) => sA / n - (sum - sA) / (N - n);
   const observed = diffOf(claimed.reduce((s, x) => s + x, 0));
@@ -95,19 +108,29 @@ export function seedsVerdict(claimed: readonly number[], other: readonly number[
   };
   walk(0, n, 0);
   const r = { effect: observed, pClaim: ge / total, pOpposite: le / total, alpha, minP: 1 / total };
-  return { ...r, verdict: decide(r.pClaim, r.pOpposite, alpha), test: describe(`exact permutation test over seeds (${n} vs ${N - n})`, r) };
+  return {
+    ...r,
+    verdict: decide(r.pClaim, r.pOpposite, alpha),
+    test: describe(`exact permutation test over seeds (${n} vs ${N - n})`, r),
+  };
 }
 
 /**
  * Exact sign-flip test that the mean of `diffs` exceeds 0 (paired differences, or gains over a fixed figure): every
  * assignment of signs to the nonzero differences.
  */
-export function shiftVerdict(diffs: readonly number[], alpha = DEFAULT_ALPHA, name = 'exact sign-flip test'): VerdictResult {
+export function shiftVerdict(
+  diffs: readonly number[],
+  alpha = DEFAULT_ALPHA,
+  name = 'exact sign-flip test',
+): VerdictResult {
   checkAlpha(alpha);
   checkFinite(diffs, 'the differences');
   const d = diffs.filter((x) => x !== 0);
   const n = d.length;
-  if (2 ** n > MAX_ARRANGEMENTS) throw new RangeError(`shiftVerdict: 2^${n} sign assignments is more than an exact test enumerates here`);
+  if (2 ** n > MAX_ARRANGEMENTS) {
+    throw new RangeError(`shiftVerdict: 2^${n} sign assignments is more than an exact test enumerates here`);
+  }
   const observed = mean(diffs);
   const total = 2 ** n;
   const tol = 1e-12 * Math.max(1, ...d.map(Math.abs));
@@ -121,22 +144,44 @@ export function shiftVerdict(diffs: readonly number[], alpha = DEFAULT_ALPHA, na
     if (m <= observed + tol) le++;
   }
   const r = { effect: observed, pClaim: ge / total, pOpposite: le / total, alpha, minP: 1 / total };
-  return { ...r, verdict: decide(r.pClaim, r.pOpposite, alpha), test: describe(`${name} (${diffs.length} seeds${n < diffs.length ? `, ${diffs.length - n} ties dropped` : ''})`, r) };
+  return {
+    ...r,
+    verdict: decide(r.pClaim, r.pOpposite, alpha),
+    test: describe(`${name} (${diffs.length} seeds${n < diffs.length ? `, ${diffs.length - n} ties dropped` : ''})`, r),
+  };
 }
 
 /** Claim "after > before", per seed (the same run measured twice): sign-flip test on after − before. */
-export function pairedSeedsVerdict(after: readonly number[], before: readonly number[], alpha = DEFAULT_ALPHA): VerdictResult {
-  if (after.length !== before.length) throw new RangeError(`pairedSeedsVerdict: ${after.length} and ${before.length} seeds; pairing needs the same seeds`);
-  return shiftVerdict(after.map((x, i) => x - before[i]!), alpha, 'exact sign-flip test on per-seed differences');
+export function pairedSeedsVerdict(
+  after: readonly number[],
+  before: readonly number[],
+  alpha = DEFAULT_ALPHA,
+): VerdictResult {
+  if (after.length !== before.length) {
+    throw new RangeError(
+      `pairedSeedsVerdict: ${after.length} and ${before.length} seeds; pairing needs the same seeds`,
+    );
+  }
+  return shiftVerdict(
+    after.map((x, i) => x - before[i]!),
+    alpha,
+    'exact sign-flip test on per-seed differences',
+  );
 }
 
 /**
  * Claim "`claimed` beats `other` on the same items": exact McNemar, one-sided. n01 = items only `claimed` got right,
  * n10 = items only `other` got right; under no difference n01 ~ Binomial(n01 + n10, 1/2).
  */
-export function itemsVerdict(claimed: readonly boolean[], other: readonly boolean[], alpha = DEFAULT_ALPHA): VerdictResult {
+export function itemsVerdict(
+  claimed: readonly boolean[],
+  other: readonly boolean[],
+  alpha = DEFAULT_ALPHA,
+): VerdictResult {
   checkAlpha(alpha);
-  if (claimed.length !== other.length) throw new RangeError(`itemsVerdict: ${claimed.length} and ${other.length} items; pairing needs the same items`);
+  if (claimed.length !== other.length) {
+    throw new RangeError(`itemsVerdict: ${claimed.length} and ${other.length} items; pairing needs the same items`);
+  }
   let n01 = 0;
   let n10 = 0;
   claimed.forEach((c, i) => {
@@ -145,8 +190,18 @@ export function itemsVerdict(claimed: readonly boolean[], other: readonly boolea
   });
   const n = n01 + n10;
   // P(X ≥ n01) = P(X ≤ n10) by symmetry of Binomial(n, 1/2).
-  const r = { effect: claimed.length ? (n01 - n10) / claimed.length : 0, pClaim: n === 0 ? 1 : binomialHalfCdf(n10, n), pOpposite: n === 0 ? 1 : binomialHalfCdf(n01, n), alpha, minP: n === 0 ? 1 : 2 ** -n };
-  return { ...r, verdict: decide(r.pClaim, r.pOpposite, alpha), test: describe(`exact McNemar test on ${claimed.length} paired items (${n01} vs ${n10} discordant)`, r) };
+  const r = {
+    effect: claimed.length ? (n01 - n10) / claimed.length : 0,
+    pClaim: n === 0 ? 1 : binomialHalfCdf(n10, n),
+    pOpposite: n === 0 ? 1 : binomialHalfCdf(n01, n),
+    alpha,
+    minP: n === 0 ? 1 : 2 ** -n,
+  };
+  return {
+    ...r,
+    verdict: decide(r.pClaim, r.pOpposite, alpha),
+    test: describe(`exact McNemar test on ${claimed.length} paired items (${n01} vs ${n10} discordant)`, r),
+  };
 }
 
 /**
@@ -156,7 +211,11 @@ export function itemsVerdict(claimed: readonly boolean[], other: readonly boolea
  */
 export function allOf(parts: readonly (VerdictResult & { label?: string })[]): { verdict: Verdict; test: string } {
   if (parts.length === 0) throw new RangeError('allOf: no comparisons');
-  const verdict: Verdict = parts.every((p) => p.verdict === 'holds') ? 'holds' : parts.some((p) => p.verdict === 'does not hold') ? 'does not hold' : 'inconclusive';
+  const verdict: Verdict = parts.every((p) => p.verdict === 'holds')
+    ? 'holds'
+    : parts.some((p) => p.verdict === 'does not hold')
+      ? 'does not hold'
+      : 'inconclusive';
   return { verdict, test: parts.map((p) => (p.label ? `${p.label}: ${p.test}` : p.test)).join('; ') };
 }
 

@@ -37,9 +37,17 @@ export class ByteTokenizer implements Tokenizer {
   /** Validates `file` completely; errors name `source` and the field. */
   constructor(file: ByteTokenizerFile, source: string = IN_MEMORY) {
     const raw: unknown = file;
-    if (!isPlainObject(raw)) throw new TokenizerFileError(source, '(root)', 'must be a JSON object with "type": "byte"');
+    if (!isPlainObject(raw)) {
+      throw new TokenizerFileError(source, '(root)', 'must be a JSON object with "type": "byte"');
+    }
     checkKnownFields(raw, BYTE_FIELDS, source);
-    if (raw.type !== 'byte') throw new TokenizerFileError(source, 'type', `is ${JSON.stringify(raw.type)}; a byte tokenizer has "type": "byte"`);
+    if (raw.type !== 'byte') {
+      throw new TokenizerFileError(
+        source,
+        'type',
+        `is ${JSON.stringify(raw.type)}; a byte tokenizer has "type": "byte"`,
+      );
+    }
     checkVersion(raw, source);
     this.source = source;
     this.specialRoles = checkSpecials(raw.specials, source);
@@ -94,7 +102,11 @@ export class ByteTokenizer implements Tokenizer {
     if (special !== undefined) return special;
     const byte = parseByteTokenName(token);
     if (byte !== null) return byte;
-    throw new UnknownTokenError(token, this.source, 'a byte tokenizer knows the byte tokens <0x00>…<0xFF> and the texts declared in "specials"; declare it there');
+    throw new UnknownTokenError(
+      token,
+      this.source,
+      'a byte tokenizer knows the byte tokens <0x00>…<0xFF> and the texts declared in "specials"; declare it there',
+    );
   }
 
   tokenOf(id: number): string {
@@ -112,7 +124,9 @@ export class ByteTokenizer implements Tokenizer {
 
   private checkId(id: number): void {
     if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
-      throw new RangeError(`Token id ${id} is outside the vocabulary of ${this.source} (ids 0–${this.vocabSize - 1}); the model's vocabulary size must match the tokenizer's`);
+      throw new RangeError(
+        `Token id ${id} is outside the vocabulary of ${this.source} (ids 0–${this.vocabSize - 1}); the model's vocabulary size must match the tokenizer's`,
+      );
     }
   }
 }

@@ -96,7 +96,9 @@ export async function loadModelWeights(file: string, config: LlamaConfig): Promi
   const weights = await readSafetensorsFile(file);
   checkHfTensors(config, weights.tensors, file);
   const host: Record<string, HostTensor> = {};
-  for (const [name, t] of Object.entries(weights.tensors)) host[name] = { shape: t.shape, data: t.data as Float32Array };
+  for (const [name, t] of Object.entries(weights.tensors)) {
+    host[name] = { shape: t.shape, data: t.data as Float32Array };
+  }
   return modelFromHf(config, host);
 }
 
@@ -111,7 +113,9 @@ export async function saveCheckpoint(
     [WEIGHTS_FILE]: await encodeModelWeights(model),
     ...extra.files,
   };
-  if (extra.optimizer) files[OPTIMIZER_FILE] = encodeSafetensors(extra.optimizer.tensors, { step: String(extra.optimizer.step) });
+  if (extra.optimizer) {
+    files[OPTIMIZER_FILE] = encodeSafetensors(extra.optimizer.tensors, { step: String(extra.optimizer.step) });
+  }
   if (extra.trainerState !== undefined) files[TRAINER_STATE_FILE] = JSON.stringify(extra.trainerState, null, 2) + '\n';
   writeFolderAtomic(dir, files);
 }
@@ -137,7 +141,9 @@ export async function loadCheckpoint(dir: string): Promise<CheckpointContents> {
   const config = parseLlamaConfig(readJson(path.join(dir, CONFIG_FILE)), path.join(dir, CONFIG_FILE));
   const weightsPath = path.join(dir, WEIGHTS_FILE);
   if (!fs.existsSync(weightsPath)) {
-    throw new CheckpointError(`${weightsPath}: missing (sharded checkpoints, model-0000x-of-0000y.safetensors, are not supported)`);
+    throw new CheckpointError(
+      `${weightsPath}: missing (sharded checkpoints, model-0000x-of-0000y.safetensors, are not supported)`,
+    );
   }
   const model = await loadModelWeights(weightsPath, config);
   const out: CheckpointContents = { dir, model };
@@ -145,9 +151,13 @@ export async function loadCheckpoint(dir: string): Promise<CheckpointContents> {
   if (fs.existsSync(optPath)) {
     const opt = await readSafetensorsFile(optPath);
     const step = Number(opt.metadata.step);
-    if (!Number.isInteger(step) || step < 0) throw new CheckpointError(`${optPath}: metadata 'step' must be a non-negative integer`);
+    if (!Number.isInteger(step) || step < 0) {
+      throw new CheckpointError(`${optPath}: metadata 'step' must be a non-negative integer`);
+    }
     const tensors: Record<string, HostTensor> = {};
-    for (const [name, t] of Object.entries(opt.tensors)) tensors[name] = { shape: t.shape, data: t.data as Float32Array };
+    for (const [name, t] of Object.entries(opt.tensors)) {
+      tensors[name] = { shape: t.shape, data: t.data as Float32Array };
+    }
     out.optimizer = { step, tensors };
   }
   const statePath = path.join(dir, TRAINER_STATE_FILE);

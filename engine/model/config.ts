@@ -62,21 +62,33 @@ export function parseLlamaConfig(raw: unknown, source = 'config.json'): LlamaCon
   }
   const o = raw as Record<string, unknown>;
   for (const [field, bad, why] of UNSUPPORTED) {
-    if (bad(o[field])) throw new ConfigError(`${source}: field '${field}' = ${JSON.stringify(o[field])?.slice(0, 40)} is not supported: ${why}`);
+    if (bad(o[field])) {
+      throw new ConfigError(
+        `${source}: field '${field}' = ${JSON.stringify(o[field])?.slice(0, 40)} is not supported: ${why}`,
+      );
+    }
   }
   const cfg: Partial<LlamaConfig> = {};
   for (const f of INTEGER_FIELDS) {
     let v = o[f];
     if (f === 'num_key_value_heads' && v === undefined) v = o.num_attention_heads; // Llama's own default
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) {
-      throw new ConfigError(`${source}: field '${f}' must be a positive integer, got ${JSON.stringify(v)?.slice(0, 40)}`);
+      throw new ConfigError(
+        `${source}: field '${f}' must be a positive integer, got ${JSON.stringify(v)?.slice(0, 40)}`,
+      );
     }
-    if (v > LLAMA_BOUNDS[f]) throw new ConfigError(`${source}: field '${f}' must be at most ${LLAMA_BOUNDS[f]}, got ${v}`);
+    if (v > LLAMA_BOUNDS[f]) {
+      throw new ConfigError(`${source}: field '${f}' must be at most ${LLAMA_BOUNDS[f]}, got ${v}`);
+    }
     cfg[f] = v;
   }
   const num = (f: 'rope_theta' | 'rms_norm_eps', dflt: number): number => {
     const v = o[f] ?? dflt;
-    if (typeof v !== 'number' || !(v > 0)) throw new ConfigError(`${source}: field '${f}' must be a positive number, got ${JSON.stringify(v)?.slice(0, 40)}`);
+    if (typeof v !== 'number' || !(v > 0)) {
+      throw new ConfigError(
+        `${source}: field '${f}' must be a positive number, got ${JSON.stringify(v)?.slice(0, 40)}`,
+      );
+    }
     return v;
   };
   cfg.rope_theta = num('rope_theta', 10000);
@@ -85,8 +97,15 @@ export function parseLlamaConfig(raw: unknown, source = 'config.json'): LlamaCon
   if (typeof tie !== 'boolean') throw new ConfigError(`${source}: field 'tie_word_embeddings' must be true or false`);
   cfg.tie_word_embeddings = tie;
   if (o.head_dim !== undefined && o.head_dim !== null) {
-    if (typeof o.head_dim !== 'number' || !Number.isInteger(o.head_dim) || o.head_dim < 2 || o.head_dim > MAX_HEAD_DIM) {
-      throw new ConfigError(`${source}: field 'head_dim' must be an integer from 2 to ${MAX_HEAD_DIM}, got ${JSON.stringify(o.head_dim)?.slice(0, 40)}`);
+    if (
+      typeof o.head_dim !== 'number' ||
+      !Number.isInteger(o.head_dim) ||
+      o.head_dim < 2 ||
+      o.head_dim > MAX_HEAD_DIM
+    ) {
+      throw new ConfigError(
+        `${source}: field 'head_dim' must be an integer from 2 to ${MAX_HEAD_DIM}, got ${JSON.stringify(o.head_dim)?.slice(0, 40)}`,
+      );
     }
     cfg.head_dim = o.head_dim;
   }
@@ -101,7 +120,9 @@ export function parseLlamaConfig(raw: unknown, source = 'config.json'): LlamaCon
       `${source}: hidden_size (${c.hidden_size}) must be divisible by num_attention_heads (${c.num_attention_heads}), or set head_dim`,
     );
   }
-  if (headDim(c) % 2 !== 0) throw new ConfigError(`${source}: the head dimension (${headDim(c)}) must be even for rotary embeddings`);
+  if (headDim(c) % 2 !== 0) {
+    throw new ConfigError(`${source}: the head dimension (${headDim(c)}) must be even for rotary embeddings`);
+  }
   return c;
 }
 
@@ -135,13 +156,37 @@ export function parameterCount(c: LlamaConfig): number {
 /** Named sizes used by presets, tests and the benchmark. Parameter counts are for vocab 512 unless stated. */
 export const MODEL_SIZES = {
   /** ~20k parameters at vocab 16: demos and tests that must train in seconds. */
-  micro: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2 },
+  micro: {
+    hidden_size: 32,
+    intermediate_size: 64,
+    num_hidden_layers: 2,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+  },
   /** ~0.5M parameters. */
-  tiny: { hidden_size: 128, intermediate_size: 344, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2 },
+  tiny: {
+    hidden_size: 128,
+    intermediate_size: 344,
+    num_hidden_layers: 2,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+  },
   /** ~10M parameters. */
-  small: { hidden_size: 384, intermediate_size: 1024, num_hidden_layers: 6, num_attention_heads: 6, num_key_value_heads: 2 },
+  small: {
+    hidden_size: 384,
+    intermediate_size: 1024,
+    num_hidden_layers: 6,
+    num_attention_heads: 6,
+    num_key_value_heads: 2,
+  },
   /** ~50M parameters. */
-  medium: { hidden_size: 640, intermediate_size: 1728, num_hidden_layers: 11, num_attention_heads: 10, num_key_value_heads: 2 },
+  medium: {
+    hidden_size: 640,
+    intermediate_size: 1728,
+    num_hidden_layers: 11,
+    num_attention_heads: 10,
+    num_key_value_heads: 2,
+  },
 } as const;
 
 export type ModelSize = keyof typeof MODEL_SIZES;

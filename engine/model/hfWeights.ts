@@ -58,15 +58,27 @@ export function checkHfTensors(
     const t = tensors[name];
     if (!t) throw new WeightsError(`${source}: tensor '${name}' is missing (expected shape [${shape}])`);
     if (t.shape.length !== shape.length || t.shape.some((s, i) => s !== shape[i])) {
-      throw new WeightsError(`${source}: tensor '${name}' has shape [${t.shape}], expected [${shape}] from config.json`);
+      throw new WeightsError(
+        `${source}: tensor '${name}' has shape [${t.shape}], expected [${shape}] from config.json`,
+      );
     }
     if (t.dtype && !['F32', 'F16', 'BF16', 'F64'].includes(t.dtype)) {
-      throw new WeightsError(`${source}: tensor '${name}' has dtype ${t.dtype}, expected a float type (F32, F16, BF16)`);
+      throw new WeightsError(
+        `${source}: tensor '${name}' has dtype ${t.dtype}, expected a float type (F32, F16, BF16)`,
+      );
     }
   }
   for (const name of Object.keys(tensors)) {
-    if (expected.has(name) || name.endsWith('rotary_emb.inv_freq') || (c.tie_word_embeddings && name === 'lm_head.weight')) continue;
-    throw new WeightsError(`${source}: unexpected tensor '${name}' for this config (is config.json the one that belongs to these weights?)`);
+    if (
+      expected.has(name) ||
+      name.endsWith('rotary_emb.inv_freq') ||
+      (c.tie_word_embeddings && name === 'lm_head.weight')
+    ) {
+      continue;
+    }
+    throw new WeightsError(
+      `${source}: unexpected tensor '${name}' for this config (is config.json the one that belongs to these weights?)`,
+    );
   }
 }
 
@@ -93,10 +105,17 @@ export function modelFromHf(c: LlamaConfig, t: Record<string, HostTensor>): Llam
     host.set(`layers.${l}.wd`, { shape: [I, d], data: transpose2d(get(`${p}.mlp.down_proj.weight`), d, I) });
   }
   host.set('norm', { shape: [d], data: get('model.norm.weight') });
-  if (!c.tie_word_embeddings) host.set('lm_head', { shape: [d, c.vocab_size], data: transpose2d(get('lm_head.weight'), c.vocab_size, d) });
+  if (!c.tie_word_embeddings) {
+    host.set('lm_head', { shape: [d, c.vocab_size], data: transpose2d(get('lm_head.weight'), c.vocab_size, d) });
+  }
   const params = new Map<string, tf.Variable>();
   // tf.variable shares the initial tensor's data and leaves the tensor itself alive: tidy disposes it.
-  for (const [name, h] of host) params.set(name, tf.tidy(() => tf.variable(tf.tensor(h.data, h.shape), true, `${name}_${uniq()}`)));
+  for (const [name, h] of host) {
+    params.set(
+      name,
+      tf.tidy(() => tf.variable(tf.tensor(h.data, h.shape), true, `${name}_${uniq()}`)),
+    );
+  }
   return new LlamaModel(c, params);
 }
 
@@ -130,7 +149,9 @@ export async function modelToHf(model: LlamaModel): Promise<Record<string, HostT
     out[`${p}.mlp.down_proj.weight`] = { shape: [d, I], data: transpose2d(await data(`layers.${l}.wd`), I, d) };
   }
   out['model.norm.weight'] = { shape: [d], data: await data('norm') };
-  if (!c.tie_word_embeddings) out['lm_head.weight'] = { shape: [c.vocab_size, d], data: transpose2d(await data('lm_head'), d, c.vocab_size) };
+  if (!c.tie_word_embeddings) {
+    out['lm_head.weight'] = { shape: [c.vocab_size, d], data: transpose2d(await data('lm_head'), d, c.vocab_size) };
+  }
   return out;
 }
 

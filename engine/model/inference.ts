@@ -6,8 +6,13 @@ export async function lastPositionLogits(model: LlamaModel, ids: number[]): Prom
   const n = ids.length;
   const out = tf.tidy(
     () =>
-      model.forward({ ids: Int32Array.from(ids), batch: 1, positions: Int32Array.from(ids.keys()), keyMask: new Uint8Array(n).fill(1), lastOnly: true })
-        .logits,
+      model.forward({
+        ids: Int32Array.from(ids),
+        batch: 1,
+        positions: Int32Array.from(ids.keys()),
+        keyMask: new Uint8Array(n).fill(1),
+        lastOnly: true,
+      }).logits,
   );
   const data = (await out.data()) as Float32Array;
   out.dispose();

@@ -40,7 +40,11 @@ export interface LogProbOptions {
  * Differentiable on every backend (one-hot embedding and target selection; no gather in the gradient path).
  * Call inside tf.tidy or a gradient function.
  */
-export function tokenLogProbs(model: LlamaModel, batch: TokenBatch, opts: LogProbOptions = {}): { logp: tf.Tensor2D; entropy?: tf.Tensor2D } {
+export function tokenLogProbs(
+  model: LlamaModel,
+  batch: TokenBatch,
+  opts: LogProbOptions = {},
+): { logp: tf.Tensor2D; entropy?: tf.Tensor2D } {
   const B = batch.lengths.length;
   const T = batch.width;
   const V = model.config.vocab_size;
@@ -67,7 +71,10 @@ export function tokenLogProbs(model: LlamaModel, batch: TokenBatch, opts: LogPro
   const rowsT = rows ? tf.tensor1d(rows, 'int32') : null;
   // Back to [B, T]: zero where nothing was computed (and at column 0, which nothing predicts).
   const full = (perRow: tf.Tensor1D) =>
-    tf.pad(tf.reshape(rowsT ? scatterRows(perRow, rowsT, B * (T - 1)) : perRow, [B, T - 1]), [[0, 0], [1, 0]]) as tf.Tensor2D;
+    tf.pad(tf.reshape(rowsT ? scatterRows(perRow, rowsT, B * (T - 1)) : perRow, [B, T - 1]), [
+      [0, 0],
+      [1, 0],
+    ]) as tf.Tensor2D;
   const logp = full(picked as tf.Tensor1D);
   if (!opts.entropy) return { logp };
   const ent = tf.neg(tf.sum(tf.mul(tf.exp(logSm), logSm), -1));

@@ -101,10 +101,7 @@ function littleEndianBytes(data: Float32Array | Int32Array): Uint8Array {
   return out;
 }
 
-export function encodeSafetensors(
-  tensors: Record<string, TensorData>,
-  metadata?: Record<string, string>,
-): Uint8Array {
+export function encodeSafetensors(tensors: Record<string, TensorData>, metadata?: Record<string, string>): Uint8Array {
   const source = 'encodeSafetensors';
   // The header is written as text, entry by entry: a JS object would move integer-like names ("0") to the front.
   const entries: string[] = [];
@@ -113,7 +110,11 @@ export function encodeSafetensors(
     for (const key of Object.keys(metadata).sort(compareCodePoints)) {
       const value: unknown = metadata[key];
       if (typeof value !== 'string') {
-        throw new SafetensorsError(source, null, `metadata '${key}' is ${typeof value}; safetensors metadata values must be strings (JSON.stringify it first)`);
+        throw new SafetensorsError(
+          source,
+          null,
+          `metadata '${key}' is ${typeof value}; safetensors metadata values must be strings (JSON.stringify it first)`,
+        );
       }
       pairs.push(`${JSON.stringify(key)}:${JSON.stringify(value)}`);
     }
@@ -126,15 +127,25 @@ export function encodeSafetensors(
   const parts: Uint8Array[] = [];
   let offset = 0;
   for (const name of names) {
-    if (name === METADATA_KEY) throw new SafetensorsError(source, name, `'${METADATA_KEY}' is reserved for metadata; rename the tensor`);
+    if (name === METADATA_KEY) {
+      throw new SafetensorsError(source, name, `'${METADATA_KEY}' is reserved for metadata; rename the tensor`);
+    }
     const { shape, data } = tensors[name]!;
     const dtype = dtypeOf(data);
     if (dtype === null) throw new SafetensorsError(source, name, 'data must be a Float32Array or an Int32Array');
     if (!Array.isArray(shape) || !shape.every(isDimension)) {
-      throw new SafetensorsError(source, name, `shape ${JSON.stringify(shape)} must be an array of non-negative integers`);
+      throw new SafetensorsError(
+        source,
+        name,
+        `shape ${JSON.stringify(shape)} must be an array of non-negative integers`,
+      );
     }
     if (elementCount(shape) !== data.length) {
-      throw new SafetensorsError(source, name, `shape [${shape.join(', ')}] holds ${elementCount(shape)} elements but data has ${data.length}`);
+      throw new SafetensorsError(
+        source,
+        name,
+        `shape [${shape.join(', ')}] holds ${elementCount(shape)} elements but data has ${data.length}`,
+      );
     }
     const info = { dtype, shape: [...shape], data_offsets: [offset, offset + data.byteLength] };
     entries.push(`${JSON.stringify(name)}:${JSON.stringify(info)}`);
@@ -169,20 +180,35 @@ interface Entry {
 /** The header's length from the first 8 bytes of a `fileLength`-byte file, checked against the limit and the size. */
 function headerLengthOf(prefix: Uint8Array, fileLength: number, source: string): number {
   if (fileLength < 8 || prefix.length < 8) {
-    throw new SafetensorsError(source, null, `file is ${fileLength} bytes, shorter than the 8-byte header length; it is truncated or not a safetensors file`);
+    throw new SafetensorsError(
+      source,
+      null,
+      `file is ${fileLength} bytes, shorter than the 8-byte header length; it is truncated or not a safetensors file`,
+    );
   }
   const n = new DataView(prefix.buffer, prefix.byteOffset, 8).getBigUint64(0, true);
   if (n > BigInt(MAX_HEADER_BYTES)) {
-    throw new SafetensorsError(source, null, `header length ${n} exceeds the ${MAX_HEADER_BYTES}-byte limit; the file is corrupt or not a safetensors file`);
+    throw new SafetensorsError(
+      source,
+      null,
+      `header length ${n} exceeds the ${MAX_HEADER_BYTES}-byte limit; the file is corrupt or not a safetensors file`,
+    );
   }
   const headerLength = Number(n);
   if (8 + headerLength > fileLength) {
-    throw new SafetensorsError(source, null, `header length ${headerLength} runs past the end of the ${fileLength}-byte file; it is truncated or not a safetensors file`);
+    throw new SafetensorsError(
+      source,
+      null,
+      `header length ${headerLength} runs past the end of the ${fileLength}-byte file; it is truncated or not a safetensors file`,
+    );
   }
   return headerLength;
 }
 
-function parseHeader(bytes: Uint8Array, source: string): { entries: Entry[]; metadata: Record<string, string>; dataStart: number } {
+function parseHeader(
+  bytes: Uint8Array,
+  source: string,
+): { entries: Entry[]; metadata: Record<string, string>; dataStart: number } {
   const headerLength = headerLengthOf(bytes, bytes.length, source);
   return { ...parseHeaderJson(bytes.subarray(8, 8 + headerLength), source), dataStart: 8 + headerLength };
 }
@@ -192,16 +218,28 @@ function parseHeaderJson(header: Uint8Array, source: string): { entries: Entry[]
   try {
     text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(header);
   } catch {
-    throw new SafetensorsError(source, null, 'header is not valid UTF-8; the file is corrupt or not a safetensors file');
+    throw new SafetensorsError(
+      source,
+      null,
+      'header is not valid UTF-8; the file is corrupt or not a safetensors file',
+    );
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new SafetensorsError(source, null, `header is not valid JSON (${(err as Error).message}); the file is corrupt or not a safetensors file`);
+    throw new SafetensorsError(
+      source,
+      null,
+      `header is not valid JSON (${(err as Error).message}); the file is corrupt or not a safetensors file`,
+    );
   }
   if (typeof json !== 'object' || json === null || Array.isArray(json)) {
-    throw new SafetensorsError(source, null, 'header must be a JSON object mapping tensor names to {dtype, shape, data_offsets}');
+    throw new SafetensorsError(
+      source,
+      null,
+      'header must be a JSON object mapping tensor names to {dtype, shape, data_offsets}',
+    );
   }
   const metadata: Array<[string, string]> = [];
   const entries: Entry[] = [];
@@ -213,7 +251,11 @@ function parseHeaderJson(header: Uint8Array, source: string): { entries: Entry[]
       }
       for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
         if (typeof value !== 'string') {
-          throw new SafetensorsError(source, null, `'${METADATA_KEY}.${key.length > 80 ? `${key.slice(0, 80)}…` : key}' is ${brief(value)}; metadata values must be strings`);
+          throw new SafetensorsError(
+            source,
+            null,
+            `'${METADATA_KEY}.${key.length > 80 ? `${key.slice(0, 80)}…` : key}' is ${brief(value)}; metadata values must be strings`,
+          );
         }
         metadata.push([key, value]);
       }
@@ -230,18 +272,36 @@ function parseEntry(name: string, raw: unknown, source: string): Entry {
   }
   const { dtype, shape, data_offsets: offsets } = raw as Record<string, unknown>;
   if (typeof dtype !== 'string' || !(SAFETENSORS_READ_DTYPES as readonly string[]).includes(dtype)) {
-    throw new SafetensorsError(source, name, `dtype ${brief(dtype)} is not supported; this reader handles ${SAFETENSORS_READ_DTYPES.join(', ')} (convert the checkpoint, e.g. with torch, to one of them)`);
+    throw new SafetensorsError(
+      source,
+      name,
+      `dtype ${brief(dtype)} is not supported; this reader handles ${SAFETENSORS_READ_DTYPES.join(', ')} (convert the checkpoint, e.g. with torch, to one of them)`,
+    );
   }
   if (!Array.isArray(shape) || !shape.every(isDimension)) {
     throw new SafetensorsError(source, name, `shape ${brief(shape)} must be an array of non-negative integers`);
   }
   if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every(isDimension) || offsets[0]! > offsets[1]!) {
-    throw new SafetensorsError(source, name, `data_offsets ${brief(offsets)} must be [begin, end] with 0 <= begin <= end`);
+    throw new SafetensorsError(
+      source,
+      name,
+      `data_offsets ${brief(offsets)} must be [begin, end] with 0 <= begin <= end`,
+    );
   }
-  const entry: Entry = { name, dtype: dtype as SafetensorsDtype, shape: shape as number[], begin: offsets[0] as number, end: offsets[1] as number };
+  const entry: Entry = {
+    name,
+    dtype: dtype as SafetensorsDtype,
+    shape: shape,
+    begin: offsets[0] as number,
+    end: offsets[1] as number,
+  };
   const expected = elementCount(entry.shape) * DTYPE_BYTES[entry.dtype];
   if (!Number.isSafeInteger(expected) || entry.end - entry.begin !== expected) {
-    throw new SafetensorsError(source, name, `data_offsets [${entry.begin}, ${entry.end}] span ${entry.end - entry.begin} bytes but ${entry.dtype} shape [${entry.shape.join(', ')}] needs ${expected}`);
+    throw new SafetensorsError(
+      source,
+      name,
+      `data_offsets [${entry.begin}, ${entry.end}] span ${entry.end - entry.begin} bytes but ${entry.dtype} shape [${entry.shape.join(', ')}] needs ${expected}`,
+    );
   }
   return entry;
 }
@@ -253,19 +313,35 @@ function checkTiling(entries: readonly Entry[], dataLength: number, source: stri
   let previous: string | null = null;
   for (const entry of byOffset) {
     if (entry.end > dataLength) {
-      throw new SafetensorsError(source, entry.name, `data_offsets end ${entry.end} is past the end of the ${dataLength}-byte data buffer; the file is truncated`);
+      throw new SafetensorsError(
+        source,
+        entry.name,
+        `data_offsets end ${entry.end} is past the end of the ${dataLength}-byte data buffer; the file is truncated`,
+      );
     }
     if (entry.begin < cursor) {
-      throw new SafetensorsError(source, entry.name, `data_offsets [${entry.begin}, ${entry.end}] overlap tensor '${previous}', which ends at ${cursor}`);
+      throw new SafetensorsError(
+        source,
+        entry.name,
+        `data_offsets [${entry.begin}, ${entry.end}] overlap tensor '${previous}', which ends at ${cursor}`,
+      );
     }
     if (entry.begin > cursor) {
-      throw new SafetensorsError(source, entry.name, `data_offsets begin ${entry.begin} leaves a hole of ${entry.begin - cursor} bytes after ${previous === null ? 'the header' : `tensor '${previous}'`}`);
+      throw new SafetensorsError(
+        source,
+        entry.name,
+        `data_offsets begin ${entry.begin} leaves a hole of ${entry.begin - cursor} bytes after ${previous === null ? 'the header' : `tensor '${previous}'`}`,
+      );
     }
     cursor = entry.end;
     previous = entry.name;
   }
   if (cursor !== dataLength) {
-    throw new SafetensorsError(source, null, `tensors cover ${cursor} bytes but the data buffer holds ${dataLength}; the file has trailing bytes or a missing tensor`);
+    throw new SafetensorsError(
+      source,
+      null,
+      `tensors cover ${cursor} bytes but the data buffer holds ${dataLength}; the file has trailing bytes or a missing tensor`,
+    );
   }
 }
 
@@ -277,7 +353,14 @@ export function decodeSafetensors(bytes: Uint8Array, source = '(safetensors byte
   const tensors: Record<string, DecodedTensor> = Object.fromEntries(
     entries.map((entry) => {
       const span = { bytes, begin: dataStart + entry.begin, end: dataStart + entry.end };
-      return [entry.name, { dtype: entry.dtype, shape: entry.shape, data: convert(entry, span, (detail) => new SafetensorsError(source, entry.name, detail)) }];
+      return [
+        entry.name,
+        {
+          dtype: entry.dtype,
+          shape: entry.shape,
+          data: convert(entry, span, (detail) => new SafetensorsError(source, entry.name, detail)),
+        },
+      ];
     }),
   );
   return { tensors, metadata };
@@ -293,7 +376,11 @@ async function readAt(fh: FileHandle, position: number, length: number, source: 
   while (done < length) {
     const { bytesRead } = await fh.read(out, done, Math.min(READ_CHUNK, length - done), position + done);
     if (bytesRead === 0) {
-      throw new SafetensorsError(source, null, `the file ended at byte ${position + done} while reading bytes ${position}–${position + length}; it shrank while being read, or is truncated`);
+      throw new SafetensorsError(
+        source,
+        null,
+        `the file ended at byte ${position + done} while reading bytes ${position}–${position + length}; it shrank while being read, or is truncated`,
+      );
     }
     done += bytesRead;
   }
@@ -310,7 +397,15 @@ export async function readSafetensorsFile(path: string): Promise<DecodedSafetens
   try {
     const st = await fh.stat();
     if (!st.isFile()) {
-      const kind = st.isDirectory() ? 'a folder' : st.isFIFO() ? 'a FIFO (named pipe)' : st.isCharacterDevice() || st.isBlockDevice() ? 'a device' : st.isSocket() ? 'a socket' : 'not a regular file';
+      const kind = st.isDirectory()
+        ? 'a folder'
+        : st.isFIFO()
+          ? 'a FIFO (named pipe)'
+          : st.isCharacterDevice() || st.isBlockDevice()
+            ? 'a device'
+            : st.isSocket()
+              ? 'a socket'
+              : 'not a regular file';
       throw new SafetensorsError(path, null, `is ${kind}, expected a regular safetensors file`);
     }
     const size = st.size;
@@ -322,9 +417,18 @@ export async function readSafetensorsFile(path: string): Promise<DecodedSafetens
     const tensors: Record<string, DecodedTensor> = {};
     for (const entry of entries) {
       const bytes = await readAt(fh, dataStart + entry.begin, entry.end - entry.begin, path);
-      const data = convert(entry, { bytes, begin: 0, end: bytes.length, owned: true }, (detail) => new SafetensorsError(path, entry.name, detail));
+      const data = convert(
+        entry,
+        { bytes, begin: 0, end: bytes.length, owned: true },
+        (detail) => new SafetensorsError(path, entry.name, detail),
+      );
       // Defined, not assigned: a tensor named "__proto__" is kept as data.
-      Object.defineProperty(tensors, entry.name, { value: { dtype: entry.dtype, shape: entry.shape, data }, enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(tensors, entry.name, {
+        value: { dtype: entry.dtype, shape: entry.shape, data },
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return { tensors, metadata };
   } finally {

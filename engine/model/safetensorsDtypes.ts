@@ -18,7 +18,15 @@ export interface Span {
 /** Copies a span into a fresh ArrayBuffer. The result of decoding owns its memory: it does not keep the whole file
  * alive, and it does not change when the caller reuses `bytes`. (Node's Buffer#slice shares memory, hence `set`.) */
 function copySpan({ bytes, begin, end, owned }: Span): ArrayBuffer {
-  if (owned && begin === 0 && bytes.byteOffset === 0 && end === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer) return bytes.buffer;
+  if (
+    owned &&
+    begin === 0 &&
+    bytes.byteOffset === 0 &&
+    end === bytes.buffer.byteLength &&
+    bytes.buffer instanceof ArrayBuffer
+  ) {
+    return bytes.buffer;
+  }
   const buffer = new ArrayBuffer(end - begin);
   new Uint8Array(buffer).set(bytes.subarray(begin, end));
   return buffer;
@@ -65,7 +73,11 @@ function readUint16s(span: Span): Uint16Array {
  * A tensor's values from its stored bytes. `outOfRange` makes the error for an I64 value outside int32 (the caller
  * names the file and tensor).
  */
-export function convert(entry: { dtype: SafetensorsDtype }, span: Span, outOfRange: (detail: string) => Error): Float32Array | Int32Array {
+export function convert(
+  entry: { dtype: SafetensorsDtype },
+  span: Span,
+  outOfRange: (detail: string) => Error,
+): Float32Array | Int32Array {
   const byteLength = span.end - span.begin;
   const view = new DataView(span.bytes.buffer, span.bytes.byteOffset + span.begin, byteLength);
   switch (entry.dtype) {
@@ -114,7 +126,9 @@ export function convert(entry: { dtype: SafetensorsDtype }, span: Span, outOfRan
         // In int32 range exactly when the high word is the sign extension of the low word.
         if (high !== low >> 31) {
           const value = view.getBigInt64(8 * i, true);
-          throw outOfRange(`I64 element ${i} is ${value}, outside the int32 range this reader converts to; store the tensor as I32 or F32`);
+          throw outOfRange(
+            `I64 element ${i} is ${value}, outside the int32 range this reader converts to; store the tensor as I32 or F32`,
+          );
         }
         out[i] = low;
       }

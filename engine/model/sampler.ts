@@ -133,7 +133,14 @@ export class DecodeSession {
     for (let r0 = 0; r0 < B; r0 += step) {
       const n = Math.min(step, B - r0);
       tf.tidy(() => {
-        const cache = past && (n === B ? past : past.map((c) => ({ k: tf.slice(c.k, [r0, 0, 0, 0], [n, -1, -1, -1]), v: tf.slice(c.v, [r0, 0, 0, 0], [n, -1, -1, -1]) })));
+        const cache =
+          past &&
+          (n === B
+            ? past
+            : past.map((c) => ({
+                k: tf.slice(c.k, [r0, 0, 0, 0], [n, -1, -1, -1]),
+                v: tf.slice(c.v, [r0, 0, 0, 0], [n, -1, -1, -1]),
+              })));
         const out = this.model.forward({
           ids: ids.subarray(r0 * tn, (r0 + n) * tn),
           batch: n,
@@ -153,7 +160,10 @@ export class DecodeSession {
       for (const x of xs) x.dispose();
       return joined;
     };
-    this.cache = parts[0]!.cache.map((_, l) => ({ k: join(parts.map((p) => p.cache[l]!.k)), v: join(parts.map((p) => p.cache[l]!.v)) }));
+    this.cache = parts[0]!.cache.map((_, l) => ({
+      k: join(parts.map((p) => p.cache[l]!.k)),
+      v: join(parts.map((p) => p.cache[l]!.v)),
+    }));
     const logits = join(parts.map((p) => p.logits));
     const d = await logits.data();
     logits.dispose();
@@ -169,7 +179,9 @@ export class DecodeSession {
     if (!first && chunks.length !== this.rows) throw new Error(`extend: ${chunks.length} chunks for ${this.rows} rows`);
     const maxCtx = this.model.config.max_position_embeddings;
     chunks.forEach((c, b) => {
-      if (first && c.length === 0) throw new Error(`prompt ${b} is empty: every prompt needs at least one token (e.g. the tokenizer's bos)`);
+      if (first && c.length === 0) {
+        throw new Error(`prompt ${b} is empty: every prompt needs at least one token (e.g. the tokenizer's bos)`);
+      }
       const len = (first ? 0 : this.seqs[b]!.length) + c.length;
       if (len >= maxCtx) throw new Error(`row ${b} would have ${len} tokens; max_position_embeddings is ${maxCtx}`);
     });
@@ -235,7 +247,9 @@ export class DecodeSession {
     const topP = opts.topP ?? 1;
     const stops = new Set(opts.stopTokens ?? []);
     const rowMax = opts.rowMaxNewTokens;
-    if (rowMax && rowMax.length !== this.rows) throw new Error(`sample: rowMaxNewTokens has ${rowMax.length} limits for ${this.rows} rows`);
+    if (rowMax && rowMax.length !== this.rows) {
+      throw new Error(`sample: rowMaxNewTokens has ${rowMax.length} limits for ${this.rows} rows`);
+    }
     const limit = this.seqs.map((_, b) => Math.max(0, Math.min(opts.maxNewTokens, rowMax ? rowMax[b]! : Infinity)));
     const out: Generation[] = this.seqs.map(() => ({ tokens: [], logProbs: [], finish: 'length' }));
     // Batch row → output row; shrinks only in `final` mode.
@@ -268,10 +282,18 @@ export class DecodeSession {
         const live = owner.map((o, b) => (done.has(o) ? -1 : b)).filter((b) => b >= 0);
         this.keep(live);
         owner = live.map((b) => owner[b]!);
-        await this.feed(owner.map((o) => out[o]!.tokens.at(-1)!), owner.map(() => true), opts);
+        await this.feed(
+          owner.map((o) => out[o]!.tokens.at(-1)!),
+          owner.map(() => true),
+          opts,
+        );
       } else {
         const drawn = new Set(fresh);
-        await this.feed(owner.map((o, b) => (drawn.has(b) ? out[o]!.tokens.at(-1)! : 0)), owner.map((_, b) => drawn.has(b)), opts);
+        await this.feed(
+          owner.map((o, b) => (drawn.has(b) ? out[o]!.tokens.at(-1)! : 0)),
+          owner.map((_, b) => drawn.has(b)),
+          opts,
+        );
         if (last) break;
       }
     }
@@ -317,7 +339,9 @@ export class DecodeSession {
  * float differences in the logits.
  */
 export async function generate(model: LlamaModel, prompts: number[][], opts: SampleOptions): Promise<Generation[]> {
-  if (prompts.length === 0 || opts.maxNewTokens <= 0) return prompts.map(() => ({ tokens: [], logProbs: [], finish: 'length' }));
+  if (prompts.length === 0 || opts.maxNewTokens <= 0) {
+    return prompts.map(() => ({ tokens: [], logProbs: [], finish: 'length' }));
+  }
   const session = new DecodeSession(model);
   try {
     await session.extend(prompts);

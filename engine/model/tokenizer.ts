@@ -9,7 +9,14 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { ByteTokenizer } from './byteTokenizer';
 import type { SpecialTokens } from './specialTokens';
-import { TOKENIZER_TYPES, TokenizerFileError, isPlainObject, type ByteTokenizerFile, type TokenizerFile, type WordTokenizerFile } from './tokenizerFile';
+import {
+  TOKENIZER_TYPES,
+  TokenizerFileError,
+  isPlainObject,
+  type ByteTokenizerFile,
+  type TokenizerFile,
+  type WordTokenizerFile,
+} from './tokenizerFile';
 import { WordTokenizer } from './wordTokenizer';
 
 export type { SpecialTokens } from './specialTokens';
@@ -42,14 +49,24 @@ export interface Tokenizer {
 
 /** Builds a tokenizer from a parsed tokenizer file; `source` (the path) is named in every error. */
 export function tokenizerFromJSON(obj: unknown, source = '(tokenizer JSON)'): Tokenizer {
-  if (!isPlainObject(obj)) throw new TokenizerFileError(source, '(root)', `must be a JSON object with a "type" of ${TOKENIZER_TYPES.map((t) => `"${t}"`).join(' or ')}`);
+  if (!isPlainObject(obj)) {
+    throw new TokenizerFileError(
+      source,
+      '(root)',
+      `must be a JSON object with a "type" of ${TOKENIZER_TYPES.map((t) => `"${t}"`).join(' or ')}`,
+    );
+  }
   switch (obj.type) {
     case 'word':
       return new WordTokenizer(obj as unknown as WordTokenizerFile, source);
     case 'byte':
       return new ByteTokenizer(obj as unknown as ByteTokenizerFile, source);
     default:
-      throw new TokenizerFileError(source, 'type', `is ${JSON.stringify(obj.type)}; it must be ${TOKENIZER_TYPES.map((t) => `"${t}"`).join(' or ')}`);
+      throw new TokenizerFileError(
+        source,
+        'type',
+        `is ${JSON.stringify(obj.type)}; it must be ${TOKENIZER_TYPES.map((t) => `"${t}"`).join(' or ')}`,
+      );
   }
 }
 
@@ -59,7 +76,11 @@ export async function loadTokenizer(path: string): Promise<Tokenizer> {
   try {
     obj = JSON.parse(text);
   } catch (err) {
-    throw new TokenizerFileError(path, '(root)', `is not valid JSON (${(err as Error).message}); fix the file or regenerate it with saveTokenizer`);
+    throw new TokenizerFileError(
+      path,
+      '(root)',
+      `is not valid JSON (${(err as Error).message}); fix the file or regenerate it with saveTokenizer`,
+    );
   }
   return tokenizerFromJSON(obj, path);
 }

@@ -99,7 +99,9 @@ export class WordJoiner {
     const leftWord = this.lastKind === 'wordlike' || WORD_CHAR.test(left);
     const rightWord = kind === 'wordlike' || WORD_CHAR.test(right);
     if (leftWord && rightWord) return true;
-    if (kind === 'wordlike' || this.lastKind === 'wordlike') return !(CLOSERS.has(right) || OPENERS.has(left) || GLUE.has(left) || GLUE.has(right));
+    if (kind === 'wordlike' || this.lastKind === 'wordlike') {
+      return !(CLOSERS.has(right) || OPENERS.has(left) || GLUE.has(left) || GLUE.has(right));
+    }
     if (DIGIT.test(left) && DIGIT.test(right)) return false;
     if (NUMBER_INNER.has(left) && DIGIT.test(right)) {
       const before = charBeforeLast(this.tail);

@@ -55,9 +55,17 @@ export class WordTokenizer implements Tokenizer {
   /** Validates `file` completely; errors name `source` and the field. */
   constructor(file: WordTokenizerFile, source: string = IN_MEMORY) {
     const raw: unknown = file;
-    if (!isPlainObject(raw)) throw new TokenizerFileError(source, '(root)', 'must be a JSON object with "type": "word"');
+    if (!isPlainObject(raw)) {
+      throw new TokenizerFileError(source, '(root)', 'must be a JSON object with "type": "word"');
+    }
     checkKnownFields(raw, WORD_FIELDS, source);
-    if (raw.type !== 'word') throw new TokenizerFileError(source, 'type', `is ${JSON.stringify(raw.type)}; a word tokenizer has "type": "word"`);
+    if (raw.type !== 'word') {
+      throw new TokenizerFileError(
+        source,
+        'type',
+        `is ${JSON.stringify(raw.type)}; a word tokenizer has "type": "word"`,
+      );
+    }
     checkVersion(raw, source);
     this.source = source;
     this.lowercase = optionalBoolean(raw, 'lowercase', source);
@@ -65,15 +73,27 @@ export class WordTokenizer implements Tokenizer {
 
     const tokens = raw.tokens;
     if (!Array.isArray(tokens) || tokens.length === 0) {
-      throw new TokenizerFileError(source, 'tokens', 'must be a non-empty array of token strings; a token\'s id is its index');
+      throw new TokenizerFileError(
+        source,
+        'tokens',
+        "must be a non-empty array of token strings; a token's id is its index",
+      );
     }
     tokens.forEach((token: unknown, i) => {
       if (typeof token !== 'string' || token === '') {
-        throw new TokenizerFileError(source, `tokens[${i}]`, `is ${JSON.stringify(token)}; every token must be a non-empty string`);
+        throw new TokenizerFileError(
+          source,
+          `tokens[${i}]`,
+          `is ${JSON.stringify(token)}; every token must be a non-empty string`,
+        );
       }
       const first = this.ids.get(token);
       if (first !== undefined) {
-        throw new TokenizerFileError(source, `tokens[${i}]`, `repeats ${JSON.stringify(token)} (already tokens[${first}]); remove the duplicate`);
+        throw new TokenizerFileError(
+          source,
+          `tokens[${i}]`,
+          `repeats ${JSON.stringify(token)} (already tokens[${first}]); remove the duplicate`,
+        );
       }
       this.ids.set(token, i);
     });
@@ -85,7 +105,13 @@ export class WordTokenizer implements Tokenizer {
     const byRole: Record<string, number> = {};
     for (const [role, text] of roles) {
       const id = this.ids.get(text);
-      if (id === undefined) throw new TokenizerFileError(source, `specials.${role}`, `is ${JSON.stringify(text)}, which is not in "tokens"; add it there`);
+      if (id === undefined) {
+        throw new TokenizerFileError(
+          source,
+          `specials.${role}`,
+          `is ${JSON.stringify(text)}, which is not in "tokens"; add it there`,
+        );
+      }
       byRole[role] = id;
       specialIds.add(id);
     }
@@ -99,7 +125,11 @@ export class WordTokenizer implements Tokenizer {
       if (specialIds.has(i)) return;
       const inside = this.matcher.texts.find((text) => token.includes(text));
       if (inside !== undefined) {
-        throw new TokenizerFileError(source, `tokens[${i}]`, `is ${JSON.stringify(token)}, which contains the special token ${JSON.stringify(inside)}; remove it or rename the special`);
+        throw new TokenizerFileError(
+          source,
+          `tokens[${i}]`,
+          `is ${JSON.stringify(token)}, which contains the special token ${JSON.stringify(inside)}; remove it or rename the special`,
+        );
       }
     });
 
@@ -109,7 +139,11 @@ export class WordTokenizer implements Tokenizer {
       for (let b = 0; b < 256; b++) {
         const id = this.ids.get(byteTokenName(b));
         if (id === undefined) {
-          throw new TokenizerFileError(source, 'tokens', `lacks the byte token ${byteTokenName(b)} although "byteFallback" is true; add all 256 tokens <0x00>…<0xFF>, or set "byteFallback": false`);
+          throw new TokenizerFileError(
+            source,
+            'tokens',
+            `lacks the byte token ${byteTokenName(b)} although "byteFallback" is true; add all 256 tokens <0x00>…<0xFF>, or set "byteFallback": false`,
+          );
         }
         this.idOfByte[b] = id;
         this.byteOfId[id] = b;
@@ -177,7 +211,13 @@ export class WordTokenizer implements Tokenizer {
 
   idOf(token: string): number {
     const id = this.ids.get(token);
-    if (id === undefined) throw new UnknownTokenError(token, this.source, 'add it to "tokens" (a tag also to "specials") in the tokenizer file, or check the spelling');
+    if (id === undefined) {
+      throw new UnknownTokenError(
+        token,
+        this.source,
+        'add it to "tokens" (a tag also to "specials") in the tokenizer file, or check the spelling',
+      );
+    }
     return id;
   }
 
@@ -203,7 +243,9 @@ export class WordTokenizer implements Tokenizer {
 
   private checkId(id: number): void {
     if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
-      throw new RangeError(`Token id ${id} is outside the vocabulary of ${this.source} (ids 0–${this.vocabSize - 1}); the model's vocabulary size must match the tokenizer's`);
+      throw new RangeError(
+        `Token id ${id} is outside the vocabulary of ${this.source} (ids 0–${this.vocabSize - 1}); the model's vocabulary size must match the tokenizer's`,
+      );
     }
   }
 }

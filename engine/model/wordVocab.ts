@@ -31,8 +31,12 @@ export function buildWordVocab(corpus: Iterable<string>, opts: BuildWordVocabOpt
   const byteFallback = opts.byteFallback ?? false;
   const minCount = opts.minCount ?? 1;
   const maxSize = opts.maxSize ?? Infinity;
-  if (!(Number.isInteger(minCount) && minCount >= 1)) throw new TokenizerFileError(SOURCE, 'minCount', `is ${minCount}; it must be an integer ≥ 1`);
-  if (!(maxSize === Infinity || (Number.isInteger(maxSize) && maxSize >= 1))) throw new TokenizerFileError(SOURCE, 'maxSize', `is ${maxSize}; it must be a positive integer`);
+  if (!(Number.isInteger(minCount) && minCount >= 1)) {
+    throw new TokenizerFileError(SOURCE, 'minCount', `is ${minCount}; it must be an integer ≥ 1`);
+  }
+  if (!(maxSize === Infinity || (Number.isInteger(maxSize) && maxSize >= 1))) {
+    throw new TokenizerFileError(SOURCE, 'maxSize', `is ${maxSize}; it must be a positive integer`);
+  }
 
   const roles = checkSpecials(opts.specials, SOURCE);
   const matcher = new SpecialTokenMatcher(roles.map(([, text]) => text));
@@ -44,7 +48,11 @@ export function buildWordVocab(corpus: Iterable<string>, opts: BuildWordVocabOpt
   for (const wanted of opts.alwaysInclude ?? []) {
     const pieces = pretokenise(normaliseWordText(wanted, lowercase));
     if (pieces.length !== 1 || pieces[0] !== wanted || matcher.split(wanted).some((s) => s.kind === 'special')) {
-      throw new TokenizerFileError(SOURCE, 'alwaysInclude', `has ${JSON.stringify(wanted)}, which encode() would cut into ${JSON.stringify(pieces)}; list single words, digits or punctuation marks${lowercase ? ' in lower case' : ''}`);
+      throw new TokenizerFileError(
+        SOURCE,
+        'alwaysInclude',
+        `has ${JSON.stringify(wanted)}, which encode() would cut into ${JSON.stringify(pieces)}; list single words, digits or punctuation marks${lowercase ? ' in lower case' : ''}`,
+      );
     }
     if (!taken.has(wanted)) {
       tokens.push(wanted);
@@ -52,7 +60,11 @@ export function buildWordVocab(corpus: Iterable<string>, opts: BuildWordVocabOpt
     }
   }
   if (tokens.length > maxSize) {
-    throw new TokenizerFileError(SOURCE, 'maxSize', `is ${maxSize} but the specials, byte tokens and alwaysInclude already need ${tokens.length}; raise maxSize`);
+    throw new TokenizerFileError(
+      SOURCE,
+      'maxSize',
+      `is ${maxSize} but the specials, byte tokens and alwaysInclude already need ${tokens.length}; raise maxSize`,
+    );
   }
 
   const counts = new Map<string, number>();
@@ -71,5 +83,8 @@ export function buildWordVocab(corpus: Iterable<string>, opts: BuildWordVocabOpt
     if (tokens.length >= maxSize) break;
     tokens.push(piece);
   }
-  return new WordTokenizer({ type: 'word', version: 1, lowercase, byteFallback, specials: Object.fromEntries(roles), tokens }, 'buildWordVocab');
+  return new WordTokenizer(
+    { type: 'word', version: 1, lowercase, byteFallback, specials: Object.fromEntries(roles), tokens },
+    'buildWordVocab',
+  );
 }

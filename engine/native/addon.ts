@@ -103,7 +103,11 @@ export function blasThreads(env: NodeJS.ProcessEnv = process.env, fallback = 1):
   const raw = env.MARS_LAB_BLAS_THREADS;
   if (raw === undefined || raw.trim() === '') return fallback;
   const parsed = BLAS_THREADS.safeParse(raw.trim());
-  if (!parsed.success) throw new UserError(`MARS_LAB_BLAS_THREADS: '${raw.slice(0, 20)}' is not a whole number from 1 to 256; unset it (1 thread) or set e.g. 2.`);
+  if (!parsed.success) {
+    throw new UserError(
+      `MARS_LAB_BLAS_THREADS: '${raw.slice(0, 20)}' is not a whole number from 1 to 256; unset it (1 thread) or set e.g. 2.`,
+    );
+  }
   return parsed.data;
 }
 
@@ -113,7 +117,9 @@ export function nativeRequest(env: NodeJS.ProcessEnv = process.env): 'auto' | 'o
   if (v === '' || v === '1' || v === 'on' || v === 'auto') return 'auto';
   if (v === '0' || v === 'off' || v === 'false') return 'off';
   if (v === 'own') return 'own';
-  throw new UserError(`MARS_LAB_NATIVE: '${v.slice(0, 20)}' is not one of 1, 0, own; unset it to use the native kernels when they are built.`);
+  throw new UserError(
+    `MARS_LAB_NATIVE: '${v.slice(0, 20)}' is not one of 1, 0, own; unset it to use the native kernels when they are built.`,
+  );
 }
 
 /** What MARS_LAB_NATIVE_ADAM asks for: 'auto' (the default: native when the native products are active) or 'off'. */
@@ -121,7 +127,9 @@ export function nativeAdamRequest(env: NodeJS.ProcessEnv = process.env): 'auto' 
   const v = (env.MARS_LAB_NATIVE_ADAM ?? '').trim().toLowerCase();
   if (v === '' || v === '1' || v === 'on' || v === 'auto') return 'auto';
   if (v === '0' || v === 'off' || v === 'false') return 'off';
-  throw new UserError(`MARS_LAB_NATIVE_ADAM: '${v.slice(0, 20)}' is not one of 1, 0; unset it to fuse the optimiser natively when the native kernels are active.`);
+  throw new UserError(
+    `MARS_LAB_NATIVE_ADAM: '${v.slice(0, 20)}' is not one of 1, 0; unset it to fuse the optimiser natively when the native kernels are active.`,
+  );
 }
 
 /** The project's root: the nearest folder above this module with a native/ folder and package.json. */
@@ -157,23 +165,52 @@ const require = createRequire(import.meta.url);
 export function loadAddon(env: NodeJS.ProcessEnv = process.env): AddonLoad {
   const explicit = env.MARS_LAB_NATIVE_PATH?.trim();
   const file = explicit ? path.resolve(explicit) : defaultAddonPath();
-  if (!file) return { loaded: null, reason: 'the project folder (with native/) was not found next to the engine', buildReasons: [] };
+  if (!file) {
+    return {
+      loaded: null,
+      reason: 'the project folder (with native/) was not found next to the engine',
+      buildReasons: [],
+    };
+  }
   const record = readBuildRecord(path.dirname(file));
   if (!fs.existsSync(file)) {
-    if (record && record.kernel === 'none')
-      {return { loaded: null, reason: `not built at install: ${record.reasons.join('; ') || 'no reason recorded'}`, buildReasons: record.reasons };}
+    if (record && record.kernel === 'none') {
+      return {
+        loaded: null,
+        reason: `not built at install: ${record.reasons.join('; ') || 'no reason recorded'}`,
+        buildReasons: record.reasons,
+      };
+    }
     if (explicit) return { loaded: null, reason: `MARS_LAB_NATIVE_PATH: ${file} does not exist`, buildReasons: [] };
-    return { loaded: null, reason: `not built (${file} is missing; run 'node scripts/buildNative.mjs' in the project folder)`, buildReasons: [] };
+    return {
+      loaded: null,
+      reason: `not built (${file} is missing; run 'node scripts/buildNative.mjs' in the project folder)`,
+      buildReasons: [],
+    };
   }
   let addon: NativeAddon;
   try {
     addon = require(file) as NativeAddon;
   } catch (err) {
     const msg = (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 300);
-    return { loaded: null, reason: `${file} would not load: ${msg} (rebuild it with 'node scripts/buildNative.mjs')`, buildReasons: [] };
+    return {
+      loaded: null,
+      reason: `${file} would not load: ${msg} (rebuild it with 'node scripts/buildNative.mjs')`,
+      buildReasons: [],
+    };
   }
   const info = addonInfoSchema.safeParse(typeof addon.info === 'function' ? addon.info() : null);
-  if (!info.success || typeof addon.gemm !== 'function')
-    {return { loaded: null, reason: `${file} is not the mars-lab addon of this version (rebuild it with 'node scripts/buildNative.mjs')`, buildReasons: [] };}
-  return { loaded: { addon, info: info.data, file }, reason: '', linkage: record?.openblas?.linkage, buildReasons: record?.reasons ?? [] };
+  if (!info.success || typeof addon.gemm !== 'function') {
+    return {
+      loaded: null,
+      reason: `${file} is not the mars-lab addon of this version (rebuild it with 'node scripts/buildNative.mjs')`,
+      buildReasons: [],
+    };
+  }
+  return {
+    loaded: { addon, info: info.data, file },
+    reason: '',
+    linkage: record?.openblas?.linkage,
+    buildReasons: record?.reasons ?? [],
+  };
 }

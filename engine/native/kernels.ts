@@ -18,7 +18,15 @@ interface WasmBackendLike {
 }
 
 /** Activation codes of native/mars_gemm.c's epilogue. */
-const ACTIVATIONS: Record<string, number> = { linear: 0, relu: 1, relu6: 2, sigmoid: 3, leakyrelu: 4, elu: 5, prelu: 6 };
+const ACTIVATIONS: Record<string, number> = {
+  linear: 0,
+  relu: 1,
+  relu6: 2,
+  sigmoid: 3,
+  leakyrelu: 4,
+  elu: 5,
+  prelu: 6,
+};
 
 export interface ProductPlan {
   m: number;
@@ -34,18 +42,24 @@ export interface ProductPlan {
  * Sizes and batch strides of op(a)·op(b) with tfjs's broadcasting of the leading dimensions (each pair equal, or one
  * of them 1 or missing). Throws tfjs's own kind of message for shapes that do not fit.
  */
-export function planProduct(aShape: readonly number[], bShape: readonly number[], transposeA: boolean, transposeB: boolean): ProductPlan {
+export function planProduct(
+  aShape: readonly number[],
+  bShape: readonly number[],
+  transposeA: boolean,
+  transposeB: boolean,
+): ProductPlan {
   const ra = aShape.length;
   const rb = bShape.length;
   const m = transposeA ? aShape[ra - 1]! : aShape[ra - 2]!;
   const k = transposeA ? aShape[ra - 2]! : aShape[ra - 1]!;
   const kb = transposeB ? bShape[rb - 1]! : bShape[rb - 2]!;
   const n = transposeB ? bShape[rb - 2]! : bShape[rb - 1]!;
-  if (k !== kb)
+  if (k !== kb) {
     throw new Error(
       `Error in matMul: inner shapes (${k}) and (${kb}) of Tensors with shapes ${aShape} and ${bShape} and ` +
         `transposeA=${transposeA} and transposeB=${transposeB} must match.`,
     );
+  }
   const ba = aShape.slice(0, -2);
   const bb = bShape.slice(0, -2);
   const nd = Math.max(ba.length, bb.length);
@@ -63,8 +77,9 @@ export function planProduct(aShape: readonly number[], bShape: readonly number[]
     const ib = d - (nd - bb.length);
     const da = ia >= 0 ? ba[ia]! : 1;
     const db = ib >= 0 ? bb[ib]! : 1;
-    if (da !== db && da !== 1 && db !== 1)
+    if (da !== db && da !== 1 && db !== 1) {
       throw new Error(`Operands could not be broadcast together with shapes ${aShape} and ${bShape}.`);
+    }
     const count = da === 1 ? db : da;
     outBatch.push(count);
     if (count === 1) continue;
@@ -74,8 +89,9 @@ export function planProduct(aShape: readonly number[], bShape: readonly number[]
   const merged: [number, number, number][] = [];
   for (const t of triples) {
     const last = merged[merged.length - 1];
-    if (last && last[1] === t[1] * t[0] && last[2] === t[2] * t[0]) merged[merged.length - 1] = [last[0] * t[0], t[1], t[2]];
-    else merged.push([...t]);
+    if (last && last[1] === t[1] * t[0] && last[2] === t[2] * t[0]) {
+      merged[merged.length - 1] = [last[0] * t[0], t[1], t[2]];
+    } else merged.push([...t]);
   }
   return { m, n, k, outShape: [...outBatch, m, n], batch: merged.length ? Int32Array.from(merged.flat()) : null };
 }
@@ -136,14 +152,24 @@ function stockFallback(name: string, stock: tf.KernelConfig | undefined): tf.Ker
 }
 
 /** The two kernel configs for the wasm backend, falling back to the given stock ones. */
-export function nativeKernelConfigs(addon: NativeAddon, stock: { batchMatMul?: tf.KernelConfig; fusedMatMul?: tf.KernelConfig }): tf.KernelConfig[] {
+export function nativeKernelConfigs(
+  addon: NativeAddon,
+  stock: { batchMatMul?: tf.KernelConfig; fusedMatMul?: tf.KernelConfig },
+): tf.KernelConfig[] {
   const stockBatch = stockFallback('BatchMatMul', stock.batchMatMul);
   const stockFused = stockFallback('_FusedMatMul', stock.fusedMatMul);
   const batchMatMul: tf.KernelFunc = (args) => {
     const { a, b } = args.inputs as unknown as { a: tf.TensorInfo; b: tf.TensorInfo };
     const { transposeA, transposeB } = args.attrs as unknown as { transposeA: boolean; transposeB: boolean };
-    if (a.dtype !== 'float32' || b.dtype !== 'float32' || a.shape.length < 2 || b.shape.length < 2) return stockBatch(args);
-    return runProduct(addon, args.backend as unknown as WasmBackendLike, a, b, transposeA, transposeB, { bias: null, activation: 0, alpha: 0, prelu: null });
+    if (a.dtype !== 'float32' || b.dtype !== 'float32' || a.shape.length < 2 || b.shape.length < 2) {
+      return stockBatch(args);
+    }
+    return runProduct(addon, args.backend as unknown as WasmBackendLike, a, b, transposeA, transposeB, {
+      bias: null,
+      activation: 0,
+      alpha: 0,
+      prelu: null,
+    });
   };
   const fusedMatMul: tf.KernelFunc = (args) => {
     const { a, b, bias, preluActivationWeights } = args.inputs as unknown as {
@@ -161,10 +187,20 @@ export function nativeKernelConfigs(addon: NativeAddon, stock: { batchMatMul?: t
     const code = ACTIVATIONS[activation ?? 'linear'];
     const n = transposeB ? b.shape[b.shape.length - 2] : b.shape[b.shape.length - 1];
     // One value per output column, or a single one: what the addon broadcasts (tfjs allows more; those go to stock).
-    const perColumn = (t: tf.TensorInfo | null | undefined) => t == null || (t.dtype === 'float32' && t.shape.length <= 1 && [1, n].includes(tf.util.sizeFromShape(t.shape)));
+    const perColumn = (t: tf.TensorInfo | null | undefined) =>
+      t == null || (t.dtype === 'float32' && t.shape.length <= 1 && [1, n].includes(tf.util.sizeFromShape(t.shape)));
     const prelu = code === ACTIVATIONS.prelu ? preluActivationWeights : null;
-    if (code === undefined || !perColumn(bias) || (code === ACTIVATIONS.prelu && (prelu == null || !perColumn(prelu))) || a.dtype !== 'float32' || b.dtype !== 'float32' || a.shape.length < 2 || b.shape.length < 2)
+    if (
+      code === undefined ||
+      !perColumn(bias) ||
+      (code === ACTIVATIONS.prelu && (prelu == null || !perColumn(prelu))) ||
+      a.dtype !== 'float32' ||
+      b.dtype !== 'float32' ||
+      a.shape.length < 2 ||
+      b.shape.length < 2
+    ) {
       return stockFused(args);
+    }
     return runProduct(addon, args.backend as unknown as WasmBackendLike, a, b, transposeA, transposeB, {
       bias: bias ?? null,
       activation: code,
@@ -200,7 +236,10 @@ function swap(configs: (tf.KernelConfig | undefined)[]): void {
  */
 export function registerNativeKernels(addon: NativeAddon): void {
   if (registration?.addon === addon && nativeKernelsRegistered()) return;
-  const stock = registration?.stock ?? { batchMatMul: tf.getKernel('BatchMatMul', 'wasm'), fusedMatMul: tf.getKernel('_FusedMatMul', 'wasm') };
+  const stock = registration?.stock ?? {
+    batchMatMul: tf.getKernel('BatchMatMul', 'wasm'),
+    fusedMatMul: tf.getKernel('_FusedMatMul', 'wasm'),
+  };
   if (!stock.batchMatMul) throw new Error('the wasm backend has not registered its BatchMatMul kernel');
   const native = registration?.addon === addon ? registration.native : nativeKernelConfigs(addon, stock);
   registration = { addon, stock, native };

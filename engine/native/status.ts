@@ -75,10 +75,20 @@ function requestedThreads(opts: NativeOptions): { threads: number; from: NativeK
 function adamReport(load: AddonLoad | null, active: boolean): { adam: boolean; adamDetail: string } {
   if (!active) return { adam: false, adamDetail: 'tensor ops (the native kernels are not active)' };
   const addon = load?.loaded?.addon;
-  if (typeof addon?.adam !== 'function' || typeof addon.sumSquares !== 'function')
-    {return { adam: false, adamDetail: "tensor ops: this addon predates the fused optimiser (rebuild it with 'node scripts/buildNative.mjs')" };}
-  if (nativeAdamRequest() === 'off') return { adam: false, adamDetail: 'tensor ops: switched off with MARS_LAB_NATIVE_ADAM=0' };
-  return { adam: true, adamDetail: 'fused native passes for the gradient norm and the AdamW update, in place on the wasm heap' };
+  if (typeof addon?.adam !== 'function' || typeof addon.sumSquares !== 'function') {
+    return {
+      adam: false,
+      adamDetail:
+        "tensor ops: this addon predates the fused optimiser (rebuild it with 'node scripts/buildNative.mjs')",
+    };
+  }
+  if (nativeAdamRequest() === 'off') {
+    return { adam: false, adamDetail: 'tensor ops: switched off with MARS_LAB_NATIVE_ADAM=0' };
+  }
+  return {
+    adam: true,
+    adamDetail: 'fused native passes for the gradient norm and the AdamW update, in place on the wasm heap',
+  };
 }
 
 /**
@@ -95,10 +105,15 @@ export function configureNativeKernels(backend: string, opts: NativeOptions = {}
     unregisterNativeKernels();
     return { kernel: 'none', active: false, detail, built, threads: 1, threadsFrom: from, ...adamReport(load, false) };
   };
-  if (request === 'off') lastReport = none('switched off with MARS_LAB_NATIVE=0; the wasm backend runs its own matrix products');
-  else if (!load?.loaded) lastReport = none(`no native addon: ${load?.reason ?? 'not loaded'}; the wasm backend runs its own matrix products`);
-  else if (backend !== 'wasm') lastReport = none(`the native kernels serve the wasm backend only; this process uses ${backend}`);
-  else {
+  if (request === 'off') {
+    lastReport = none('switched off with MARS_LAB_NATIVE=0; the wasm backend runs its own matrix products');
+  } else if (!load?.loaded) {
+    lastReport = none(
+      `no native addon: ${load?.reason ?? 'not loaded'}; the wasm backend runs its own matrix products`,
+    );
+  } else if (backend !== 'wasm') {
+    lastReport = none(`the native kernels serve the wasm backend only; this process uses ${backend}`);
+  } else {
     const { addon, info, file } = load.loaded;
     const kernel = request === 'own' ? 'own' : info.built;
     addon.setKernel(kernel);
@@ -119,11 +134,27 @@ export function configureNativeKernels(backend: string, opts: NativeOptions = {}
         detail:
           `OpenBLAS (core ${now.openblasCore ?? '?'}${load.linkage ? `, ${load.linkage}ally linked` : ''}), ${t} thread${t === 1 ? '' : 's'}` +
           // The environment can pin OpenBLAS's kernels below what the CPU offers (this project's VMs set Haswell).
-          (process.env.OPENBLAS_CORETYPE ? `; core set by OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE} in the environment` : ''),
+          (process.env.OPENBLAS_CORETYPE
+            ? `; core set by OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE} in the environment`
+            : ''),
       };
     } else {
-      const why = request === 'own' ? 'MARS_LAB_NATIVE=own' : load.buildReasons.length ? `built without OpenBLAS: ${load.buildReasons.join('; ')}` : 'built without OpenBLAS';
-      lastReport = { kernel, active: true, built, threads: 1, threadsFrom: from, ...adam, file, detail: `the project's own kernel (${now.microkernel ?? '?'}, 1 thread): ${why}` };
+      const why =
+        request === 'own'
+          ? 'MARS_LAB_NATIVE=own'
+          : load.buildReasons.length
+            ? `built without OpenBLAS: ${load.buildReasons.join('; ')}`
+            : 'built without OpenBLAS';
+      lastReport = {
+        kernel,
+        active: true,
+        built,
+        threads: 1,
+        threadsFrom: from,
+        ...adam,
+        file,
+        detail: `the project's own kernel (${now.microkernel ?? '?'}, 1 thread): ${why}`,
+      };
     }
   }
   return lastReport;

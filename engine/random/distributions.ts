@@ -68,7 +68,9 @@ function checkWeights(what: string, w: ArrayLike<number>): number {
   let total = 0;
   for (let i = 0; i < w.length; i++) {
     const x = w[i]!;
-    if (!(x >= 0) || !Number.isFinite(x)) throw new Error(`${what}: weight ${i} is ${x}; weights must be finite and ≥ 0.`);
+    if (!(x >= 0) || !Number.isFinite(x)) {
+      throw new Error(`${what}: weight ${i} is ${x}; weights must be finite and ≥ 0.`);
+    }
     total += x;
   }
   if (!(total > 0)) throw new Error(`${what}: all weights are 0, so nothing can be drawn.`);
@@ -97,7 +99,9 @@ export function categorical(rng: Rng, probs: ArrayLike<number>): number {
  * table and binary search, so many draws from one weight vector cost O(n + k log n).
  */
 export function drawWithReplacementWeighted(rng: Rng, weights: ArrayLike<number>, k: number): number[] {
-  if (!Number.isInteger(k) || k < 0) throw new Error(`drawWithReplacementWeighted: k must be an integer ≥ 0, got ${k}.`);
+  if (!Number.isInteger(k) || k < 0) {
+    throw new Error(`drawWithReplacementWeighted: k must be an integer ≥ 0, got ${k}.`);
+  }
   if (k === 0) return [];
   const total = checkWeights('drawWithReplacementWeighted', weights);
   const cum = new Float64Array(weights.length);
@@ -126,7 +130,9 @@ export function drawWithReplacementWeighted(rng: Rng, weights: ArrayLike<number>
  * Zero-weight items are never drawn; asking for more items than have positive weight is an error.
  */
 export function drawWithoutReplacementWeighted(rng: Rng, weights: ArrayLike<number>, k: number): number[] {
-  if (!Number.isInteger(k) || k < 0) throw new Error(`drawWithoutReplacementWeighted: k must be an integer ≥ 0, got ${k}.`);
+  if (!Number.isInteger(k) || k < 0) {
+    throw new Error(`drawWithoutReplacementWeighted: k must be an integer ≥ 0, got ${k}.`);
+  }
   if (k === 0) return [];
   checkWeights('drawWithoutReplacementWeighted', weights);
   const keyed: { i: number; key: number }[] = [];

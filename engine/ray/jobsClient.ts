@@ -62,10 +62,16 @@ export function parseRayUrl(url: string): URL {
   try {
     u = new URL(url);
   } catch {
-    throw new RayError(`--ray: "${url}" is not a URL; give the dashboard's address, e.g. http://127.0.0.1:8265`, 'not-ray');
+    throw new RayError(
+      `--ray: "${url}" is not a URL; give the dashboard's address, e.g. http://127.0.0.1:8265`,
+      'not-ray',
+    );
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') {
-    throw new RayError(`--ray: "${url}" is not an http(s) URL; give the dashboard's address, e.g. http://127.0.0.1:8265 (not the GCS port 6379 or ray://)`, 'not-ray');
+    throw new RayError(
+      `--ray: "${url}" is not an http(s) URL; give the dashboard's address, e.g. http://127.0.0.1:8265 (not the GCS port 6379 or ray://)`,
+      'not-ray',
+    );
   }
   u.pathname = u.pathname.replace(/\/+$/, '');
   u.search = '';
@@ -92,16 +98,23 @@ function networkReason(err: unknown): string {
 }
 
 /** One HTTP exchange; the body is read whole (Ray's answers are small, the full log aside). */
-function exchange(url: string, opts: { method: string; headers: Record<string, string>; body?: string; ca?: Buffer; timeoutMs: number }): Promise<{ status: number; text: string }> {
+function exchange(
+  url: string,
+  opts: { method: string; headers: Record<string, string>; body?: string; ca?: Buffer; timeoutMs: number },
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const u = new URL(url);
     const mod = u.protocol === 'https:' ? https : http;
-    const req = mod.request(u, { method: opts.method, headers: opts.headers, ...(opts.ca ? { ca: opts.ca } : {}), timeout: opts.timeoutMs }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
+    const req = mod.request(
+      u,
+      { method: opts.method, headers: opts.headers, ...(opts.ca ? { ca: opts.ca } : {}), timeout: opts.timeoutMs },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
     req.on('timeout', () => req.destroy(Object.assign(new Error('no answer in time'), { code: 'ETIMEDOUT' })));
     req.on('error', reject);
     req.end(opts.body);
@@ -125,7 +138,9 @@ export class RayJobsClient {
       try {
         this.ca = fs.readFileSync(caFile);
       } catch (err) {
-        throw new UserError(`--ray-ca ${caFile}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); give a PEM file`);
+        throw new UserError(
+          `--ray-ca ${caFile}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); give a PEM file`,
+        );
       }
     }
   }
@@ -144,12 +159,24 @@ export class RayJobsClient {
     return this.url(route).replace(/^http/, 'ws');
   }
 
-  private async request<T>(method: 'GET' | 'POST' | 'DELETE', route: string, schema: z.ZodType<T>, body?: unknown, job?: string): Promise<T> {
+  private async request<T>(
+    method: 'GET' | 'POST' | 'DELETE',
+    route: string,
+    schema: z.ZodType<T>,
+    body?: unknown,
+    job?: string,
+  ): Promise<T> {
     const headers: Record<string, string> = { accept: 'application/json', ...this.headers };
     if (body !== undefined) headers['content-type'] = 'application/json';
     let res: { status: number; text: string };
     try {
-      res = await exchange(this.url(route), { method, headers, body: body === undefined ? undefined : JSON.stringify(body), ca: this.ca, timeoutMs: this.timeoutMs });
+      res = await exchange(this.url(route), {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        ca: this.ca,
+        timeoutMs: this.timeoutMs,
+      });
     } catch (err) {
       throw new RayError(
         `Ray cluster at ${this.where} is unreachable (${networkReason(err)}): is the head running and is this its dashboard port? (a remote head: ssh -N -L 8265:127.0.0.1:8265 HEAD, then --ray http://127.0.0.1:8265)`,
@@ -167,21 +194,41 @@ export class RayJobsClient {
         );
       }
       if (res.status === 404 && job !== undefined && /does not exist/i.test(text)) {
-        throw new RayError(`no job '${job}' on the Ray cluster at ${this.where} (list them: mars-lab jobs ls --ray ${this.where})`, 'not-found', 404);
+        throw new RayError(
+          `no job '${job}' on the Ray cluster at ${this.where} (list them: mars-lab jobs ls --ray ${this.where})`,
+          'not-found',
+          404,
+        );
       }
       if (res.status === 404) {
-        throw new RayError(`${this.where} has no ${method} ${route} (HTTP 404, "${line}"): is this a Ray dashboard's address (http://HEAD:8265)?`, 'not-ray', 404);
+        throw new RayError(
+          `${this.where} has no ${method} ${route} (HTTP 404, "${line}"): is this a Ray dashboard's address (http://HEAD:8265)?`,
+          'not-ray',
+          404,
+        );
       }
       if (/submission_id \S+ already exists/.test(text)) {
-        throw new RayError(`a job with submission id '${job}' already exists on ${this.where}: choose another run id, or follow that job (mars-lab jobs logs ${job} --ray ${this.where})`, 'duplicate', res.status);
+        throw new RayError(
+          `a job with submission id '${job}' already exists on ${this.where}: choose another run id, or follow that job (mars-lab jobs logs ${job} --ray ${this.where})`,
+          'duplicate',
+          res.status,
+        );
       }
-      throw new RayError(`Ray at ${this.where} answered ${res.status} to ${method} ${route}: ${line}`, 'http', res.status);
+      throw new RayError(
+        `Ray at ${this.where} answered ${res.status} to ${method} ${route}: ${line}`,
+        'http',
+        res.status,
+      );
     }
     let json: unknown;
     try {
       json = JSON.parse(text);
     } catch {
-      throw new RayError(`${this.where} answered ${method} ${route} with something that is not JSON ("${rayErrorLine(text).slice(0, 80)}"): is this a Ray dashboard's address?`, 'not-ray', res.status);
+      throw new RayError(
+        `${this.where} answered ${method} ${route} with something that is not JSON ("${rayErrorLine(text).slice(0, 80)}"): is this a Ray dashboard's address?`,
+        'not-ray',
+        res.status,
+      );
     }
     const parsed = schema.safeParse(json);
     if (!parsed.success) {
@@ -218,6 +265,7 @@ export class RayJobsClient {
   }
 
   async stop(id: string): Promise<boolean> {
-    return (await this.request('POST', `/api/jobs/${encodeURIComponent(id)}/stop`, stopResponseSchema, undefined, id)).stopped;
+    return (await this.request('POST', `/api/jobs/${encodeURIComponent(id)}/stop`, stopResponseSchema, undefined, id))
+      .stopped;
   }
 }

@@ -42,7 +42,13 @@ export interface FollowResult {
 type Session = { kind: 'closed-normally' } | { kind: 'dropped'; reason: string } | { kind: 'aborted' };
 
 /** One WebSocket session: hands on the text past `skip` characters; resolves when the socket ends. */
-function session(client: RayJobsClient, id: string, skip: number, hand: (text: string) => void, signal?: AbortSignal): Promise<Session> {
+function session(
+  client: RayJobsClient,
+  id: string,
+  skip: number,
+  hand: (text: string) => void,
+  signal?: AbortSignal,
+): Promise<Session> {
   return new Promise((resolve) => {
     let received = 0;
     let got = false;
@@ -68,7 +74,9 @@ function session(client: RayJobsClient, id: string, skip: number, hand: (text: s
     ws.on('message', (data, isBinary) => {
       if (isBinary) return;
       got = true;
-      const text = (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString('utf8');
+      const text = (
+        Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)
+      ).toString('utf8');
       const start = received;
       received += text.length;
       if (received <= skip) return;

@@ -116,14 +116,19 @@ export class Adam {
     if (this.scheduleUnit !== 'update' && this.scheduleUnit !== 'trainingStep') {
       throw new Error(`Adam: scheduleUnit must be 'update' or 'trainingStep', got '${this.scheduleUnit as string}'.`);
     }
-    for (const [what, x] of [['beta1', this.beta1], ['beta2', this.beta2]] as const) {
+    for (const [what, x] of [
+      ['beta1', this.beta1],
+      ['beta2', this.beta2],
+    ] as const) {
       if (!(x >= 0 && x < 1)) throw new Error(`Adam: ${what} must be in [0, 1), got ${x}.`);
     }
     if (!(this.eps > 0)) throw new Error(`Adam: eps must be > 0, got ${this.eps}.`);
     if (!(this.weightDecay >= 0) || !Number.isFinite(this.weightDecay)) {
       throw new Error(`Adam: weightDecay must be a finite number ≥ 0, got ${this.weightDecay}.`);
     }
-    if (!(this.maxGradNorm > 0)) throw new Error(`Adam: maxGradNorm must be > 0 (or null for no clipping), got ${opts.maxGradNorm}.`);
+    if (!(this.maxGradNorm > 0)) {
+      throw new Error(`Adam: maxGradNorm must be > 0 (or null for no clipping), got ${opts.maxGradNorm}.`);
+    }
 
     const entries: [string, tf.Variable][] = Array.isArray(vars)
       ? (vars as readonly tf.Variable[]).map((v) => [v.name, v])
@@ -132,7 +137,9 @@ export class Adam {
     this.slots = new Map();
     for (const [name, variable] of entries) {
       if (this.slots.has(name)) throw new Error(`Adam: variable name '${name}' appears twice.`);
-      if (variable.dtype !== 'float32') throw new Error(`Adam: variable '${name}' is ${variable.dtype}; only float32 can be trained.`);
+      if (variable.dtype !== 'float32') {
+        throw new Error(`Adam: variable '${name}' is ${variable.dtype}; only float32 can be trained.`);
+      }
       const m = tf.tidy(() => tf.variable(tf.zerosLike(variable), false));
       const v = tf.tidy(() => tf.variable(tf.zerosLike(variable), false));
       this.slots.set(name, { name, variable, m, v });
@@ -153,7 +160,9 @@ export class Adam {
   private schedulePosition(trainingStep: number | undefined): number {
     if (this.scheduleUnit === 'update') return this.t;
     if (trainingStep === undefined || !Number.isInteger(trainingStep) || trainingStep < 0) {
-      throw new Error(`Adam: scheduleUnit 'trainingStep' needs the 0-based training step of the update, got ${trainingStep}.`);
+      throw new Error(
+        `Adam: scheduleUnit 'trainingStep' needs the 0-based training step of the update, got ${trainingStep}.`,
+      );
     }
     return trainingStep;
   }
@@ -164,10 +173,14 @@ export class Adam {
     for (const [name, g] of Object.entries(grads)) {
       const slot = this.slots.get(name);
       if (!slot) {
-        throw new Error(`Adam: gradient '${name}' matches no optimised variable (known: ${[...this.slots.keys()].slice(0, 8).join(', ')}${this.slots.size > 8 ? ', …' : ''}).`);
+        throw new Error(
+          `Adam: gradient '${name}' matches no optimised variable (known: ${[...this.slots.keys()].slice(0, 8).join(', ')}${this.slots.size > 8 ? ', …' : ''}).`,
+        );
       }
       if (!sameShape(g.shape, slot.variable.shape)) {
-        throw new Error(`Adam: gradient '${name}' has shape [${g.shape.join(', ')}] but the variable has [${slot.variable.shape.join(', ')}].`);
+        throw new Error(
+          `Adam: gradient '${name}' has shape [${g.shape.join(', ')}] but the variable has [${slot.variable.shape.join(', ')}].`,
+        );
       }
       pairs.push([slot, g]);
     }
@@ -183,10 +196,18 @@ export class Adam {
     const pairs = this.checkGrads(grads);
     const position = this.schedulePosition(trainingStep);
     const fused = this.fusedOptimiser();
-    let gradNorm = fused && pairs.length > 0 ? fusedSumSquares(fused, pairs.map(([, g]) => g)) : null;
+    let gradNorm =
+      fused && pairs.length > 0
+        ? fusedSumSquares(
+            fused,
+            pairs.map(([, g]) => g),
+          )
+        : null;
     if (gradNorm !== null) gradNorm = Math.sqrt(gradNorm);
     else {
-      if (this.implementation === 'native' && pairs.length > 0) throw new Error('Adam: the native norm needs float32 gradients on the wasm backend.');
+      if (this.implementation === 'native' && pairs.length > 0) {
+        throw new Error('Adam: the native norm needs float32 gradients on the wasm backend.');
+      }
       const normT = tf.tidy(() => {
         if (pairs.length === 0) return tf.scalar(0);
         const squares = pairs.map(([, g]) => tf.sum(tf.square(tf.cast(g, 'float32'))));
@@ -195,7 +216,9 @@ export class Adam {
       gradNorm = (await normT.data())[0]!;
       normT.dispose();
     }
-    if (!Number.isFinite(gradNorm)) return { gradNorm, lr: 0, clipped: false, skipped: true, step: this.t, native: false };
+    if (!Number.isFinite(gradNorm)) {
+      return { gradNorm, lr: 0, clipped: false, skipped: true, step: this.t, native: false };
+    }
 
     const clipped = gradNorm > this.maxGradNorm;
     const scale = clipped ? this.maxGradNorm / gradNorm : 1;
@@ -203,14 +226,24 @@ export class Adam {
     this.t += 1;
     const bc1 = 1 - Math.pow(this.beta1, this.t);
     const bc2 = 1 - Math.pow(this.beta2, this.t);
-    const decayFactor = (slot: Slot) => (this.weightDecay > 0 && this.decays(slot.name) ? 1 - lr * this.weightDecay : 1);
+    const decayFactor = (slot: Slot) =>
+      this.weightDecay > 0 && this.decays(slot.name) ? 1 - lr * this.weightDecay : 1;
     if (fused) {
-      const slots = pairs.map(([slot, grad]) => ({ variable: slot.variable, m: slot.m, v: slot.v, grad, decayFactor: decayFactor(slot) }));
-      if (fusedAdamUpdate(fused, slots, { scale, beta1: this.beta1, beta2: this.beta2, eps: this.eps, lr, bc1, bc2 }))
-        {return { gradNorm, lr, clipped, skipped: false, step: this.t, native: true };}
+      const slots = pairs.map(([slot, grad]) => ({
+        variable: slot.variable,
+        m: slot.m,
+        v: slot.v,
+        grad,
+        decayFactor: decayFactor(slot),
+      }));
+      if (fusedAdamUpdate(fused, slots, { scale, beta1: this.beta1, beta2: this.beta2, eps: this.eps, lr, bc1, bc2 })) {
+        return { gradNorm, lr, clipped, skipped: false, step: this.t, native: true };
+      }
       if (this.implementation === 'native') {
         this.t -= 1; // nothing was updated
-        throw new Error('Adam: the native update needs float32 tensors on the wasm backend, and gradients that share no data with what it writes.');
+        throw new Error(
+          'Adam: the native update needs float32 tensors on the wasm backend, and gradients that share no data with what it writes.',
+        );
       }
     }
     for (const [slot, grad] of pairs) {
@@ -234,7 +267,9 @@ export class Adam {
   private fusedOptimiser(): FusedOptimiser | null {
     if (this.implementation === 'js') return null;
     const { optimiser, detail } = nativeAdamStatus();
-    if (!optimiser && this.implementation === 'native') throw new Error(`Adam: implementation 'native' is not available: ${detail}.`);
+    if (!optimiser && this.implementation === 'native') {
+      throw new Error(`Adam: implementation 'native' is not available: ${detail}.`);
+    }
     return optimiser;
   }
 
@@ -243,7 +278,10 @@ export class Adam {
     if (this.disposed) throw new Error('Adam: this optimiser was disposed.');
     const tensors: Record<string, AdamTensorState> = {};
     for (const slot of this.slots.values()) {
-      for (const [prefix, t] of [['m', slot.m], ['v', slot.v]] as const) {
+      for (const [prefix, t] of [
+        ['m', slot.m],
+        ['v', slot.v],
+      ] as const) {
         // A copy: the cpu backend hands out its live backing array.
         tensors[`${prefix}/${slot.name}`] = { shape: [...t.shape], data: new Float32Array(await t.data()) };
       }
@@ -255,7 +293,9 @@ export class Adam {
   importState(saved: AdamState): void {
     if (this.disposed) throw new Error('Adam: this optimiser was disposed.');
     const state = this.splitLegacyFusedMoments(saved);
-    if (!Number.isInteger(state.step) || state.step < 0) throw new Error(`Adam state: step must be an integer ≥ 0, got ${state.step}.`);
+    if (!Number.isInteger(state.step) || state.step < 0) {
+      throw new Error(`Adam state: step must be an integer ≥ 0, got ${state.step}.`);
+    }
     const expected = new Set<string>();
     for (const slot of this.slots.values()) {
       for (const prefix of ['m', 'v']) {
@@ -269,7 +309,9 @@ export class Adam {
           );
         }
         if (entry.data.length !== slot.variable.size) {
-          throw new Error(`Adam state: tensor '${key}' holds ${entry.data.length} values but shape [${entry.shape.join(', ')}] needs ${slot.variable.size}.`);
+          throw new Error(
+            `Adam state: tensor '${key}' holds ${entry.data.length} values but shape [${entry.shape.join(', ')}] needs ${slot.variable.size}.`,
+          );
         }
       }
     }
@@ -292,7 +334,10 @@ export class Adam {
    * separate variables' moments, so those runs still resume exactly.
    */
   private splitLegacyFusedMoments(state: AdamState): AdamState {
-    const fused: [string, string[]][] = [['wqkv', ['wq', 'wk', 'wv']], ['wgu', ['wg', 'wu']]];
+    const fused: [string, string[]][] = [
+      ['wqkv', ['wq', 'wk', 'wv']],
+      ['wgu', ['wg', 'wu']],
+    ];
     const tensors = { ...state.tensors };
     for (const [key, entry] of Object.entries(state.tensors)) {
       const m = /^([mv])\/(layers\.\d+)\.(wqkv|wgu)$/.exec(key);

@@ -19,7 +19,9 @@ export function groupZScore(rewards: readonly number[], opts: ZScoreOptions = {}
   const eps = opts.eps ?? 1e-6;
   const stdMode = opts.stdMode ?? 'unbiased';
   const singleton = opts.singleton ?? 'zero';
-  if (!(eps >= 0) || !Number.isFinite(eps)) throw new Error(`groupZScore: eps must be a finite number ≥ 0, got ${eps}.`);
+  if (!(eps >= 0) || !Number.isFinite(eps)) {
+    throw new Error(`groupZScore: eps must be a finite number ≥ 0, got ${eps}.`);
+  }
   rewards.forEach((r, i) => {
     if (!Number.isFinite(r)) throw new Error(`groupZScore: reward ${i} is ${r}; rewards must be finite.`);
   });
@@ -49,7 +51,11 @@ export function groupZScore(rewards: readonly number[], opts: ZScoreOptions = {}
  * z-scores within each group of arbitrary size (§1.2, §3.12 "never assume a fixed-size reshape"), returned in the
  * order of the input.
  */
-export function groupAdvantages(groupIds: readonly string[], rewards: readonly number[], opts: ZScoreOptions = {}): number[] {
+export function groupAdvantages(
+  groupIds: readonly string[],
+  rewards: readonly number[],
+  opts: ZScoreOptions = {},
+): number[] {
   if (groupIds.length !== rewards.length) {
     throw new Error(`groupAdvantages: ${groupIds.length} group ids but ${rewards.length} rewards.`);
   }

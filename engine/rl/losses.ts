@@ -107,29 +107,41 @@ interface Resolved {
 }
 
 function resolveOptions(o: PolicyLossOptions): Resolved {
-  if (o.kind !== 'ppoToken' && o.kind !== 'gspo') throw new Error(`policyLoss: kind must be 'ppoToken' or 'gspo', got '${String(o.kind)}'.`);
+  if (o.kind !== 'ppoToken' && o.kind !== 'gspo') {
+    throw new Error(`policyLoss: kind must be 'ppoToken' or 'gspo', got '${String(o.kind)}'.`);
+  }
   const clipLow = o.clipLow ?? 0.2;
   const clipHigh = o.clipHigh ?? 0.2;
   const klCoef = o.klCoef ?? 0;
   const entCoef = o.entCoef ?? 0;
   if (!(clipLow >= 0 && clipLow < 1)) throw new Error(`policyLoss: clipLow must be in [0, 1), got ${clipLow}.`);
-  if (!(clipHigh >= 0) || !Number.isFinite(clipHigh)) throw new Error(`policyLoss: clipHigh must be a finite number ≥ 0, got ${clipHigh}.`);
-  if (!(klCoef >= 0) || !Number.isFinite(klCoef)) throw new Error(`policyLoss: klCoef must be a finite number ≥ 0, got ${klCoef}.`);
+  if (!(clipHigh >= 0) || !Number.isFinite(clipHigh)) {
+    throw new Error(`policyLoss: clipHigh must be a finite number ≥ 0, got ${clipHigh}.`);
+  }
+  if (!(klCoef >= 0) || !Number.isFinite(klCoef)) {
+    throw new Error(`policyLoss: klCoef must be a finite number ≥ 0, got ${klCoef}.`);
+  }
   if (!Number.isFinite(entCoef)) throw new Error(`policyLoss: entCoef must be finite, got ${entCoef}.`);
   let tis: Resolved['tis'] = null;
   if (o.tis?.enabled) {
     const cap = o.tis.cap ?? 2;
     const vetoBelow = o.tis.vetoBelow ?? 1e-4;
-    if (!(cap > 0) || !Number.isFinite(cap)) throw new Error(`policyLoss: tis.cap must be a finite number > 0, got ${cap}.`);
+    if (!(cap > 0) || !Number.isFinite(cap)) {
+      throw new Error(`policyLoss: tis.cap must be a finite number > 0, got ${cap}.`);
+    }
     // Above 1 the veto would fire on ordinary tokens whose sampler and trainer agree exactly.
-    if (!(vetoBelow >= 0 && vetoBelow <= 1)) throw new Error(`policyLoss: tis.vetoBelow must be in [0, 1], got ${vetoBelow}.`);
+    if (!(vetoBelow >= 0 && vetoBelow <= 1)) {
+      throw new Error(`policyLoss: tis.vetoBelow must be in [0, 1], got ${vetoBelow}.`);
+    }
     tis = { cap, vetoBelow };
   }
   return { kind: o.kind, clipLow, clipHigh, klCoef, entCoef, tis };
 }
 
 function checkShapes(inp: PolicyLossInputs, o: Resolved): { B: number; T: number } {
-  if (inp.logp.rank !== 2) throw new Error(`policyLoss: logp must be [B, T], got shape [${inp.logp.shape.join(', ')}].`);
+  if (inp.logp.rank !== 2) {
+    throw new Error(`policyLoss: logp must be [B, T], got shape [${inp.logp.shape.join(', ')}].`);
+  }
   const [B, T] = inp.logp.shape as [number, number];
   if (B === 0 || T === 0) throw new Error(`policyLoss: the batch is empty (logp has shape [${B}, ${T}]).`);
   const same = (name: string, t: tf.Tensor | undefined): void => {
@@ -145,9 +157,15 @@ function checkShapes(inp: PolicyLossInputs, o: Resolved): { B: number; T: number
   if (inp.advantages.rank !== 1 || inp.advantages.shape[0] !== B) {
     throw new Error(`policyLoss: advantages has shape [${inp.advantages.shape.join(', ')}] but must be [${B}].`);
   }
-  if (o.tis && !inp.behLogp) throw new Error('policyLoss: TIS is enabled but behLogp (the sampler log-probs) was not given.');
-  if (o.klCoef > 0 && !inp.refLogp) throw new Error(`policyLoss: klCoef is ${o.klCoef} but refLogp (the reference log-probs) was not given.`);
-  if (o.entCoef !== 0 && !inp.entropy) throw new Error(`policyLoss: entCoef is ${o.entCoef} but no entropy tensor was given.`);
+  if (o.tis && !inp.behLogp) {
+    throw new Error('policyLoss: TIS is enabled but behLogp (the sampler log-probs) was not given.');
+  }
+  if (o.klCoef > 0 && !inp.refLogp) {
+    throw new Error(`policyLoss: klCoef is ${o.klCoef} but refLogp (the reference log-probs) was not given.`);
+  }
+  if (o.entCoef !== 0 && !inp.entropy) {
+    throw new Error(`policyLoss: entCoef is ${o.entCoef} but no entropy tensor was given.`);
+  }
   return { B, T };
 }
 
@@ -272,9 +290,7 @@ export function policyLoss(inputs: PolicyLossInputs, options: PolicyLossOptions)
         const zero = tf.scalar(0);
         const tisMean = w ? tf.div(tf.sum(tf.mul(w, m)), nTokSafe) : zero;
         // A row with tokens whose weights are all 0 was vetoed: min(exp(·), cap) itself is never 0 for a finite log-ratio above the veto.
-        const vetoed = w
-          ? tf.sum(tf.mul(hasTokens, tf.cast(tf.equal(tf.sum(tf.mul(w, m), 1), 0), 'float32')))
-          : zero;
+        const vetoed = w ? tf.sum(tf.mul(hasTokens, tf.cast(tf.equal(tf.sum(tf.mul(w, m), 1), 0), 'float32'))) : zero;
         return tf.stack([
           total,
           policyTerm,

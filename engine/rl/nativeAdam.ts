@@ -32,8 +32,12 @@ export function nativeAdamStatus(): { optimiser: FusedOptimiser | null; detail: 
   if (!loaded || !nativeMatMulActive()) return { optimiser: null, detail: 'the native kernels are not active' };
   if (tf.getBackend() !== 'wasm') return { optimiser: null, detail: `the backend is ${tf.getBackend()}, not wasm` };
   const { addon } = loaded;
-  if (typeof addon.sumSquares !== 'function' || typeof addon.adam !== 'function')
-    {return { optimiser: null, detail: "the addon predates the fused optimiser (rebuild it with 'node scripts/buildNative.mjs')" };}
+  if (typeof addon.sumSquares !== 'function' || typeof addon.adam !== 'function') {
+    return {
+      optimiser: null,
+      detail: "the addon predates the fused optimiser (rebuild it with 'node scripts/buildNative.mjs')",
+    };
+  }
   if (nativeAdamRequest() === 'off') return { optimiser: null, detail: 'switched off with MARS_LAB_NATIVE_ADAM=0' };
   return { optimiser: addon as FusedOptimiser, detail: 'Adam and the gradient norm fused natively' };
 }
@@ -124,11 +128,34 @@ export function fusedAdamUpdate(optimiser: FusedOptimiser, slots: readonly Fused
   for (const slot of slots) for (const t of [slot.variable, slot.m, slot.v]) ownData(backend, t);
   const table = new Float64Array(6 * slots.length);
   slots.forEach((slot, i) => {
-    table.set([offsetOf(backend, slot.variable)!, offsetOf(backend, slot.grad)!, offsetOf(backend, slot.m)!, offsetOf(backend, slot.v)!, slot.variable.size, slot.decayFactor], 6 * i);
+    table.set(
+      [
+        offsetOf(backend, slot.variable)!,
+        offsetOf(backend, slot.grad)!,
+        offsetOf(backend, slot.m)!,
+        offsetOf(backend, slot.v)!,
+        slot.variable.size,
+        slot.decayFactor,
+      ],
+      6 * i,
+    );
   });
   // Fetched after the copies above: an allocation can grow the heap, which replaces its ArrayBuffer.
   const heap = backend.wasm.HEAPU8.buffer as ArrayBuffer;
-  optimiser.adam(heap, table, s.scale !== 1, s.scale, s.beta1, 1 - s.beta1, s.beta2, 1 - s.beta2, s.bc1, s.bc2, s.eps, s.lr);
+  optimiser.adam(
+    heap,
+    table,
+    s.scale !== 1,
+    s.scale,
+    s.beta1,
+    1 - s.beta1,
+    s.beta2,
+    1 - s.beta2,
+    s.bc1,
+    s.bc2,
+    s.eps,
+    s.lr,
+  );
   updates++;
   return true;
 }

@@ -50,7 +50,11 @@ export interface PolicyUpdateStats extends PolicyLossStats {
  * a config's memory check estimates with too.
  */
 export function defaultTokensPerPass(model: LlamaModel): number {
-  return tokensPerPass(tf.getBackend(), model.config, model.variables().reduce((s, v) => s + v.size, 0));
+  return tokensPerPass(
+    tf.getBackend(),
+    model.config,
+    model.variables().reduce((s, v) => s + v.size, 0),
+  );
 }
 
 /** Adam keyed by the model's own parameter names, so its saved state is stable across processes. */
@@ -95,12 +99,13 @@ function combineStats(parts: { stats: PolicyLossStats; weight: number }[]): Poli
       out[key] = null;
       continue;
     }
-    const xs = vals as number[];
+    const xs = vals;
     if (SUMMED.has(key)) out[key] = xs.reduce((a, b) => a + b, 0);
     else if (key === 'ratioMin') out[key] = Math.min(...xs);
     else if (key === 'ratioMax') out[key] = Math.max(...xs);
-    else if (TOKEN_WEIGHTED.has(key)) out[key] = tokens > 0 ? parts.reduce((a, p, i) => a + xs[i]! * p.stats.tokens, 0) / tokens : xs[0]!;
-    else out[key] = parts.reduce((a, p, i) => a + xs[i]! * p.weight, 0);
+    else if (TOKEN_WEIGHTED.has(key)) {
+      out[key] = tokens > 0 ? parts.reduce((a, p, i) => a + xs[i]! * p.stats.tokens, 0) / tokens : xs[0]!;
+    } else out[key] = parts.reduce((a, p, i) => a + xs[i]! * p.weight, 0);
   }
   return out as unknown as PolicyLossStats;
 }
@@ -127,7 +132,9 @@ export async function policyUpdate(
   const epochs = opts.epochs ?? 1;
   const miniBatches = Math.min(opts.miniBatches ?? 1, samples.length);
   if (miniBatches > 1 && !opts.rng) throw new Error('policyUpdate: miniBatches > 1 needs an rng to shuffle the batch.');
-  if ((opts.loss.klCoef ?? 0) > 0 && !opts.reference) throw new Error('policyUpdate: loss.klCoef > 0 needs a reference model.');
+  if ((opts.loss.klCoef ?? 0) > 0 && !opts.reference) {
+    throw new Error('policyUpdate: loss.klCoef > 0 needs a reference model.');
+  }
   const temperature = opts.temperature ?? 1;
   const padId = opts.padId ?? 0;
   const internalName = new Map([...model.params].map(([name, v]) => [v.name, name]));
@@ -145,7 +152,10 @@ export async function policyUpdate(
   const before = async (m: LlamaModel): Promise<Float32Array[]> => {
     const out: Float32Array[] = new Array(samples.length);
     for (const chunk of lengthChunks(all, lengthOf, maxTokens)) {
-      const packed = packBatch(chunk.map((i) => samples[i]!), { padId });
+      const packed = packBatch(
+        chunk.map((i) => samples[i]!),
+        { padId },
+      );
       const t = tf.tidy(() => tokenLogProbs(m, toTokenBatch(packed), { temperature, only: packed.mask }).logp);
       const data = (await t.data()) as Float32Array;
       t.dispose();
@@ -158,7 +168,10 @@ export async function policyUpdate(
 
   /** Gradients of `weight` × (the loss of these samples), and the loss statistics. */
   const chunkGradients = async (chunk: number[], weight: number) => {
-    const packed = packBatch(chunk.map((i) => samples[i]!), { padId });
+    const packed = packBatch(
+      chunk.map((i) => samples[i]!),
+      { padId },
+    );
     const rowsOf = (src: Float32Array[]) => {
       const out = new Float32Array(packed.B * packed.T);
       chunk.forEach((i, b) => out.set(src[i]!, b * packed.T));
@@ -173,7 +186,11 @@ export async function policyUpdate(
     };
     let pl: ReturnType<typeof policyLoss> | undefined;
     const { value, grads } = tf.variableGrads(() => {
-      const { logp, entropy } = tokenLogProbs(model, toTokenBatch(packed), { temperature, entropy: wantEntropy, only: packed.mask });
+      const { logp, entropy } = tokenLogProbs(model, toTokenBatch(packed), {
+        temperature,
+        entropy: wantEntropy,
+        only: packed.mask,
+      });
       pl = policyLoss(
         {
           logp,
@@ -186,11 +203,17 @@ export async function policyUpdate(
         },
         opts.loss,
       );
-      return (weight === 1 ? pl.loss : tf.mul(pl.loss, weight)) as tf.Scalar;
+      return weight === 1 ? pl.loss : tf.mul(pl.loss, weight);
     }, model.variables());
     value.dispose();
     if (weight !== 1) pl!.loss.dispose(); // the unscaled loss outlives the gradient scope; the scaled one was `value`
-    tf.dispose([consts.mask, consts.beh, consts.adv, ...(consts.old ? [consts.old] : []), ...(consts.ref ? [consts.ref] : [])]);
+    tf.dispose([
+      consts.mask,
+      consts.beh,
+      consts.adv,
+      ...(consts.old ? [consts.old] : []),
+      ...(consts.ref ? [consts.ref] : []),
+    ]);
     return { grads, stats: await pl!.stats() };
   };
 
@@ -223,5 +246,11 @@ export async function policyUpdate(
       stats.push(combineStats(parts));
     }
   }
-  return { ...combineStats(stats.map((st) => ({ stats: st, weight: 1 / stats.length }))), gradNorm: last!.gradNorm, lr: last!.lr, optimizerSteps: steps, skippedSteps: skipped };
+  return {
+    ...combineStats(stats.map((st) => ({ stats: st, weight: 1 / stats.length }))),
+    gradNorm: last!.gradNorm,
+    lr: last!.lr,
+    optimizerSteps: steps,
+    skippedSteps: skipped,
+  };
 }

@@ -38,23 +38,33 @@ export function maskedTokenCount(s: Pick<Sample, 'lossMask'>): number {
 export function validateSample(s: Sample, label = 'sample'): void {
   const T = s.tokens.length;
   if (T === 0) throw new Error(`${label}: tokens is empty.`);
-  if (s.lossMask.length !== T) throw new Error(`${label}: lossMask has length ${s.lossMask.length} but tokens has ${T}.`);
+  if (s.lossMask.length !== T) {
+    throw new Error(`${label}: lossMask has length ${s.lossMask.length} but tokens has ${T}.`);
+  }
   if (s.behaviourLogProbs.length !== T) {
     throw new Error(`${label}: behaviourLogProbs has length ${s.behaviourLogProbs.length} but tokens has ${T}.`);
   }
   for (let t = 0; t < T; t++) {
     const tok = s.tokens[t]!;
-    if (!Number.isInteger(tok) || tok < 0) throw new Error(`${label}: tokens[${t}] is ${tok}; token ids are integers ≥ 0.`);
+    if (!Number.isInteger(tok) || tok < 0) {
+      throw new Error(`${label}: tokens[${t}] is ${tok}; token ids are integers ≥ 0.`);
+    }
     const m = s.lossMask[t]!;
     if (m !== 0 && m !== 1) throw new Error(`${label}: lossMask[${t}] is ${m}; the mask holds only 0 and 1.`);
     const lp = s.behaviourLogProbs[t]!;
     // A little slack above 0: float32 log-softmax can round the most likely token's log-probability up.
     if (m === 1 && !(Number.isFinite(lp) && lp <= 1e-5)) {
-      throw new Error(`${label}: behaviourLogProbs[${t}] is ${lp}; a masked-in log-probability must be finite and ≤ 0.`);
+      throw new Error(
+        `${label}: behaviourLogProbs[${t}] is ${lp}; a masked-in log-probability must be finite and ≤ 0.`,
+      );
     }
-    if (m === 0 && lp !== 0) throw new Error(`${label}: behaviourLogProbs[${t}] is ${lp} where the mask is 0; it must be 0 there.`);
+    if (m === 0 && lp !== 0) {
+      throw new Error(`${label}: behaviourLogProbs[${t}] is ${lp} where the mask is 0; it must be 0 there.`);
+    }
   }
-  if (s.lossMask[0] !== 0) throw new Error(`${label}: lossMask[0] is 1, but the first token has no context to be predicted from.`);
+  if (s.lossMask[0] !== 0) {
+    throw new Error(`${label}: lossMask[0] is 1, but the first token has no context to be predicted from.`);
+  }
   if (!Number.isFinite(s.reward)) throw new Error(`${label}: reward is ${s.reward}; it must be finite.`);
   if (!Number.isFinite(s.advantage)) throw new Error(`${label}: advantage is ${s.advantage}; it must be finite.`);
 }

@@ -16,7 +16,9 @@ function checkNonNegInt(what: string, x: number): void {
 
 /** Throws, naming the field, when a schedule cannot be followed. */
 export function validateSchedule(s: LrSchedule): void {
-  if (!(s.lr >= 0) || !Number.isFinite(s.lr)) throw new Error(`lr schedule: lr must be a finite number ≥ 0, got ${s.lr}.`);
+  if (!(s.lr >= 0) || !Number.isFinite(s.lr)) {
+    throw new Error(`lr schedule: lr must be a finite number ≥ 0, got ${s.lr}.`);
+  }
   if (s.kind === 'constant') return;
   checkNonNegInt('warmupSteps', s.warmupSteps);
   if (s.kind === 'linearWarmup') return;

@@ -9,7 +9,10 @@
 import { tf } from '../tensor/backend';
 
 /** `f(...inputs)` as a single op whose gradient with respect to every input is exactly 0. */
-export function withoutGradient<T extends tf.Tensor>(f: (...inputs: tf.Tensor[]) => T, inputs: readonly tf.Tensor[]): T {
+export function withoutGradient<T extends tf.Tensor>(
+  f: (...inputs: tf.Tensor[]) => T,
+  inputs: readonly tf.Tensor[],
+): T {
   const op = tf.customGrad((...args: unknown[]) => {
     const xs = args.slice(0, inputs.length) as tf.Tensor[];
     return {
@@ -17,7 +20,7 @@ export function withoutGradient<T extends tf.Tensor>(f: (...inputs: tf.Tensor[])
       gradFunc: () => xs.map((x) => tf.zerosLike(x)),
     };
   });
-  return op(...inputs) as T;
+  return op(...inputs);
 }
 
 /** The value of `x`, treated as a constant by gradient computations. */

@@ -25,13 +25,19 @@ export function parseAssignment(assignment: string): ParsedAssignment {
   const eq = assignment.indexOf('=');
   if (eq < 0) throw new InvalidSetError(`--set ${clip(assignment)}: expected path=value, ${EXAMPLE}`);
   const pathText = assignment.slice(0, eq).trim();
-  if (pathText === '') throw new InvalidSetError(`--set ${clip(assignment)}: the field path before '=' is empty, ${EXAMPLE}`);
+  if (pathText === '') {
+    throw new InvalidSetError(`--set ${clip(assignment)}: the field path before '=' is empty, ${EXAMPLE}`);
+  }
   const path = pathText.split('.').map((s) => s.trim());
   if (path.some((s) => s === '')) {
-    throw new InvalidSetError(`--set ${clip(assignment)}: the path '${clip(pathText)}' has an empty segment; separate fields with single dots, ${EXAMPLE}`);
+    throw new InvalidSetError(
+      `--set ${clip(assignment)}: the path '${clip(pathText)}' has an empty segment; separate fields with single dots, ${EXAMPLE}`,
+    );
   }
   if (path.length > MAX_CONFIG_DEPTH) {
-    throw new InvalidSetError(`--set ${clip(assignment)}: the path has ${path.length} fields; a config is at most ${MAX_CONFIG_DEPTH} deep`);
+    throw new InvalidSetError(
+      `--set ${clip(assignment)}: the path has ${path.length} fields; a config is at most ${MAX_CONFIG_DEPTH} deep`,
+    );
   }
   const bad = path.find((s) => FORBIDDEN_KEYS.has(s));
   if (bad) throw new InvalidSetError(`--set ${clip(assignment)}: '${clip(bad, 40)}' is not a config field`);
@@ -53,9 +59,18 @@ function isContainer(v: unknown): v is Record<string, unknown> | unknown[] {
  * The key of `seg` in `container`. A list index may be at most the list's length (that one appends): a larger one
  * would make a sparse list of that many slots (`tags.4294967294=x`: minutes of work and gigabytes, then refused).
  */
-function childKey(container: Record<string, unknown> | unknown[], seg: string, assignment: string, at: string): string | number {
+function childKey(
+  container: Record<string, unknown> | unknown[],
+  seg: string,
+  assignment: string,
+  at: string,
+): string | number {
   if (!Array.isArray(container)) return seg;
-  if (!/^\d+$/.test(seg)) throw new InvalidSetError(`--set ${clip(assignment)}: ${at} is a list, so '${clip(seg, 40)}' must be an index (0, 1, …)`);
+  if (!/^\d+$/.test(seg)) {
+    throw new InvalidSetError(
+      `--set ${clip(assignment)}: ${at} is a list, so '${clip(seg, 40)}' must be an index (0, 1, …)`,
+    );
+  }
   const index = Number(seg);
   if (index > container.length) {
     throw new InvalidSetError(
@@ -72,7 +87,9 @@ function childKey(container: Record<string, unknown> | unknown[], seg: string, a
  */
 export function applySet(config: object, assignment: string): object {
   if (!isContainer(config) || Array.isArray(config)) {
-    throw new InvalidSetError(`--set ${clip(assignment)}: the config is not a JSON object, so it has no field '${clip(parseAssignment(assignment).path[0]!, 40)}'`);
+    throw new InvalidSetError(
+      `--set ${clip(assignment)}: the config is not a JSON object, so it has no field '${clip(parseAssignment(assignment).path[0]!, 40)}'`,
+    );
   }
   const root = structuredClone(config) as Record<string, unknown>;
   setInPlace(root, assignment);

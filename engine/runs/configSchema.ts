@@ -10,10 +10,25 @@ import { seqgrpoConfigSchema } from '../seqgrpo/configSchema';
 import { UserError } from '../userError';
 import { boundedJson, clip, configSizeProblem } from '../boundedText';
 import { memoryProblem } from '../training/memoryBudget';
-import { budgetSchema, checkpointSchema, evalSchema, modelSchema, modelSourceSchema, pretrainSchema, rlSchema, samplerSchema, scheduleSchema } from '../training/configSections';
+import {
+  budgetSchema,
+  checkpointSchema,
+  evalSchema,
+  modelSchema,
+  modelSourceSchema,
+  pretrainSchema,
+  rlSchema,
+  samplerSchema,
+  scheduleSchema,
+} from '../training/configSections';
 
 export * from '../training/configSections';
-export { seqgrpoConfigSchema, seqgrpoTaskSchema, type SeqGrpoConfig, type SeqGrpoTaskConfig } from '../seqgrpo/configSchema';
+export {
+  seqgrpoConfigSchema,
+  seqgrpoTaskSchema,
+  type SeqGrpoConfig,
+  type SeqGrpoTaskConfig,
+} from '../seqgrpo/configSchema';
 export { marsConfigSchema, type MarsConfig } from '../mars/configSchema';
 export { martiConfigSchema, type MartiConfig } from '../marti/configSchema';
 
@@ -25,9 +40,19 @@ export const runConfigSchema = z
     // Memory is checked before it is spent (memoryBudget.ts): a config this machine cannot hold is refused here, where
     // train, resume, pretrain and the app's launch all validate, instead of a worker allocating until it is killed.
     const problem = memoryProblem(config);
-    if (problem) ctx.addIssue({ code: 'custom', path: problem.path.split('.'), message: problem.message, params: { whole: true } });
+    if (problem) {
+      ctx.addIssue({
+        code: 'custom',
+        path: problem.path.split('.'),
+        message: problem.message,
+        params: { whole: true },
+      });
+    }
   })
-  .meta({ title: 'mars-lab run configuration', description: 'Everything a training run needs; fields left out take their defaults.' });
+  .meta({
+    title: 'mars-lab run configuration',
+    description: 'Everything a training run needs; fields left out take their defaults.',
+  });
 
 export type RunConfig = z.output<typeof runConfigSchema>;
 /** What a config file, a preset or the form may give: every field with a default is optional. */
@@ -82,7 +107,9 @@ function jsonOf(value: unknown, max = 80): string {
 }
 
 function oneOf(values: readonly unknown[]): string {
-  return values.length === 1 ? `expected ${jsonOf(values[0])}` : `expected one of ${values.map((v) => jsonOf(v)).join(' | ')}`;
+  return values.length === 1
+    ? `expected ${jsonOf(values[0])}`
+    : `expected one of ${values.map((v) => jsonOf(v)).join(' | ')}`;
 }
 
 function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
@@ -95,7 +122,12 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
 }
 
 function stripWrappers(s: z.ZodType): z.ZodType {
-  while (s instanceof z.ZodDefault || s instanceof z.ZodPrefault || s instanceof z.ZodOptional || s instanceof z.ZodNullable) {
+  while (
+    s instanceof z.ZodDefault ||
+    s instanceof z.ZodPrefault ||
+    s instanceof z.ZodOptional ||
+    s instanceof z.ZodNullable
+  ) {
     s = s.unwrap() as z.ZodType;
   }
   return s;
@@ -105,13 +137,15 @@ function stripWrappers(s: z.ZodType): z.ZodType {
 function schemaAt(schema: z.ZodType, input: unknown, path: readonly PropertyKey[]): z.ZodType | undefined {
   let s = stripWrappers(schema);
   if (s instanceof z.ZodUnion) {
-    const tag = s instanceof z.ZodDiscriminatedUnion ? (s.def.discriminator as string) : undefined;
+    const tag = s instanceof z.ZodDiscriminatedUnion ? s.def.discriminator : undefined;
     const tagValue = tag === undefined ? undefined : valueAt(input, [tag]);
     const options = (s.options as readonly z.ZodType[]).map(stripWrappers);
     const chosen =
       tag === undefined
         ? // A plain union: the member that can hold the next key (for `keep`, the number when at a leaf).
-          options.find((o) => (path.length === 0 ? o instanceof z.ZodNumber : o instanceof z.ZodObject && String(path[0]) in o.shape))
+          options.find((o) =>
+            path.length === 0 ? o instanceof z.ZodNumber : o instanceof z.ZodObject && String(path[0]) in o.shape,
+          )
         : options.find((o) => {
             if (!(o instanceof z.ZodObject)) return false;
             const lit = stripWrappers(o.shape[tag] as z.ZodType);
@@ -214,7 +248,9 @@ function describeIssues(issues: readonly z.core.$ZodIssue[], input: unknown, sch
       if (out.length >= MAX_ISSUES) continue;
       const at = schemaAt(schema, input, issue.path);
       const allowed = at instanceof z.ZodObject ? Object.keys(at.shape) : [];
-      for (const key of issue.keys.slice(0, MAX_ISSUES - out.length)) out.push({ path: pathText([...issue.path, key]), message: unknownFieldMessage(key, allowed) });
+      for (const key of issue.keys.slice(0, MAX_ISSUES - out.length)) {
+        out.push({ path: pathText([...issue.path, key]), message: unknownFieldMessage(key, allowed) });
+      }
       continue;
     }
     total++;
@@ -226,10 +262,18 @@ function describeIssues(issues: readonly z.core.$ZodIssue[], input: unknown, sch
     }
     const received = valueAt(input, issue.path);
     const got = received === undefined ? 'missing' : `received ${jsonOf(received)}`;
-    const expected = clip(expectation(issue, issue.path.length === 0, () => schemaAt(schema, input, issue.path)), 600);
+    const expected = clip(
+      expectation(issue, issue.path.length === 0, () => schemaAt(schema, input, issue.path)),
+      600,
+    );
     out.push({ path: pathText(issue.path), message: `${expected} — ${got}` });
   }
-  if (total > out.length) out.push({ path: '', message: `and ${total - out.length} more problem${total - out.length === 1 ? '' : 's'} like these` });
+  if (total > out.length) {
+    out.push({
+      path: '',
+      message: `and ${total - out.length} more problem${total - out.length === 1 ? '' : 's'} like these`,
+    });
+  }
   return out;
 }
 
@@ -241,7 +285,9 @@ export type Checked<T> = { success: true; data: T } | { success: false; issues: 
 /** Validates `input` against any schema with this module's messages (preset files use it too). */
 export function checkWith<S extends z.ZodType>(schema: S, input: unknown): Checked<z.output<S>> {
   const r = schema.safeParse(input, { error: () => DEFAULT_MESSAGE });
-  return r.success ? { success: true, data: r.data } : { success: false, issues: describeIssues(r.error.issues, input, schema) };
+  return r.success
+    ? { success: true, data: r.data }
+    : { success: false, issues: describeIssues(r.error.issues, input, schema) };
 }
 
 /** Validation without throwing, for the form's inline messages. A config too big to be one is refused unread. */

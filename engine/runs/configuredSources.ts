@@ -35,8 +35,12 @@ export function usesEndpoints(config: RunConfig): boolean {
 
 /** The one line that refuses to train with endpoint policies, or null when the config names none. */
 export function trainingWithEndpointsProblem(config: RunConfig): string | null {
-  if (usesCorpus(config)) return 'task.corpus: a corpus of your own is for evaluation with endpoint policies (mars-lab eval); training uses the generated worlds: remove task.corpus from the run config';
-  const named = configuredSources(config).filter((s) => s.source.kind === 'endpoint').map((s) => s.label);
+  if (usesCorpus(config)) {
+    return 'task.corpus: a corpus of your own is for evaluation with endpoint policies (mars-lab eval); training uses the generated worlds: remove task.corpus from the run config';
+  }
+  const named = configuredSources(config)
+    .filter((s) => s.source.kind === 'endpoint')
+    .map((s) => s.label);
   if (named.length === 0) return null;
   const field = config.algorithm === 'mars' ? 'mars.policies' : 'marti.agents[].policy';
   return `${named.join(', ')}: endpoint policies are for evaluation (mars-lab eval); training uses the run's own models: remove ${field} from the run config`;

@@ -62,16 +62,34 @@ function upperBound(n: number, xAt: (i: number) => number, x: number): number {
  * is left out (a gap on the chart). With no more points than `width`, every point is its own bucket.
  */
 export function decimate(points: readonly XY[], width: number, opts: DecimateOptions = {}): Bucket[] {
-  return decimateBy(points.length, (i) => points[i]!.x, (i) => points[i]!.y, width, opts);
+  return decimateBy(
+    points.length,
+    (i) => points[i]!.x,
+    (i) => points[i]!.y,
+    width,
+    opts,
+  );
 }
 
 /** decimate() of a series held as columns, without making a point object of each (20 runs of 10^5 points). */
 export function decimateColumns(columns: Columns, width: number, opts: DecimateOptions = {}): Bucket[] {
   const { x, y } = columns;
-  return decimateBy(x.length, (i) => x[i]!, (i) => y[i]!, width, opts);
+  return decimateBy(
+    x.length,
+    (i) => x[i]!,
+    (i) => y[i]!,
+    width,
+    opts,
+  );
 }
 
-function decimateBy(count: number, xAt: (i: number) => number, yAt: (i: number) => number, width: number, opts: DecimateOptions): Bucket[] {
+function decimateBy(
+  count: number,
+  xAt: (i: number) => number,
+  yAt: (i: number) => number,
+  width: number,
+  opts: DecimateOptions,
+): Bucket[] {
   const w = Math.max(1, Math.floor(width));
   const start = opts.xMin === undefined ? 0 : lowerBound(count, xAt, opts.xMin);
   const end = opts.xMax === undefined ? count : upperBound(count, xAt, opts.xMax);
@@ -130,7 +148,7 @@ export function metricSeries(records: readonly MetricPoint[], name: string, opts
     // Own properties only: a series named "constructor" must not pick up Object from a line that did not log it.
     const y = metricValue(r, name);
     if (typeof y !== 'number') continue;
-    out.push({ x: r[xKey]!, y });
+    out.push({ x: r[xKey], y });
   }
   return out;
 }

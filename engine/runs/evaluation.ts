@@ -34,9 +34,13 @@ function sha256(...parts: (Buffer | string)[]): string {
 /** The run config stored with a checkpoint (needed to know the task). */
 export function checkpointConfig(dir: string): RunConfig {
   const file = path.join(dir, TRAINER_STATE_FILE);
-  if (!fs.existsSync(path.join(dir, CONFIG_FILE))) throw new UserError(`${dir}: not a checkpoint folder (no config.json)`);
+  if (!fs.existsSync(path.join(dir, CONFIG_FILE))) {
+    throw new UserError(`${dir}: not a checkpoint folder (no config.json)`);
+  }
   if (!fs.existsSync(file)) {
-    throw new UserError(`${file} is missing: evaluation needs the run config a mars-lab training checkpoint carries (a bare model has no task: evaluate it under a preset with eval --preset NAME)`);
+    throw new UserError(
+      `${file} is missing: evaluation needs the run config a mars-lab training checkpoint carries (a bare model has no task: evaluate it under a preset with eval --preset NAME)`,
+    );
   }
   let state: { config?: unknown };
   try {
@@ -66,7 +70,11 @@ function stableJson(o: Record<string, unknown>): string {
 /**
  * Evaluate the checkpoint in `dir` on the held-out set of `config` (by default the checkpoint's own run config).
  */
-export async function evaluateCheckpoint(home: string, dir: string, config: RunConfig = checkpointConfig(dir)): Promise<CheckpointEval> {
+export async function evaluateCheckpoint(
+  home: string,
+  dir: string,
+  config: RunConfig = checkpointConfig(dir),
+): Promise<CheckpointEval> {
   const algorithm = algorithmFor(config);
   const identity = algorithm.evalIdentity(config);
   const weights = sha256(readRegularFile(path.join(dir, CONFIG_FILE)), readRegularFile(path.join(dir, WEIGHTS_FILE)));
@@ -84,7 +92,14 @@ export async function evaluateCheckpoint(home: string, dir: string, config: RunC
   const { model } = await loadCheckpoint(dir);
   try {
     const result = await algorithm.evaluate(config, model, dir);
-    writeFolderAtomic(cacheDir, { 'eval.json': JSON.stringify({ version: RECORD_VERSION, ...result, checkpoint: path.resolve(dir), weightsSha256: weights }, null, 1) + '\n' });
+    writeFolderAtomic(cacheDir, {
+      'eval.json':
+        JSON.stringify(
+          { version: RECORD_VERSION, ...result, checkpoint: path.resolve(dir), weightsSha256: weights },
+          null,
+          1,
+        ) + '\n',
+    });
     return { ...result, checkpoint: path.resolve(dir), file, cached: false };
   } finally {
     model.dispose();
@@ -109,7 +124,9 @@ export async function compareCheckpoints(home: string, dirA: string, dirB: strin
   const configA = checkpointConfig(dirA);
   const configB = checkpointConfig(dirB);
   if (configA.algorithm !== configB.algorithm) {
-    throw new UserError(`compare: ${dirA} is a ${configA.algorithm} checkpoint and ${dirB} a ${configB.algorithm} one; compare checkpoints of the same algorithm`);
+    throw new UserError(
+      `compare: ${dirA} is a ${configA.algorithm} checkpoint and ${dirB} a ${configB.algorithm} one; compare checkpoints of the same algorithm`,
+    );
   }
   const a = await evaluateCheckpoint(home, dirA, configA);
   const b = await evaluateCheckpoint(home, dirB, configA);
@@ -124,10 +141,27 @@ export async function compareCheckpoints(home: string, dirA: string, dirB: strin
     identity: a.identity,
     a,
     b,
-    metrics: names.map((name) => ({ name, a: a.metrics[name]!, b: b.metrics[name]!, diff: b.metrics[name]! - a.metrics[name]! })),
+    metrics: names.map((name) => ({
+      name,
+      a: a.metrics[name]!,
+      b: b.metrics[name]!,
+      diff: b.metrics[name]! - a.metrics[name]!,
+    })),
     flippedToWrong: pairs.filter(([x, y]) => x.correct && !y.correct).map(([x]) => x.id),
     flippedToRight: pairs.filter(([x, y]) => !x.correct && y.correct).map(([x]) => x.id),
-    mcnemar: mcnemar(pairs.map(([x]) => x.correct), pairs.map(([, y]) => y.correct)),
-    scoreDiff: pairedBootstrap(pairs.map(([x]) => x.score), pairs.map(([, y]) => y.score), { rng: (() => { const r = new Rng(0); return () => r.next(); })() }),
+    mcnemar: mcnemar(
+      pairs.map(([x]) => x.correct),
+      pairs.map(([, y]) => y.correct),
+    ),
+    scoreDiff: pairedBootstrap(
+      pairs.map(([x]) => x.score),
+      pairs.map(([, y]) => y.score),
+      {
+        rng: (() => {
+          const r = new Rng(0);
+          return () => r.next();
+        })(),
+      },
+    ),
   };
 }

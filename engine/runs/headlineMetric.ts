@@ -22,7 +22,9 @@ export const HEADLINE_METRICS: { readonly [A in RunConfig['algorithm']]: Headlin
 
 /** The headline metric of a run of `algorithm` (as run.json names it); undefined for an unknown or missing name. */
 export function headlineMetricOf(algorithm: string | undefined): HeadlineMetric | undefined {
-  return algorithm !== undefined && Object.hasOwn(HEADLINE_METRICS, algorithm) ? HEADLINE_METRICS[algorithm as RunConfig['algorithm']] : undefined;
+  return algorithm !== undefined && Object.hasOwn(HEADLINE_METRICS, algorithm)
+    ? HEADLINE_METRICS[algorithm as RunConfig['algorithm']]
+    : undefined;
 }
 
 /** A run's held-out score: its headline metric, labelled, with the last value logged (null before an evaluation). */
@@ -31,7 +33,10 @@ export interface HeadlineScore extends HeadlineMetric {
 }
 
 /** The held-out score of a run of `algorithm`, given the last value of a metric (undefined when never logged). */
-export function headlineScore(algorithm: string | undefined, lastValue: (key: string) => number | null | undefined): HeadlineScore | undefined {
+export function headlineScore(
+  algorithm: string | undefined,
+  lastValue: (key: string) => number | null | undefined,
+): HeadlineScore | undefined {
   const h = headlineMetricOf(algorithm);
   return h && { ...h, value: lastValue(h.key) ?? null };
 }

@@ -30,7 +30,9 @@ export function isRowsFile(name: string): boolean {
 
 /** Removes the run's rows files other than `keep`. */
 export function removeOtherRows(dir: string, keep: string | null): void {
-  for (const name of fs.readdirSync(dir)) if (isRowsFile(name) && name !== keep) fs.rmSync(path.join(dir, name), { force: true });
+  for (const name of fs.readdirSync(dir)) {
+    if (isRowsFile(name) && name !== keep) fs.rmSync(path.join(dir, name), { force: true });
+  }
 }
 /** Ids are u16: a run with more metric names than this keeps no rows. */
 const MAX_NAMES = 0xffff;

@@ -32,7 +32,13 @@ export interface MetricsSummary {
  * Receives every metrics record a scan reads, in order: its step, its time (NaN when absent or not a number), and its
  * metrics as `names[i]` = `values[i]` for i < n (null read as NaN). The arrays are reused from line to line.
  */
-export type RowSink = (step: number, time: number, names: readonly string[], values: readonly number[], n: number) => void;
+export type RowSink = (
+  step: number,
+  time: number,
+  names: readonly string[],
+  values: readonly number[],
+  n: number,
+) => void;
 
 export interface ScanEnd {
   /** Offset just after the last complete line read. */
@@ -46,7 +52,8 @@ const NEWLINE = 0x0a;
 
 /** fs.readSync's positional form: how the scan reads (a test passes one that counts the bytes read). */
 export type ReadAt = (fd: number, buffer: Buffer, offset: number, length: number, position: number) => number;
-export const readAt: ReadAt = (fd, buffer, offset, length, position) => fs.readSync(fd, buffer, offset, length, position);
+export const readAt: ReadAt = (fd, buffer, offset, length, position) =>
+  fs.readSync(fd, buffer, offset, length, position);
 
 /** A key seen in this scan: its name, its stats entry (made when first needed), the last line it was seen on. */
 interface Slot {
@@ -83,7 +90,10 @@ export function addRecord(summary: MetricsSummary, record: Record<string, unknow
   for (const name of metricNames(point)) add(ownEntry(summary.metrics, name, newStats), point[name]!);
 }
 
-const POW10 = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22];
+const POW10 = [
+  1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
+  1e21, 1e22,
+];
 const EXACT = 2 ** 53;
 
 /** Where the last parseNumber ended (-1: not a JSON number). */
@@ -265,7 +275,13 @@ class LineScanner {
       const point = toMetricPoint(value as Record<string, unknown>);
       const names = metricNames(point);
       const time = (value as Record<string, unknown>).time;
-      this.onRow(point.step, typeof time === 'number' ? time : NaN, names, names.map((name) => point[name]!), names.length);
+      this.onRow(
+        point.step,
+        typeof time === 'number' ? time : NaN,
+        names,
+        names.map((name) => point[name]!),
+        names.length,
+      );
     }
   }
 }
@@ -346,7 +362,7 @@ export function scanMetricStats(
 /** Offset of the next newline at or after `from`, or -1 before `size`. */
 function lineEndFrom(fd: number, from: number, size: number, read: ReadAt): number {
   const buf = Buffer.allocUnsafe(1 << 16);
-  for (let pos = from; pos < size; ) {
+  for (let pos = from; pos < size;) {
     const n = read(fd, buf, 0, Math.min(buf.length, size - pos), pos);
     if (n === 0) return -1;
     const nl = buf.subarray(0, n).indexOf(NEWLINE);

@@ -59,5 +59,11 @@ export async function checkPresetPromise(
     outcomes.push(outcome);
     opts.onSeed?.(outcome);
   }
-  return { preset: preset.name, metric: success.metric, atLeast: success.atLeast, outcomes, passed: outcomes.every((o) => o.passed) };
+  return {
+    preset: preset.name,
+    metric: success.metric,
+    atLeast: success.atLeast,
+    outcomes,
+    passed: outcomes.every((o) => o.passed),
+  };
 }

@@ -10,7 +10,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { applySets, parseAssignment } from './configOverrides';
-import { checkRunConfig, checkWith, ConfigValidationError, type ConfigIssue, type RunConfig, type RunConfigInput } from './configSchema';
+import {
+  checkRunConfig,
+  checkWith,
+  ConfigValidationError,
+  type ConfigIssue,
+  type RunConfig,
+  type RunConfigInput,
+} from './configSchema';
 import { UserError } from '../userError';
 
 /** resources/presets, found from this file so that it resolves the same from the CLI, tests and tsx. */
@@ -41,7 +48,9 @@ export const presetFileSchema = z.strictObject({
   // Checked separately against the run config schema, so its issues get that schema's own paths and messages.
   config: z.record(z.string(), z.unknown()),
   /** Named variations of `config` (an ablation grid): each is a list of `--set` overrides, launched with `--variant`. */
-  variants: z.record(z.string().regex(PRESET_NAME, { error: 'lower-case letters, digits and dashes' }), z.array(z.string())).optional(),
+  variants: z
+    .record(z.string().regex(PRESET_NAME, { error: 'lower-case letters, digits and dashes' }), z.array(z.string()))
+    .optional(),
   success: successSchema.optional(),
   /** The preset a newcomer should run first: listed first, in the app and by `mars-lab presets`. */
   recommended: z.boolean().optional(),
@@ -72,7 +81,9 @@ function readJson(file: string, what: string): unknown {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new UserError(`${file}: cannot read ${what} (${code === 'ENOENT' ? 'no such file' : (err as Error).message})`);
+    throw new UserError(
+      `${file}: cannot read ${what} (${code === 'ENOENT' ? 'no such file' : (err as Error).message})`,
+    );
   }
   try {
     return JSON.parse(text);
@@ -90,10 +101,15 @@ export function readPresetFile(file: string): Preset {
   const issues: ConfigIssue[] = [];
   const stem = path.basename(file, '.json');
   if (p.name !== stem) {
-    issues.push({ path: 'name', message: `must equal the file name "${stem}" (presets are looked up by file name) — received ${JSON.stringify(p.name)}` });
+    issues.push({
+      path: 'name',
+      message: `must equal the file name "${stem}" (presets are looked up by file name) — received ${JSON.stringify(p.name)}`,
+    });
   }
   const config = checkRunConfig(p.config);
-  if (!config.success) issues.push(...config.issues.map((i) => ({ path: i.path ? `config.${i.path}` : 'config', message: i.message })));
+  if (!config.success) {
+    issues.push(...config.issues.map((i) => ({ path: i.path ? `config.${i.path}` : 'config', message: i.message })));
+  }
   for (const [name, sets] of Object.entries(p.variants ?? {})) {
     try {
       resolveWithSets(p.config, sets, `variant '${name}'`);
@@ -107,11 +123,13 @@ export function readPresetFile(file: string): Preset {
 
 function presetFiles(dir: string): string[] {
   if (!fs.existsSync(dir)) throw new UserError(`no presets folder at ${dir}`);
-  return fs
-    .readdirSync(dir)
-    .filter((f) => f.endsWith('.json'))
-    // by name, not file name: "marti-homo" before "marti-homo-small" ('.' sorts after '-')
-    .sort((a, b) => (a.slice(0, -5) < b.slice(0, -5) ? -1 : 1));
+  return (
+    fs
+      .readdirSync(dir)
+      .filter((f) => f.endsWith('.json'))
+      // by name, not file name: "marti-homo" before "marti-homo-small" ('.' sorts after '-')
+      .sort((a, b) => (a.slice(0, -5) < b.slice(0, -5) ? -1 : 1))
+  );
 }
 
 /** Every preset in `dir`: the recommended first, then by name. */
@@ -149,12 +167,19 @@ function resolveWithSets(raw: object, sets: readonly string[], source: string): 
 
 /** The preset's config (with one of its variants' overrides first, if named) with the `--set` overrides applied,
  * validated, defaults filled in. */
-export function resolvePresetConfig(name: string, sets: readonly string[] = [], dir: string = PRESETS_DIR, variant?: string): RunConfig {
+export function resolvePresetConfig(
+  name: string,
+  sets: readonly string[] = [],
+  dir: string = PRESETS_DIR,
+  variant?: string,
+): RunConfig {
   const preset = loadPreset(name, dir);
   if (variant === undefined) return resolveWithSets(preset.config, sets, `preset '${name}'`);
   const variants = preset.variants ?? {};
   if (!(variant in variants)) {
-    throw new UserError(`--variant ${variant}: preset '${name}' has ${Object.keys(variants).length ? `the variants ${Object.keys(variants).join(', ')}` : 'no variants'}`);
+    throw new UserError(
+      `--variant ${variant}: preset '${name}' has ${Object.keys(variants).length ? `the variants ${Object.keys(variants).join(', ')}` : 'no variants'}`,
+    );
   }
   return resolveWithSets(preset.config, [...variants[variant]!, ...sets], `preset '${name}' variant '${variant}'`);
 }
@@ -163,7 +188,9 @@ export function resolvePresetConfig(name: string, sets: readonly string[] = [], 
 export function resolveConfigFile(file: string, sets: readonly string[] = []): RunConfig {
   const raw = readJson(file, 'the config');
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    throw new UserError(`${file}: expected a JSON object with an "algorithm" field, got ${Array.isArray(raw) ? 'a list' : JSON.stringify(raw).slice(0, 60)}`);
+    throw new UserError(
+      `${file}: expected a JSON object with an "algorithm" field, got ${Array.isArray(raw) ? 'a list' : JSON.stringify(raw).slice(0, 60)}`,
+    );
   }
   return resolveWithSets(raw, sets, file);
 }

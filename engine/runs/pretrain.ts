@@ -29,11 +29,16 @@ export async function pretrain(
 ): Promise<PretrainOutcome> {
   const algorithm = algorithmFor(config);
   if (!algorithm.pretrainBatch) throw new UserError(`algorithm '${config.algorithm}' has no pretraining stage`);
-  if (fs.existsSync(out) && !opts.force) throw new UserError(`--out ${out}: already exists (add --force to replace it)`);
+  if (fs.existsSync(out) && !opts.force) {
+    throw new UserError(`--out ${out}: already exists (add --force to replace it)`);
+  }
   const root = new Rng(config.seed).split('pretrain');
   // A base model starts from random weights whatever `model.from` says: that field names where RL starts, which is
   // usually the very checkpoint this command writes.
-  const model = await algorithm.initialModel({ ...config, model: { ...config.model, from: { kind: 'random' } } }, root.split('init'));
+  const model = await algorithm.initialModel(
+    { ...config, model: { ...config.model, from: { kind: 'random' } } },
+    root.split('init'),
+  );
   const data = root.split('data');
   const opt = new Adam(adamVariables(model), { lr: config.pretrain.lr, maxGradNorm: config.rl.gradClip });
   const names = new Map([...model.params].map(([n, v]) => [v.name, n]));
@@ -57,7 +62,14 @@ export async function pretrain(
       tf.dispose([value, mask, ...Object.values(grads)]);
       tokens += examples.reduce((s, e) => s + e.tokens.length, 0);
       const elapsedMs = Date.now() - t0;
-      opts.onProgress?.({ runId: 'pretrain', step, totalSteps: config.pretrain.steps, metrics: { step, loss }, tokensPerSec: tokens / Math.max(elapsedMs / 1000, 1e-9), elapsedMs });
+      opts.onProgress?.({
+        runId: 'pretrain',
+        step,
+        totalSteps: config.pretrain.steps,
+        metrics: { step, loss },
+        tokensPerSec: tokens / Math.max(elapsedMs / 1000, 1e-9),
+        elapsedMs,
+      });
       if (opts.signal?.aborted) break;
     }
     step = Math.min(step, config.pretrain.steps);

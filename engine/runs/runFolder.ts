@@ -104,7 +104,7 @@ function readRunJson(dir: string): RunMeta {
       `${file} is not a valid run description (${problems.join('; ')}); fix those fields, or delete the run folder`,
     );
   }
-  return parsed.data as RunMeta;
+  return parsed.data;
 }
 
 function writeFile(file: string, text: string, durable: boolean): void {
@@ -172,7 +172,11 @@ function readRunLabels(dir: string): RunLabels | null {
 export function writeRunLabels(dir: string, change: { tags?: string[]; notes?: string }): RunMeta {
   const meta = readRunMeta(dir);
   const labels: RunLabels = { tags: change.tags ?? meta.tags, notes: change.notes ?? meta.notes };
-  replaceFile(path.join(dir, RUN_FILES.labels), JSON.stringify({ ...labels, updatedAt: new Date().toISOString() }, null, 2) + '\n', { durable: true });
+  replaceFile(
+    path.join(dir, RUN_FILES.labels),
+    JSON.stringify({ ...labels, updatedAt: new Date().toISOString() }, null, 2) + '\n',
+    { durable: true },
+  );
   return { ...meta, ...labels };
 }
 
@@ -248,7 +252,13 @@ export function createRunFolder(
       throw new Error(`${parent}: could not find a free run id`);
     }
     const iso = now.toISOString();
-    const meta: RunMeta = { ...init, id, createdAt: init.createdAt ?? iso, status: init.status ?? 'created', statusAt: init.statusAt ?? iso };
+    const meta: RunMeta = {
+      ...init,
+      id,
+      createdAt: init.createdAt ?? iso,
+      status: init.status ?? 'created',
+      statusAt: init.statusAt ?? iso,
+    };
     const staging = path.join(parent, `.${id}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
     fs.mkdirSync(staging);
     try {
@@ -329,7 +339,8 @@ export function listCheckpoints(dir: string): CheckpointEntry[] {
     .sort((a, b) => a.step - b.step);
 }
 
-export type RunListing = { id: string; dir: string; ok: true; meta: RunMeta } | { id: string; dir: string; ok: false; error: string };
+export type RunListing =
+  { id: string; dir: string; ok: true; meta: RunMeta } | { id: string; dir: string; ok: false; error: string };
 
 /** Whether a name under runs/ can be a run (hidden names are folders being created). */
 export function isRunFolderName(name: string): boolean {

@@ -16,7 +16,16 @@ import { INDEX_FILE, RUN_FILES, runsDir } from './home';
 import { readAt, type MetricStats, type ReadAt } from './metricStats';
 import { runSummarySchema } from './runSummary';
 import { isRunFolderName, listCheckpoints, readRunMeta, type RunStatus } from './runFolder';
-import { extendCover, readSummarySidecar, SIDECAR_MIN_SCAN, tailPrint, writeSummarySidecar, writerMayBeAlive, type MetricsCover, type SidecarRead } from './summarySidecar';
+import {
+  extendCover,
+  readSummarySidecar,
+  SIDECAR_MIN_SCAN,
+  tailPrint,
+  writeSummarySidecar,
+  writerMayBeAlive,
+  type MetricsCover,
+  type SidecarRead,
+} from './summarySidecar';
 import { shownStatus } from './writerProcess';
 
 export type { MetricStats } from './metricStats';
@@ -134,7 +143,9 @@ function emptySummary(id: string): RunSummary {
 }
 
 function withHeadline(summary: RunSummary): RunSummary {
-  const headline = headlineScore(summary.algorithm, (key) => (Object.hasOwn(summary.metrics, key) ? summary.metrics[key]!.last : undefined));
+  const headline = headlineScore(summary.algorithm, (key) =>
+    Object.hasOwn(summary.metrics, key) ? summary.metrics[key]!.last : undefined,
+  );
   if (headline) summary.headline = headline;
   return summary;
 }
@@ -188,7 +199,9 @@ function rebuildEntry(dir: string, id: string, old: IndexEntry | undefined, stam
     // A run of an earlier version (no sidecar), or one whose sidecar is broken or far behind, gets one now, so the
     // next cold listing reads little of its log; never while its writer may be alive (it keeps its own).
     const broken = sidecar !== undefined && 'problem' in sidecar && sidecar.problem !== 'absent';
-    if (sidecar !== undefined && (broken || scanned >= SIDECAR_MIN_SCAN) && !writerMayBeAlive(dir)) writeSummarySidecar(dir, cover);
+    if (sidecar !== undefined && (broken || scanned >= SIDECAR_MIN_SCAN) && !writerMayBeAlive(dir)) {
+      writeSummarySidecar(dir, cover);
+    }
   }
 
   if (old && sameStamp(old.checkpoints, stamps.checkpoints)) {
@@ -201,7 +214,14 @@ function rebuildEntry(dir: string, id: string, old: IndexEntry | undefined, stam
   }
 
   summary.mtime = Math.max(stamps.meta?.mtimeMs ?? 0, stamps.metrics?.mtimeMs ?? 0, stamps.checkpoints?.mtimeMs ?? 0);
-  return { summary, meta: stamps.meta, labels: stamps.labels, metrics: stamps.metrics, checkpoints: stamps.checkpoints, cursor };
+  return {
+    summary,
+    meta: stamps.meta,
+    labels: stamps.labels,
+    metrics: stamps.metrics,
+    checkpoints: stamps.checkpoints,
+    cursor,
+  };
 }
 
 interface Stamps {
@@ -255,7 +275,13 @@ export function openRunIndex(home: string, opts: RunIndexOptions = {}): RunIndex
       checkpoints: stampOf(path.join(dir, RUN_FILES.checkpoints)),
     };
     const old = runs[id];
-    if (old && sameStamp(old.meta, stamps.meta) && sameStamp(old.labels, stamps.labels) && sameStamp(old.metrics, stamps.metrics) && sameStamp(old.checkpoints, stamps.checkpoints)) {
+    if (
+      old &&
+      sameStamp(old.meta, stamps.meta) &&
+      sameStamp(old.labels, stamps.labels) &&
+      sameStamp(old.metrics, stamps.metrics) &&
+      sameStamp(old.checkpoints, stamps.checkpoints)
+    ) {
       return false;
     }
     runs[id] = rebuildEntry(dir, id, old, stamps, read);

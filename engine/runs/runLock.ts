@@ -25,7 +25,9 @@ function parseLock(text: string): LockInfo | null {
     const v = JSON.parse(text) as Partial<LockInfo>;
     if (typeof v.pid === 'number' && typeof v.host === 'string' && typeof v.since === 'string') {
       const out: LockInfo = { pid: v.pid, host: v.host, since: v.since };
-      if (typeof v.procStart === 'number' && typeof v.bootId === 'string') Object.assign(out, { procStart: v.procStart, bootId: v.bootId });
+      if (typeof v.procStart === 'number' && typeof v.bootId === 'string') {
+        Object.assign(out, { procStart: v.procStart, bootId: v.bootId });
+      }
       return out;
     }
   } catch {
@@ -149,7 +151,9 @@ function staleLock(file: string, runId: string): { text: string; info: LockInfo 
   const info = parseLock(text);
   if (!info) {
     if (Date.now() - mtimeMs < FRESH_LOCK_MS) {
-      throw new RunFolderError(`run ${runId} is being locked by another process right now (${file}); try again in a moment`);
+      throw new RunFolderError(
+        `run ${runId} is being locked by another process right now (${file}); try again in a moment`,
+      );
     }
     return { text, info: null };
   }

@@ -22,7 +22,17 @@ import { ENGINE_VERSION } from '../version';
 import { parseRunConfig, type RunConfig } from './configSchema';
 import { JsonlAppender, truncateTo } from './jsonl';
 import { clearLiveTrajectories, writeLiveTrajectories } from './liveTrajectories';
-import { acquireRunLock, appendEvent, createRunFolder, listCheckpoints, readRunMeta, runFilePaths, updateRunMeta, updateStatus, type RunMeta } from './runFolder';
+import {
+  acquireRunLock,
+  appendEvent,
+  createRunFolder,
+  listCheckpoints,
+  readRunMeta,
+  runFilePaths,
+  updateRunMeta,
+  updateStatus,
+  type RunMeta,
+} from './runFolder';
 import { SummaryKeeper } from './summarySidecar';
 import type { Trainer } from '../training/trainer';
 
@@ -78,17 +88,21 @@ export interface StartOptions extends RunOptions {
 export async function startRun(home: string, config: RunConfig, opts: StartOptions = {}): Promise<RunOutcome> {
   const endpoints = trainingWithEndpointsProblem(config); // before a run folder exists
   if (endpoints) throw new UserError(endpoints);
-  const { id, dir } = createRunFolder(home, {
-    algorithm: config.algorithm,
-    preset: opts.preset,
-    config,
-    engineVersion: ENGINE_VERSION,
-    backend: backendReport() ?? undefined,
-    seed: config.seed,
-    status: 'created',
-    tags: config.tags,
-    notes: config.notes,
-  }, { id: opts.runId });
+  const { id, dir } = createRunFolder(
+    home,
+    {
+      algorithm: config.algorithm,
+      preset: opts.preset,
+      config,
+      engineVersion: ENGINE_VERSION,
+      backend: backendReport() ?? undefined,
+      seed: config.seed,
+      status: 'created',
+      tags: config.tags,
+      notes: config.notes,
+    },
+    { id: opts.runId },
+  );
   const release = acquireRunLock(dir);
   opts.onCreated?.({ runId: id, dir });
   try {
@@ -114,7 +128,11 @@ export async function resumeRun(runDirPath: string, opts: RunOptions = {}): Prom
       }
       const contents = await loadCheckpoint(last.path);
       const state = contents.trainerState as Partial<CheckpointState> | undefined;
-      if (!state?.offsets) throw new UserError(`${last.path}/trainer_state.json: offsets are missing; this checkpoint cannot resume a run`);
+      if (!state?.offsets) {
+        throw new UserError(
+          `${last.path}/trainer_state.json: offsets are missing; this checkpoint cannot resume a run`,
+        );
+      }
       truncateTo(files.metrics, state.offsets.metrics);
       truncateTo(files.trajectories, state.offsets.trajectories);
       return algorithmFor(config).createTrainer(config, contents);
@@ -141,7 +159,13 @@ async function building(dir: string, step: number, build: () => Promise<Trainer>
   }
 }
 
-async function drive(runId: string, dir: string, config: RunConfig, trainer: Trainer, opts: RunOptions): Promise<RunOutcome> {
+async function drive(
+  runId: string,
+  dir: string,
+  config: RunConfig,
+  trainer: Trainer,
+  opts: RunOptions,
+): Promise<RunOutcome> {
   const files = runFilePaths(dir);
   const metrics = new JsonlAppender(files.metrics);
   const trajectories = new JsonlAppender(files.trajectories);
@@ -212,8 +236,16 @@ async function drive(runId: string, dir: string, config: RunConfig, trainer: Tra
       clearLiveTrajectories(files.live);
       lastMetrics = line;
       const elapsedMs = Date.now() - t0;
-      opts.onProgress?.({ runId, step, totalSteps: total, metrics: line, tokensPerSec: tokens / Math.max(elapsedMs / 1000, 1e-9), elapsedMs });
-      const stopping = opts.signal?.aborted || (opts.stopAfterStep !== undefined && step - stepsAtStart >= opts.stopAfterStep);
+      opts.onProgress?.({
+        runId,
+        step,
+        totalSteps: total,
+        metrics: line,
+        tokensPerSec: tokens / Math.max(elapsedMs / 1000, 1e-9),
+        elapsedMs,
+      });
+      const stopping =
+        opts.signal?.aborted || (opts.stopAfterStep !== undefined && step - stepsAtStart >= opts.stopAfterStep);
       if (step % config.checkpoint.every === 0 || step === total || stopping) await checkpoint();
       if (stopping && step < total) {
         updateStatus(dir, 'stopped', { step });

@@ -7,7 +7,11 @@ import { z } from 'zod';
 export const RUN_STATUSES = ['created', 'running', 'stopped', 'finished', 'failed', 'interrupted'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
-const metricStatsSchema = z.object({ last: z.number().nullable(), min: z.number().nullable(), max: z.number().nullable() });
+const metricStatsSchema = z.object({
+  last: z.number().nullable(),
+  min: z.number().nullable(),
+  max: z.number().nullable(),
+});
 type MetricStatsShape = z.infer<typeof metricStatsSchema>;
 
 /**
@@ -15,7 +19,11 @@ type MetricStatsShape = z.infer<typeof metricStatsSchema>;
  * metrics line may name any); every value is still checked, and the object is kept as given.
  */
 export const metricsByNameSchema = z.custom<Record<string, MetricStatsShape>>(
-  (v) => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((s) => metricStatsSchema.safeParse(s).success),
+  (v) =>
+    typeof v === 'object' &&
+    v !== null &&
+    !Array.isArray(v) &&
+    Object.values(v).every((s) => metricStatsSchema.safeParse(s).success),
   { message: 'expected an object of {last, min, max} by metric name' },
 );
 

@@ -137,7 +137,9 @@ export function readSummarySidecar(dir: string, read: ReadAt = readAt): SidecarR
   try {
     if (fs.fstatSync(fd).size < cover.end) return { problem: 'metrics.jsonl is shorter than the part summarised' };
     const prints = printsAt(fd, cover.end, read);
-    if (prints.head !== cover.head || prints.tail !== cover.tail) return { problem: 'metrics.jsonl is not the file summarised' };
+    if (prints.head !== cover.head || prints.tail !== cover.tail) {
+      return { problem: 'metrics.jsonl is not the file summarised' };
+    }
   } finally {
     fs.closeSync(fd);
   }
@@ -148,7 +150,12 @@ export function readSummarySidecar(dir: string, read: ReadAt = readAt): SidecarR
  * `from` (not changed) extended by the complete lines of `file` past its end; `scanned`: the bytes read past it. With
  * no `from`, the whole file is read.
  */
-export function extendCover(file: string, from: MetricsCover | null, read: ReadAt = readAt, onRow?: RowSink): { cover: MetricsCover; scanned: number } {
+export function extendCover(
+  file: string,
+  from: MetricsCover | null,
+  read: ReadAt = readAt,
+  onRow?: RowSink,
+): { cover: MetricsCover; scanned: number } {
   const start = from ?? emptyCover();
   const summary: MetricsSummary = { steps: start.steps, metrics: structuredClone(start.metrics), lines: start.lines };
   const end = scanMetricStats(file, start.end, start.nextLine, summary, undefined, read, onRow);
@@ -179,7 +186,20 @@ export function writeSummarySidecar(dir: string, cover: MetricsCover): boolean {
   const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   const { steps, metrics, lines, end, nextLine, head, tail, rows } = cover;
   try {
-    fs.writeFileSync(tmp, JSON.stringify({ version: SIDECAR_VERSION, end, nextLine, lines, steps, head, tail, metrics, ...(rows ? { rows } : {}) }) + '\n');
+    fs.writeFileSync(
+      tmp,
+      JSON.stringify({
+        version: SIDECAR_VERSION,
+        end,
+        nextLine,
+        lines,
+        steps,
+        head,
+        tail,
+        metrics,
+        ...(rows ? { rows } : {}),
+      }) + '\n',
+    );
     fs.renameSync(tmp, file);
     return true;
   } catch {
@@ -240,7 +260,13 @@ export class SummaryKeeper {
         const bytes = rows.take();
         if (bytes.length > 0) fs.appendFileSync(path.join(this.dir, this.rowsFile), bytes);
         const before = this.cover?.rows?.bytes ?? 0;
-        cover.rows = { end: cover.end, tail: cover.tail, file: this.rowsFile, bytes: before + bytes.length, names: [...rows.names] };
+        cover.rows = {
+          end: cover.end,
+          tail: cover.tail,
+          file: this.rowsFile,
+          bytes: before + bytes.length,
+          names: [...rows.names],
+        };
       } else delete cover.rows;
       this.cover = cover;
       const written = writeSummarySidecar(this.dir, cover);
@@ -271,11 +297,17 @@ function fileSize(file: string): number {
  * The columns of `keys` from a run's pre-parsed rows, with the log offset they cover (the caller parses metrics.jsonl
  * past it), or null where the run has no rows that still describe its log. A `step` or `time` key gets null.
  */
-export function rowColumns(dir: string, keys: readonly string[], xKey: 'step' | 'time'): { end: number; columns: (RowColumn | null)[] } | null {
+export function rowColumns(
+  dir: string,
+  keys: readonly string[],
+  xKey: 'step' | 'time',
+): { end: number; columns: (RowColumn | null)[] } | null {
   const sidecar = readSummarySidecar(dir);
   if (!('cover' in sidecar) || !sidecar.cover.rows) return null;
   const rows = sidecar.cover.rows;
-  if (rows.end !== sidecar.cover.end && tailPrint(path.join(dir, RUN_FILES.metrics), rows.end) !== rows.tail) return null;
+  if (rows.end !== sidecar.cover.end && tailPrint(path.join(dir, RUN_FILES.metrics), rows.end) !== rows.tail) {
+    return null;
+  }
   const columns = readRowColumns(dir, rows.file, rows.bytes, rows.names, keys, xKey);
   return columns ? { end: rows.end, columns } : null;
 }

@@ -76,7 +76,13 @@ export function updateTrajectoryIndex(file: string, index?: TrajectoryIndex): Tr
     return emptyIndex(file, 0);
   }
   try {
-    if (!index || index.file !== file || index.ino !== stat.ino || stat.size < index.scanned || !stillEndsAt(fd, index.scanned)) {
+    if (
+      !index ||
+      index.file !== file ||
+      index.ino !== stat.ino ||
+      stat.size < index.scanned ||
+      !stillEndsAt(fd, index.scanned)
+    ) {
       index = emptyIndex(file, stat.ino);
     }
     if (stat.size <= index.scanned) return index;
@@ -135,7 +141,13 @@ export function readTrajectoryLines(index: TrajectoryIndex, positions: readonly 
     while (i < positions.length) {
       // a run of consecutive lines, up to 8 MiB (or one line, however long)
       let j = i + 1;
-      while (j < positions.length && positions[j] === positions[j - 1]! + 1 && index.ends[positions[j]!]! - index.starts[positions[i]!]! <= 8 << 20) j++;
+      while (
+        j < positions.length &&
+        positions[j] === positions[j - 1]! + 1 &&
+        index.ends[positions[j]!]! - index.starts[positions[i]!]! <= 8 << 20
+      ) {
+        j++;
+      }
       const from = index.starts[positions[i]!]!;
       const to = index.ends[positions[j - 1]!]!;
       const buf = Buffer.alloc(to - from);
@@ -170,11 +182,13 @@ export function linesOfStep(index: TrajectoryIndex, step: number): { step: numbe
       else hi = mid;
     }
     best = lo < index.steps.length ? lo : -1;
-  } else for (let i = 0; i < index.steps.length; i++) {
-    const s = index.steps[i]!;
-    if (s >= step && (best === -1 || s < index.steps[best]!)) {
-      best = i;
-      if (s === step) break;
+  } else {
+    for (let i = 0; i < index.steps.length; i++) {
+      const s = index.steps[i]!;
+      if (s >= step && (best === -1 || s < index.steps[best]!)) {
+        best = i;
+        if (s === step) break;
+      }
     }
   }
   if (best === -1) return null;

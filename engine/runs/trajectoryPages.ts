@@ -100,8 +100,16 @@ export function withCapacities(records: readonly unknown[], config: unknown): un
       ...r,
       turns: r['turns'].map((t) => {
         if (!isRec(t) || typeof t['capacity'] === 'number' || t['query'] === null) return t;
-        const purpose = typeof t['purpose'] === 'string' ? t['purpose'] : missing === 'query' && typeof t['query'] === 'string' ? t['query'] : '';
-        return { ...t, capacity: promptMax - 3 - Math.min(pretokenise(normaliseWordText(purpose, false)).length, purposeMax) };
+        const purpose =
+          typeof t['purpose'] === 'string'
+            ? t['purpose']
+            : missing === 'query' && typeof t['query'] === 'string'
+              ? t['query']
+              : '';
+        return {
+          ...t,
+          capacity: promptMax - 3 - Math.min(pretokenise(normaliseWordText(purpose, false)).length, purposeMax),
+        };
       }),
     };
   });

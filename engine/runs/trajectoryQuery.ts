@@ -58,20 +58,35 @@ export function trajectoryFacts(r: unknown): TrajectoryFacts | null {
         ...str(r['question']),
         ...str(r['answer']),
         ...arr(r['gold']).flatMap(str),
-        ...turns.flatMap((t) => [...str(t['text']), ...str(t['info']), ...arr(t['bins']).filter(isRec).flatMap((b) => str(b['output']))]),
+        ...turns.flatMap((t) => [
+          ...str(t['text']),
+          ...str(t['info']),
+          ...arr(t['bins'])
+            .filter(isRec)
+            .flatMap((b) => str(b['output'])),
+        ]),
       ],
     };
   }
   if (r['kind'] === 'marti.tree') {
     const nodes = arr(r['nodes']).filter(isRec);
-    const scores = nodes.filter((n) => n['parentId'] !== null).map((n) => (typeof n['score'] === 'number' ? n['score'] : 0));
+    const scores = nodes
+      .filter((n) => n['parentId'] !== null)
+      .map((n) => (typeof n['score'] === 'number' ? n['score'] : 0));
     return {
       reward: scores.length ? Math.max(...scores) : null,
       family: null,
       agents: [...new Set(nodes.flatMap((n) => str(n['agent'])))],
-      solved: nodes.some((n) => isRec(n['private']) && typeof n['private']['score'] === 'number' && n['private']['score'] >= 1),
+      solved: nodes.some(
+        (n) => isRec(n['private']) && typeof n['private']['score'] === 'number' && n['private']['score'] >= 1,
+      ),
       malformed: nodes.some((n) => typeof n['parseError'] === 'string'),
-      texts: [...str(r['treeId']), ...str(r['taskId']), ...str(r['statement']), ...nodes.flatMap((n) => [...str(n['completion']), ...str(n['program']), ...str(n['feedback'])])],
+      texts: [
+        ...str(r['treeId']),
+        ...str(r['taskId']),
+        ...str(r['statement']),
+        ...nodes.flatMap((n) => [...str(n['completion']), ...str(n['program']), ...str(n['feedback'])]),
+      ],
     };
   }
   return null;
@@ -79,7 +94,15 @@ export function trajectoryFacts(r: unknown): TrajectoryFacts | null {
 
 /** Whether a filter needs a record's content (beyond its step). */
 export function filtersContent(f: TrajectoryFilter): boolean {
-  return f.rewardMin !== undefined || f.rewardMax !== undefined || f.family !== undefined || f.agent !== undefined || f.outcome !== undefined || f.malformed !== undefined || f.text !== undefined;
+  return (
+    f.rewardMin !== undefined ||
+    f.rewardMax !== undefined ||
+    f.family !== undefined ||
+    f.agent !== undefined ||
+    f.outcome !== undefined ||
+    f.malformed !== undefined ||
+    f.text !== undefined
+  );
 }
 
 export function matchesFilter(r: unknown, f: TrajectoryFilter): boolean {
@@ -118,7 +141,13 @@ export interface FilteredPage {
  * Up to `limit` lines before position `before` (exclusive) that pass `filter`, newest first in the scan and returned
  * oldest first.
  */
-export function filterTrajectories(index: TrajectoryIndex, filter: TrajectoryFilter, before: number, limit: number, budget = FILTER_BYTE_BUDGET): FilteredPage {
+export function filterTrajectories(
+  index: TrajectoryIndex,
+  filter: TrajectoryFilter,
+  before: number,
+  limit: number,
+  budget = FILTER_BYTE_BUDGET,
+): FilteredPage {
   const total = index.starts.length;
   let at = Math.min(before, total) - 1;
   const lo = filter.stepMin;
@@ -153,7 +182,12 @@ export function filterTrajectories(index: TrajectoryIndex, filter: TrajectoryFil
   }
   found.reverse();
   // `at` is the next position not yet looked at (lines between the last match and the batch's start are looked at again next time: harmless)
-  return { positions: found.map((f) => f.position), records: found.map((f) => f.record), next: at >= 0 ? at + 1 : null, scanned };
+  return {
+    positions: found.map((f) => f.position),
+    records: found.map((f) => f.record),
+    next: at >= 0 ? at + 1 : null,
+    scanned,
+  };
 }
 
 export interface TrajectoryRequest {
@@ -187,14 +221,29 @@ export function queryTrajectories(index: TrajectoryIndex, req: TrajectoryRequest
       filter.stepMax = req.step;
     }
     const page = filterTrajectories(index, filter, req.before ?? total, req.limit);
-    return { total, offset: page.positions[0] ?? 0, records: page.records, steps, positions: page.positions, next: page.next, scanned: page.scanned };
+    return {
+      total,
+      offset: page.positions[0] ?? 0,
+      records: page.records,
+      steps,
+      positions: page.positions,
+      next: page.next,
+      scanned: page.scanned,
+    };
   }
   if (req.step !== undefined) {
     const lines = linesOfStep(index, req.step);
     if (!lines) return { total, offset: total, records: [], steps, step: null, stepEnd: total };
     const end = Math.min(lines.end, lines.first + req.limit);
     const positions = Array.from({ length: end - lines.first }, (_, i) => lines.first + i);
-    return { total, offset: lines.first, records: readTrajectoryLines(index, positions), steps, step: lines.step, stepEnd: lines.end };
+    return {
+      total,
+      offset: lines.first,
+      records: readTrajectoryLines(index, positions),
+      steps,
+      step: lines.step,
+      stepEnd: lines.end,
+    };
   }
   const end = Math.min(total, req.offset + req.limit);
   const positions = Array.from({ length: Math.max(0, end - req.offset) }, (_, i) => req.offset + i);

@@ -141,18 +141,30 @@ function wanted(parts: string[]): boolean {
   if (parts.length === 1) return true;
   if (parts.length === 2) {
     const name = parts[1]!;
-    return name === RUN_FILES.meta || name === RUN_FILES.labels || name === RUN_FILES.live || name === RUN_FILES.checkpoints || isLogFile(name);
+    return (
+      name === RUN_FILES.meta ||
+      name === RUN_FILES.labels ||
+      name === RUN_FILES.live ||
+      name === RUN_FILES.checkpoints ||
+      isLogFile(name)
+    );
   }
   return parts.length === 3 && parts[1] === RUN_FILES.checkpoints && STEP_NAME.test(parts[2]!);
 }
 
-export async function watchHome(home: string, onEvent: (event: RunEvent) => void, opts: WatchOptions = {}): Promise<HomeWatcher> {
+export async function watchHome(
+  home: string,
+  onEvent: (event: RunEvent) => void,
+  opts: WatchOptions = {},
+): Promise<HomeWatcher> {
   const root = path.resolve(runsDir(home));
   try {
     // The host owns the home folder; creating runs/ lets one watch cover the runs that appear later.
     fs.mkdirSync(root, { recursive: true });
   } catch (err) {
-    throw new UserError(`cannot create ${root} (${(err as Error).message}): choose a writable home with --home or MARS_LAB_HOME`);
+    throw new UserError(
+      `cannot create ${root} (${(err as Error).message}): choose a writable home with --home or MARS_LAB_HOME`,
+    );
   }
   const settleMs = opts.settleMs ?? 60;
   const fromStart = opts.fromStart ?? false;
@@ -175,7 +187,17 @@ export async function watchHome(home: string, onEvent: (event: RunEvent) => void
   const stateOf = (runId: string): RunState => {
     let s = runs.get(runId);
     if (!s) {
-      s = { meta: null, lastProblem: null, pending: new Set(), tails: new Map(), timers: new Map(), checkpoints: new Set(), metaTimer: null, live: null, liveTimer: null };
+      s = {
+        meta: null,
+        lastProblem: null,
+        pending: new Set(),
+        tails: new Map(),
+        timers: new Map(),
+        checkpoints: new Set(),
+        metaTimer: null,
+        live: null,
+        liveTimer: null,
+      };
       runs.set(runId, s);
     }
     return s;
@@ -267,7 +289,8 @@ export async function watchHome(home: string, onEvent: (event: RunEvent) => void
         from: t.offset,
         firstLine: t.nextLine,
         tail: true,
-        validate: log === RUN_FILES.metrics ? metricLineProblem : log === RUN_FILES.events ? eventLineProblem : undefined,
+        validate:
+          log === RUN_FILES.metrics ? metricLineProblem : log === RUN_FILES.events ? eventLineProblem : undefined,
       });
       // Truncated between the stat and the read: stat again, which resets the tail.
       if (read.shrunk) continue;
@@ -283,7 +306,9 @@ export async function watchHome(home: string, onEvent: (event: RunEvent) => void
           const points = (read.records as Record<string, unknown>[]).map(toMetricPoint);
           for (const batch of batchBySize(points, readBytes)) emit({ type: 'metrics', runId, points: batch });
         } else if (log === RUN_FILES.trajectories) {
-          for (const batch of batchBySize(read.records, readBytes)) emit({ type: 'trajectories', runId, records: batch });
+          for (const batch of batchBySize(read.records, readBytes)) {
+            emit({ type: 'trajectories', runId, records: batch });
+          }
         } else {
           for (const record of read.records as Record<string, unknown>[]) emit({ type: 'event', runId, record });
         }
@@ -465,11 +490,17 @@ export async function watchHome(home: string, onEvent: (event: RunEvent) => void
       try {
         handle(kind, p);
       } catch (err) {
-        emit({ type: 'warning', runId: path.relative(root, p).split(path.sep)[0], message: `${p}: ${(err as Error).message}` });
+        emit({
+          type: 'warning',
+          runId: path.relative(root, p).split(path.sep)[0],
+          message: `${p}: ${(err as Error).message}`,
+        });
       }
     });
   }
-  watcher.on('error', (err: unknown) => emit({ type: 'warning', message: `watching ${root}: ${(err as Error).message}` }));
+  watcher.on('error', (err: unknown) =>
+    emit({ type: 'warning', message: `watching ${root}: ${(err as Error).message}` }),
+  );
   await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
   ready = true;
 

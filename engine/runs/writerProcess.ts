@@ -49,7 +49,13 @@ let clockTicks: number | undefined;
 function ticksPerSecond(): number {
   if (clockTicks === undefined) {
     try {
-      clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 2000 }).trim());
+      clockTicks = Number(
+        execFileSync('getconf', ['CLK_TCK'], {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'ignore'],
+          timeout: 2000,
+        }).trim(),
+      );
     } catch {
       clockTicks = NaN;
     }
@@ -119,7 +125,11 @@ function startTimeMs(pid: number): number | null | 'gone' {
   }
   // No /proc (macOS): ps prints the start time as a local date, whole seconds.
   try {
-    const out = execFileSync('ps', ['-o', 'lstart=', '-p', String(pid)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 2000 }).trim();
+    const out = execFileSync('ps', ['-o', 'lstart=', '-p', String(pid)], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 2000,
+    }).trim();
     if (out === '') return 'gone';
     const t = Date.parse(out);
     return Number.isFinite(t) ? t : null;
@@ -131,7 +141,12 @@ function startTimeMs(pid: number): number | null | 'gone' {
 /** Whether the process claimed to write a run is alive and is that writer. */
 export function checkWriter(claim: WriterClaim): WriterState {
   const { pid } = claim;
-  if (!isSignallablePid(pid)) return { state: 'gone', reason: `the recorded process id ${JSON.stringify(pid)?.slice(0, 20)} is not a process a run can have` };
+  if (!isSignallablePid(pid)) {
+    return {
+      state: 'gone',
+      reason: `the recorded process id ${JSON.stringify(pid)?.slice(0, 20)} is not a process a run can have`,
+    };
+  }
   if (claim.host !== undefined && claim.host !== os.hostname()) {
     return { state: 'unknown', reason: `it is held by process ${pid} on host ${String(claim.host).slice(0, 100)}` };
   }
@@ -140,18 +155,27 @@ export function checkWriter(claim: WriterClaim): WriterState {
     const boot = currentBootId();
     const ticks = procStartTicks(pid);
     if (boot !== null && typeof ticks === 'number') {
-      if (boot !== claim.bootId) return { state: 'gone', reason: `process ${pid} is from before the machine restarted` };
+      if (boot !== claim.bootId) {
+        return { state: 'gone', reason: `process ${pid} is from before the machine restarted` };
+      }
       return ticks === claim.procStart
         ? { state: 'alive', pid }
-        : { state: 'gone', reason: `process ${pid} is another process (it started at a different time than the run's writer)` };
+        : {
+            state: 'gone',
+            reason: `process ${pid} is another process (it started at a different time than the run's writer)`,
+          };
     }
     if (ticks === 'gone') return { state: 'gone', reason: `process ${pid} is no longer running` };
   }
   const since = typeof claim.since === 'string' ? Date.parse(claim.since) : NaN;
-  if (!Number.isFinite(since)) return { state: 'unknown', reason: `the time process ${pid} took the run is not recorded` };
+  if (!Number.isFinite(since)) {
+    return { state: 'unknown', reason: `the time process ${pid} took the run is not recorded` };
+  }
   const started = startTimeMs(pid);
   if (started === 'gone') return { state: 'gone', reason: `process ${pid} is no longer running` };
-  if (started === null) return { state: 'unknown', reason: `the start time of process ${pid} cannot be read on this system` };
+  if (started === null) {
+    return { state: 'unknown', reason: `the start time of process ${pid} cannot be read on this system` };
+  }
   return started <= since + START_SLACK_MS
     ? { state: 'alive', pid }
     : { state: 'gone', reason: `process ${pid} is another process (it started after the run's writer took the run)` };
@@ -177,7 +201,10 @@ export function runWriter(dir: string, meta: { pid?: number; statusAt?: string }
   const lock = readLockClaim(dir);
   if (lock) {
     if (meta.pid !== undefined && lock.pid !== meta.pid) {
-      return { state: 'gone', reason: `the lock names process ${JSON.stringify(lock.pid)?.slice(0, 20)}, run.json process ${meta.pid}` };
+      return {
+        state: 'gone',
+        reason: `the lock names process ${JSON.stringify(lock.pid)?.slice(0, 20)}, run.json process ${meta.pid}`,
+      };
     }
     return checkWriter(lock);
   }
@@ -190,7 +217,10 @@ export function runWriter(dir: string, meta: { pid?: number; statusAt?: string }
  * crashed, out of memory) is shown `interrupted`, the status the app and `ls` already offer Resume for. run.json is
  * not rewritten: only the run's own process writes it.
  */
-export function shownStatus<S extends string>(dir: string, meta: { status: S; pid?: number; statusAt?: string }): S | 'interrupted' {
+export function shownStatus<S extends string>(
+  dir: string,
+  meta: { status: S; pid?: number; statusAt?: string },
+): S | 'interrupted' {
   if (meta.status !== 'running') return meta.status;
   return runWriter(dir, meta).state === 'gone' ? 'interrupted' : meta.status;
 }

@@ -24,9 +24,17 @@ export const seqgrpoTaskSchema = z
       'Group size (G)',
       'Rollouts sampled per prompt; their rewards are normalised within the group (GRPO).',
     ),
-    promptsPerStep: field(z.int().min(1).max(1024).default(1), 'Prompts per step', 'Distinct prompts per training step, each with its own group.'),
+    promptsPerStep: field(
+      z.int().min(1).max(1024).default(1),
+      'Prompts per step',
+      'Distinct prompts per training step, each with its own group.',
+    ),
     trainSeed: field(seedNumber().default(1), 'Training-item seed', 'Seed of the stream that draws training inputs.'),
-    evalSeed: field(seedNumber().default(2), 'Evaluation seed', 'Seed that chooses the held-out inputs and the evaluation items.'),
+    evalSeed: field(
+      seedNumber().default(2),
+      'Evaluation seed',
+      'Seed that chooses the held-out inputs and the evaluation items.',
+    ),
     heldoutFraction: field(
       z.number().gt(0).lt(1).default(0.2),
       'Held-out share',
@@ -68,7 +76,6 @@ export const seqgrpoConfigSchema = z
       }
     }
   });
-
 
 export type SeqGrpoConfig = z.output<typeof seqgrpoConfigSchema>;
 export type SeqGrpoTaskConfig = z.output<typeof seqgrpoTaskSchema>;

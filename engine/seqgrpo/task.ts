@@ -106,7 +106,9 @@ export class SeqTask {
       seen.add(key);
       items.push({ input, target: applyKind(this.config.kind, input, this.config.symbols) });
     }
-    if (items.length === 0) throw new UserError('task: the held-out set is empty; raise task.heldoutFraction or task.length');
+    if (items.length === 0) {
+      throw new UserError('task: the held-out set is empty; raise task.heldoutFraction or task.length');
+    }
     return items;
   }
 

@@ -15,7 +15,13 @@ import type { Algorithm, EvalResult, StepOutput, Trainer, TrainerSnapshot } from
 import type { SeqgrpoGroupRecord } from '../records/seqgrpo';
 import { RECORD_VERSION } from '../records/version';
 import type { SeqGrpoConfig } from './configSchema';
-import { configuredAdam, configuredInitialModel, configuredUpdate, restoreStreams, saveStreams } from '../training/configuredTraining';
+import {
+  configuredAdam,
+  configuredInitialModel,
+  configuredUpdate,
+  restoreStreams,
+  saveStreams,
+} from '../training/configuredTraining';
 import { UserError } from '../userError';
 import { SeqTask, seqTokenizer, type SeqItem } from './task';
 
@@ -83,7 +89,12 @@ class SeqGrpoTrainer implements Trainer {
         version: RECORD_VERSION,
         input: task.describe(task.prompt(item)),
         target: item.target.map((v) => `s${v}`).join(' '),
-        rollouts: group.map((g, k) => ({ output: task.describe(g.tokens), reward: rewards[k]!, advantage: adv[k]!, logProbs: g.logProbs })),
+        rollouts: group.map((g, k) => ({
+          output: task.describe(g.tokens),
+          reward: rewards[k]!,
+          advantage: adv[k]!,
+          logProbs: g.logProbs,
+        })),
       });
     });
     const t1 = performance.now();
@@ -156,11 +167,15 @@ async function evaluateSeq(cfg: SeqGrpoConfig, task: SeqTask, model: LlamaModel)
     );
   }
   const items = task.evalItems(cfg.eval.items);
-  const gens = await generate(model, items.map((it) => task.prompt(it)), {
-    maxNewTokens: cfg.task.length,
-    temperature: cfg.eval.temperature,
-    rng: new Rng(cfg.task.evalSeed).split('eval-tokens'),
-  });
+  const gens = await generate(
+    model,
+    items.map((it) => task.prompt(it)),
+    {
+      maxNewTokens: cfg.task.length,
+      temperature: cfg.eval.temperature,
+      rng: new Rng(cfg.task.evalSeed).split('eval-tokens'),
+    },
+  );
   const outcomes = items.map((it, i) => {
     const out = gens[i]!.tokens;
     return {
@@ -184,7 +199,13 @@ async function evaluateSeq(cfg: SeqGrpoConfig, task: SeqTask, model: LlamaModel)
 
 /** The run's initial weights: random from the run seed's 'init' stream, or model.from (the KL reference is rebuilt the same way). */
 function initialModel(cfg: SeqGrpoConfig, task: SeqTask): Promise<LlamaModel> {
-  return configuredInitialModel(cfg, task.tokenizer.vocabSize, { max_position_embeddings: 64 }, new Rng(cfg.seed).split('init'), `this task's vocabulary (${cfg.task.symbols} symbols)`);
+  return configuredInitialModel(
+    cfg,
+    task.tokenizer.vocabSize,
+    { max_position_embeddings: 64 },
+    new Rng(cfg.seed).split('init'),
+    `this task's vocabulary (${cfg.task.symbols} symbols)`,
+  );
 }
 
 export const seqgrpo: Algorithm<SeqGrpoConfig> = {
@@ -196,13 +217,21 @@ export const seqgrpo: Algorithm<SeqGrpoConfig> = {
     if (!from) {
       const model = await initialModel(cfg, task);
       // Training inputs come from task.trainSeed (the task's own stream); tokens and minibatches from the run seed.
-      const streams = { tokens: root.split('tokens'), task: new Rng(cfg.task.trainSeed).split('train-items'), minibatch: root.split('minibatch') };
+      const streams = {
+        tokens: root.split('tokens'),
+        task: new Rng(cfg.task.trainSeed).split('train-items'),
+        minibatch: root.split('minibatch'),
+      };
       return new SeqGrpoTrainer(cfg, task, model, configuredAdam(cfg, model), streams, 0, reference);
     }
     try {
       const state = from.trainerState as { step?: number };
-      if (!Number.isInteger(state?.step)) throw new UserError('trainer_state.json: step is missing; the checkpoint cannot be resumed');
-      if (!from.optimizer) throw new UserError('optimizer.safetensors is missing; the checkpoint cannot be resumed exactly');
+      if (!Number.isInteger(state?.step)) {
+        throw new UserError('trainer_state.json: step is missing; the checkpoint cannot be resumed');
+      }
+      if (!from.optimizer) {
+        throw new UserError('optimizer.safetensors is missing; the checkpoint cannot be resumed exactly');
+      }
       const optimizer = configuredAdam(cfg, from.model);
       optimizer.importState(from.optimizer);
       const streams = restoreStreams(state, ['tokens', 'task', 'minibatch'] as const);
@@ -214,7 +243,13 @@ export const seqgrpo: Algorithm<SeqGrpoConfig> = {
   },
   evalIdentity,
   initialModel(cfg, rng) {
-    return configuredInitialModel(cfg, new SeqTask(cfg.task).tokenizer.vocabSize, { max_position_embeddings: 64 }, rng, `this task's vocabulary (${cfg.task.symbols} symbols)`);
+    return configuredInitialModel(
+      cfg,
+      new SeqTask(cfg.task).tokenizer.vocabSize,
+      { max_position_embeddings: 64 },
+      rng,
+      `this task's vocabulary (${cfg.task.symbols} symbols)`,
+    );
   },
   checkpointFiles(cfg) {
     return { [TOKENIZER_FILE]: JSON.stringify(seqTokenizer(cfg.task.symbols).toJSON()) + '\n' };

@@ -71,7 +71,7 @@ export class GenerationQueue {
         await new Promise((r) => setImmediate(r));
         const first = this.waiting[0]!.req;
         const wave: Pending[] = [];
-        for (let i = 0; i < this.waiting.length && wave.length < this.maxBatch; ) {
+        for (let i = 0; i < this.waiting.length && wave.length < this.maxBatch;) {
           const p = this.waiting[i]!;
           if (p.req.temperature === first.temperature && p.req.topP === first.topP) {
             wave.push(p);

@@ -30,7 +30,11 @@ const common = {
 
 export const completionRequestSchema = z.looseObject({
   ...common,
-  prompt: z.union([z.string().max(4_000_000), z.array(z.string().max(4_000_000)).length(1), z.array(z.int().min(0)).min(1).max(1_000_000)]),
+  prompt: z.union([
+    z.string().max(4_000_000),
+    z.array(z.string().max(4_000_000)).length(1),
+    z.array(z.int().min(0)).min(1).max(1_000_000),
+  ]),
   logprobs: z.int().min(0).max(20).nullish(),
   echo: z.literal(false, { error: 'serve-model does not echo the prompt: leave echo out' }).nullish(),
   best_of: z.literal(1, { error: 'serve-model does not support best_of' }).nullish(),
@@ -38,7 +42,10 @@ export const completionRequestSchema = z.looseObject({
 
 const messageSchema = z.looseObject({
   role: z.enum(['system', 'developer', 'user', 'assistant']),
-  content: z.union([z.string().max(4_000_000), z.array(z.looseObject({ type: z.literal('text'), text: z.string().max(4_000_000) })).max(1000)]),
+  content: z.union([
+    z.string().max(4_000_000),
+    z.array(z.looseObject({ type: z.literal('text'), text: z.string().max(4_000_000) })).max(1000),
+  ]),
 });
 
 export const chatRequestSchema = z.looseObject({
@@ -58,11 +65,18 @@ export function stopList(stop: CompletionRequest['stop']): string[] {
 
 /** The chat template above: `<bos>` and the messages' contents joined by a space. */
 export function chatPromptText(messages: ChatRequest['messages'], bos: string): string {
-  const text = messages.map((m) => (typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join(' '))).join(' ');
+  const text = messages
+    .map((m) => (typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join(' ')))
+    .join(' ');
   return text.startsWith(bos) ? text : `${bos} ${text}`;
 }
 
 /** An OpenAI-style error body. */
-export function errorBody(message: string, type: string, code: string | null = null, param: string | null = null): string {
+export function errorBody(
+  message: string,
+  type: string,
+  code: string | null = null,
+  param: string | null = null,
+): string {
   return JSON.stringify({ error: { message, type, param, code } });
 }

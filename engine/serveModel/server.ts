@@ -16,7 +16,15 @@ import { isLoopbackHost, parseHostHeader, resolveBindHost, targetPath } from '..
 import type { LlamaModel } from '../model/llama';
 import type { Tokenizer } from '../model/tokenizer';
 import { GenerationQueue, type GenerationResult } from './batcher';
-import { chatPromptText, chatRequestSchema, completionRequestSchema, errorBody, stopList, type ChatRequest, type CompletionRequest } from './protocol';
+import {
+  chatPromptText,
+  chatRequestSchema,
+  completionRequestSchema,
+  errorBody,
+  stopList,
+  type ChatRequest,
+  type CompletionRequest,
+} from './protocol';
 
 export interface ModelServerOptions {
   model: LlamaModel;
@@ -78,7 +86,12 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
 
   const remoteNames = new Set<string>();
   if (!bind.loopback) {
-    remoteNames.add(bindHost.trim().replace(/^\[|\]$/g, '').toLowerCase());
+    remoteNames.add(
+      bindHost
+        .trim()
+        .replace(/^\[|\]$/g, '')
+        .toLowerCase(),
+    );
     remoteNames.add(bind.address.toLowerCase());
     if (bind.wildcard) remoteNames.add(os.hostname().toLowerCase());
   }
@@ -90,7 +103,11 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
   };
 
   const send = (res: http.ServerResponse, status: number, body: string): void => {
-    res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' });
+    res.writeHead(status, {
+      'Content-Type': 'application/json; charset=utf-8',
+      'Cache-Control': 'no-store',
+      'X-Content-Type-Options': 'nosniff',
+    });
     res.end(body);
   };
 
@@ -116,19 +133,30 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
     });
 
   const checkModel = (name: string): void => {
-    if (name !== o.modelName) throw new HttpError(404, `The model \`${name}\` does not exist; this server serves \`${o.modelName}\` (GET /v1/models)`, 'invalid_request_error', 'model_not_found');
+    if (name !== o.modelName) {
+      throw new HttpError(
+        404,
+        `The model \`${name}\` does not exist; this server serves \`${o.modelName}\` (GET /v1/models)`,
+        'invalid_request_error',
+        'model_not_found',
+      );
+    }
   };
 
   const promptIds = (prompt: CompletionRequest['prompt']): number[] => {
     if (Array.isArray(prompt) && typeof prompt[0] === 'number') {
       const ids = prompt as number[];
       const bad = ids.find((i) => i >= tok.vocabSize);
-      if (bad !== undefined) throw new HttpError(400, `prompt: token id ${bad} is outside the vocabulary (size ${tok.vocabSize})`);
+      if (bad !== undefined) {
+        throw new HttpError(400, `prompt: token id ${bad} is outside the vocabulary (size ${tok.vocabSize})`);
+      }
       return ids;
     }
     const text = Array.isArray(prompt) ? (prompt[0] as string) : prompt;
     const ids = tok.encode(text);
-    if (ids.length === 0) throw new HttpError(400, 'prompt: empty; the model needs at least one token (e.g. the tokenizer\'s <bos>)');
+    if (ids.length === 0) {
+      throw new HttpError(400, "prompt: empty; the model needs at least one token (e.g. the tokenizer's <bos>)");
+    }
     return ids;
   };
 
@@ -161,7 +189,14 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
   }
 
   const jobOf = (r: CompletionRequest | ChatRequest, prompt: number[], maxTokens: number | null | undefined): Job => {
-    if (prompt.length >= maxCtx) throw new HttpError(400, `the prompt has ${prompt.length} tokens; this model's context is ${maxCtx}`, 'invalid_request_error', 'context_length_exceeded');
+    if (prompt.length >= maxCtx) {
+      throw new HttpError(
+        400,
+        `the prompt has ${prompt.length} tokens; this model's context is ${maxCtx}`,
+        'invalid_request_error',
+        'context_length_exceeded',
+      );
+    }
     return {
       prompt,
       maxTokens: Math.min(maxTokens ?? maxCtx, maxCtx - 1 - prompt.length),
@@ -174,20 +209,47 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
   };
 
   /** What the client sees of a finished row: the stop dropped unless asked for, text, finish reason. */
-  const visible = (job: Job, g: GenerationResult): { ids: number[]; logProbs: number[]; text: string; finish: 'stop' | 'length' } => {
+  const visible = (
+    job: Job,
+    g: GenerationResult,
+  ): { ids: number[]; logProbs: number[]; text: string; finish: 'stop' | 'length' } => {
     let ids = g.tokens;
     let logProbs = g.logProbs;
-    if (g.finish === 'stop' && typeof g.stopReason === 'number' && !job.includeStop) ((ids = ids.slice(0, -1)), (logProbs = logProbs.slice(0, -1)));
+    if (g.finish === 'stop' && typeof g.stopReason === 'number' && !job.includeStop) {
+      ((ids = ids.slice(0, -1)), (logProbs = logProbs.slice(0, -1)));
+    }
     let text = decode(ids, job.skipSpecial);
-    if (g.finish === 'stop' && typeof g.stopReason === 'string' && !job.includeStop && text.endsWith(g.stopReason)) text = text.slice(0, -g.stopReason.length);
+    if (g.finish === 'stop' && typeof g.stopReason === 'string' && !job.includeStop && text.endsWith(g.stopReason)) {
+      text = text.slice(0, -g.stopReason.length);
+    }
     return { ids, logProbs, text, finish: g.finish === 'stop' ? 'stop' : 'length' };
   };
 
-  const run = async (job: Job, res: http.ServerResponse, stream: boolean, chunk: (piece: string, ids: number[], lps: number[], finish: string | null, stopReason: unknown) => unknown): Promise<GenerationResult> => {
+  const run = async (
+    job: Job,
+    res: http.ServerResponse,
+    stream: boolean,
+    chunk: (piece: string, ids: number[], lps: number[], finish: string | null, stopReason: unknown) => unknown,
+  ): Promise<GenerationResult> => {
     const abort = new AbortController();
     res.on('close', () => abort.abort());
-    if (!stream) return queue.submit({ prompt: job.prompt, maxTokens: job.maxTokens, temperature: job.temperature, topP: job.topP, stopIds: job.stop.ids, stopStrings: job.stop.strings, signal: abort.signal });
-    res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
+    if (!stream) {
+      return queue.submit({
+        prompt: job.prompt,
+        maxTokens: job.maxTokens,
+        temperature: job.temperature,
+        topP: job.topP,
+        stopIds: job.stop.ids,
+        stopStrings: job.stop.strings,
+        signal: abort.signal,
+      });
+    }
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-store',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+    });
     const write = (obj: unknown): void => void res.write(`data: ${JSON.stringify(obj)}\n\n`);
     // Tokens go out as they are drawn; a stop token is held back until we know whether the client wants it, and with
     // stop strings everything waits for the end (a stop string's first tokens must not have been sent).
@@ -261,21 +323,54 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
     if (r.stream) {
       await run(job, res, true, (piece, ids, lps, finish, stopReason) => ({
         ...base,
-        choices: [{ index: 0, text: piece, logprobs: tokenLogprobs(ids, lps, r.logprobs, 0), finish_reason: finish, stop_reason: finish ? (stopReason ?? null) : null }],
+        choices: [
+          {
+            index: 0,
+            text: piece,
+            logprobs: tokenLogprobs(ids, lps, r.logprobs, 0),
+            finish_reason: finish,
+            stop_reason: finish ? (stopReason ?? null) : null,
+          },
+        ],
       }));
       return;
     }
     const g = await run(job, res, false, () => null);
     const v = visible(job, g);
-    send(res, 200, JSON.stringify({
-      ...base,
-      choices: [{ index: 0, text: v.text, logprobs: tokenLogprobs(v.ids, v.logProbs, r.logprobs, 0), finish_reason: v.finish, stop_reason: g.stopReason }],
-      usage: { prompt_tokens: prompt.length, completion_tokens: g.tokens.length, total_tokens: prompt.length + g.tokens.length },
-    }));
+    send(
+      res,
+      200,
+      JSON.stringify({
+        ...base,
+        choices: [
+          {
+            index: 0,
+            text: v.text,
+            logprobs: tokenLogprobs(v.ids, v.logProbs, r.logprobs, 0),
+            finish_reason: v.finish,
+            stop_reason: g.stopReason,
+          },
+        ],
+        usage: {
+          prompt_tokens: prompt.length,
+          completion_tokens: g.tokens.length,
+          total_tokens: prompt.length + g.tokens.length,
+        },
+      }),
+    );
   };
 
   const chatLogprobs = (ids: number[], lps: number[], on: boolean | null | undefined) =>
-    on ? { content: ids.map((i, k) => ({ token: tok.tokenOf(i), logprob: lps[k]!, bytes: [...Buffer.from(tok.tokenOf(i))], top_logprobs: [] })) } : null;
+    on
+      ? {
+          content: ids.map((i, k) => ({
+            token: tok.tokenOf(i),
+            logprob: lps[k]!,
+            bytes: [...Buffer.from(tok.tokenOf(i))],
+            top_logprobs: [],
+          })),
+        }
+      : null;
 
   const chat = async (body: unknown, res: http.ServerResponse): Promise<void> => {
     const parsed = chatRequestSchema.safeParse(body);
@@ -291,17 +386,45 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
       await run(job, res, true, (piece, ids, lps, finish, stopReason) => {
         const delta = first ? { role: 'assistant', content: piece } : { content: piece };
         first = false;
-        return { ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, logprobs: chatLogprobs(ids, lps, r.logprobs), finish_reason: finish, stop_reason: finish ? (stopReason ?? null) : null }] };
+        return {
+          ...base,
+          object: 'chat.completion.chunk',
+          choices: [
+            {
+              index: 0,
+              delta,
+              logprobs: chatLogprobs(ids, lps, r.logprobs),
+              finish_reason: finish,
+              stop_reason: finish ? (stopReason ?? null) : null,
+            },
+          ],
+        };
       });
       return;
     }
     const g = await run(job, res, false, () => null);
     const v = visible(job, g);
-    send(res, 200, JSON.stringify({
-      ...base,
-      choices: [{ index: 0, message: { role: 'assistant', content: v.text }, logprobs: chatLogprobs(v.ids, v.logProbs, r.logprobs), finish_reason: v.finish, stop_reason: g.stopReason }],
-      usage: { prompt_tokens: prompt.length, completion_tokens: g.tokens.length, total_tokens: prompt.length + g.tokens.length },
-    }));
+    send(
+      res,
+      200,
+      JSON.stringify({
+        ...base,
+        choices: [
+          {
+            index: 0,
+            message: { role: 'assistant', content: v.text },
+            logprobs: chatLogprobs(v.ids, v.logProbs, r.logprobs),
+            finish_reason: v.finish,
+            stop_reason: g.stopReason,
+          },
+        ],
+        usage: {
+          prompt_tokens: prompt.length,
+          completion_tokens: g.tokens.length,
+          total_tokens: prompt.length + g.tokens.length,
+        },
+      }),
+    );
   };
 
   const modelEntry = { id: o.modelName, object: 'model', created, owned_by: 'mars-lab', max_model_len: maxCtx };
@@ -309,22 +432,43 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
   const server = http.createServer((req, res) => {
     void (async () => {
       try {
-        if (!hostAllowed(req.headers.host)) throw new HttpError(403, 'this server answers only to its own address (Host header refused)', 'permission_error');
+        if (!hostAllowed(req.headers.host)) {
+          throw new HttpError(
+            403,
+            'this server answers only to its own address (Host header refused)',
+            'permission_error',
+          );
+        }
         const auth = /^Bearer (.+)$/.exec(req.headers.authorization ?? '');
         if (!auth || !sameSecret(auth[1]!.trim(), token)) {
-          throw new HttpError(401, 'missing or wrong API key: send the token serve-model printed at start as the API key (Authorization: Bearer TOKEN)', 'invalid_request_error', 'invalid_api_key');
+          throw new HttpError(
+            401,
+            'missing or wrong API key: send the token serve-model printed at start as the API key (Authorization: Bearer TOKEN)',
+            'invalid_request_error',
+            'invalid_api_key',
+          );
         }
         const p = targetPath(req.url)?.replace(/\/$/, '') ?? '';
-        if (req.method === 'GET' && p === '/v1/models') return send(res, 200, JSON.stringify({ object: 'list', data: [modelEntry] }));
+        if (req.method === 'GET' && p === '/v1/models') {
+          return send(res, 200, JSON.stringify({ object: 'list', data: [modelEntry] }));
+        }
         if (req.method === 'GET' && p.startsWith('/v1/models/')) {
           checkModel(p.slice('/v1/models/'.length));
           return send(res, 200, JSON.stringify(modelEntry));
         }
         if (req.method === 'POST' && p === '/v1/completions') return await completions(await readBody(req), res);
         if (req.method === 'POST' && p === '/v1/chat/completions') return await chat(await readBody(req), res);
-        throw new HttpError(404, `no such endpoint: ${req.method} ${p || '(bad target)'}; serve-model answers GET /v1/models, POST /v1/completions and /v1/chat/completions`, 'invalid_request_error', 'not_found');
+        throw new HttpError(
+          404,
+          `no such endpoint: ${req.method} ${p || '(bad target)'}; serve-model answers GET /v1/models, POST /v1/completions and /v1/chat/completions`,
+          'invalid_request_error',
+          'not_found',
+        );
       } catch (err) {
-        const e = err instanceof HttpError ? err : new HttpError(500, `internal error: ${(err as Error).message}`, 'server_error');
+        const e =
+          err instanceof HttpError
+            ? err
+            : new HttpError(500, `internal error: ${(err as Error).message}`, 'server_error');
         if (res.headersSent) return void res.destroy();
         send(res, e.status, errorBody(e.message, e.type, e.code));
       }

@@ -18,7 +18,8 @@
  * engine/runs/runLoop.ts, which logs each evaluation metric as `eval.<name>`.
  */
 
-export type MetricUnit = 'fraction' | 'score' | 'count' | 'tokens' | 'ms' | 'nats' | 'ratio' | 'steps' | 'edits' | 'value' | 'lr';
+export type MetricUnit =
+  'fraction' | 'score' | 'count' | 'tokens' | 'ms' | 'nats' | 'ratio' | 'steps' | 'edits' | 'value' | 'lr';
 
 /** What a unit reads as next to a chart's title. */
 export const UNIT_TEXT: Record<MetricUnit, string> = {
@@ -38,7 +39,18 @@ export const UNIT_TEXT: Record<MetricUnit, string> = {
 /** Units whose values lie in [0, 1]: a chart of them never shows a range outside it. */
 export const BOUNDED_UNITS: readonly MetricUnit[] = ['fraction', 'score'];
 
-export type PanelId = 'headline' | 'eval' | 'sys2' | 'sys1' | 'agents' | 'families' | 'tree' | 'diversity' | 'optimisation' | 'timing' | 'other';
+export type PanelId =
+  | 'headline'
+  | 'eval'
+  | 'sys2'
+  | 'sys1'
+  | 'agents'
+  | 'families'
+  | 'tree'
+  | 'diversity'
+  | 'optimisation'
+  | 'timing'
+  | 'other';
 
 /** Panels in the order the dashboard shows them: reward and held-out score first, timing last. */
 export const PANELS: readonly { id: PanelId; title: string }[] = [
@@ -64,15 +76,26 @@ export interface MetricDecl {
 }
 
 type D = [name: string, unit: MetricUnit, panel: PanelId, description: string];
-const decls = (rows: D[]): MetricDecl[] => rows.map(([name, unit, panel, description]) => ({ name, unit, panel, description }));
+const decls = (rows: D[]): MetricDecl[] =>
+  rows.map(([name, unit, panel, description]) => ({ name, unit, panel, description }));
 
 const OPTIMISATION: D[] = [
-  ['loss', 'value', 'optimisation', 'policy-gradient loss of the update (clipped surrogate, plus KL when rl.klCoef > 0)'],
+  [
+    'loss',
+    'value',
+    'optimisation',
+    'policy-gradient loss of the update (clipped surrogate, plus KL when rl.klCoef > 0)',
+  ],
   ['clipFraction', 'fraction', 'optimisation', 'share of tokens whose probability ratio was clipped by rl.clipEps'],
   ['gradNorm', 'value', 'optimisation', 'global L2 norm of the gradient before clipping'],
   ['lr', 'lr', 'optimisation', 'learning rate used by the update (after warm-up and schedule)'],
   ['kl', 'nats', 'optimisation', 'mean per-token KL divergence from the reference (initial) policy'],
-  ['zeroAdvantageShare', 'fraction', 'optimisation', 'share of samples whose advantage is 0 (their group scored alike): no learning signal'],
+  [
+    'zeroAdvantageShare',
+    'fraction',
+    'optimisation',
+    'share of samples whose advantage is 0 (their group scored alike): no learning signal',
+  ],
   ['timing.rolloutMs', 'ms', 'timing', 'wall-clock time of the step’s rollouts'],
   ['timing.updateMs', 'ms', 'timing', 'wall-clock time of the step’s policy update'],
 ];
@@ -95,8 +118,18 @@ const MARS: MetricDecl[] = decls([
   ['eval.sys1CallsPerSearch', 'count', 'eval', 'held-out mean System 1 calls per search'],
   ['eval.sys2TokensPerQuestion', 'tokens', 'eval', 'held-out mean System 2 tokens per question'],
   ['eval.sys1TokensPerQuestion', 'tokens', 'eval', 'held-out mean System 1 output tokens per question'],
-  ['eval.singleHopExactMatch', 'fraction', 'eval', 'held-out exact match on single-hop families (direct, paraphrase, longTail)'],
-  ['eval.multiHopExactMatch', 'fraction', 'eval', 'held-out exact match on multi-hop families (bridge, comparison, threeHop, compositional)'],
+  [
+    'eval.singleHopExactMatch',
+    'fraction',
+    'eval',
+    'held-out exact match on single-hop families (direct, paraphrase, longTail)',
+  ],
+  [
+    'eval.multiHopExactMatch',
+    'fraction',
+    'eval',
+    'held-out exact match on multi-hop families (bridge, comparison, threeHop, compositional)',
+  ],
   ['eval.exactMatch.<family>', 'fraction', 'families', 'held-out exact match of one question family'],
   ['eval.f1.<family>', 'score', 'families', 'held-out token F1 of one question family'],
   ['answered', 'fraction', 'sys2', 'share of episodes that ended with an answer (not out of turns or context)'],
@@ -105,7 +138,12 @@ const MARS: MetricDecl[] = decls([
   ['searchesPerQuestion', 'count', 'sys2', 'mean searches System 2 made per question'],
   ['sys2Tokens', 'tokens', 'sys2', 'mean System 2 tokens trained on per episode'],
   ['sys2Samples', 'count', 'sys2', 'System 2 samples in the step’s update'],
-  ['droppedQuestions', 'count', 'sys2', 'questions whose group had no advantage and were dropped (mars.dropZeroAdvGroups)'],
+  [
+    'droppedQuestions',
+    'count',
+    'sys2',
+    'questions whose group had no advantage and were dropped (mars.dropZeroAdvGroups)',
+  ],
   ['sys1CallsPerSearch', 'count', 'sys1', 'mean System 1 calls per search (one per packed bin of pages)'],
   ['sys1Tokens', 'tokens', 'sys1', 'mean System 1 output tokens per episode'],
   ['sys1Samples', 'count', 'sys1', 'System 1 samples in the step’s update, after balancing'],
@@ -113,7 +151,12 @@ const MARS: MetricDecl[] = decls([
   ['sys1DuplicateRatio', 'fraction', 'sys1', 'share of System 1 samples that repeat another after balancing'],
   ['sys1Loss', 'value', 'sys1', 'loss of the separate System 1 model’s update (mars.sys1Params = separate)'],
   ['sys1GradNorm', 'value', 'sys1', 'gradient norm of the separate System 1 model’s update'],
-  ['sys1Kl', 'nats', 'sys1', 'mean per-token KL divergence of the separate System 1 model from the reference (initial) policy'],
+  [
+    'sys1Kl',
+    'nats',
+    'sys1',
+    'mean per-token KL divergence of the separate System 1 model from the reference (initial) policy',
+  ],
   ['timing.sys2GenerationMs', 'ms', 'timing', 'wall-clock time System 2 spent generating'],
   ['timing.searchMs', 'ms', 'timing', 'wall-clock time spent searching the corpus'],
   ['timing.packingMs', 'ms', 'timing', 'wall-clock time packing pages into System 1 bins'],
@@ -126,14 +169,34 @@ function diversity(prefix: string, what: string): D[] {
   const p = `eval.${prefix}`;
   return [
     [`${p}editDistance`, 'edits', 'diversity', `${what}: mean normalised edit distance between programs of a tree`],
-    [`${p}editDistance.acrossAgents`, 'edits', 'diversity', `${what}: mean edit distance between programs of different agents`],
+    [
+      `${p}editDistance.acrossAgents`,
+      'edits',
+      'diversity',
+      `${what}: mean edit distance between programs of different agents`,
+    ],
     [`${p}editDistance.<agent>`, 'edits', 'diversity', `${what}: mean edit distance between one agent’s programs`],
     [`${p}distinctPrograms`, 'fraction', 'diversity', `${what}: share of programs in a tree that are distinct`],
-    [`${p}distinctPrograms.<agent>`, 'fraction', 'diversity', `${what}: share of one agent’s programs that are distinct`],
-    [`${p}behaviour`, 'fraction', 'diversity', `${what}: share of behaviourally distinct programs (distinct outputs on the tests)`],
+    [
+      `${p}distinctPrograms.<agent>`,
+      'fraction',
+      'diversity',
+      `${what}: share of one agent’s programs that are distinct`,
+    ],
+    [
+      `${p}behaviour`,
+      'fraction',
+      'diversity',
+      `${what}: share of behaviourally distinct programs (distinct outputs on the tests)`,
+    ],
     [`${p}behaviour.<agent>`, 'fraction', 'diversity', `${what}: behavioural diversity of one agent’s programs`],
     [`${p}distinctCorrect`, 'count', 'diversity', `${what}: mean distinct correct programs per problem`],
-    [`${p}distinctCorrect.<agent>`, 'count', 'diversity', `${what}: mean distinct correct programs per problem by one agent`],
+    [
+      `${p}distinctCorrect.<agent>`,
+      'count',
+      'diversity',
+      `${what}: mean distinct correct programs per problem by one agent`,
+    ],
     [`${p}uniqueSolves`, 'count', 'diversity', `${what}: problems solved by exactly one agent`],
     [`${p}uniqueSolves.<agent>`, 'count', 'diversity', `${what}: problems only this agent solved`],
     [`${p}passGap`, 'fraction', 'diversity', `${what}: best-of-tree minus pass@1 (what the search adds)`],
@@ -263,7 +326,15 @@ export function dashboard(algorithm: string | undefined, names: readonly string[
     const key = info?.chart ?? name;
     let chart = charts.get(key);
     if (!chart) {
-      chart = { key, title: key, description: info?.description ?? 'not declared in engine/shared/metricCatalog.ts', unit: info?.unit ?? null, names: [], members: [], panel: info?.panel ?? 'other' };
+      chart = {
+        key,
+        title: key,
+        description: info?.description ?? 'not declared in engine/shared/metricCatalog.ts',
+        unit: info?.unit ?? null,
+        names: [],
+        members: [],
+        panel: info?.panel ?? 'other',
+      };
       charts.set(key, chart);
     }
     chart.names.push(name);

@@ -33,10 +33,14 @@ export function runStudyHere(home: string, study: StudyRecord, events: StudyEven
 
   const runOne = (run: StudyRun) =>
     new Promise<void>((resolve) => {
-      const child = spawn(process.execPath, [path.join(PROJECT_DIR, 'engine/bin/mars-lab.mjs'), ...trainArgs(study, run, home)], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-        detached: true,
-      });
+      const child = spawn(
+        process.execPath,
+        [path.join(PROJECT_DIR, 'engine/bin/mars-lab.mjs'), ...trainArgs(study, run, home)],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+          detached: true,
+        },
+      );
       children.set(run.runId, child);
       run.state = 'running';
       run.startedAt = new Date().toISOString();
@@ -52,7 +56,11 @@ export function runStudyHere(home: string, study: StudyRecord, events: StudyEven
           run.step = e.step;
           run.totalSteps = e.totalSteps;
           // a line per tenth of the run, not per step
-          if (lastShown === 0 || e.step === e.totalSteps || e.step - lastShown >= Math.max(1, Math.ceil(e.totalSteps / 10))) {
+          if (
+            lastShown === 0 ||
+            e.step === e.totalSteps ||
+            e.step - lastShown >= Math.max(1, Math.ceil(e.totalSteps / 10))
+          ) {
             lastShown = e.step;
             events.onRun?.(run, study);
           }

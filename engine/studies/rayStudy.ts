@@ -47,13 +47,21 @@ export function stateOfJob(job: RayJobDetails, doneStatus?: string): StudyRun['s
 
 function oneLine(text: string | null | undefined): string | undefined {
   if (!text) return undefined;
-  const lines = text.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   const line = lines.findLast((l) => /^mars-lab: /.test(l)) ?? lines.at(-1) ?? lines[0];
   return line && (line.length > 300 ? `${line.slice(0, 300)}…` : line);
 }
 
 /** Submits the study's pending runs and follows every run not yet final, until all are final (or stop). */
-export function runStudyOnRay(home: string, study: StudyRecord, client: RayJobsClient, opts: RayStudyOptions = {}): RunningStudy {
+export function runStudyOnRay(
+  home: string,
+  study: StudyRecord,
+  client: RayJobsClient,
+  opts: RayStudyOptions = {},
+): RunningStudy {
   if (study.where.kind !== 'ray') throw new Error('runStudyOnRay: not a Ray study');
   const follows = new AbortController();
   opts.signal?.addEventListener('abort', () => follows.abort(), { once: true });
@@ -69,8 +77,16 @@ export function runStudyOnRay(home: string, study: StudyRecord, client: RayJobsC
       await client.submit({
         entrypoint: opts.setup ? `${opts.setup} && ${entry}` : entry,
         submission_id: run.runId,
-        metadata: { mars_lab_study: study.id, mars_lab_run: run.runId, mars_lab_preset: study.preset, mars_lab_variant: run.variant ?? '', mars_lab_seed: String(run.seed) },
-        ...(study.where.kind === 'ray' && study.where.cpusPerJob > 0 ? { entrypoint_num_cpus: study.where.cpusPerJob } : {}),
+        metadata: {
+          mars_lab_study: study.id,
+          mars_lab_run: run.runId,
+          mars_lab_preset: study.preset,
+          mars_lab_variant: run.variant ?? '',
+          mars_lab_seed: String(run.seed),
+        },
+        ...(study.where.kind === 'ray' && study.where.cpusPerJob > 0
+          ? { entrypoint_num_cpus: study.where.cpusPerJob }
+          : {}),
         ...(opts.runtimeEnv ? { runtime_env: opts.runtimeEnv } : {}),
       });
     } catch (err) {
@@ -98,7 +114,11 @@ export function runStudyOnRay(home: string, study: StudyRecord, client: RayJobsC
         run.step = e.step;
         run.totalSteps = e.totalSteps;
         if (run.state === 'submitted') run.state = 'running';
-        if (lastShown === 0 || e.step === e.totalSteps || e.step - lastShown >= Math.max(1, Math.ceil(e.totalSteps / 10))) {
+        if (
+          lastShown === 0 ||
+          e.step === e.totalSteps ||
+          e.step - lastShown >= Math.max(1, Math.ceil(e.totalSteps / 10))
+        ) {
           lastShown = e.step;
           opts.onRun?.(run, study);
         }
@@ -129,9 +149,23 @@ export function runStudyOnRay(home: string, study: StudyRecord, client: RayJobsC
       if (r.job.start_time) run.startedAt = new Date(r.job.start_time).toISOString();
       if (r.job.end_time) run.endedAt = new Date(r.job.end_time).toISOString();
       if (run.state === 'failed' || run.state === 'stopped') {
-        run.message = oneLine(fs.readFileSync(logFile, 'utf8').split('\n').filter((l) => l.startsWith('mars-lab: ')).join('\n')) ?? oneLine(r.job.message);
+        run.message =
+          oneLine(
+            fs
+              .readFileSync(logFile, 'utf8')
+              .split('\n')
+              .filter((l) => l.startsWith('mars-lab: '))
+              .join('\n'),
+          ) ?? oneLine(r.job.message);
       }
-      if (run.state === 'finished' || run.state === 'stopped') run.headline = runHeadline(study.where.kind === 'ray' ? study.where.rayHome : home, run.runId, study.algorithm, doneMetrics);
+      if (run.state === 'finished' || run.state === 'stopped') {
+        run.headline = runHeadline(
+          study.where.kind === 'ray' ? study.where.rayHome : home,
+          run.runId,
+          study.algorithm,
+          doneMetrics,
+        );
+      }
       save(run);
     } catch (err) {
       if (!(err instanceof RayError) || (err.kind !== 'unreachable' && err.kind !== 'not-found')) throw err;

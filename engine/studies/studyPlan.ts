@@ -22,7 +22,9 @@ export function parseSeeds(spec: string): number[] {
     return Array.from({ length: n }, (_, i) => i);
   }
   const parts = s.split(',').map((p) => p.trim());
-  if (parts.length < 2 || parts.some((p) => !/^\d+$/.test(p))) throw new UserError(`--seeds ${spec}: give a count (3 means seeds 0, 1, 2) or a list of seeds like 0,3,7`);
+  if (parts.length < 2 || parts.some((p) => !/^\d+$/.test(p))) {
+    throw new UserError(`--seeds ${spec}: give a count (3 means seeds 0, 1, 2) or a list of seeds like 0,3,7`);
+  }
   const seeds = parts.map(Number);
   if (new Set(seeds).size !== seeds.length) throw new UserError(`--seeds ${spec}: a seed is listed twice`);
   return seeds;
@@ -31,7 +33,9 @@ export function parseSeeds(spec: string): number[] {
 export function parseVariants(spec: string | undefined): (string | null)[] {
   if (spec === undefined) return [null];
   const names = spec.split(',').map((v) => v.trim());
-  if (names.some((n) => n === '')) throw new UserError(`--variants ${spec}: an empty name; give names separated by commas, e.g. full,sys1-off`);
+  if (names.some((n) => n === '')) {
+    throw new UserError(`--variants ${spec}: an empty name; give names separated by commas, e.g. full,sys1-off`);
+  }
   if (new Set(names).size !== names.length) throw new UserError(`--variants ${spec}: a variant is listed twice`);
   return names;
 }
@@ -50,7 +54,12 @@ export function planStudy(input: PlanInput): StudyRecord {
   let algorithm = '';
   for (const variant of input.variants) {
     for (const seed of input.seeds) {
-      const config = resolvePresetConfig(input.preset, [...input.sets, `seed=${seed}`], undefined, variant ?? undefined);
+      const config = resolvePresetConfig(
+        input.preset,
+        [...input.sets, `seed=${seed}`],
+        undefined,
+        variant ?? undefined,
+      );
       algorithm = config.algorithm;
     }
   }
@@ -65,12 +74,18 @@ export function planStudy(input: PlanInput): StudyRecord {
     seeds: input.seeds,
     sets: input.sets,
     where: input.where,
-    runs: input.variants.flatMap((variant) => input.seeds.map((seed) => ({ runId: studyRunId(id, variant, seed), variant, seed, state: 'pending' as const }))),
+    runs: input.variants.flatMap((variant) =>
+      input.seeds.map((seed) => ({ runId: studyRunId(id, variant, seed), variant, seed, state: 'pending' as const })),
+    ),
   };
 }
 
 /** The `mars-lab train …` arguments of one run (after the program), writing into `home`. */
-export function trainArgs(study: StudyRecord, run: { runId: string; variant: string | null; seed: number }, home: string): string[] {
+export function trainArgs(
+  study: StudyRecord,
+  run: { runId: string; variant: string | null; seed: number },
+  home: string,
+): string[] {
   const args = ['train', '--preset', study.preset];
   if (run.variant !== null) args.push('--variant', run.variant);
   for (const s of [...study.sets, `seed=${run.seed}`]) args.push('--set', s);
@@ -84,7 +99,10 @@ export function shellQuote(word: string): string {
 }
 
 /** The Ray job's entrypoint: node running this project's CLI at the path it has on the cluster. */
-export function rayEntrypoint(study: StudyRecord, run: { runId: string; variant: string | null; seed: number }): string {
+export function rayEntrypoint(
+  study: StudyRecord,
+  run: { runId: string; variant: string | null; seed: number },
+): string {
   if (study.where.kind !== 'ray') throw new Error('rayEntrypoint: not a Ray study');
   const cli = path.posix.join(study.where.project, 'engine/bin/mars-lab.mjs');
   return [study.where.node, cli, ...trainArgs(study, run, study.where.rayHome)].map(shellQuote).join(' ');

@@ -70,7 +70,11 @@ export function studiesDir(home: string): string {
 }
 
 export function studyFile(home: string, id: string): string {
-  if (!idText.safeParse(id).success) throw new UserError(`"${id}" is not a study id (letters, digits, ".", "_", "-"); list them with: mars-lab study ls`);
+  if (!idText.safeParse(id).success) {
+    throw new UserError(
+      `"${id}" is not a study id (letters, digits, ".", "_", "-"); list them with: mars-lab study ls`,
+    );
+  }
   return path.join(studiesDir(home), `${id}.json`);
 }
 
@@ -82,7 +86,12 @@ export function studyLogFile(home: string, id: string, runId: string): string {
 /** `20261201-173000-seqgrpo-copy-3f9a`: UTC time first, so ids sort by creation. */
 export function newStudyId(preset: string, now: Date = new Date()): string {
   const iso = now.toISOString();
-  const slug = preset.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40) || 'study';
+  const slug =
+    preset
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 40) || 'study';
   return `${iso.slice(0, 10).replaceAll('-', '')}-${iso.slice(11, 19).replaceAll(':', '')}-${slug}-${randomBytes(2).toString('hex')}`;
 }
 
@@ -121,7 +130,9 @@ export function readStudy(home: string, idOrPrefix: string): StudyRecord {
   const parsed = studyRecordSchema.safeParse(json);
   if (!parsed.success) {
     const i = parsed.error.issues[0]!;
-    throw new UserError(`${file}: ${i.path.join('.') || 'record'}: ${i.message}; it is not a study record this version reads`);
+    throw new UserError(
+      `${file}: ${i.path.join('.') || 'record'}: ${i.message}; it is not a study record this version reads`,
+    );
   }
   return parsed.data;
 }

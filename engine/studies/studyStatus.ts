@@ -21,9 +21,19 @@ function refreshLocal(home: string, study: StudyRecord, run: StudyRun): void {
   const meta = readRunMeta(dir);
   const status = shownStatus(dir, meta);
   const state: StudyRun['state'] | undefined =
-    status === 'finished' ? 'finished' : status === 'failed' ? 'failed' : status === 'running' ? 'running' : status === 'stopped' || status === 'interrupted' ? 'stopped' : undefined;
+    status === 'finished'
+      ? 'finished'
+      : status === 'failed'
+        ? 'failed'
+        : status === 'running'
+          ? 'running'
+          : status === 'stopped' || status === 'interrupted'
+            ? 'stopped'
+            : undefined;
   if (state === undefined) return;
-  if (status === 'interrupted') run.message = 'interrupted: its process ended without a final status (resume it: mars-lab resume ID)';
+  if (status === 'interrupted') {
+    run.message = 'interrupted: its process ended without a final status (resume it: mars-lab resume ID)';
+  }
   run.state = state;
   if (FINAL_STATES.has(state)) run.headline = runHeadline(home, run.runId, study.algorithm);
 }
@@ -31,7 +41,9 @@ function refreshLocal(home: string, study: StudyRecord, run: StudyRun): void {
 /** Refreshes every run not yet final; returns false when the cluster could not be reached (the record is unchanged). */
 export async function refreshStudy(home: string, study: StudyRecord, client?: RayJobsClient): Promise<boolean> {
   if (study.where.kind === 'local') {
-    for (const run of study.runs) if (!FINAL_STATES.has(run.state) || run.headline === undefined) refreshLocal(home, study, run);
+    for (const run of study.runs) {
+      if (!FINAL_STATES.has(run.state) || run.headline === undefined) refreshLocal(home, study, run);
+    }
     writeStudy(home, study);
     return true;
   }
@@ -73,7 +85,9 @@ export async function refreshStudy(home: string, study: StudyRecord, client?: Ra
     if (job.status === 'FAILED' && !run.message) run.message = job.message ?? undefined;
     if (job.start_time) run.startedAt = new Date(job.start_time).toISOString();
     if (job.end_time) run.endedAt = new Date(job.end_time).toISOString();
-    if (run.state === 'finished' || run.state === 'stopped') run.headline = runHeadline(study.where.rayHome, run.runId, study.algorithm, doneMetrics);
+    if (run.state === 'finished' || run.state === 'stopped') {
+      run.headline = runHeadline(study.where.rayHome, run.runId, study.algorithm, doneMetrics);
+    }
   }
   writeStudy(home, study);
   return true;

@@ -11,7 +11,12 @@ import { headlineScore, type HeadlineScore } from '../runs/headlineMetric';
 import { runsDir } from '../runs/home';
 import { headlineFromMetrics } from './studyPlan';
 
-const progressLine = z.object({ type: z.literal('progress'), runId: z.string(), step: z.number(), totalSteps: z.number() });
+const progressLine = z.object({
+  type: z.literal('progress'),
+  runId: z.string(),
+  step: z.number(),
+  totalSteps: z.number(),
+});
 const doneLine = z.object({
   type: z.literal('done'),
   runId: z.string(),
@@ -56,7 +61,12 @@ export function lineSplitter(onLine: (line: string) => void): { push: (text: str
 }
 
 /** A run's headline score from its folder under `home`, when it exists here; else from its done line's metrics. */
-export function runHeadline(home: string, runId: string, algorithm: string, doneMetrics?: Record<string, unknown>): HeadlineScore | null {
+export function runHeadline(
+  home: string,
+  runId: string,
+  algorithm: string,
+  doneMetrics?: Record<string, unknown>,
+): HeadlineScore | null {
   const dir = path.join(runsDir(home), runId);
   if (fs.existsSync(path.join(dir, 'metrics.jsonl'))) {
     try {

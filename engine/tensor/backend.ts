@@ -132,12 +132,14 @@ async function tryTensorflow(attempts: BackendAttempt[]): Promise<boolean> {
           backend: 'tensorflow',
           package: pkg,
           status: 'not-installed',
-          detail: 'not installed (an optional dependency whose installer downloads libtensorflow from outside the npm registry; absent where that download was not possible)',
+          detail:
+            'not installed (an optional dependency whose installer downloads libtensorflow from outside the npm registry; absent where that download was not possible)',
         });
       } else {
         // A shared library that would not load (libtensorflow itself, or a CUDA/cuDNN library it links) is the usual
         // failure of the GPU build: say what it needs and which of those libraries are missing.
-        const libraryError = /\.so(\.\d+)*\b|shared object|dlopen|cannot open|libtensorflow|cuda|cudnn|tfjs_binding/i.test(message(err));
+        const libraryError =
+          /\.so(\.\d+)*\b|shared object|dlopen|cannot open|libtensorflow|cuda|cudnn|tfjs_binding/i.test(message(err));
         const hint = pkg.endsWith('-gpu') && libraryError ? cudaHint() : '';
         attempts.push({ backend: 'tensorflow', package: pkg, status: 'failed', detail: message(err) + hint });
       }
@@ -149,7 +151,9 @@ async function tryTensorflow(attempts: BackendAttempt[]): Promise<boolean> {
 const SOFTWARE_ADAPTER = /llvmpipe|lavapipe|swiftshader|softpipe|software/i;
 
 interface DawnModule {
-  create: (opts: string[]) => { requestAdapter: (opts?: { powerPreference?: string }) => Promise<GpuAdapterLike | null> };
+  create: (opts: string[]) => {
+    requestAdapter: (opts?: { powerPreference?: string }) => Promise<GpuAdapterLike | null>;
+  };
   globals: object;
 }
 
@@ -176,7 +180,8 @@ function probeDawn(dawn: DawnModule): Promise<DawnProbe | null> {
     ]);
     if (!adapter) return null;
     const info = adapter.info ?? {};
-    const name = [info.vendor, info.architecture, info.device, info.description].filter(Boolean).join(' ') || 'unknown adapter';
+    const name =
+      [info.vendor, info.architecture, info.device, info.description].filter(Boolean).join(' ') || 'unknown adapter';
     return { gpu, name, software: Boolean(adapter.isFallbackAdapter) || SOFTWARE_ADAPTER.test(name) };
   })();
   return dawnProbe;
@@ -192,7 +197,9 @@ function librarySearchPath(): string[] {
   const dirs = (process.env.LD_LIBRARY_PATH ?? '').split(':').filter(Boolean);
   const confs = ['/etc/ld.so.conf'];
   try {
-    for (const f of fs.readdirSync('/etc/ld.so.conf.d').sort()) if (f.endsWith('.conf')) confs.push(path.join('/etc/ld.so.conf.d', f));
+    for (const f of fs.readdirSync('/etc/ld.so.conf.d').sort()) {
+      if (f.endsWith('.conf')) confs.push(path.join('/etc/ld.so.conf.d', f));
+    }
   } catch {
     // no ld.so.conf.d
   }
@@ -272,13 +279,20 @@ function chunkWebgpuAddN(): void {
   const original = kernel.kernelFunc;
   const kernelFunc: tf.KernelFunc = (args) => {
     const inputs = args.inputs as unknown as tf.TensorInfo[];
-    const backend = args.backend as { device?: { limits?: { maxStorageBuffersPerShaderStage?: number } }; disposeData(id: object): void };
+    const backend = args.backend as {
+      device?: { limits?: { maxStorageBuffersPerShaderStage?: number } };
+      disposeData(id: object): void;
+    };
     const max = Math.max(2, (backend.device?.limits?.maxStorageBuffersPerShaderStage ?? 8) - 1);
     if (inputs.length <= max) return original(args);
     const partial: tf.TensorInfo[] = [];
     for (let i = 0; i < inputs.length; i += max) {
       const chunk = inputs.slice(i, i + max);
-      partial.push(chunk.length === 1 ? chunk[0]! : (kernelFunc({ ...args, inputs: chunk as unknown as tf.NamedTensorInfoMap }) as tf.TensorInfo));
+      partial.push(
+        chunk.length === 1
+          ? chunk[0]!
+          : (kernelFunc({ ...args, inputs: chunk as unknown as tf.NamedTensorInfoMap }) as tf.TensorInfo),
+      );
     }
     const out = kernelFunc({ ...args, inputs: partial as unknown as tf.NamedTensorInfoMap }) as tf.TensorInfo;
     for (const p of partial) if (!inputs.includes(p)) backend.disposeData(p.dataId);
@@ -310,8 +324,9 @@ async function tryWebgpu(attempts: BackendAttempt[], forced: boolean): Promise<b
   try {
     dawn = (await import('webgpu')) as unknown as DawnModule;
   } catch (err) {
-    if (isNotInstalled(err, 'webgpu')) record('not-installed', 'the optional `webgpu` package (Dawn for Node) is not installed');
-    else record('failed', message(err));
+    if (isNotInstalled(err, 'webgpu')) {
+      record('not-installed', 'the optional `webgpu` package (Dawn for Node) is not installed');
+    } else record('failed', message(err));
     return false;
   }
   try {
@@ -322,7 +337,10 @@ async function tryWebgpu(attempts: BackendAttempt[], forced: boolean): Promise<b
     }
     const { gpu, name, software } = probe;
     if (!forced && software) {
-      record('software-adapter', `only a software adapter (${name}) was found; it is slower than wasm. Force it with --backend webgpu`);
+      record(
+        'software-adapter',
+        `only a software adapter (${name}) was found; it is slower than wasm. Force it with --backend webgpu`,
+      );
       return false;
     }
     Object.assign(globalThis, dawn.globals);
@@ -334,9 +352,13 @@ async function tryWebgpu(attempts: BackendAttempt[], forced: boolean): Promise<b
     record('chosen', `adapter: ${name}`, '@tensorflow/tfjs-backend-webgpu');
     return true;
   } catch (err) {
-    if (isNotInstalled(err, '@tensorflow/tfjs-backend-webgpu'))
-      record('not-installed', 'the optional @tensorflow/tfjs-backend-webgpu package is not installed', '@tensorflow/tfjs-backend-webgpu');
-    else record('failed', message(err));
+    if (isNotInstalled(err, '@tensorflow/tfjs-backend-webgpu')) {
+      record(
+        'not-installed',
+        'the optional @tensorflow/tfjs-backend-webgpu package is not installed',
+        '@tensorflow/tfjs-backend-webgpu',
+      );
+    } else record('failed', message(err));
     return false;
   }
 }
@@ -345,10 +367,20 @@ async function tryWasm(attempts: BackendAttempt[]): Promise<boolean> {
   try {
     await import('@tensorflow/tfjs-backend-wasm');
     if (!(await tf.setBackend('wasm'))) throw new Error('setBackend("wasm") returned false');
-    attempts.push({ backend: 'wasm', package: '@tensorflow/tfjs-backend-wasm', status: 'chosen', detail: 'WebAssembly kernels' });
+    attempts.push({
+      backend: 'wasm',
+      package: '@tensorflow/tfjs-backend-wasm',
+      status: 'chosen',
+      detail: 'WebAssembly kernels',
+    });
     return true;
   } catch (err) {
-    attempts.push({ backend: 'wasm', package: '@tensorflow/tfjs-backend-wasm', status: 'failed', detail: message(err) });
+    attempts.push({
+      backend: 'wasm',
+      package: '@tensorflow/tfjs-backend-wasm',
+      status: 'failed',
+      detail: message(err),
+    });
     return false;
   }
 }
@@ -378,7 +410,9 @@ export function backendReport(): BackendReport | null {
  */
 export async function initBackend(opts: { force?: BackendName } & NativeOptions = {}): Promise<BackendReport> {
   if (current && (!opts.force || opts.force === current.chosen)) {
-    if (opts.blasThreads) current = { ...current, native: configureNativeKernels(current.chosen, { blasThreads: opts.blasThreads }) };
+    if (opts.blasThreads) {
+      current = { ...current, native: configureNativeKernels(current.chosen, { blasThreads: opts.blasThreads }) };
+    }
     return current;
   }
   if (opts.force && !BACKENDS.includes(opts.force)) {
@@ -397,8 +431,11 @@ export async function initBackend(opts: { force?: BackendName } & NativeOptions 
   if (opts.force) {
     if (await tries[opts.force]()) chosen = opts.force;
     else throw new BackendUnavailableError(opts.force, attempts);
-    for (const b of BACKENDS)
-      if (b !== chosen) attempts.push({ backend: b, package: '-', status: 'not-tried', detail: `--backend ${chosen} was forced` });
+    for (const b of BACKENDS) {
+      if (b !== chosen) {
+        attempts.push({ backend: b, package: '-', status: 'not-tried', detail: `--backend ${chosen} was forced` });
+      }
+    }
   } else {
     for (const b of BACKENDS) {
       if (chosen) {
@@ -411,7 +448,16 @@ export async function initBackend(opts: { force?: BackendName } & NativeOptions 
   }
   await tf.ready();
   const native = configureNativeKernels(chosen, { blasThreads: opts.blasThreads });
-  current = { ...describeThreads(chosen), ...(await simdAndVersions(chosen)), chosen, forced: Boolean(opts.force), attempts, platform: `${process.platform}-${process.arch}`, cpus: os.cpus().length, native };
+  current = {
+    ...describeThreads(chosen),
+    ...(await simdAndVersions(chosen)),
+    chosen,
+    forced: Boolean(opts.force),
+    attempts,
+    platform: `${process.platform}-${process.arch}`,
+    cpus: os.cpus().length,
+    native,
+  };
   return current;
 }
 
@@ -419,7 +465,10 @@ function describeThreads(chosen: BackendName): { threads: number; threadsDetail:
   switch (chosen) {
     case 'wasm':
       // tfjs-backend-wasm hard-codes multithreading off under Node (tfjs#3830); see docs/build-notes.md §1.
-      return { threads: 1, threadsDetail: 'tfjs-backend-wasm runs single-threaded under Node.js (multithreading is disabled there)' };
+      return {
+        threads: 1,
+        threadsDetail: 'tfjs-backend-wasm runs single-threaded under Node.js (multithreading is disabled there)',
+      };
     case 'cpu':
       return { threads: 1, threadsDetail: 'the cpu backend is single-threaded JavaScript' };
     case 'tensorflow':
@@ -429,7 +478,9 @@ function describeThreads(chosen: BackendName): { threads: number; threadsDetail:
   }
 }
 
-async function simdAndVersions(chosen: BackendName): Promise<{ simd: boolean | null; versions: Record<string, string> }> {
+async function simdAndVersions(
+  chosen: BackendName,
+): Promise<{ simd: boolean | null; versions: Record<string, string> }> {
   let simd: boolean | null = null;
   if (chosen === 'wasm') simd = Boolean(await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT'));
   const versions: Record<string, string> = { node: process.versions.node, 'tfjs-core': tf.version_core };

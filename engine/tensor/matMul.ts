@@ -31,5 +31,5 @@ const mmImpl = tf.customGrad(((a: tf.Tensor, b: tf.Tensor, save: tf.GradSaveFunc
 
 /** a·b for tensors of equal rank ≥ 2 with equal leading (batch) dimensions. */
 export function mm<R extends tf.Rank>(a: tf.Tensor<R>, b: tf.Tensor<R>): tf.Tensor<R> {
-  return (mmImpl as unknown as (a: tf.Tensor, b: tf.Tensor) => tf.Tensor)(a, b) as tf.Tensor<R>;
+  return mmImpl(a, b) as tf.Tensor<R>;
 }

@@ -12,10 +12,13 @@ const gatherImpl = tf.customGrad(((x: tf.Tensor, idx: tf.Tensor, save: tf.GradSa
   save([idx]);
   const shape = x.shape;
   return {
-    value: tf.gather(x, idx as tf.Tensor1D),
-    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => [tf.scatterND(tf.expandDims(saved[0]!, 1), dy, shape), tf.zerosLike(saved[0]!)],
+    value: tf.gather(x, idx),
+    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => [
+      tf.scatterND(tf.expandDims(saved[0]!, 1), dy, shape),
+      tf.zerosLike(saved[0]!),
+    ],
   };
-}) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as Op;
+}) as unknown as Parameters<typeof tf.customGrad>[0]);
 
 /** x[idx] along the first axis. */
 export function gatherRows<T extends tf.Tensor>(x: T, idx: tf.Tensor1D): T {
@@ -29,8 +32,11 @@ export function scatterRows<T extends tf.Tensor>(values: T, idx: tf.Tensor1D, ro
     save([i]);
     return {
       value: tf.scatterND(tf.expandDims(i, 1), v, shape),
-      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => [tf.gather(dy, saved[0] as tf.Tensor1D), tf.zerosLike(saved[0]!)],
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => [
+        tf.gather(dy, saved[0] as tf.Tensor1D),
+        tf.zerosLike(saved[0]!),
+      ],
     };
-  }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as Op;
+  }) as unknown as Parameters<typeof tf.customGrad>[0]);
   return impl(values, idx) as T;
 }

@@ -54,7 +54,11 @@ export const modelSourceSchema = z.discriminatedUnion('kind', [
   }),
   z.strictObject({
     kind: field(z.literal('checkpoint'), 'Checkpoint', 'Start from the weights of a saved checkpoint.'),
-    path: field(z.string().min(1), 'Checkpoint folder', 'The checkpoint folder, holding config.json and model.safetensors.'),
+    path: field(
+      z.string().min(1),
+      'Checkpoint folder',
+      'The checkpoint folder, holding config.json and model.safetensors.',
+    ),
   }),
 ]);
 
@@ -65,19 +69,47 @@ export const modelSchema = z
       'Model size',
       'Named architecture: micro (about 20k parameters, trains in seconds), tiny (~0.5M), small (~10M) or medium (~50M).',
     ),
-    hidden_size: field(z.int().min(2).max(8192).optional(), 'Hidden size', 'Overrides the width of the residual stream of the chosen size.'),
-    intermediate_size: field(z.int().min(1).max(32768).optional(), 'MLP size', 'Overrides the inner width of each SwiGLU feed-forward block.'),
-    num_hidden_layers: field(z.int().min(1).max(64).optional(), 'Layers', 'Overrides the number of transformer layers.'),
-    num_attention_heads: field(z.int().min(1).max(128).optional(), 'Attention heads', 'Overrides the number of query heads per layer.'),
+    hidden_size: field(
+      z.int().min(2).max(8192).optional(),
+      'Hidden size',
+      'Overrides the width of the residual stream of the chosen size.',
+    ),
+    intermediate_size: field(
+      z.int().min(1).max(32768).optional(),
+      'MLP size',
+      'Overrides the inner width of each SwiGLU feed-forward block.',
+    ),
+    num_hidden_layers: field(
+      z.int().min(1).max(64).optional(),
+      'Layers',
+      'Overrides the number of transformer layers.',
+    ),
+    num_attention_heads: field(
+      z.int().min(1).max(128).optional(),
+      'Attention heads',
+      'Overrides the number of query heads per layer.',
+    ),
     num_key_value_heads: field(
       z.int().min(1).max(128).optional(),
       'Key/value heads',
       'Overrides the number of key/value heads (grouped-query attention); must divide the attention heads.',
     ),
-    tie_word_embeddings: field(z.boolean().optional(), 'Tie embeddings', 'Use the input embedding matrix as the output projection too.'),
-    rope_theta: field(z.number().gt(0).max(1e9).optional(), 'RoPE base', 'Overrides the base frequency of the rotary position embedding.'),
+    tie_word_embeddings: field(
+      z.boolean().optional(),
+      'Tie embeddings',
+      'Use the input embedding matrix as the output projection too.',
+    ),
+    rope_theta: field(
+      z.number().gt(0).max(1e9).optional(),
+      'RoPE base',
+      'Overrides the base frequency of the rotary position embedding.',
+    ),
     max_position_embeddings: field(
-      z.int().min(8).max(1 << 20).optional(),
+      z
+        .int()
+        .min(8)
+        .max(1 << 20)
+        .optional(),
       'Context length',
       'Overrides the longest sequence (prompt plus response, in tokens) the model accepts.',
     ),
@@ -89,7 +121,7 @@ export const modelSchema = z
     from: field(
       modelSourceSchema.default(() => ({ kind: 'random' as const })),
       'Initial weights',
-      "Where the initial weights come from; a checkpoint brings its own architecture, so size and the overrides are then ignored.",
+      'Where the initial weights come from; a checkpoint brings its own architecture, so size and the overrides are then ignored.',
     ),
   })
   .superRefine((m, ctx) => {
@@ -101,7 +133,11 @@ export const modelSchema = z
       sizedConfig(size, overrides);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      ctx.addIssue({ code: 'custom', path: [], message: `inconsistent architecture: ${err.message.replace(/^[^:]*: /, '')}` });
+      ctx.addIssue({
+        code: 'custom',
+        path: [],
+        message: `inconsistent architecture: ${err.message.replace(/^[^:]*: /, '')}`,
+      });
     }
   });
 
@@ -135,12 +171,28 @@ export const scheduleSchema = z.discriminatedUnion('kind', [
   }),
   z.strictObject({
     kind: field(z.literal('linearWarmup'), 'Linear warm-up', 'Ramp the learning rate up linearly, then keep it fixed.'),
-    warmupSteps: field(z.int().min(0).max(MAX_STEPS), 'Warm-up steps', 'Steps over which the learning rate ramps up to rl.lr.'),
+    warmupSteps: field(
+      z.int().min(0).max(MAX_STEPS),
+      'Warm-up steps',
+      'Steps over which the learning rate ramps up to rl.lr.',
+    ),
   }),
   z.strictObject({
-    kind: field(z.literal('cosine'), 'Cosine', 'Warm up linearly, then decay along a half cosine to minLr at the last step.'),
-    warmupSteps: field(z.int().min(0).max(MAX_STEPS).default(0), 'Warm-up steps', 'Steps over which the learning rate ramps up to rl.lr.'),
-    minLr: field(z.number().min(0).max(1).default(0), 'Final learning rate', 'The learning rate the cosine decays to by the last step.'),
+    kind: field(
+      z.literal('cosine'),
+      'Cosine',
+      'Warm up linearly, then decay along a half cosine to minLr at the last step.',
+    ),
+    warmupSteps: field(
+      z.int().min(0).max(MAX_STEPS).default(0),
+      'Warm-up steps',
+      'Steps over which the learning rate ramps up to rl.lr.',
+    ),
+    minLr: field(
+      z.number().min(0).max(1).default(0),
+      'Final learning rate',
+      'The learning rate the cosine decays to by the last step.',
+    ),
   }),
 ]);
 
@@ -151,29 +203,61 @@ export const rlSchema = z
       'Policy loss',
       'ppoToken clips each token ratio (GRPO form); gspo clips the sequence-level ratio (docs/algorithms.md §1.3).',
     ),
-    clipLow: field(z.number().min(0).lt(1).default(0.2), 'Clip low', 'ε_lo: how far below 1 the ratio may fall before its gradient is cut.'),
-    clipHigh: field(z.number().min(0).max(10).default(0.2), 'Clip high', 'ε_hi: how far above 1 the ratio may rise before its gradient is cut.'),
+    clipLow: field(
+      z.number().min(0).lt(1).default(0.2),
+      'Clip low',
+      'ε_lo: how far below 1 the ratio may fall before its gradient is cut.',
+    ),
+    clipHigh: field(
+      z.number().min(0).max(10).default(0.2),
+      'Clip high',
+      'ε_hi: how far above 1 the ratio may rise before its gradient is cut.',
+    ),
     klCoef: field(
       z.number().min(0).max(10).default(0),
       'KL coefficient',
       'Weight of the k3 KL penalty towards the initial policy (0 = no penalty and no reference copy).',
     ),
-    entCoef: field(z.number().min(0).max(10).default(0), 'Entropy bonus', 'Weight of the entropy bonus that rewards keeping the policy spread out.'),
+    entCoef: field(
+      z.number().min(0).max(10).default(0),
+      'Entropy bonus',
+      'Weight of the entropy bonus that rewards keeping the policy spread out.',
+    ),
     tis: field(
       tisSchema.prefault({}),
       'Truncated importance sampling',
       'Corrects for a mismatch between the policy that sampled and the one being trained (off by default).',
     ),
-    lr: field(z.number().gt(0).max(1).default(1e-4), 'Learning rate', 'Adam learning rate (the peak, when a schedule warms up or decays).'),
+    lr: field(
+      z.number().gt(0).max(1).default(1e-4),
+      'Learning rate',
+      'Adam learning rate (the peak, when a schedule warms up or decays).',
+    ),
     schedule: field(
       scheduleSchema.default(() => ({ kind: 'constant' as const })),
       'Learning-rate schedule',
       'How the learning rate changes over the run: constant, linear warm-up, or warm-up then cosine decay.',
     ),
-    gradClip: field(z.number().gt(0).max(1e6).default(1), 'Gradient clip', 'Largest global norm of the gradient; larger gradients are scaled down to it.'),
-    epochs: field(z.int().min(1).max(100).default(1), 'Epochs', 'Passes over each step’s rollouts (more than 1 makes later passes off-policy).'),
-    miniBatches: field(z.int().min(1).max(4096).default(1), 'Minibatches', 'Parameter updates per epoch: each step’s rollouts are split into this many parts.'),
-    zscoreEps: field(z.number().min(0).max(1).default(1e-6), 'z-score epsilon', 'Added to the group’s standard deviation before dividing (docs/algorithms.md §1.2).'),
+    gradClip: field(
+      z.number().gt(0).max(1e6).default(1),
+      'Gradient clip',
+      'Largest global norm of the gradient; larger gradients are scaled down to it.',
+    ),
+    epochs: field(
+      z.int().min(1).max(100).default(1),
+      'Epochs',
+      'Passes over each step’s rollouts (more than 1 makes later passes off-policy).',
+    ),
+    miniBatches: field(
+      z.int().min(1).max(4096).default(1),
+      'Minibatches',
+      'Parameter updates per epoch: each step’s rollouts are split into this many parts.',
+    ),
+    zscoreEps: field(
+      z.number().min(0).max(1).default(1e-6),
+      'z-score epsilon',
+      'Added to the group’s standard deviation before dividing (docs/algorithms.md §1.2).',
+    ),
     singleton: field(
       z.enum(['zero', 'verl']).default('zero'),
       'Singleton groups',
@@ -196,7 +280,11 @@ export const rlSchema = z
   });
 
 export const budgetSchema = z.strictObject({
-  steps: field(z.int().min(1).max(MAX_STEPS).default(200), 'Training steps', 'How many training steps (policy updates on fresh rollouts) the run makes.'),
+  steps: field(
+    z.int().min(1).max(MAX_STEPS).default(200),
+    'Training steps',
+    'How many training steps (policy updates on fresh rollouts) the run makes.',
+  ),
   // Optional without a default, so configs that do not set it stay as they were (run.json, evaluation identities).
   ignoreMemoryCheck: field(
     z.boolean().optional(),
@@ -206,8 +294,16 @@ export const budgetSchema = z.strictObject({
 });
 
 export const pretrainSchema = z.strictObject({
-  steps: field(z.int().min(1).max(MAX_STEPS).default(300), 'Pretraining steps', 'Supervised steps of `mars-lab pretrain`, which writes a base checkpoint for RL to start from.'),
-  lr: field(z.number().gt(0).max(1).default(1e-3), 'Pretraining learning rate', 'Adam learning rate of the supervised pretraining.'),
+  steps: field(
+    z.int().min(1).max(MAX_STEPS).default(300),
+    'Pretraining steps',
+    'Supervised steps of `mars-lab pretrain`, which writes a base checkpoint for RL to start from.',
+  ),
+  lr: field(
+    z.number().gt(0).max(1).default(1e-3),
+    'Pretraining learning rate',
+    'Adam learning rate of the supervised pretraining.',
+  ),
   batch: field(z.int().min(1).max(4096).default(32), 'Pretraining batch', 'Sequences per supervised pretraining step.'),
 });
 
@@ -217,7 +313,11 @@ export const evalSchema = z.strictObject({
     'Evaluate every',
     'Evaluate on the held-out items every this many steps, and always at the end (0 = only at the end).',
   ),
-  items: field(z.int().min(1).max(100_000).default(64), 'Evaluation items', 'How many held-out items each evaluation scores.'),
+  items: field(
+    z.int().min(1).max(100_000).default(64),
+    'Evaluation items',
+    'How many held-out items each evaluation scores.',
+  ),
   temperature: field(
     z.number().min(0).max(10).default(0),
     'Evaluation temperature',
@@ -232,7 +332,9 @@ export const checkpointSchema = z.strictObject({
     'Save a checkpoint every this many steps, and always at the end.',
   ),
   keep: field(
-    z.union([z.literal('all'), z.int().min(1).max(1_000_000)], { error: 'expected "all" or an integer ≥ 1' }).default('all'),
+    z
+      .union([z.literal('all'), z.int().min(1).max(1_000_000)], { error: 'expected "all" or an integer ≥ 1' })
+      .default('all'),
     'Checkpoints kept',
     'How many of the most recent checkpoints to keep on disk, or "all".',
   ),
@@ -240,7 +342,11 @@ export const checkpointSchema = z.strictObject({
 
 /** The fields and sections every algorithm's member has. */
 export const commonFields = {
-  seed: field(seedNumber().default(0), 'Seed', 'Seed of the run’s random generator: the same config and seed give the same run.'),
+  seed: field(
+    seedNumber().default(0),
+    'Seed',
+    'Seed of the run’s random generator: the same config and seed give the same run.',
+  ),
   backend: field(
     z.enum(BACKEND_CHOICES).default('auto'),
     'Backend',
@@ -252,18 +358,37 @@ export const commonFields = {
     'Threads of the native matrix products (OpenBLAS) in the run’s process: 1 by default, as runs are often several at once; MARS_LAB_BLAS_THREADS and --blas-threads override it.',
   ),
   tags: field(
-    z.array(z.string().min(1).max(64)).max(32).default(() => []),
+    z
+      .array(z.string().min(1).max(64))
+      .max(32)
+      .default(() => []),
     'Tags',
     'Free labels for finding the run later in the run list.',
   ),
-  notes: field(z.string().max(10_000).default(''), 'Notes', 'Free text kept with the run, such as the question it is meant to answer.'),
+  notes: field(
+    z.string().max(10_000).default(''),
+    'Notes',
+    'Free text kept with the run, such as the question it is meant to answer.',
+  ),
   model: field(modelSchema.prefault({}), 'Model', 'The policy’s architecture and where its initial weights come from.'),
   sampler: field(samplerSchema.prefault({}), 'Sampler', 'How training rollouts are sampled from the policy.'),
-  rl: field(rlSchema.prefault({}), 'Reinforcement learning', 'Loss, advantage normalisation and optimiser settings (docs/algorithms.md §1, §4).'),
+  rl: field(
+    rlSchema.prefault({}),
+    'Reinforcement learning',
+    'Loss, advantage normalisation and optimiser settings (docs/algorithms.md §1, §4).',
+  ),
   budget: field(budgetSchema.prefault({}), 'Budget', 'How long the run trains.'),
-  pretrain: field(pretrainSchema.prefault({}), 'Pretraining', 'The supervised stage that makes a base checkpoint (`mars-lab pretrain`).'),
+  pretrain: field(
+    pretrainSchema.prefault({}),
+    'Pretraining',
+    'The supervised stage that makes a base checkpoint (`mars-lab pretrain`).',
+  ),
   eval: field(evalSchema.prefault({}), 'Evaluation', 'When and on how many held-out items the policy is evaluated.'),
-  checkpoint: field(checkpointSchema.prefault({}), 'Checkpoints', 'When checkpoints are written and how many are kept.'),
+  checkpoint: field(
+    checkpointSchema.prefault({}),
+    'Checkpoints',
+    'When checkpoints are written and how many are kept.',
+  ),
 };
 
 export type CommonConfig = z.output<z.ZodObject<typeof commonFields>>;
@@ -273,7 +398,13 @@ export function checkCommon(c: CommonConfig, ctx: z.RefinementCtx): void {
   // Refinements can run while other fields still have issues, so every value is checked before it is used.
   const s = c.rl?.schedule;
   const steps = c.budget?.steps;
-  if (s && s.kind !== 'constant' && typeof s.warmupSteps === 'number' && typeof steps === 'number' && s.warmupSteps > steps) {
+  if (
+    s &&
+    s.kind !== 'constant' &&
+    typeof s.warmupSteps === 'number' &&
+    typeof steps === 'number' &&
+    s.warmupSteps > steps
+  ) {
     ctx.addIssue({
       code: 'custom',
       path: ['rl', 'schedule', 'warmupSteps'],
@@ -281,4 +412,3 @@ export function checkCommon(c: CommonConfig, ctx: z.RefinementCtx): void {
     });
   }
 }
-

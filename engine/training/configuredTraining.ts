@@ -43,13 +43,18 @@ export async function configuredInitialModel(
     const { model } = await loadCheckpoint(checkpointPath(cfg.model.from.path));
     if (model.config.vocab_size !== vocab) {
       model.dispose();
-      throw new UserError(`model.from.path ${cfg.model.from.path}: vocab_size ${model.config.vocab_size} does not match ${vocabWhat} (${vocab} tokens)`);
+      throw new UserError(
+        `model.from.path ${cfg.model.from.path}: vocab_size ${model.config.vocab_size} does not match ${vocabWhat} (${vocab} tokens)`,
+      );
     }
     return model;
   }
   const { size, initStd, from: _from, ...overrides } = cfg.model;
   const c = sizedConfig(size, { ...defaults, ...overrides, vocab_size: vocab });
-  return modelFromHf(c, initHfTensors(c, () => rng.normal(), initStd));
+  return modelFromHf(
+    c,
+    initHfTensors(c, () => rng.normal(), initStd),
+  );
 }
 
 /**
@@ -67,7 +72,13 @@ export function configuredAdam(cfg: CommonConfig, model: LlamaModel): Adam {
       ? rl.lr
       : s.kind === 'linearWarmup'
         ? { kind: 'linearWarmup' as const, lr: rl.lr, warmupSteps: s.warmupSteps }
-        : { kind: 'cosine' as const, lr: rl.lr, minLr: s.minLr, warmupSteps: s.warmupSteps, totalSteps: Math.max(s.warmupSteps, cfg.budget.steps - 1) };
+        : {
+            kind: 'cosine' as const,
+            lr: rl.lr,
+            minLr: s.minLr,
+            warmupSteps: s.warmupSteps,
+            totalSteps: Math.max(s.warmupSteps, cfg.budget.steps - 1),
+          };
   return new Adam(adamVariables(model), { lr, maxGradNorm: rl.gradClip, scheduleUnit: 'trainingStep' });
 }
 
@@ -76,7 +87,14 @@ export function configuredUpdate(cfg: CommonConfig, minibatchRng: Rng, trainingS
   const { rl } = cfg;
   return {
     trainingStep,
-    loss: { kind: rl.loss, clipLow: rl.clipLow, clipHigh: rl.clipHigh, klCoef: rl.klCoef, entCoef: rl.entCoef, tis: rl.tis },
+    loss: {
+      kind: rl.loss,
+      clipLow: rl.clipLow,
+      clipHigh: rl.clipHigh,
+      klCoef: rl.klCoef,
+      entCoef: rl.entCoef,
+      tis: rl.tis,
+    },
     temperature: cfg.sampler.temperature > 0 ? cfg.sampler.temperature : 1,
     epochs: rl.epochs,
     miniBatches: rl.miniBatches,
@@ -95,7 +113,9 @@ export function restoreStreams<K extends string>(state: unknown, names: readonly
   return Object.fromEntries(
     names.map((name) => {
       const s = saved?.[name];
-      if (!Array.isArray(s)) throw new UserError(`trainer_state.json: rng.${name} is missing; the checkpoint cannot be resumed exactly`);
+      if (!Array.isArray(s)) {
+        throw new UserError(`trainer_state.json: rng.${name} is missing; the checkpoint cannot be resumed exactly`);
+      }
       return [name, Rng.fromState(s as number[])];
     }),
   ) as Record<K, Rng>;

@@ -16,7 +16,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MODEL_SIZES, parameterCount, parseLlamaConfig, sizedConfig, headDim, type LlamaConfig, type ModelSize } from '../model/config';
+import {
+  MODEL_SIZES,
+  parameterCount,
+  parseLlamaConfig,
+  sizedConfig,
+  headDim,
+  type LlamaConfig,
+  type ModelSize,
+} from '../model/config';
 import { activationBytesPerToken, tokensPerPass, WASM_HEAP_BYTES } from '../rl/passSize';
 import { UserError } from '../userError';
 
@@ -56,7 +64,13 @@ interface ConfigView {
   budget: { ignoreMemoryCheck?: boolean };
   task?: Record<string, unknown>;
   mars?: Record<string, unknown>;
-  marti?: { configuration: string; agents: { size?: ModelSize; from?: { kind: string; path?: string } }[]; problemsPerStep: number; nodesPerTree: number; maxProgramTokens?: number };
+  marti?: {
+    configuration: string;
+    agents: { size?: ModelSize; from?: { kind: string; path?: string } }[];
+    problemsPerStep: number;
+    nodesPerTree: number;
+    maxProgramTokens?: number;
+  };
 }
 
 const num = (v: unknown, dflt: number): number => (typeof v === 'number' && Number.isFinite(v) ? v : dflt);
@@ -75,7 +89,12 @@ function checkpointArchitecture(p: string | undefined): LlamaConfig | null {
   }
 }
 
-function architecture(model: ConfigView['model'], vocab: number, size?: ModelSize, from?: { kind: string; path?: string }): LlamaConfig | null {
+function architecture(
+  model: ConfigView['model'],
+  vocab: number,
+  size?: ModelSize,
+  from?: { kind: string; path?: string },
+): LlamaConfig | null {
   const source = from ?? model.from;
   if (source.kind === 'checkpoint') return checkpointArchitecture(source.path);
   const { size: ownSize, initStd: _s, from: _f, ...overrides } = model;
@@ -108,7 +127,15 @@ function passBytes(c: LlamaConfig, tokens: number, seq: number, perPassCap = Inf
 function stepShape(
   cfg: ConfigView,
   c: LlamaConfig,
-): { rows: number; seq: number; extraRows: number; extraSeq: number; rowsField: string; rowsPath: string; pretrainSeq: number } {
+): {
+  rows: number;
+  seq: number;
+  extraRows: number;
+  extraSeq: number;
+  rowsField: string;
+  rowsPath: string;
+  pretrainSeq: number;
+} {
   const t = cfg.task ?? {};
   const ctx = c.max_position_embeddings;
   if (cfg.algorithm === 'mars') {
@@ -121,15 +148,39 @@ function stepShape(
     // The pretraining primer mixes pages, System 1 windows and System 2 transcripts of 1..maxTurns turns, padded to
     // the longest of a batch: typically about half System 2's response budget, not all of it.
     const pretrainSeq = Math.min(ctx, Math.max(sys1Seq, num(m.sys2PromptMax, 64) + num(m.sys2ResponseMax, 640) / 2));
-    return { rows, seq, extraRows: sys1Rows, extraSeq: sys1Seq, rowsField: 'task.questionsPerStep × task.groupSize', rowsPath: 'task.groupSize', pretrainSeq };
+    return {
+      rows,
+      seq,
+      extraRows: sys1Rows,
+      extraSeq: sys1Seq,
+      rowsField: 'task.questionsPerStep × task.groupSize',
+      rowsPath: 'task.groupSize',
+      pretrainSeq,
+    };
   }
   if (cfg.algorithm === 'marti') {
     const mt = cfg.marti!;
     const seq = Math.min(ctx, MARTI_PROMPT + num(mt.maxProgramTokens, 48));
-    return { rows: mt.problemsPerStep * mt.nodesPerTree, seq, extraRows: 0, extraSeq: 0, rowsField: 'marti.problemsPerStep × marti.nodesPerTree', rowsPath: 'marti.nodesPerTree', pretrainSeq: seq };
+    return {
+      rows: mt.problemsPerStep * mt.nodesPerTree,
+      seq,
+      extraRows: 0,
+      extraSeq: 0,
+      rowsField: 'marti.problemsPerStep × marti.nodesPerTree',
+      rowsPath: 'marti.nodesPerTree',
+      pretrainSeq: seq,
+    };
   }
   const seq = Math.min(ctx, 2 * num(t.length, 3) + 8);
-  return { rows: num(t.groupSize, 8) * num(t.promptsPerStep, 1), seq, extraRows: 0, extraSeq: 0, rowsField: 'task.groupSize × task.promptsPerStep', rowsPath: 'task.groupSize', pretrainSeq: seq };
+  return {
+    rows: num(t.groupSize, 8) * num(t.promptsPerStep, 1),
+    seq,
+    extraRows: 0,
+    extraSeq: 0,
+    rowsField: 'task.groupSize × task.promptsPerStep',
+    rowsPath: 'task.groupSize',
+    pretrainSeq: seq,
+  };
 }
 
 /** The estimate, or null when the architecture is not known before loading (a checkpoint without a readable config). */
@@ -158,15 +209,32 @@ export function estimateRunMemory(config: unknown): MemoryEstimate | null {
 
   const shape = stepShape(cfg, main);
   const biggest = trained.reduce((a, c) => (parameterCount(c) > parameterCount(a) ? c : a), main);
-  const rollout = (shape.rows * shape.seq + shape.extraRows * shape.extraSeq) * kvBytesPerToken(biggest) + shape.rows * biggest.vocab_size * FLOAT;
-  const update = passBytes(biggest, shape.rows * shape.seq, shape.seq, tokensPerPass(cfg.backend, biggest, parameterCount(biggest)));
+  const rollout =
+    (shape.rows * shape.seq + shape.extraRows * shape.extraSeq) * kvBytesPerToken(biggest) +
+    shape.rows * biggest.vocab_size * FLOAT;
+  const update = passBytes(
+    biggest,
+    shape.rows * shape.seq,
+    shape.seq,
+    tokensPerPass(cfg.backend, biggest, parameterCount(biggest)),
+  );
   const pretrain = passBytes(main, cfg.pretrain.batch * shape.pretrainSeq, shape.pretrainSeq);
   const total = resident + Math.max(rollout, update, pretrain);
 
-  const modelFields = cfg.model.from.kind === 'checkpoint' ? 'model.from.path (its config.json)' : 'model.size, model.hidden_size, model.intermediate_size, model.num_hidden_layers';
+  const modelFields =
+    cfg.model.from.kind === 'checkpoint'
+      ? 'model.from.path (its config.json)'
+      : 'model.size, model.hidden_size, model.intermediate_size, model.num_hidden_layers';
   const parts: [number, MemoryEstimate['culprit']][] = [
     [resident, { path: 'model', fields: modelFields, what: 'for weights, Adam state and gradients' }],
-    [rollout, { path: shape.rowsPath, fields: `${shape.rowsField} (and the sequence budgets)`, what: "for the rollout's key/value cache" }],
+    [
+      rollout,
+      {
+        path: shape.rowsPath,
+        fields: `${shape.rowsField} (and the sequence budgets)`,
+        what: "for the rollout's key/value cache",
+      },
+    ],
     [update, { path: 'model', fields: modelFields, what: "for one update pass's activations" }],
     [pretrain, { path: 'pretrain.batch', fields: 'pretrain.batch', what: "for one pretraining batch's activations" }],
   ];
@@ -177,7 +245,9 @@ export function estimateRunMemory(config: unknown): MemoryEstimate | null {
 
 /** What a run may use here: the machine's memory, or the wasm heap when the config forces wasm. */
 export function memoryLimit(backend: string | undefined, totalmem = os.totalmem()): { bytes: number; what: string } {
-  if (backend === 'wasm' && WASM_HEAP_BYTES < totalmem) return { bytes: WASM_HEAP_BYTES, what: 'the wasm backend has a 4 GiB heap' };
+  if (backend === 'wasm' && WASM_HEAP_BYTES < totalmem) {
+    return { bytes: WASM_HEAP_BYTES, what: 'the wasm backend has a 4 GiB heap' };
+  }
   return { bytes: totalmem, what: `this machine has ${formatBytes(totalmem, true)}` };
 }
 
@@ -208,7 +278,10 @@ export const IGNORE_MEMORY_ENV = 'MARS_LAB_IGNORE_MEMORY_CHECK';
  * Why the config will not fit in memory here, as an issue on the dominant field, or undefined when it fits, when it
  * cannot be told before loading, or when `budget.ignoreMemoryCheck` is set.
  */
-export function memoryProblem(config: unknown, totalmem = os.totalmem()): { path: string; message: string } | undefined {
+export function memoryProblem(
+  config: unknown,
+  totalmem = os.totalmem(),
+): { path: string; message: string } | undefined {
   const cfg = config as ConfigView;
   if (cfg?.budget?.ignoreMemoryCheck === true || process.env[IGNORE_MEMORY_ENV] === '1') return undefined;
   const est = estimateRunMemory(config);

@@ -47,7 +47,18 @@ function writeMetrics(dir: string, lines: number, seed: number): number {
     const chunk: string[] = [];
     for (let s = 1; s <= lines; s++) {
       const r = Math.min(1, s / lines + 0.05 * Math.sin(s * 0.37 + seed));
-      chunk.push(JSON.stringify({ step: s, time: T0 + s * 0.8, reward: r, loss: 1 - r, gradNorm: 1 + Math.cos(s), lr: 1e-3, zeroAdvantageShare: 0.3, ...(s % 100 === 0 ? { 'eval.accuracy': r * 0.9 } : {}) }));
+      chunk.push(
+        JSON.stringify({
+          step: s,
+          time: T0 + s * 0.8,
+          reward: r,
+          loss: 1 - r,
+          gradNorm: 1 + Math.cos(s),
+          lr: 1e-3,
+          zeroAdvantageShare: 0.3,
+          ...(s % 100 === 0 ? { 'eval.accuracy': r * 0.9 } : {}),
+        }),
+      );
       if (chunk.length === 5000) {
         fs.writeSync(fd, chunk.join('\n') + '\n');
         chunk.length = 0;
@@ -95,7 +106,14 @@ export async function benchAppScale(opts: { runs: number; lines: number; big: nu
   const t0 = performance.now();
   const { home, bigIds, bytes } = buildHome(opts.runs, opts.lines, opts.big);
   const load = () => os.loadavg().map((l) => Math.round(l * 100) / 100);
-  const out: Record<string, unknown> = { runs: opts.runs, bigRuns: opts.big, linesPerBigRun: opts.lines, metricsBytes: bytes, buildHomeMs: ms(t0), loadBefore: load() };
+  const out: Record<string, unknown> = {
+    runs: opts.runs,
+    bigRuns: opts.big,
+    linesPerBigRun: opts.lines,
+    metricsBytes: bytes,
+    buildHomeMs: ms(t0),
+    loadBefore: load(),
+  };
   try {
     const host = await createHost({ home, launcher: noLaunches, transport: 'web' });
     try {
@@ -144,25 +162,35 @@ export async function benchAppScale(opts: { runs: number; lines: number; big: nu
       clearSeriesCaches();
       const host2 = await createHost({ home, launcher: noLaunches, transport: 'web' });
       const server = await startWebServer({ host: host2, port: 0 });
-      const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
+      const browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+      });
       try {
         const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
         const cdp = await page.context().newCDPSession(page);
         await cdp.send('Performance.enable');
         const heapMb = async () => {
           await cdp.send('HeapProfiler.collectGarbage').catch(() => undefined);
-          const { metrics } = (await cdp.send('Performance.getMetrics')) as { metrics: { name: string; value: number }[] };
+          const { metrics } = (await cdp.send('Performance.getMetrics')) as {
+            metrics: { name: string; value: number }[];
+          };
           return Math.round((metrics.find((m) => m.name === 'JSHeapUsedSize')?.value ?? 0) / 2 ** 20);
         };
         let t = performance.now();
         await page.goto(`${server.url}#/runs`);
         // The table draws its first 200 rows (RunsView PAGE), the rest on request; sorting and filtering see all.
-        await page.locator('[data-testid="runs-table"] tbody tr').nth(Math.min(opts.runs, 200) - 1).waitFor({ timeout: 60_000 });
+        await page
+          .locator('[data-testid="runs-table"] tbody tr')
+          .nth(Math.min(opts.runs, 200) - 1)
+          .waitFor({ timeout: 60_000 });
         out.browserRunsViewMs = ms(t);
         out.browserRowsDrawn = await page.locator('[data-testid="runs-table"] tbody tr').count();
         out.browserHeapRunsViewMb = await heapMb();
 
-        const overlayLines = page.locator(`[data-testid="runs-overlay"] [data-testid="overlay-chart"][data-lines="${Math.min(20, opts.big)}"]`);
+        const overlayLines = page.locator(
+          `[data-testid="runs-overlay"] [data-testid="overlay-chart"][data-lines="${Math.min(20, opts.big)}"]`,
+        );
         // Pick the big runs: filter by their tag, tick the header (every shown run, at most 50), 20 lines on one chart.
         await page.getByTestId('runs-filter').fill('big');
         t = performance.now();
@@ -222,7 +250,10 @@ export async function benchAppScale(opts: { runs: number; lines: number; big: nu
     clearSeriesCaches();
     t = performance.now();
     c = process.cpuUsage();
-    runsMetricSeries({ runIds: bigIds.slice(0, 20), names: ['reward'], x: 'step', width: 600 }, { dirOf: (id) => path.join(runsRoot, id) });
+    runsMetricSeries(
+      { runIds: bigIds.slice(0, 20), names: ['reward'], x: 'step', width: 600 },
+      { dirOf: (id) => path.join(runsRoot, id) },
+    );
     out.overlay20LegacyColdMs = ms(t);
     out.overlay20LegacyColdCpuMs = cpuMs(c);
   } finally {
@@ -242,7 +273,12 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
       json: { type: 'string' },
     },
   });
-  const result = await benchAppScale({ runs: Number(args.runs), lines: Number(args.lines), big: Number(args.big), browser: !args['no-browser'] });
+  const result = await benchAppScale({
+    runs: Number(args.runs),
+    lines: Number(args.lines),
+    big: Number(args.big),
+    browser: !args['no-browser'],
+  });
   console.log(JSON.stringify(result, null, 2));
   if (args.json) fs.writeFileSync(args.json, JSON.stringify(result, null, 2) + '\n');
 }

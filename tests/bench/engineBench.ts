@@ -61,20 +61,35 @@ const NEW = Number(args['new-tokens']);
 const REPEATS = Number(args.repeats);
 const SAMPLE_BATCHES = [1, 16, 64];
 const KL = 1e-3;
-const parts = new Set(args.parts!.split(',').filter(Boolean));
-for (const p of parts) if (!(PARTS as readonly string[]).includes(p)) throw new Error(`--parts: unknown part '${p}' (known: ${PARTS.join(', ')})`);
-if (args.backend && !BACKENDS.includes(args.backend as BackendName)) throw new Error(`--backend must be one of ${BACKENDS.join(', ')}`);
-const sizes = args.sizes!.split(',') as ModelSize[];
-for (const s of sizes) if (!(s in MODEL_SIZES)) throw new Error(`--sizes: unknown size '${s}' (known: ${Object.keys(MODEL_SIZES).join(', ')})`);
+const parts = new Set(args.parts.split(',').filter(Boolean));
+for (const p of parts) {
+  if (!(PARTS as readonly string[]).includes(p)) {
+    throw new Error(`--parts: unknown part '${p}' (known: ${PARTS.join(', ')})`);
+  }
+}
+if (args.backend && !BACKENDS.includes(args.backend as BackendName)) {
+  throw new Error(`--backend must be one of ${BACKENDS.join(', ')}`);
+}
+const sizes = args.sizes.split(',') as ModelSize[];
+for (const s of sizes) {
+  if (!(s in MODEL_SIZES)) {
+    throw new Error(`--sizes: unknown size '${s}' (known: ${Object.keys(MODEL_SIZES).join(', ')})`);
+  }
+}
 
 /** Fewer timed repeats for larger models, so the whole suite stays within minutes. */
-const trainRepeats = (size: ModelSize) => (size === 'tiny' ? REPEATS : size === 'small' ? Math.max(3, Math.ceil(REPEATS / 2)) : 2);
+const trainRepeats = (size: ModelSize) =>
+  size === 'tiny' ? REPEATS : size === 'small' ? Math.max(3, Math.ceil(REPEATS / 2)) : 2;
 /**
  * Batches at which the (deliberately slow) prefix-recomputing sampler is also timed, and how often. Its cost grows
  * with rows × new tokens² × parameters; beyond these it would take minutes and says so in the table.
  */
-const NAIVE: Record<string, Record<number, number>> = { micro: { 1: 3, 16: 3, 64: 1 }, tiny: { 1: 3, 16: 3, 64: 1 }, small: { 1: 1, 16: 1 }, medium: { 1: 1 } };
-
+const NAIVE: Record<string, Record<number, number>> = {
+  micro: { 1: 3, 16: 3, 64: 1 },
+  tiny: { 1: 3, 16: 3, 64: 1 },
+  small: { 1: 1, 16: 1 },
+  medium: { 1: 1 },
+};
 
 /** Forward + backward FLOPs of one training step: 6·params·tokens plus attention (no causal saving counted). */
 function trainFlops(c: LlamaConfig): number {
@@ -82,17 +97,24 @@ function trainFlops(c: LlamaConfig): number {
 }
 
 function makeModel(cfg: LlamaConfig, rng: Rng) {
-  return modelFromHf(cfg, initHfTensors(cfg, () => rng.normal()));
+  return modelFromHf(
+    cfg,
+    initHfTensors(cfg, () => rng.normal()),
+  );
 }
 
 function trainingBatch(cfg: LlamaConfig, rng: Rng): Sample[] {
   return Array.from({ length: B }, (_, i) => {
     const tokens = Array.from({ length: T }, () => rng.int(cfg.vocab_size));
     return {
-      role: 'node', groupId: 'g', paramId: 'p', tokens,
+      role: 'node',
+      groupId: 'g',
+      paramId: 'p',
+      tokens,
       lossMask: tokens.map((_, t) => (t > 0 ? 1 : 0)),
       behaviourLogProbs: tokens.map(() => 0),
-      reward: i % 2, advantage: i % 2 ? 1 : -1,
+      reward: i % 2,
+      advantage: i % 2 ? 1 : -1,
     };
   });
 }
@@ -129,11 +151,15 @@ interface EngineRow {
 async function gemmRate(m: number, k: number, n: number) {
   const a = tf.randomNormal([m, k]);
   const b = tf.randomNormal([k, n]);
-  const s = await timeRepeats(async () => {
-    const c = tf.matMul(a, b);
-    await c.data();
-    c.dispose();
-  }, 15, 3);
+  const s = await timeRepeats(
+    async () => {
+      const c = tf.matMul(a, b);
+      await c.data();
+      c.dispose();
+    },
+    15,
+    3,
+  );
   tf.dispose([a, b]);
   return { shape: [m, k, n] as [number, number, number], ms: s.median, gflops: (2 * m * k * n) / s.median / 1e6 };
 }
@@ -146,16 +172,33 @@ async function benchEngine(size: ModelSize): Promise<EngineRow> {
   const opt = new Adam(adamVariables(model), { lr: 1e-5 });
   const samples = trainingBatch(cfg, rng);
   const tensorsBefore = tf.memory().numTensors;
-  const { wall: train, cpu: trainCpu } = await timeRepeatsCpu(() => trainStep(model, reference, opt, samples), trainRepeats(size), 2);
+  const { wall: train, cpu: trainCpu } = await timeRepeatsCpu(
+    () => trainStep(model, reference, opt, samples),
+    trainRepeats(size),
+    2,
+  );
   const tensorsLeaked = tf.memory().numTensors - tensorsBefore;
   const sampling: SamplingRow[] = [];
   for (const rows of SAMPLE_BATCHES) {
     const prompts = Array.from({ length: rows }, () => [1]);
-    const kv = await timeRepeats(() => generate(model, prompts, { maxNewTokens: NEW, rng }), size === 'medium' ? 2 : 3, 1);
+    const kv = await timeRepeats(
+      () => generate(model, prompts, { maxNewTokens: NEW, rng }),
+      size === 'medium' ? 2 : 3,
+      1,
+    );
     const naiveRepeats = NAIVE[size]?.[rows] ?? 0;
-    const naive = naiveRepeats ? await timeRepeats(() => generate(model, prompts, { maxNewTokens: NEW, rng, useCache: false }), naiveRepeats, 0) : null;
+    const naive = naiveRepeats
+      ? await timeRepeats(() => generate(model, prompts, { maxNewTokens: NEW, rng, useCache: false }), naiveRepeats, 0)
+      : null;
     const tps = (s: Stat) => (rows * NEW) / (s.median / 1000);
-    sampling.push({ batch: rows, kvMs: kv, kvTokensPerSec: tps(kv), naiveMs: naive, naiveTokensPerSec: naive && tps(naive), kvSpeedup: naive && naive.median / kv.median });
+    sampling.push({
+      batch: rows,
+      kvMs: kv,
+      kvTokensPerSec: tps(kv),
+      naiveMs: naive,
+      naiveTokensPerSec: naive && tps(naive),
+      kvSpeedup: naive && naive.median / kv.median,
+    });
   }
   const gemm = await gemmRate(B * T, cfg.hidden_size, cfg.intermediate_size);
   const tfBytes = tf.memory().numBytes;
@@ -180,8 +223,14 @@ async function benchEngine(size: ModelSize): Promise<EngineRow> {
 function peerSpec(size: ModelSize, threads: number): PeerSpec {
   const cfg = sizedConfig(size);
   return {
-    config: cfg, batch: B, seq: T, klCoef: KL, threads,
-    trainRepeats: trainRepeats(size), newTokens: NEW, sampleRepeats: size === 'medium' ? 2 : 3,
+    config: cfg,
+    batch: B,
+    seq: T,
+    klCoef: KL,
+    threads,
+    trainRepeats: trainRepeats(size),
+    newTokens: NEW,
+    sampleRepeats: size === 'medium' ? 2 : 3,
     sampleBatches: SAMPLE_BATCHES.map((rows) => [rows, NAIVE[size]?.[rows] ?? 0]),
     gemm: [[B * T, cfg.hidden_size, cfg.intermediate_size]],
   };
@@ -199,10 +248,20 @@ async function leakCheck(steps: number) {
   const t0 = performance.now();
   for (let i = 1; i <= steps; i++) {
     await trainStep(model, reference, opt, samples);
-    if (i === 10) at10 = { numTensors: tf.memory().numTensors, numBytes: tf.memory().numBytes, rssMiB: process.memoryUsage().rss / 2 ** 20 };
+    if (i === 10) {
+      at10 = {
+        numTensors: tf.memory().numTensors,
+        numBytes: tf.memory().numBytes,
+        rssMiB: process.memoryUsage().rss / 2 ** 20,
+      };
+    }
     if (i % 100 === 0) process.stdout.write(`\rleak check: step ${i}/${steps}`);
   }
-  const end = { numTensors: tf.memory().numTensors, numBytes: tf.memory().numBytes, rssMiB: process.memoryUsage().rss / 2 ** 20 };
+  const end = {
+    numTensors: tf.memory().numTensors,
+    numBytes: tf.memory().numBytes,
+    rssMiB: process.memoryUsage().rss / 2 ** 20,
+  };
   process.stdout.write('\n');
   model.dispose();
   reference.dispose();
@@ -215,12 +274,22 @@ async function leakCheck(steps: number) {
 if (args.threads !== undefined) process.env.MARS_LAB_BLAS_THREADS = args.threads;
 const report = await initBackend({ force: args.backend as BackendName | undefined });
 /** Threads of the matrix products: the native BLAS's when it runs them, else the backend's. */
-const threads = args.threads !== undefined ? Number(args.threads) : report.native.active ? report.native.threads : report.threads;
+const threads =
+  args.threads !== undefined ? Number(args.threads) : report.native.active ? report.native.threads : report.threads;
 const cpu = `${os.cpus()[0]?.model ?? 'cpu'} ×${os.cpus().length}`;
 const header = `mars-lab bench: backend ${report.chosen} (threads ${report.threads}${report.simd ? ', SIMD' : ''}), ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.versions.node}, ${new Date().toISOString().slice(0, 10)}`;
 const lscpu = spawnSync('lscpu', { encoding: 'utf8' });
-const lscpuText = lscpu.status === 0 ? lscpu.stdout.split('\n').filter((l) => !/^(Flags|Vulnerability)/.test(l)).join('\n') : null;
-const load = os.loadavg().map((x) => x.toFixed(2)).join(' ');
+const lscpuText =
+  lscpu.status === 0
+    ? lscpu.stdout
+        .split('\n')
+        .filter((l) => !/^(Flags|Vulnerability)/.test(l))
+        .join('\n')
+    : null;
+const load = os
+  .loadavg()
+  .map((x) => x.toFixed(2))
+  .join(' ');
 console.log(header);
 const md: string[] = [
   header,
@@ -235,7 +304,23 @@ const say = (s: string) => {
   md.push(s);
 };
 
-const out: Record<string, unknown> = { date: new Date().toISOString(), command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(), backend: report, machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, memGiB: os.totalmem() / 2 ** 30, node: process.versions.node, lscpu: lscpuText, loadAverageAtStart: os.loadavg() }, batch: B, seq: T, newTokens: NEW, threads };
+const out: Record<string, unknown> = {
+  date: new Date().toISOString(),
+  command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
+  backend: report,
+  machine: {
+    cpu: os.cpus()[0]?.model,
+    cores: os.cpus().length,
+    memGiB: os.totalmem() / 2 ** 30,
+    node: process.versions.node,
+    lscpu: lscpuText,
+    loadAverageAtStart: os.loadavg(),
+  },
+  batch: B,
+  seq: T,
+  newTokens: NEW,
+  threads,
+};
 
 if (parts.has('engine')) {
   const peerPy = parts.has('peer') ? findTorchPython(args.python) : null;
@@ -251,47 +336,133 @@ if (parts.has('engine')) {
   }
   out.engine = rows;
   const ratio = (ours: number, theirs: number | undefined) => (theirs ? `×${(ours / theirs).toFixed(1)}` : '—');
-  say(`\nTraining step: GRPO update (ppoToken + k3 KL vs a frozen reference, Adam) on ${B} × ${T} tokens, vocabulary 512; ms per step median (min–max, n) after 2 warm-up steps.`);
+  say(
+    `\nTraining step: GRPO update (ppoToken + k3 KL vs a frozen reference, Adam) on ${B} × ${T} tokens, vocabulary 512; ms per step median (min–max, n) after 2 warm-up steps.`,
+  );
   if (peerPy && 'skip' in peerPy) say(peerPy.skip);
   else if (peerPy) {
     const blas = rows.find((r) => r.peer?.blas)?.peer?.blas;
-    const blasText = blas?.core ? `OpenBLAS core ${blas.core}, ${blas.threads} BLAS thread(s)` : `BLAS core unknown (${JSON.stringify(blas ?? null)})`;
-    say(`PyTorch peer: ${peerPy.python}, torch ${peerPy.torch}, ${threads} thread(s) like mars-lab's matrix products (OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=${threads}); ${blasText}; ratio = mars-lab time / PyTorch time. CPU = process CPU time per step, all threads.`);
+    const blasText = blas?.core
+      ? `OpenBLAS core ${blas.core}, ${blas.threads} BLAS thread(s)`
+      : `BLAS core unknown (${JSON.stringify(blas ?? null)})`;
+    say(
+      `PyTorch peer: ${peerPy.python}, torch ${peerPy.torch}, ${threads} thread(s) like mars-lab's matrix products (OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=${threads}); ${blasText}; ratio = mars-lab time / PyTorch time. CPU = process CPU time per step, all threads.`,
+    );
   }
   say('');
-  say(table(['size', 'parameters', 'mars-lab ms/step', 'CPU ms', 'tokens/s', 'GFLOP/s', 'PyTorch ms/step', 'PyTorch CPU ms', 'ratio'], rows.map((r) => [
-    r.size, `${(r.params / 1e6).toFixed(2)}M`, msStat(r.train), num(r.trainCpu.median), num(r.trainTokensPerSec), num(r.trainGflops, 1),
-    r.peer ? msStat(r.peer.train.msPerStep) : '—', r.peer?.train.cpuMsPerStep ? num(r.peer.train.cpuMsPerStep.median) : '—', ratio(r.train.median, r.peer?.train.msPerStep.median),
-  ])));
-  say(`\nSampling: ${NEW} new tokens from a 1-token prompt, temperature 1; tokens/s (median ms). "recompute" reruns the whole prefix every token.\n`);
-  say(table(['size', 'batch', 'KV cache', 'recompute', 'KV speed-up', 'PyTorch KV', 'PyTorch recompute', 'ratio KV', 'ratio recompute'], rows.flatMap((r) => r.sampling.map((s) => {
-    const p = r.peer?.sampling.find((x) => x.batch === s.batch);
-    return [
-      r.size, String(s.batch), `${num(s.kvTokensPerSec)} tok/s (${num(s.kvMs.median)} ms)`,
-      s.naiveMs ? `${num(s.naiveTokensPerSec!)} tok/s (${num(s.naiveMs.median)} ms)` : 'not run (minutes)',
-      s.kvSpeedup ? `×${s.kvSpeedup.toFixed(1)}` : '—',
-      p ? `${num(p.kvTokensPerSec)} tok/s` : '—', p?.naiveTokensPerSec ? `${num(p.naiveTokensPerSec)} tok/s` : '—',
-      ratio(s.kvMs.median, p?.kvMs.median), s.naiveMs ? ratio(s.naiveMs.median, p?.naiveMs?.median) : '—',
-    ];
-  }))));
-  say('\nRaw matrix product of the MLP shape (tokens × hidden · hidden × intermediate), the ceiling of every formulation above:\n');
-  say(table(['size', 'shape', 'mars-lab GFLOP/s', 'PyTorch GFLOP/s'], rows.map((r) => [
-    r.size, r.gemm.shape.join('×'), num(r.gemm.gflops, 1), r.peer ? num(r.peer.gemm[0]!.gflops, 1) : '—',
-  ])));
+  say(
+    table(
+      [
+        'size',
+        'parameters',
+        'mars-lab ms/step',
+        'CPU ms',
+        'tokens/s',
+        'GFLOP/s',
+        'PyTorch ms/step',
+        'PyTorch CPU ms',
+        'ratio',
+      ],
+      rows.map((r) => [
+        r.size,
+        `${(r.params / 1e6).toFixed(2)}M`,
+        msStat(r.train),
+        num(r.trainCpu.median),
+        num(r.trainTokensPerSec),
+        num(r.trainGflops, 1),
+        r.peer ? msStat(r.peer.train.msPerStep) : '—',
+        r.peer?.train.cpuMsPerStep ? num(r.peer.train.cpuMsPerStep.median) : '—',
+        ratio(r.train.median, r.peer?.train.msPerStep.median),
+      ]),
+    ),
+  );
+  say(
+    `\nSampling: ${NEW} new tokens from a 1-token prompt, temperature 1; tokens/s (median ms). "recompute" reruns the whole prefix every token.\n`,
+  );
+  say(
+    table(
+      [
+        'size',
+        'batch',
+        'KV cache',
+        'recompute',
+        'KV speed-up',
+        'PyTorch KV',
+        'PyTorch recompute',
+        'ratio KV',
+        'ratio recompute',
+      ],
+      rows.flatMap((r) =>
+        r.sampling.map((s) => {
+          const p = r.peer?.sampling.find((x) => x.batch === s.batch);
+          return [
+            r.size,
+            String(s.batch),
+            `${num(s.kvTokensPerSec)} tok/s (${num(s.kvMs.median)} ms)`,
+            s.naiveMs ? `${num(s.naiveTokensPerSec!)} tok/s (${num(s.naiveMs.median)} ms)` : 'not run (minutes)',
+            s.kvSpeedup ? `×${s.kvSpeedup.toFixed(1)}` : '—',
+            p ? `${num(p.kvTokensPerSec)} tok/s` : '—',
+            p?.naiveTokensPerSec ? `${num(p.naiveTokensPerSec)} tok/s` : '—',
+            ratio(s.kvMs.median, p?.kvMs.median),
+            s.naiveMs ? ratio(s.naiveMs.median, p?.naiveMs?.median) : '—',
+          ];
+        }),
+      ),
+    ),
+  );
+  say(
+    '\nRaw matrix product of the MLP shape (tokens × hidden · hidden × intermediate), the ceiling of every formulation above:\n',
+  );
+  say(
+    table(
+      ['size', 'shape', 'mars-lab GFLOP/s', 'PyTorch GFLOP/s'],
+      rows.map((r) => [
+        r.size,
+        r.gemm.shape.join('×'),
+        num(r.gemm.gflops, 1),
+        r.peer ? num(r.peer.gemm[0]!.gflops, 1) : '—',
+      ]),
+    ),
+  );
   say('\nMemory:\n');
-  say(table(['size', 'TF.js bytes held (model, reference, Adam)', 'tensors leaked over the timed steps', 'process peak RSS so far'], rows.map((r) => [r.size, `${num(r.tfBytes / 2 ** 20, 1)} MiB`, String(r.tensorsLeaked), `${num(r.peakRssMiB)} MiB`])));
+  say(
+    table(
+      [
+        'size',
+        'TF.js bytes held (model, reference, Adam)',
+        'tensors leaked over the timed steps',
+        'process peak RSS so far',
+      ],
+      rows.map((r) => [
+        r.size,
+        `${num(r.tfBytes / 2 ** 20, 1)} MiB`,
+        String(r.tensorsLeaked),
+        `${num(r.peakRssMiB)} MiB`,
+      ]),
+    ),
+  );
 }
 
-for (const [algorithm, preset] of [['mars', 'mars-tiny'], ['marti', 'marti-homo']] as const) {
+for (const [algorithm, preset] of [
+  ['mars', 'mars-tiny'],
+  ['marti', 'marti-homo'],
+] as const) {
   if (!parts.has(algorithm)) continue;
   process.stdout.write(`${algorithm}: ${preset}, ${args['trainer-steps']} steps after one warm-up step…\n`);
   const b: StepBreakdown = await benchTrainer(algorithm, preset, Number(args['trainer-steps']));
   out[algorithm] = b;
-  say(`\n${algorithm.toUpperCase()} step breakdown (${preset}, ${b.steps} steps after the first): mean ms per step of each phase (share of the mean step); whole step median (min–max, n):\n`);
+  say(
+    `\n${algorithm.toUpperCase()} step breakdown (${preset}, ${b.steps} steps after the first): mean ms per step of each phase (share of the mean step); whole step median (min–max, n):\n`,
+  );
   const cols = [...PHASES[algorithm]];
   const whole = cols.reduce((s, c) => s + b.phases[c]!, 0) + b.otherMs;
   const cell = (ms: number) => `${num(ms)} (${((100 * ms) / whole).toFixed(0)}%)`;
-  say(table([...cols.map((c) => c.replace(/Ms$/, '')), 'other', 'step'], [[...cols.map((c) => cell(b.phases[c]!)), cell(b.otherMs), msStat(b.total)]]));
+  say(
+    table(
+      [...cols.map((c) => c.replace(/Ms$/, '')), 'other', 'step'],
+      [[...cols.map((c) => cell(b.phases[c]!)), cell(b.otherMs), msStat(b.total)]],
+    ),
+  );
 }
 
 if (parts.has('runs')) {
@@ -306,7 +477,9 @@ const leakSteps = Number(args['leak-steps']);
 if (leakSteps > 0) {
   const l = await leakCheck(leakSteps);
   out.leak = l;
-  say(`\nLeak check (tiny training step × ${l.steps}, ${l.minutes.toFixed(1)} min): tensors ${l.afterStep10.numTensors} after step 10 → ${l.afterLastStep.numTensors} after step ${l.steps}; TF.js bytes ${num(l.afterStep10.numBytes / 2 ** 20, 2)} → ${num(l.afterLastStep.numBytes / 2 ** 20, 2)} MiB; process RSS ${num(l.afterStep10.rssMiB)} → ${num(l.afterLastStep.rssMiB)} MiB.`);
+  say(
+    `\nLeak check (tiny training step × ${l.steps}, ${l.minutes.toFixed(1)} min): tensors ${l.afterStep10.numTensors} after step 10 → ${l.afterLastStep.numTensors} after step ${l.steps}; TF.js bytes ${num(l.afterStep10.numBytes / 2 ** 20, 2)} → ${num(l.afterLastStep.numBytes / 2 ** 20, 2)} MiB; process RSS ${num(l.afterStep10.rssMiB)} → ${num(l.afterLastStep.rssMiB)} MiB.`,
+  );
 }
 
 // the kernel's high-water mark (kB), not a sample: a busy event loop cannot sample during a long step

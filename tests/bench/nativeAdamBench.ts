@@ -22,7 +22,13 @@ import { adamVariables, policyUpdate } from '../../engine/rl/policyUpdate';
 import type { Sample } from '../../engine/rl/sample';
 import { initBackend, tf } from '../../engine/tensor/backend';
 
-const { values: args } = parseArgs({ options: { sizes: { type: 'string', default: 'tiny,small,medium' }, repeats: { type: 'string', default: '6' }, json: { type: 'string' } } });
+const { values: args } = parseArgs({
+  options: {
+    sizes: { type: 'string', default: 'tiny,small,medium' },
+    repeats: { type: 'string', default: '6' },
+    json: { type: 'string' },
+  },
+});
 const B = 16;
 const T = 64;
 
@@ -57,14 +63,27 @@ async function interleave(repeats: number, a: () => Promise<unknown>, b: () => P
       ta.push(await timed(a));
     }
   }
-  const sum = (ts: Timed[]) => ({ wall: median(ts.map((t) => t.wall)), cpu: median(ts.map((t) => t.cpu)), n: ts.length });
+  const sum = (ts: Timed[]) => ({
+    wall: median(ts.map((t) => t.wall)),
+    cpu: median(ts.map((t) => t.cpu)),
+    n: ts.length,
+  });
   return { native: sum(ta), js: sum(tb) };
 }
 
 function batch(vocab: number, rng: Rng): Sample[] {
   return Array.from({ length: B }, (_, i) => {
     const tokens = Array.from({ length: T }, () => rng.int(vocab));
-    return { role: 'node', groupId: 'g', paramId: 'p', tokens, lossMask: tokens.map((_, t) => (t > 0 ? 1 : 0)), behaviourLogProbs: tokens.map(() => 0), reward: i % 2, advantage: i % 2 ? 1 : -1 };
+    return {
+      role: 'node',
+      groupId: 'g',
+      paramId: 'p',
+      tokens,
+      lossMask: tokens.map((_, t) => (t > 0 ? 1 : 0)),
+      behaviourLogProbs: tokens.map(() => 0),
+      reward: i % 2,
+      advantage: i % 2 ? 1 : -1,
+    };
   });
 }
 
@@ -72,11 +91,19 @@ const report = await initBackend({ force: 'wasm' });
 if (!report.native.adam) throw new Error(`the fused optimiser is not active here: ${report.native.adamDetail}`);
 const repeats = Number(args.repeats);
 const out: Record<string, unknown>[] = [];
-console.log(`native Adam A/B: ${report.native.detail}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+console.log(
+  `native Adam A/B: ${report.native.detail}; load average ${os
+    .loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')}`,
+);
 for (const size of args.sizes.split(',') as ModelSize[]) {
   const cfg = sizedConfig(size);
   const rng = new Rng(1);
-  const model = modelFromHf(cfg, initHfTensors(cfg, () => rng.normal()));
+  const model = modelFromHf(
+    cfg,
+    initHfTensors(cfg, () => rng.normal()),
+  );
   const reference = cloneModel(model, false);
   const vars = adamVariables(model);
   const native = new Adam(vars, { lr: 1e-5, implementation: 'native' });
@@ -84,9 +111,14 @@ for (const size of args.sizes.split(',') as ModelSize[]) {
   const grads = Object.fromEntries(Object.entries(vars).map(([name, v]) => [name, tf.randomNormal(v.shape, 0, 1e-3)]));
   const loadBefore = os.loadavg()[0]!;
   const fused0 = fusedUpdateCount();
-  const update = await interleave(repeats * 2, () => native.step(grads), () => js.step(grads));
+  const update = await interleave(
+    repeats * 2,
+    () => native.step(grads),
+    () => js.step(grads),
+  );
   const samples = batch(cfg.vocab_size, rng);
-  const stepOf = (opt: Adam) => () => policyUpdate(model, opt, samples, { loss: { kind: 'ppoToken', klCoef: 1e-3 }, reference });
+  const stepOf = (opt: Adam) => () =>
+    policyUpdate(model, opt, samples, { loss: { kind: 'ppoToken', klCoef: 1e-3 }, reference });
   const step = await interleave(size === 'medium' ? Math.max(2, repeats / 2) : repeats, stepOf(native), stepOf(js));
   if (fusedUpdateCount() === fused0) throw new Error('the native optimiser never ran');
   const row = { size, params: parameterCount(cfg), update, step, loadAverage: [loadBefore, os.loadavg()[0]] };
@@ -102,5 +134,10 @@ for (const size of args.sizes.split(',') as ModelSize[]) {
   model.dispose();
   reference.dispose();
 }
-if (args.json) fs.writeFileSync(args.json, JSON.stringify({ date: new Date().toISOString(), backend: report, batch: B, seq: T, rows: out }, null, 2));
+if (args.json) {
+  fs.writeFileSync(
+    args.json,
+    JSON.stringify({ date: new Date().toISOString(), backend: report, batch: B, seq: T, rows: out }, null, 2),
+  );
+}
 process.exit(0);

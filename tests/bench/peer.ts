@@ -41,13 +41,17 @@ export interface PeerResult {
 /** The first of `--python`, $MARS_LAB_PYTHON, python3 on PATH, /usr/bin/python3 that imports torch; or why none did. */
 export function findTorchPython(explicit?: string): { python: string; torch: string } | { skip: string } {
   const tried: string[] = [];
-  for (const py of [explicit, process.env.MARS_LAB_PYTHON, 'python3', '/usr/bin/python3'].filter((p): p is string => Boolean(p))) {
+  for (const py of [explicit, process.env.MARS_LAB_PYTHON, 'python3', '/usr/bin/python3'].filter((p): p is string =>
+    Boolean(p),
+  )) {
     if (tried.includes(py)) continue;
     tried.push(py);
     const r = spawnSync(py, ['-c', 'import torch; print(torch.__version__)'], { encoding: 'utf8' });
     if (r.status === 0) return { python: py, torch: r.stdout.trim() };
   }
-  return { skip: `PyTorch peer skipped: no Python with torch found (tried ${tried.join(', ')}); to compare, ${PEER_HOWTO}.` };
+  return {
+    skip: `PyTorch peer skipped: no Python with torch found (tried ${tried.join(', ')}); to compare, ${PEER_HOWTO}.`,
+  };
 }
 
 /**
@@ -58,6 +62,8 @@ export function runPeer(python: string, spec: PeerSpec): PeerResult {
   const n = String(spec.threads);
   const env = { ...process.env, OPENBLAS_NUM_THREADS: n, OMP_NUM_THREADS: n, MKL_NUM_THREADS: n };
   const r = spawnSync(python, [SCRIPT], { input: JSON.stringify(spec), encoding: 'utf8', maxBuffer: 1 << 24, env });
-  if (r.status !== 0) throw new Error(`the PyTorch peer failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-3).join(' ')}`);
+  if (r.status !== 0) {
+    throw new Error(`the PyTorch peer failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-3).join(' ')}`);
+  }
   return JSON.parse(r.stdout) as PeerResult;
 }

@@ -27,7 +27,14 @@ export interface RunFolderBench {
 export async function benchRunFolders(appends = 20000, events = 300): Promise<RunFolderBench> {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-runsbench-'));
   try {
-    const { dir } = createRunFolder(home, { algorithm: 'bench', config: {}, engineVersion: '0', seed: 0, tags: [], notes: '' });
+    const { dir } = createRunFolder(home, {
+      algorithm: 'bench',
+      config: {},
+      engineVersion: '0',
+      seed: 0,
+      tags: [],
+      notes: '',
+    });
     const files = runFilePaths(dir);
     const n = appends;
     const rate = (file: string, make: (i: number) => object) => {
@@ -38,12 +45,30 @@ export async function benchRunFolders(appends = 20000, events = 300): Promise<Ru
       log.close();
       return { linesPerSec: n / s, bytes: fs.statSync(file).size };
     };
-    const metrics = rate(files.metrics, (i) => ({ step: i + 1, time: Date.now() / 1000, reward: Math.sin(i), loss: Math.cos(i), gradNorm: 1 + i / n }));
+    const metrics = rate(files.metrics, (i) => ({
+      step: i + 1,
+      time: Date.now() / 1000,
+      reward: Math.sin(i),
+      loss: Math.cos(i),
+      gradNorm: 1 + i / n,
+    }));
     const text = 'lorem ipsum '.repeat(40);
-    const trajectories = rate(files.trajectories, (i) => ({ step: i + 1, question: text, turns: [{ text, info: text }], reward: i % 2 }));
+    const trajectories = rate(files.trajectories, (i) => ({
+      step: i + 1,
+      question: text,
+      turns: [{ text, info: text }],
+      reward: i % 2,
+    }));
 
     // latency: a second run folder, appended one line at a time while a watcher tails it
-    const live = createRunFolder(home, { algorithm: 'bench', config: {}, engineVersion: '0', seed: 0, tags: [], notes: '' });
+    const live = createRunFolder(home, {
+      algorithm: 'bench',
+      config: {},
+      engineVersion: '0',
+      seed: 0,
+      tags: [],
+      notes: '',
+    });
     const pending = new Map<number, number>();
     const latencies: number[] = [];
     const watcher = await watchHome(home, (e: RunEvent) => {
@@ -69,7 +94,13 @@ export async function benchRunFolders(appends = 20000, events = 300): Promise<Ru
       metricsLinesPerSec: metrics.linesPerSec,
       trajectoryLinesPerSec: trajectories.linesPerSec,
       trajectoryLineBytes: trajectories.bytes / n,
-      watcher: { events: latencies.length, of: m, medianMs: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99), maxMs: Math.max(...latencies) },
+      watcher: {
+        events: latencies.length,
+        of: m,
+        medianMs: quantile(latencies, 0.5),
+        p99Ms: quantile(latencies, 0.99),
+        maxMs: Math.max(...latencies),
+      },
     };
   } finally {
     fs.rmSync(home, { recursive: true, force: true });
@@ -85,11 +116,17 @@ export function describeRunFolderBench(r: RunFolderBench): string[] {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
   const { values: args } = parseArgs({
-    options: { appends: { type: 'string', default: '20000' }, events: { type: 'string', default: '300' }, json: { type: 'string' } },
+    options: {
+      appends: { type: 'string', default: '20000' },
+      events: { type: 'string', default: '300' },
+      json: { type: 'string' },
+    },
   });
   const r = await benchRunFolders(Number(args.appends), Number(args.events));
   const machine = { cpu: os.cpus()[0]?.model, cores: os.cpus().length, node: process.versions.node };
-  console.log(`run-folder bench on ${machine.cpu} ×${machine.cores}, Node ${machine.node}; ${args.appends} lines per file`);
+  console.log(
+    `run-folder bench on ${machine.cpu} ×${machine.cores}, Node ${machine.node}; ${args.appends} lines per file`,
+  );
   for (const line of describeRunFolderBench(r)) console.log(line);
   if (args.json) fs.writeFileSync(args.json, JSON.stringify({ machine, ...r }, null, 2));
   process.exit(0);

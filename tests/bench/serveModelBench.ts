@@ -28,13 +28,20 @@ const arg = (name: string, dflt: number): number => {
 
 function serve(checkpoint: string): Promise<{ baseUrl: string; model: string; token: string; stop: () => void }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'serve-model', '--checkpoint', checkpoint, '--port', '0', '--json', '--backend', 'wasm'], { stdio: ['ignore', 'pipe', 'inherit'] });
-    child.stdout.setEncoding('utf8').once('data', (line: string) => resolve({ ...JSON.parse(line), stop: () => child.kill('SIGTERM') }));
+    const child = spawn(
+      process.execPath,
+      [BIN, 'serve-model', '--checkpoint', checkpoint, '--port', '0', '--json', '--backend', 'wasm'],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    child.stdout
+      .setEncoding('utf8')
+      .once('data', (line: string) => resolve({ ...JSON.parse(line), stop: () => child.kill('SIGTERM') }));
     child.once('exit', (code) => reject(new Error(`serve-model exited with ${code}`)));
   });
 }
 
-const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))]!;
+const pct = (xs: number[], p: number): number =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))]!;
 
 function edit(cfg: RunConfig, f: (c: Record<string, any>) => void): RunConfig {
   const c = JSON.parse(JSON.stringify(cfg));
@@ -48,13 +55,24 @@ async function main(): Promise<void> {
   const martiCk = path.resolve('resources/marti/base-tiny');
   const marsCk = path.resolve('resources/mars/base-tiny');
   const out: Record<string, unknown>[] = [];
-  console.log(JSON.stringify({ uptime: os.loadavg().map((x) => x.toFixed(2)).join(' '), cpus: os.cpus().length, node: process.version }));
+  console.log(
+    JSON.stringify({
+      uptime: os
+        .loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' '),
+      cpus: os.cpus().length,
+      node: process.version,
+    }),
+  );
 
   // 1. raw throughput
   const s = await serve(martiCk);
   const client = new OpenAI({ baseURL: s.baseUrl, apiKey: s.token, maxRetries: 0 });
   const martiCfg = checkpointConfig(martiCk);
-  const prompts = heldoutTasks(edit(martiCfg, (c) => (c.eval.items = 64)) as MartiConfig).map((t) => `<bos> ${rootPrompt(t, { rolePrompt: 'agent alpha :' })}`);
+  const prompts = heldoutTasks(edit(martiCfg, (c) => (c.eval.items = 64)) as MartiConfig).map(
+    (t) => `<bos> ${rootPrompt(t, { rolePrompt: 'agent alpha :' })}`,
+  );
   for (const n of [1, 4, 16, 64]) {
     const total = Math.max(n, 32);
     let next = 0;
@@ -73,14 +91,26 @@ async function main(): Promise<void> {
       }),
     );
     const sec = (performance.now() - t0) / 1000;
-    const row = { kind: 'throughput', parallel: n, requests: total, seconds: +sec.toFixed(2), requestsPerSec: +(total / sec).toFixed(1), tokensPerSec: +(tokens / sec).toFixed(0), p50ms: Math.round(pct(lat, 0.5)), p95ms: Math.round(pct(lat, 0.95)) };
+    const row = {
+      kind: 'throughput',
+      parallel: n,
+      requests: total,
+      seconds: +sec.toFixed(2),
+      requestsPerSec: +(total / sec).toFixed(1),
+      tokensPerSec: +(tokens / sec).toFixed(0),
+      p50ms: Math.round(pct(lat, 0.5)),
+      p95ms: Math.round(pct(lat, 0.95)),
+    };
     out.push(row);
     console.log(JSON.stringify(row));
   }
   s.stop();
 
   // 2. evaluations in-process and through serve-model
-  for (const [algo, ck, items] of [['marti', martiCk, arg('--items-marti', 8)], ['mars', marsCk, arg('--items-mars', 16)]] as const) {
+  for (const [algo, ck, items] of [
+    ['marti', martiCk, arg('--items-marti', 8)],
+    ['mars', marsCk, arg('--items-mars', 16)],
+  ] as const) {
     const base = edit(checkpointConfig(ck), (c) => {
       c.eval = { ...c.eval, items, temperature: 0 };
       if (algo === 'marti') c.marti = { ...c.marti, evalSearchTemperature: 0 };
@@ -92,19 +122,46 @@ async function main(): Promise<void> {
     const tIn = (performance.now() - t0) / 1000;
     const srv = await serve(ck);
     for (const concurrency of [1, 16]) {
-      const source = { kind: 'endpoint', baseUrl: srv.baseUrl, model: srv.model, apiKeyEnv: 'MEASURE_KEY', concurrency };
-      const cfg = edit(base, (c) => (algo === 'marti' ? c.marti.agents.forEach((a: Record<string, unknown>) => (a.policy = source)) : (c.mars.policies = { sys2: source })));
+      const source = {
+        kind: 'endpoint',
+        baseUrl: srv.baseUrl,
+        model: srv.model,
+        apiKeyEnv: 'MEASURE_KEY',
+        concurrency,
+      };
+      const cfg = edit(base, (c) =>
+        algo === 'marti'
+          ? c.marti.agents.forEach((a: Record<string, unknown>) => (a.policy = source))
+          : (c.mars.policies = { sys2: source }),
+      );
       const t1 = performance.now();
       const via = await evaluateWithEndpoints(home, cfg, { env: { MEASURE_KEY: srv.token }, fresh: true });
       const tVia = (performance.now() - t1) / 1000;
       const strip = (xs: unknown[]) => JSON.stringify(xs, (k, v) => (/logprob/i.test(k) ? undefined : v));
-      const row = { kind: 'eval', algorithm: algo, items, concurrency, inProcessSec: +tIn.toFixed(1), endpointSec: +tVia.toFixed(1), requests: via.journal.fresh, sameItems: strip(via.items) === strip(inProcess.items), headline: algo === 'marti' ? via.metrics.pass1 : via.metrics.exactMatch };
+      const row = {
+        kind: 'eval',
+        algorithm: algo,
+        items,
+        concurrency,
+        inProcessSec: +tIn.toFixed(1),
+        endpointSec: +tVia.toFixed(1),
+        requests: via.journal.fresh,
+        sameItems: strip(via.items) === strip(inProcess.items),
+        headline: algo === 'marti' ? via.metrics.pass1 : via.metrics.exactMatch,
+      };
       out.push(row);
       console.log(JSON.stringify(row));
     }
     srv.stop();
   }
-  console.log(JSON.stringify({ uptimeAfter: os.loadavg().map((x) => x.toFixed(2)).join(' ') }));
+  console.log(
+    JSON.stringify({
+      uptimeAfter: os
+        .loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' '),
+    }),
+  );
   fs.rmSync(home, { recursive: true, force: true });
   process.exit(0);
 }

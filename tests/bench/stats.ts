@@ -32,7 +32,11 @@ export async function timeRepeats(fn: () => Promise<unknown>, repeats: number, w
 }
 
 /** As timeRepeats, and the process's CPU time per call (user + system, all threads) beside the wall time. */
-export async function timeRepeatsCpu(fn: () => Promise<unknown>, repeats: number, warmup: number): Promise<{ wall: Stat; cpu: Stat }> {
+export async function timeRepeatsCpu(
+  fn: () => Promise<unknown>,
+  repeats: number,
+  warmup: number,
+): Promise<{ wall: Stat; cpu: Stat }> {
   for (let i = 0; i < warmup; i++) await fn();
   const wall: number[] = [];
   const cpu: number[] = [];
@@ -48,12 +52,17 @@ export async function timeRepeatsCpu(fn: () => Promise<unknown>, repeats: number
 }
 
 /** 1,234 with d decimals. */
-export const num = (x: number, d = 0): string => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+export const num = (x: number, d = 0): string =>
+  x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 
 /** "306 (295–319, n 5)" */
 export const msStat = (s: Stat): string => `${num(s.median)} (${num(s.min)}–${num(s.max)}, n ${s.n})`;
 
 /** A Markdown table (also readable on a terminal). */
 export function table(head: readonly string[], rows: readonly (readonly string[])[]): string {
-  return [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+  return [
+    `| ${head.join(' | ')} |`,
+    `|${head.map(() => '---').join('|')}|`,
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+  ].join('\n');
 }

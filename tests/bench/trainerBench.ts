@@ -29,7 +29,11 @@ export interface StepBreakdown {
   otherMs: number;
 }
 
-export async function benchTrainer(algorithm: keyof typeof PHASES, preset: string, steps: number): Promise<StepBreakdown> {
+export async function benchTrainer(
+  algorithm: keyof typeof PHASES,
+  preset: string,
+  steps: number,
+): Promise<StepBreakdown> {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), `mars-lab-bench-${algorithm}-`));
   try {
     const cfg = resolvePresetConfig(preset, ['eval.every=0']);

@@ -24,7 +24,12 @@ import { createRunFolder } from '../../engine/runs/runFolder';
 import { quantile } from './stats';
 
 const { values } = parseArgs({
-  options: { gb: { type: 'string', default: '1' }, kind: { type: 'string', default: 'mars' }, keep: { type: 'boolean', default: false }, json: { type: 'string' } },
+  options: {
+    gb: { type: 'string', default: '1' },
+    kind: { type: 'string', default: 'mars' },
+    keep: { type: 'boolean', default: false },
+    json: { type: 'string' },
+  },
 });
 const gb = Number(values.gb);
 const kind = values.kind === 'marti' ? 'marti' : 'mars';
@@ -36,7 +41,13 @@ const fixture = (name: string): Record<string, unknown>[] =>
     .filter(Boolean)
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 const records = kind === 'mars' ? fixture('mars-episodes.jsonl') : fixture('marti-trees.jsonl');
-const config = kind === 'mars' ? (JSON.parse(fs.readFileSync(path.resolve('tests/fixtures/mars-episodes.config.json'), 'utf8')) as Record<string, unknown>) : {};
+const config =
+  kind === 'mars'
+    ? (JSON.parse(fs.readFileSync(path.resolve('tests/fixtures/mars-episodes.config.json'), 'utf8')) as Record<
+        string,
+        unknown
+      >)
+    : {};
 
 const noLaunches: RunLauncher = {
   launch() {
@@ -73,13 +84,22 @@ async function main(): Promise<void> {
   }
   fs.closeSync(fd);
   const writeS = (performance.now() - t0) / 1000;
-  console.log(`wrote ${file}: ${mb(size)} MB, ${steps} steps × ${records.length} ${kind} records (${Math.round(size / steps / records.length)} bytes a line) in ${writeS.toFixed(1)} s`);
+  console.log(
+    `wrote ${file}: ${mb(size)} MB, ${steps} steps × ${records.length} ${kind} records (${Math.round(size / steps / records.length)} bytes a line) in ${writeS.toFixed(1)} s`,
+  );
 
   const host = await createHost({ home, launcher: noLaunches, transport: 'web' });
   const memBefore = memory();
-  const call = async (request: Record<string, unknown>): Promise<{ ms: number; answer: { records: unknown[]; total: number; next?: number | null; scanned?: number } }> => {
+  const call = async (
+    request: Record<string, unknown>,
+  ): Promise<{ ms: number; answer: { records: unknown[]; total: number; next?: number | null; scanned?: number } }> => {
     const t = performance.now();
-    const answer = (await callApi(host.handlers, 'getTrajectories', { runId: run.id, ...request })) as { records: unknown[]; total: number; next?: number | null; scanned?: number };
+    const answer = (await callApi(host.handlers, 'getTrajectories', { runId: run.id, ...request })) as {
+      records: unknown[];
+      total: number;
+      next?: number | null;
+      scanned?: number;
+    };
     return { ms: performance.now() - t, answer };
   };
 
@@ -88,16 +108,25 @@ async function main(): Promise<void> {
   const lateFirst = await call({ step: steps - 1, limit: 500 });
   const later: number[] = [];
   for (let i = 0; i < 50; i++) {
-    const step = 1 + Math.floor(((i * 7919) % 1000) / 1000 * steps);
+    const step = 1 + Math.floor((((i * 7919) % 1000) / 1000) * steps);
     const r = await call({ step, limit: 500 });
-    if (r.answer.records.length !== records.length) throw new Error(`step ${step}: ${r.answer.records.length} records, expected ${records.length}`);
+    if (r.answer.records.length !== records.length) {
+      throw new Error(`step ${step}: ${r.answer.records.length} records, expected ${records.length}`);
+    }
     later.push(r.ms);
   }
   const newest = await call({ offset: Math.max(0, first.answer.total - 256), limit: 256 });
   fs.appendFileSync(file, stepLines(steps + 1));
   const appended = await call({ step: steps + 1, limit: 500 });
   const search = await call({ filter: { outcome: 'solved', text: kind === 'mars' ? 'dohosto' : 'even' }, limit: 200 });
-  const searchMore = search.answer.next !== null && search.answer.next !== undefined ? await call({ filter: { outcome: 'solved', text: kind === 'mars' ? 'dohosto' : 'even' }, limit: 200, before: search.answer.next }) : null;
+  const searchMore =
+    search.answer.next !== null && search.answer.next !== undefined
+      ? await call({
+          filter: { outcome: 'solved', text: kind === 'mars' ? 'dohosto' : 'even' },
+          limit: 200,
+          before: search.answer.next,
+        })
+      : null;
   const memEnd = memory();
   await host.close();
 
@@ -108,7 +137,11 @@ async function main(): Promise<void> {
     steps,
     firstOpenMs: Math.round(first.ms),
     firstOpenOfLateStepMs: Math.round(lateFirst.ms),
-    laterOpenMs: { median: Number(quantile(later, 0.5).toFixed(1)), p99: Number(quantile(later, 0.99).toFixed(1)), max: Number(Math.max(...later).toFixed(1)) },
+    laterOpenMs: {
+      median: Number(quantile(later, 0.5).toFixed(1)),
+      p99: Number(quantile(later, 0.99).toFixed(1)),
+      max: Number(Math.max(...later).toFixed(1)),
+    },
     newestPageMs: Math.round(newest.ms),
     openAfterAppendMs: Number(appended.ms.toFixed(1)),
     searchMs: Math.round(search.ms),

@@ -48,7 +48,11 @@ describe.skipIf(!haveChromium)('chart scales', () => {
     // one point on the step axis: a few steps around it, no fractions
     await mount({ series: series([20], [0.3]) });
     expect((await num('data-x-max')) - (await num('data-x-min'))).toBeLessThanOrEqual(10);
-    await expect.poll(async () => (await chart().getAttribute('data-x-ticks'))!.split(' ').every((t) => Number.isInteger(Number(t)))).toBe(true);
+    await expect
+      .poll(async () =>
+        (await chart().getAttribute('data-x-ticks'))!.split(' ').every((t) => Number.isInteger(Number(t))),
+      )
+      .toBe(true);
   });
 
   it('gives a flat series ±10 % around its value, ±1 only around 0, and [0, 1] for a share stuck at 0', async () => {

@@ -13,7 +13,16 @@ let h: Harness;
 /** Opaque pixels of the chart's canvas: light grey ones (axis text in dark) and ones near `rgb`. */
 async function pixels(testid: string, rgb: [number, number, number]): Promise<{ lightGrey: number; near: number }> {
   return h.page.locator(`[data-testid="${testid}"] canvas`).evaluate(
-    (canvas: { width: number; height: number; getContext(k: '2d'): { getImageData(x: number, y: number, w: number, h: number): { data: ArrayLike<number> } } | null }, target: [number, number, number]) => {
+    (
+      canvas: {
+        width: number;
+        height: number;
+        getContext(
+          k: '2d',
+        ): { getImageData(x: number, y: number, w: number, h: number): { data: ArrayLike<number> } } | null;
+      },
+      target: [number, number, number],
+    ) => {
       const data = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
       let lightGrey = 0;
       let near = 0;
@@ -46,11 +55,19 @@ describe.skipIf(!haveChromium)('charts follow a switch between light and dark', 
     await h.page.emulateMedia({ colorScheme: 'light' });
     const x = Array.from({ length: 40 }, (_, i) => i + 1);
     const y = x.map((i) => Math.sin(i / 5));
-    await h.mount('MetricChart', { name: 'reward', series: { x, min: y, max: y, last: y }, version: 1, smoothing: 0, xMode: 'step' });
+    await h.mount('MetricChart', {
+      name: 'reward',
+      series: { x, min: y, max: y, last: y },
+      version: 1,
+      smoothing: 0,
+      xMode: 'step',
+    });
     await expect.poll(async () => (await pixels('chart-reward', LIGHT_LINE)).near).toBeGreaterThan(100);
     expect((await pixels('chart-reward', LIGHT_LINE)).lightGrey).toBeLessThan(20);
     // mark the canvas: a chart made again would have a new one
-    await h.page.locator('[data-testid="chart-reward"] canvas').evaluate((c: { dataset: Record<string, string> }) => (c.dataset['mark'] = 'first'));
+    await h.page
+      .locator('[data-testid="chart-reward"] canvas')
+      .evaluate((c: { dataset: Record<string, string> }) => (c.dataset['mark'] = 'first'));
     await h.page.emulateMedia({ colorScheme: 'dark' });
     await expect.poll(async () => (await pixels('chart-reward', DARK_LINE)).near).toBeGreaterThan(100);
     expect((await pixels('chart-reward', DARK_LINE)).lightGrey).toBeGreaterThan(50);

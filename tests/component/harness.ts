@@ -57,16 +57,23 @@ export async function openHarness(): Promise<Harness> {
       if (m.type() === 'error') errors.push(m.text());
     });
     await page.goto(`http://127.0.0.1:${port}/tests/component/harness/index.html`);
-    await page.waitForFunction(() => (globalThis as unknown as { __ready?: boolean }).__ready === true, undefined, { timeout: 60_000 }).catch((error: Error) => {
-      throw new Error(`the harness page did not start: ${errors.join('; ') || error.message}`);
-    });
+    await page
+      .waitForFunction(() => (globalThis as unknown as { __ready?: boolean }).__ready === true, undefined, {
+        timeout: 60_000,
+      })
+      .catch((error: Error) => {
+        throw new Error(`the harness page did not start: ${errors.join('; ') || error.message}`);
+      });
     fs.mkdirSync(OUTPUT, { recursive: true });
     const b = browser;
     return {
       page,
       errors,
       async mount(name, props) {
-        await page.evaluate(([n, p]) => (globalThis as unknown as { __mount(n: string, p: unknown): void }).__mount(n, p), [name, props] as const);
+        await page.evaluate(
+          ([n, p]) => (globalThis as unknown as { __mount(n: string, p: unknown): void }).__mount(n, p),
+          [name, props] as const,
+        );
       },
       async update(changes) {
         await page.evaluate((c) => (globalThis as unknown as { __update(c: unknown): void }).__update(c), changes);

@@ -7,7 +7,13 @@ import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { haveChromium, openHarness, readFixture, type Harness } from './harness';
 import { withCapacities } from '../../engine/runs/trajectoryPages';
-import { byReward, groupEpisodes, marsWindowSettings, sys1Capacity, type MarsEpisode } from '../../renderer/src/lib/trajectories';
+import {
+  byReward,
+  groupEpisodes,
+  marsWindowSettings,
+  sys1Capacity,
+  type MarsEpisode,
+} from '../../renderer/src/lib/trajectories';
 
 /** The config of the run that recorded the fixture (its run.json), from which the view takes System 1's window. */
 const config = JSON.parse(fs.readFileSync('tests/fixtures/mars-episodes.config.json', 'utf8')) as unknown;
@@ -26,7 +32,13 @@ describe.skipIf(!haveChromium)('trajectory inspector (recorded MARS episodes)', 
   });
 
   it('the fixture is what the tests need: groups of G rollouts with searches, windows, a right answer and a dropped System 1 sample', () => {
-    expect(settings).toMatchObject({ sys1PromptMax: 96, purposeMax: 8, sepCost: 1, packing: 'ffd', missingPurpose: 'query' });
+    expect(settings).toMatchObject({
+      sys1PromptMax: 96,
+      purposeMax: 8,
+      sepCost: 1,
+      packing: 'ffd',
+      missingPurpose: 'query',
+    });
     expect(episodes.some((e) => e.reward === 1)).toBe(true);
     const groups = groupEpisodes(episodes);
     expect(groups.length).toBeGreaterThanOrEqual(2);
@@ -36,7 +48,11 @@ describe.skipIf(!haveChromium)('trajectory inspector (recorded MARS episodes)', 
     expect(bins.some((b) => b.kept === 0)).toBe(true);
     expect(bins.some((b) => (b.kept ?? 0) > 0)).toBe(true);
     // every window fits the capacity the host computes for its search
-    for (const e of episodes) for (const t of e.turns) for (const b of t.bins) expect(b.used).toBeLessThanOrEqual(sys1Capacity(t, settings).capacity!);
+    for (const e of episodes) {
+      for (const t of e.turns) {
+        for (const b of t.bins) expect(b.used).toBeLessThanOrEqual(sys1Capacity(t, settings).capacity!);
+      }
+    }
   });
 
   it('an evaluation episode (no step) says where it comes from instead of "step"', async () => {
@@ -61,7 +77,12 @@ describe.skipIf(!haveChromium)('trajectory inspector (recorded MARS episodes)', 
       await h.page.getByTestId('group-item').nth(i).click();
       const cards = h.page.getByTestId('group-card');
       await expect.poll(() => cards.count()).toBe(g.episodes.length);
-      const shown = await cards.evaluateAll((els) => els.map((el) => ({ index: Number(el.getAttribute('data-index')), reward: Number(el.getAttribute('data-reward')) })));
+      const shown = await cards.evaluateAll((els) =>
+        els.map((el) => ({
+          index: Number(el.getAttribute('data-index')),
+          reward: Number(el.getAttribute('data-reward')),
+        })),
+      );
       // the cards are the group's rollouts in byReward's order: reward descending (then F1), nothing lost
       expect(shown.map((s) => s.index)).toEqual(byReward(g.episodes).map((s) => s.index));
       for (let k = 1; k < shown.length; k++) expect(shown[k]!.reward).toBeLessThanOrEqual(shown[k - 1]!.reward);
@@ -73,7 +94,11 @@ describe.skipIf(!haveChromium)('trajectory inspector (recorded MARS episodes)', 
 
   it('opens a rollout as a conversation: queries, pages, windows against capacity, System 1 outputs, dropped samples marked', async () => {
     // the episode with the most System 1 windows, some of them dropped by balancing
-    const target = [...episodes].sort((x, y) => y.turns.flatMap((t) => t.bins).filter((b) => b.kept === 0).length - x.turns.flatMap((t) => t.bins).filter((b) => b.kept === 0).length)[0]!;
+    const target = [...episodes].sort(
+      (x, y) =>
+        y.turns.flatMap((t) => t.bins).filter((b) => b.kept === 0).length -
+        x.turns.flatMap((t) => t.bins).filter((b) => b.kept === 0).length,
+    )[0]!;
     const groups = groupEpisodes(episodes).sort((a, b) => b.step - a.step);
     const gi = groups.findIndex((g) => g.questionId === target.questionId && g.step === target.step);
     const index = groups[gi]!.episodes.indexOf(target);
@@ -101,7 +126,11 @@ describe.skipIf(!haveChromium)('trajectory inspector (recorded MARS episodes)', 
     const used = await view.getByTestId('bin-used').allTextContents();
     expect(used.map(Number)).toEqual(bins.map((b) => b.used));
     const caps = await view.getByTestId('capacity').allTextContents();
-    expect(caps.map(Number)).toEqual(target.turns.filter((t) => t.query !== null && t.results.length > 0).map((t) => sys1Capacity(t, settings).capacity));
+    expect(caps.map(Number)).toEqual(
+      target.turns
+        .filter((t) => t.query !== null && t.results.length > 0)
+        .map((t) => sys1Capacity(t, settings).capacity),
+    );
 
     const outcome = await view.getByTestId('outcome').textContent();
     for (const g of target.gold) expect(outcome).toContain(g);
@@ -120,7 +149,10 @@ describe.skipIf(!haveChromium)('trajectory inspector (recorded MARS episodes)', 
     await h.page.getByTestId('token-mode-logprob').check();
     const strips = h.page.getByTestId('token-strip');
     // one strip per System 2 turn and per System 1 window
-    const expected = target.turns.flatMap((t) => [{ tokens: t.tokens, logProbs: t.logProbs }, ...t.bins.map((b) => ({ tokens: b.outputTokens, logProbs: b.outputLogProbs }))]);
+    const expected = target.turns.flatMap((t) => [
+      { tokens: t.tokens, logProbs: t.logProbs },
+      ...t.bins.map((b) => ({ tokens: b.outputTokens, logProbs: b.outputLogProbs })),
+    ]);
     await expect.poll(() => strips.count()).toBe(expected.length);
     for (const [s, want] of expected.entries()) {
       const toks = strips.nth(s).locator('.tok');
@@ -137,13 +169,17 @@ describe.skipIf(!haveChromium)('trajectory inspector (recorded MARS episodes)', 
     // hover shows the value in the read-out line
     const first = strips.nth(0).locator('.tok').nth(1);
     await first.hover();
-    expect(await h.page.getByTestId('token-readout').first().textContent()).toContain(expected[0]!.logProbs[1]!.toFixed(3));
+    expect(await h.page.getByTestId('token-readout').first().textContent()).toContain(
+      expected[0]!.logProbs[1]!.toFixed(3),
+    );
     // keyboard: focus the strip, → twice reads the second token
     await h.page.mouse.move(0, 0);
     await strips.nth(0).focus();
     await h.page.keyboard.press('ArrowRight');
     await h.page.keyboard.press('ArrowRight');
-    expect(await h.page.getByTestId('token-readout').first().textContent()).toContain(`token 2 of ${expected[0]!.tokens.length}`);
+    expect(await h.page.getByTestId('token-readout').first().textContent()).toContain(
+      `token 2 of ${expected[0]!.tokens.length}`,
+    );
     await h.shot('inspector-tokens-logprob');
 
     // advantage colouring: a System 1 strip carries that sample's advantage
@@ -153,7 +189,9 @@ describe.skipIf(!haveChromium)('trajectory inspector (recorded MARS episodes)', 
     const bin = target.turns[turnWithBins]!.bins[0]!;
     if (bin.outputTokens.length > 0 && bin.advantage !== null && bin.advantage !== undefined) {
       expect(await strips.nth(stripOfBin).getAttribute('data-mode')).toBe('advantage');
-      expect(await strips.nth(stripOfBin).locator('.tok').first().getAttribute('title')).toContain(`advantage ${bin.advantage.toFixed(3)}`);
+      expect(await strips.nth(stripOfBin).locator('.tok').first().getAttribute('title')).toContain(
+        `advantage ${bin.advantage.toFixed(3)}`,
+      );
     }
     await h.shot('inspector-tokens-advantage');
     expect(h.errors).toEqual([]);
@@ -164,12 +202,16 @@ describe.skipIf(!haveChromium)('trajectory inspector (recorded MARS episodes)', 
     const groups = groupEpisodes(episodes).sort((a, b) => b.step - a.step);
     await h.page.getByTestId('group-item').first().focus();
     await h.page.keyboard.press('ArrowDown');
-    await expect.poll(() => h.page.locator('[data-testid="group-item"][aria-selected="true"]').getAttribute('data-key')).toBe(groups[1]!.key);
+    await expect
+      .poll(() => h.page.locator('[data-testid="group-item"][aria-selected="true"]').getAttribute('data-key'))
+      .toBe(groups[1]!.key);
     const order = byReward(groups[1]!.episodes).map((s) => s.index);
     await h.page.getByTestId('group-card').first().focus();
     await h.page.keyboard.press('Enter');
     await h.page.keyboard.press('ArrowRight');
-    await expect.poll(() => h.page.locator('[data-testid="group-card"][aria-selected="true"]').getAttribute('data-index')).toBe(String(order[1]));
+    await expect
+      .poll(() => h.page.locator('[data-testid="group-card"][aria-selected="true"]').getAttribute('data-index'))
+      .toBe(String(order[1]));
     expect(await h.page.getByTestId('episode').getAttribute('data-question')).toBe(groups[1]!.questionId);
     expect(h.errors).toEqual([]);
   });

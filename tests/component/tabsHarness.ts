@@ -63,9 +63,21 @@ export async function openTabsHarness(width = 1440): Promise<TabsHarness> {
         return { ok: false, message: error instanceof Error ? error.message : String(error) };
       }
     });
-    const unsubscribe = host.subscribe((event) => void page.evaluate((e) => (globalThis as unknown as { __hostEvent(e: unknown): void }).__hostEvent(e), event as unknown).catch(() => undefined));
+    const unsubscribe = host.subscribe(
+      (event) =>
+        void page
+          .evaluate(
+            (e) => (globalThis as unknown as { __hostEvent(e: unknown): void }).__hostEvent(e),
+            event as unknown,
+          )
+          .catch(() => undefined),
+    );
     await page.goto(`http://127.0.0.1:${port}/tests/component/harness/tabs.html`);
-    await page.waitForFunction(() => (globalThis as unknown as { __tabsReady?: boolean }).__tabsReady === true, undefined, { timeout: 60_000 });
+    await page.waitForFunction(
+      () => (globalThis as unknown as { __tabsReady?: boolean }).__tabsReady === true,
+      undefined,
+      { timeout: 60_000 },
+    );
     fs.mkdirSync(OUTPUT, { recursive: true });
     const b = browser;
     return {
@@ -77,7 +89,10 @@ export async function openTabsHarness(width = 1440): Promise<TabsHarness> {
         await page.evaluate((h) => {
           (globalThis as unknown as { location: { hash: string } }).location.hash = h;
         }, hash);
-        await page.evaluate(([n, p]) => (globalThis as unknown as { __mountTab(n: string, p: unknown): Promise<void> }).__mountTab(n, p), [name, props] as const);
+        await page.evaluate(
+          ([n, p]) => (globalThis as unknown as { __mountTab(n: string, p: unknown): Promise<void> }).__mountTab(n, p),
+          [name, props] as const,
+        );
       },
       async shot(name) {
         await page.screenshot({ path: path.join(OUTPUT, `${name}.png`), fullPage: true });

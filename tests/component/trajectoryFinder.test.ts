@@ -14,7 +14,10 @@ import { openTabsHarness, type TabsHarness } from './tabsHarness';
 
 const episodes = readFixture('mars-episodes.jsonl');
 const trees = readFixture('marti-trees.jsonl');
-const config = JSON.parse(fs.readFileSync(path.resolve('tests/fixtures/mars-episodes.config.json'), 'utf8')) as Record<string, unknown>;
+const config = JSON.parse(fs.readFileSync(path.resolve('tests/fixtures/mars-episodes.config.json'), 'utf8')) as Record<
+  string,
+  unknown
+>;
 const STEPS = 60;
 
 let h: TabsHarness;
@@ -24,13 +27,27 @@ let martiRun: string;
 describe.skipIf(!haveChromium)('finding a trajectory in the Episodes and Tree tabs', () => {
   beforeAll(async () => {
     h = await openTabsHarness();
-    const mars = createRunFolder(h.home, { algorithm: 'mars', config, engineVersion: '0', seed: 0, tags: [], notes: '' });
+    const mars = createRunFolder(h.home, {
+      algorithm: 'mars',
+      config,
+      engineVersion: '0',
+      seed: 0,
+      tags: [],
+      notes: '',
+    });
     marsRun = mars.id;
     let lines = '';
     // each step: the fixture's groups, their step replaced (step s holds the groups of fixture steps 1 and 2)
     for (let s = 1; s <= STEPS; s++) for (const e of episodes) lines += `${JSON.stringify({ ...e, step: s })}\n`;
     fs.writeFileSync(path.join(mars.dir, 'trajectories.jsonl'), lines);
-    const marti = createRunFolder(h.home, { algorithm: 'marti', config: {}, engineVersion: '0', seed: 0, tags: [], notes: '' });
+    const marti = createRunFolder(h.home, {
+      algorithm: 'marti',
+      config: {},
+      engineVersion: '0',
+      seed: 0,
+      tags: [],
+      notes: '',
+    });
     martiRun = marti.id;
     let treeLines = '';
     for (let s = 1; s <= STEPS; s++) for (const t of trees) treeLines += `${JSON.stringify({ ...t, step: s })}\n`;
@@ -43,13 +60,19 @@ describe.skipIf(!haveChromium)('finding a trajectory in the Episodes and Tree ta
   const groupSteps = async (): Promise<string[]> => h.page.getByTestId('group-item').locator('.step').allTextContents();
 
   it('an address with ?step=N opens that step’s episodes, far beyond the newest page', async () => {
-    await h.mountTab('EpisodesTab', { runId: marsRun, config, status: 'completed' }, `#/run/${marsRun}/episodes?step=3`);
+    await h.mountTab(
+      'EpisodesTab',
+      { runId: marsRun, config, status: 'completed' },
+      `#/run/${marsRun}/episodes?step=3`,
+    );
     await expect.poll(() => h.page.getByTestId('finder-status').textContent()).toContain('Step 3');
     await expect.poll(groupSteps).toEqual(['step 3', 'step 3', 'step 3']);
     // the previous and next steps are one click away
     await h.page.getByTestId('finder-next').click();
     await expect.poll(groupSteps).toEqual(['step 4', 'step 4', 'step 4']);
-    await expect.poll(() => h.page.evaluate(() => (globalThis as unknown as { location: { hash: string } }).location.hash)).toBe(`#/run/${marsRun}/episodes?step=4`);
+    await expect
+      .poll(() => h.page.evaluate(() => (globalThis as unknown as { location: { hash: string } }).location.hash))
+      .toBe(`#/run/${marsRun}/episodes?step=4`);
     // and the newest again
     await h.page.getByTestId('finder-newest').click();
     await expect.poll(async () => (await groupSteps())[0]).toBe(`step ${STEPS}`);
@@ -74,19 +97,35 @@ describe.skipIf(!haveChromium)('finding a trajectory in the Episodes and Tree ta
     await h.page.getByTestId('finder-choice').selectOption('');
     await h.page.getByTestId('finder-outcome').selectOption('solved');
     await h.page.getByTestId('finder-search').click();
-    await expect.poll(async () => (await h.page.getByTestId('group-item').locator('.meta').allTextContents()).every((m) => m.includes('1 rollout · 1 right'))).toBe(true);
+    await expect
+      .poll(async () =>
+        (await h.page.getByTestId('group-item').locator('.meta').allTextContents()).every((m) =>
+          m.includes('1 rollout · 1 right'),
+        ),
+      )
+      .toBe(true);
     await expect.poll(() => h.page.getByTestId('group-item').count()).toBe(3);
     // text
     await h.page.getByTestId('finder-outcome').selectOption('');
     await h.page.getByTestId('finder-text').fill('lotaitour');
     await h.page.getByTestId('finder-search').click();
-    await expect.poll(async () => (await h.page.getByTestId('group-item').locator('.q').allTextContents()).every((q) => q === String(episodes[8]!['question']))).toBe(true);
+    await expect
+      .poll(async () =>
+        (await h.page.getByTestId('group-item').locator('.q').allTextContents()).every(
+          (q) => q === String(episodes[8]!['question']),
+        ),
+      )
+      .toBe(true);
     await h.shot('episodes-search');
     expect(h.errors).toEqual([]);
   });
 
   it('shows the pages’ text next to each System 1 window, marks the gold answer, and says where it appears', async () => {
-    await h.mountTab('EpisodesTab', { runId: marsRun, config, status: 'completed' }, `#/run/${marsRun}/episodes?step=1`);
+    await h.mountTab(
+      'EpisodesTab',
+      { runId: marsRun, config, status: 'completed' },
+      `#/run/${marsRun}/episodes?step=1`,
+    );
     await expect.poll(groupSteps).toEqual(['step 1', 'step 1', 'step 1']);
     // a rollout whose search found a page with the gold answer, and which answered wrong
     const lost = episodes[4]!;
@@ -102,13 +141,17 @@ describe.skipIf(!haveChromium)('finding a trajectory in the Episodes and Tree ta
     expect(await ep.getByTestId('gold-in-pages').textContent()).toContain('✓');
     expect(await ep.getByTestId('gold-in-answer').textContent()).toContain('✗');
     expect(await ep.getByTestId('gold-in-summary').textContent()).toContain('✗');
-    expect(await ep.getByTestId('bin-verdict').count()).toBe((lost['turns'] as { bins: unknown[] }[]).flatMap((t) => t.bins).length);
+    expect(await ep.getByTestId('bin-verdict').count()).toBe(
+      (lost['turns'] as { bins: unknown[] }[]).flatMap((t) => t.bins).length,
+    );
     await h.shot('episodes-pages-gold');
     // the right rollout of the other question: its answer is marked as the gold
     const right = episodes.find((e) => e['reward'] === 1)!;
     await h.page.locator(`[data-testid="group-item"][data-key="1|${String(right['questionId'])}"]`).click();
     await h.page.locator('[data-testid="group-card"][data-reward="1"]').click();
-    await expect.poll(() => ep.getByTestId('answer').getByTestId('gold-mark').textContent()).toBe(String(right['answer']));
+    await expect
+      .poll(() => ep.getByTestId('answer').getByTestId('gold-mark').textContent())
+      .toBe(String(right['answer']));
     expect(await ep.getByTestId('gold-in-answer').textContent()).toContain('✓');
     // plain labels: no A₂, 1w or ✕
     const all = (await h.page.getByTestId('episodes-tab').textContent())!;
@@ -134,7 +177,9 @@ describe.skipIf(!haveChromium)('finding a trajectory in the Episodes and Tree ta
     await h.page.getByTestId('finder-outcome').selectOption('solved');
     await h.page.getByTestId('finder-step-min').fill('59');
     await h.page.getByTestId('finder-search').click();
-    await expect.poll(() => h.page.getByTestId('tree-item').count()).toBe(2 * trees.filter((t) => (t['metrics'] as { passN: number }).passN > 0).length);
+    await expect
+      .poll(() => h.page.getByTestId('tree-item').count())
+      .toBe(2 * trees.filter((t) => (t['metrics'] as { passN: number }).passN > 0).length);
     await h.shot('tree-search');
     expect(h.errors).toEqual([]);
   });

@@ -25,22 +25,39 @@ describe.skipIf(!haveChromium)('tree view: fit, newest marker, following', () =>
   it('fits a 700 px container: every node visible, nothing wider than the container', async () => {
     expect(layoutTree(widest.nodes).columns).toBeGreaterThanOrEqual(6);
     await h.page.evaluate(() => {
-      const root = (globalThis as unknown as { document: { getElementById(id: string): { style: Record<string, string> } } }).document.getElementById('root');
+      const root = (
+        globalThis as unknown as { document: { getElementById(id: string): { style: Record<string, string> } } }
+      ).document.getElementById('root');
       root.style['width'] = '700px';
       root.style['border'] = '1px solid #888';
     });
     await h.mount('TreeView', { tree: widest });
     await expect.poll(() => h.page.getByTestId('tree-node').count()).toBe(widest.nodes.length);
     const box = await h.page.evaluate(() => {
-      type El = { getBoundingClientRect(): { left: number; right: number; top: number; bottom: number }; scrollWidth: number; clientWidth: number };
-      const d = (globalThis as unknown as { document: { querySelector(s: string): El; querySelectorAll(s: string): El[] } }).document;
+      type El = {
+        getBoundingClientRect(): { left: number; right: number; top: number; bottom: number };
+        scrollWidth: number;
+        clientWidth: number;
+      };
+      const d = (
+        globalThis as unknown as { document: { querySelector(s: string): El; querySelectorAll(s: string): El[] } }
+      ).document;
       const root = d.querySelector('#root').getBoundingClientRect();
       const view = d.querySelector('[data-testid="tree-view"]');
       const canvas = d.querySelector('[data-testid="tree-svg"]').getBoundingClientRect();
       const frame = d.querySelector('.canvas');
       const nodes = [...d.querySelectorAll('[data-testid="tree-node"]')].map((n) => n.getBoundingClientRect());
       const detail = d.querySelector('[data-testid="node-detail"]').getBoundingClientRect();
-      return { root, viewScroll: view.scrollWidth, viewClient: view.clientWidth, frameScroll: frame.scrollWidth, frameClient: frame.clientWidth, canvas, nodes, detail };
+      return {
+        root,
+        viewScroll: view.scrollWidth,
+        viewClient: view.clientWidth,
+        frameScroll: frame.scrollWidth,
+        frameClient: frame.clientWidth,
+        canvas,
+        nodes,
+        detail,
+      };
     });
     expect(box.viewScroll).toBeLessThanOrEqual(box.viewClient);
     expect(box.frameScroll).toBeLessThanOrEqual(box.frameClient);
@@ -52,7 +69,9 @@ describe.skipIf(!haveChromium)('tree view: fit, newest marker, following', () =>
     expect(box.detail.right).toBeLessThanOrEqual(box.root.right + 0.5);
     await h.shot('tree-view-700px');
     await h.page.evaluate(() => {
-      const root = (globalThis as unknown as { document: { getElementById(id: string): { style: Record<string, string> } } }).document.getElementById('root');
+      const root = (
+        globalThis as unknown as { document: { getElementById(id: string): { style: Record<string, string> } } }
+      ).document.getElementById('root');
       root.style['width'] = '';
       root.style['border'] = '';
     });
@@ -64,19 +83,30 @@ describe.skipIf(!haveChromium)('tree view: fit, newest marker, following', () =>
     const marker = h.page.getByTestId('newest-marker');
     await expect.poll(() => marker.count()).toBe(1);
     const last = Math.max(...widest.nodes.map((n) => n.id));
-    expect(await h.page.locator(`[data-testid="tree-node"][data-node-id="${last}"] [data-testid="newest-marker"]`).count()).toBe(1);
+    expect(
+      await h.page.locator(`[data-testid="tree-node"][data-node-id="${last}"] [data-testid="newest-marker"]`).count(),
+    ).toBe(1);
     const style = await marker.evaluate((el) => {
-      const cs = (globalThis as unknown as { getComputedStyle(e: unknown): { strokeDasharray: string; stroke: string; fill: string } }).getComputedStyle(el);
+      const cs = (
+        globalThis as unknown as {
+          getComputedStyle(e: unknown): { strokeDasharray: string; stroke: string; fill: string };
+        }
+      ).getComputedStyle(el);
       return { dash: cs.strokeDasharray, stroke: cs.stroke, fill: cs.fill };
     });
     expect(style.dash).not.toBe('none');
     expect(style.fill).toBe('none');
-    const scoreColours = await h.page.evaluate((cs) => cs, [0, 0.5, 1].map((s) => scoreColour(s)));
+    const scoreColours = await h.page.evaluate(
+      (cs) => cs,
+      [0, 0.5, 1].map((s) => scoreColour(s)),
+    );
     expect(scoreColours).not.toContain(style.stroke);
     expect(await h.page.getByTestId('legend-newest').textContent()).toContain('newest expansion');
     // the timeline moves it: at k = 3 the ring is on node 3
     await h.page.getByTestId('tree-timeline').fill('3');
-    await expect.poll(() => h.page.locator('[data-testid="tree-node"][data-node-id="3"] [data-testid="newest-marker"]').count()).toBe(1);
+    await expect
+      .poll(() => h.page.locator('[data-testid="tree-node"][data-node-id="3"] [data-testid="newest-marker"]').count())
+      .toBe(1);
     expect(h.errors).toEqual([]);
   });
 

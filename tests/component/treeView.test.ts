@@ -13,7 +13,11 @@ const trees = readFixture('marti-trees.jsonl') as unknown as MartiTreeRecord[];
 let h: Harness;
 
 /** The tree with the most refinements (depth > 1), then the most nodes. */
-const deepest = [...trees].sort((a, b) => b.nodes.filter((n) => n.depth > 1).length - a.nodes.filter((n) => n.depth > 1).length || b.nodes.length - a.nodes.length)[0]!;
+const deepest = [...trees].sort(
+  (a, b) =>
+    b.nodes.filter((n) => n.depth > 1).length - a.nodes.filter((n) => n.depth > 1).length ||
+    b.nodes.length - a.nodes.length,
+)[0]!;
 
 describe.skipIf(!haveChromium)('search-tree view (recorded MARTI trees)', () => {
   beforeAll(async () => {
@@ -30,7 +34,9 @@ describe.skipIf(!haveChromium)('search-tree view (recorded MARTI trees)', () => 
     expect(trees.some((t) => t.nodes.some((n) => n.program !== null))).toBe(true);
     // the layout places every node exactly once
     const placed = layoutTree(deepest.nodes).placed;
-    expect(placed.map((p) => p.node.id).sort((a, b) => a - b)).toEqual(deepest.nodes.map((n) => n.id).sort((a, b) => a - b));
+    expect(placed.map((p) => p.node.id).sort((a, b) => a - b)).toEqual(
+      deepest.nodes.map((n) => n.id).sort((a, b) => a - b),
+    );
   });
 
   it('draws every node with its agent’s marker and its score’s colour, and an edge per parent link', async () => {
@@ -38,7 +44,12 @@ describe.skipIf(!haveChromium)('search-tree view (recorded MARTI trees)', () => 
     const nodes = h.page.getByTestId('tree-node');
     await expect.poll(() => nodes.count()).toBe(deepest.nodes.length);
     const drawn = await nodes.evaluateAll((els) =>
-      els.map((el) => ({ id: Number(el.getAttribute('data-node-id')), agent: el.getAttribute('data-agent'), fill: el.querySelector('circle:not(.halo), rect, polygon')?.getAttribute('fill') ?? null, shape: el.querySelector('circle:not(.halo), rect, polygon')?.tagName ?? null })),
+      els.map((el) => ({
+        id: Number(el.getAttribute('data-node-id')),
+        agent: el.getAttribute('data-agent'),
+        fill: el.querySelector('circle:not(.halo), rect, polygon')?.getAttribute('fill') ?? null,
+        shape: el.querySelector('circle:not(.halo), rect, polygon')?.tagName ?? null,
+      })),
     );
     for (const n of deepest.nodes) {
       const d = drawn.find((x) => x.id === n.id)!;
@@ -53,7 +64,9 @@ describe.skipIf(!haveChromium)('search-tree view (recorded MARTI trees)', () => 
     const shapes = new Set(deepest.nodes.filter((n) => n.agent).map((n) => agentMarker(deepest.agents, n.agent)));
     expect(shapes.size).toBe(new Set(deepest.nodes.map((n) => n.agent).filter(Boolean)).size);
     expect(await h.page.getByTestId('tree-edge').count()).toBe(deepest.nodes.length - 1);
-    expect(await h.page.locator('[data-testid="tree-edge"]:not(.fresh)').count()).toBe(deepest.nodes.filter((n) => n.depth > 1).length);
+    expect(await h.page.locator('[data-testid="tree-edge"]:not(.fresh)').count()).toBe(
+      deepest.nodes.filter((n) => n.depth > 1).length,
+    );
     await h.shot('tree-view');
     expect(h.errors).toEqual([]);
   });
@@ -67,8 +80,12 @@ describe.skipIf(!haveChromium)('search-tree view (recorded MARTI trees)', () => 
       expect(await detail.getByTestId('node-program').textContent()).toBe(n.program ?? n.completion ?? '');
       expect(await detail.getByTestId('node-feedback').textContent()).toBe(n.feedback ?? '–');
       expect(await detail.getByTestId('node-prompt').textContent()).toBe(n.prompt ?? '–');
-      expect(await detail.getByTestId('node-public').textContent()).toBe(`${n.public!.passed} / ${n.public!.total} passed`);
-      expect(await detail.getByTestId('node-private').textContent()).toContain(`${n.private!.passed} / ${n.private!.total} passed`);
+      expect(await detail.getByTestId('node-public').textContent()).toBe(
+        `${n.public!.passed} / ${n.public!.total} passed`,
+      );
+      expect(await detail.getByTestId('node-private').textContent()).toContain(
+        `${n.private!.passed} / ${n.private!.total} passed`,
+      );
       const adv = await detail.getByTestId('node-advantage').textContent();
       if (n.advantage === null) expect(adv).toContain('–');
       else expect(adv).toContain(Number.isInteger(n.advantage) ? String(n.advantage) : n.advantage.toFixed(3));
@@ -88,7 +105,9 @@ describe.skipIf(!haveChromium)('search-tree view (recorded MARTI trees)', () => 
     for (let k = 0; k <= expansions; k++) {
       await slider.fill(String(k));
       await expect.poll(() => h.page.locator('[data-testid="tree-node"]:not([data-root])').count()).toBe(k);
-      const ids = await h.page.locator('[data-testid="tree-node"]:not([data-root])').evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-node-id'))).sort((a, b) => a - b));
+      const ids = await h.page
+        .locator('[data-testid="tree-node"]:not([data-root])')
+        .evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-node-id'))).sort((a, b) => a - b));
       expect(ids).toEqual(Array.from({ length: k }, (_, i) => i + 1));
       expect(await h.page.locator('[data-testid="tree-node"][data-root]').count()).toBe(1);
       expect(await h.page.getByTestId('tree-timeline-text').textContent()).toContain(`${k} of ${expansions}`);
@@ -100,7 +119,11 @@ describe.skipIf(!haveChromium)('search-tree view (recorded MARTI trees)', () => 
     await expect.poll(() => h.page.locator('[data-testid="tree-node"]:not([data-root])').count()).toBe(0);
     // replay runs to the end
     await h.page.getByTestId('tree-play').click();
-    await expect.poll(() => h.page.locator('[data-testid="tree-node"]:not([data-root])').count(), { timeout: 600 * expansions + 5000 }).toBe(expansions);
+    await expect
+      .poll(() => h.page.locator('[data-testid="tree-node"]:not([data-root])').count(), {
+        timeout: 600 * expansions + 5000,
+      })
+      .toBe(expansions);
     expect(h.errors).toEqual([]);
   });
 
@@ -109,13 +132,19 @@ describe.skipIf(!haveChromium)('search-tree view (recorded MARTI trees)', () => 
     await h.page.locator('[data-testid="tree-node"][data-root]').focus();
     await h.page.keyboard.press('ArrowDown');
     const rootKids = deepest.nodes.filter((n) => n.parentId === 0).sort((a, b) => a.id - b.id);
-    await expect.poll(() => h.page.locator('[data-testid="tree-node"][aria-selected="true"]').getAttribute('data-node-id')).toBe(String(rootKids[0]!.id));
+    await expect
+      .poll(() => h.page.locator('[data-testid="tree-node"][aria-selected="true"]').getAttribute('data-node-id'))
+      .toBe(String(rootKids[0]!.id));
     if (rootKids.length > 1) {
       await h.page.keyboard.press('ArrowRight');
-      await expect.poll(() => h.page.locator('[data-testid="tree-node"][aria-selected="true"]').getAttribute('data-node-id')).not.toBe(String(rootKids[0]!.id));
+      await expect
+        .poll(() => h.page.locator('[data-testid="tree-node"][aria-selected="true"]').getAttribute('data-node-id'))
+        .not.toBe(String(rootKids[0]!.id));
     }
     await h.page.keyboard.press('ArrowUp');
-    await expect.poll(() => h.page.locator('[data-testid="tree-node"][aria-selected="true"]').getAttribute('data-node-id')).toBe('0');
+    await expect
+      .poll(() => h.page.locator('[data-testid="tree-node"][aria-selected="true"]').getAttribute('data-node-id'))
+      .toBe('0');
     expect(h.errors).toEqual([]);
   });
 
@@ -136,28 +165,37 @@ describe.skipIf(!haveChromium)('search-tree view (recorded MARTI trees)', () => 
     expect(await view.getAttribute('data-live')).toBe('true');
     expect(await view.getAttribute('data-nodes')).toBe('1');
     expect(await h.page.getByTestId('tree-growing').textContent()).toContain(`1 of ${total} nodes`);
-    expect(await h.page.locator(`[data-testid="tree-item"][data-key="${final.step}|${final.treeId}"]`).textContent()).toContain(`growing 1 of ${total} nodes`);
+    expect(
+      await h.page.locator(`[data-testid="tree-item"][data-key="${final.step}|${final.treeId}"]`).textContent(),
+    ).toContain(`growing 1 of ${total} nodes`);
     await h.page.locator('[data-testid="tree-node"][data-node-id="1"]').click();
     await h.update({ trees: [other, growing(2)] });
     await expect.poll(() => view.getAttribute('data-nodes')).toBe('2');
     expect(await h.page.locator('[data-testid="tree-node"]:not([data-root])').count()).toBe(2);
     expect(await h.page.getByTestId('tree-growing').textContent()).toContain(`2 of ${total} nodes`);
     // the same tree, grown in place: the selected node is still selected
-    expect(await h.page.locator('[data-testid="tree-node"][aria-selected="true"]').getAttribute('data-node-id')).toBe('1');
+    expect(await h.page.locator('[data-testid="tree-node"][aria-selected="true"]').getAttribute('data-node-id')).toBe(
+      '1',
+    );
     await h.shot('tree-explorer-growing');
     await h.update({ trees: [other, final] });
     await expect.poll(() => view.getAttribute('data-live')).toBe('false');
     expect(await view.getAttribute('data-nodes')).toBe(String(total));
     expect(await h.page.getByTestId('tree-growing').count()).toBe(0);
     expect(await h.page.locator('[data-testid="tree-node"]:not([data-root])').count()).toBe(total);
-    expect(await h.page.locator('[data-testid="tree-node"][aria-selected="true"]').getAttribute('data-node-id')).toBe('1');
+    expect(await h.page.locator('[data-testid="tree-node"][aria-selected="true"]').getAttribute('data-node-id')).toBe(
+      '1',
+    );
     expect(await h.page.getByTestId('tree-item').count()).toBe(2);
     expect(h.errors).toEqual([]);
   });
 
   it('an evaluation tree (no step) says where it comes from instead of "step"', async () => {
     const { step: _step, ...evalTree } = deepest;
-    await h.mount('TreeView', { tree: { ...evalTree, mode: 'eval' }, origin: 'evaluation of the checkpoint at step 20' });
+    await h.mount('TreeView', {
+      tree: { ...evalTree, mode: 'eval' },
+      origin: 'evaluation of the checkpoint at step 20',
+    });
     const facts = h.page.locator('[data-testid="tree-view"] .facts');
     await expect.poll(() => facts.textContent()).toContain('evaluation of the checkpoint at step 20 · tree');
     await h.mount('TreeView', { tree: { ...evalTree, mode: 'eval' } });

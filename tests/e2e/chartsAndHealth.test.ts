@@ -40,11 +40,27 @@ function writeLines(dir: string, lines: object[]): void {
 
 /** A finished seqgrpo run of 200 steps (of 300) whose reward rises to `top`. */
 function seqRun(tag: string, seed: number, top: number): string {
-  const { id, dir } = createRunFolder(home, { algorithm: 'seqgrpo', preset: 'seqgrpo-copy', config: { algorithm: 'seqgrpo', budget: { steps: 300 } }, engineVersion: '0', seed, tags: [tag], notes: '' });
+  const { id, dir } = createRunFolder(home, {
+    algorithm: 'seqgrpo',
+    preset: 'seqgrpo-copy',
+    config: { algorithm: 'seqgrpo', budget: { steps: 300 } },
+    engineVersion: '0',
+    seed,
+    tags: [tag],
+    notes: '',
+  });
   const lines = Array.from({ length: 200 }, (_, i) => {
     const s = i + 1;
     const reward = top * (1 - Math.exp(-s / 40)) + 0.02 * Math.sin(s + seed);
-    return { step: s, time: T0 + s * 1.5, reward, loss: 1 - reward, zeroAdvantageShare: 0.2, 'timing.rolloutMs': 30, ...(s % 50 === 0 ? { 'eval.accuracy': reward - 0.1 } : {}) };
+    return {
+      step: s,
+      time: T0 + s * 1.5,
+      reward,
+      loss: 1 - reward,
+      zeroAdvantageShare: 0.2,
+      'timing.rolloutMs': 30,
+      ...(s % 50 === 0 ? { 'eval.accuracy': reward - 0.1 } : {}),
+    };
   });
   writeLines(dir, lines);
   updateStatus(dir, 'finished', { step: 200 });
@@ -53,7 +69,9 @@ function seqRun(tag: string, seed: number, top: number): string {
 
 beforeAll(async () => {
   const index = path.join(DEFAULT_RENDERER_DIR, 'index.html');
-  if (!fs.existsSync(index)) throw new Error(`the built renderer is missing (${index}): run \`npm run build\` before these tests`);
+  if (!fs.existsSync(index)) {
+    throw new Error(`the built renderer is missing (${index}): run \`npm run build\` before these tests`);
+  }
   fs.mkdirSync(OUTPUT, { recursive: true });
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-charts-e2e-'));
   for (const seed of [1, 2, 3]) ids[`high${seed}`] = seqRun('lr-high', seed, 0.9);
@@ -61,11 +79,41 @@ beforeAll(async () => {
 
   // A MARS run with per-family evaluation metrics, System 1 metrics, two checkpoints, and a collapse to warn about.
   {
-    const { id, dir } = createRunFolder(home, { algorithm: 'mars', preset: 'mars-tiny', config: { algorithm: 'mars', budget: { steps: 40 } }, engineVersion: '0', seed: 1, tags: [], notes: '' });
+    const { id, dir } = createRunFolder(home, {
+      algorithm: 'mars',
+      preset: 'mars-tiny',
+      config: { algorithm: 'mars', budget: { steps: 40 } },
+      engineVersion: '0',
+      seed: 1,
+      tags: [],
+      notes: '',
+    });
     const lines = Array.from({ length: 40 }, (_, i) => {
       const s = i + 1;
-      const evalLine = s % 10 === 0 ? { 'eval.exactMatch': s / 100, 'eval.exactMatch.direct': s / 80, 'eval.exactMatch.bridge': s / 200, 'eval.f1': s / 90 } : {};
-      return { step: s, time: T0 + s * 4, reward: s / 50, f1: s / 60, sys1Samples: 12, sys1DuplicateRatio: 0.1, sys2Samples: 8, answered: 0.9, zeroAdvantageShare: s > 30 ? 0.95 : 0.4, loss: 0.5, lr: 1e-3, 'timing.rolloutMs': 100, ...evalLine };
+      const evalLine =
+        s % 10 === 0
+          ? {
+              'eval.exactMatch': s / 100,
+              'eval.exactMatch.direct': s / 80,
+              'eval.exactMatch.bridge': s / 200,
+              'eval.f1': s / 90,
+            }
+          : {};
+      return {
+        step: s,
+        time: T0 + s * 4,
+        reward: s / 50,
+        f1: s / 60,
+        sys1Samples: 12,
+        sys1DuplicateRatio: 0.1,
+        sys2Samples: 8,
+        answered: 0.9,
+        zeroAdvantageShare: s > 30 ? 0.95 : 0.4,
+        loss: 0.5,
+        lr: 1e-3,
+        'timing.rolloutMs': 100,
+        ...evalLine,
+      };
     });
     writeLines(dir, lines);
     for (const step of [20, 40]) {
@@ -80,11 +128,41 @@ beforeAll(async () => {
 
   // A heterogeneous MARTI run: per-agent series, diversity that falls by half (a collapse warning).
   {
-    const { id, dir } = createRunFolder(home, { algorithm: 'marti', preset: 'marti-hetero-small', config: { algorithm: 'marti', budget: { steps: 30 } }, engineVersion: '0', seed: 1, tags: [], notes: '' });
+    const { id, dir } = createRunFolder(home, {
+      algorithm: 'marti',
+      preset: 'marti-hetero-small',
+      config: { algorithm: 'marti', budget: { steps: 30 } },
+      engineVersion: '0',
+      seed: 1,
+      tags: [],
+      notes: '',
+    });
     const lines = Array.from({ length: 30 }, (_, i) => {
       const s = i + 1;
-      const ev = s % 10 === 0 ? { 'eval.pass1': s / 100, 'eval.pass1.alpha': s / 90, 'eval.pass1.beta': s / 120, 'eval.div.distinctPrograms': 0.9 - s / 40, 'eval.div.editDistance.alpha': 0.5, 'eval.div.editDistance.beta': 0.4 } : {};
-      return { step: s, time: T0 + s * 3, reward: s / 40, 'agentReward.alpha': s / 35, 'agentReward.beta': s / 50, 'agentShare.alpha': 0.6, 'agentShare.beta': 0.4, 'loss.alpha': 0.3, 'loss.beta': 0.4, 'timing.generationMs': 50, ...ev };
+      const ev =
+        s % 10 === 0
+          ? {
+              'eval.pass1': s / 100,
+              'eval.pass1.alpha': s / 90,
+              'eval.pass1.beta': s / 120,
+              'eval.div.distinctPrograms': 0.9 - s / 40,
+              'eval.div.editDistance.alpha': 0.5,
+              'eval.div.editDistance.beta': 0.4,
+            }
+          : {};
+      return {
+        step: s,
+        time: T0 + s * 3,
+        reward: s / 40,
+        'agentReward.alpha': s / 35,
+        'agentReward.beta': s / 50,
+        'agentShare.alpha': 0.6,
+        'agentShare.beta': 0.4,
+        'loss.alpha': 0.3,
+        'loss.beta': 0.4,
+        'timing.generationMs': 50,
+        ...ev,
+      };
     });
     writeLines(dir, lines);
     updateStatus(dir, 'finished', { step: 30 });
@@ -93,18 +171,43 @@ beforeAll(async () => {
 
   // A running run (this process holds its lock, as its writer would): 10 of 100 steps at 2 s a step.
   {
-    const { id, dir } = createRunFolder(home, { algorithm: 'seqgrpo', preset: 'seqgrpo-copy', config: { algorithm: 'seqgrpo', budget: { steps: 100 } }, engineVersion: '0', seed: 4, tags: [], notes: '' });
+    const { id, dir } = createRunFolder(home, {
+      algorithm: 'seqgrpo',
+      preset: 'seqgrpo-copy',
+      config: { algorithm: 'seqgrpo', budget: { steps: 100 } },
+      engineVersion: '0',
+      seed: 4,
+      tags: [],
+      notes: '',
+    });
     releaseLock = acquireRunLock(dir);
     updateStatus(dir, 'running', { pid: process.pid, step: 0 });
-    writeLines(dir, Array.from({ length: 10 }, (_, i) => ({ step: i + 1, time: T0 + 2 * (i + 1), reward: 0.1 * i })));
+    writeLines(
+      dir,
+      Array.from({ length: 10 }, (_, i) => ({ step: i + 1, time: T0 + 2 * (i + 1), reward: 0.1 * i })),
+    );
     ids.running = id;
   }
 
   // A run that failed at step 3 with a reason, before any checkpoint.
   {
-    const { id, dir } = createRunFolder(home, { algorithm: 'seqgrpo', preset: 'seqgrpo-copy', config: { algorithm: 'seqgrpo', budget: { steps: 150 } }, engineVersion: '0', seed: 9, tags: [], notes: '' });
-    writeLines(dir, [1, 2, 3].map((s) => ({ step: s, time: T0 + s, reward: 0.1 })));
-    updateStatus(dir, 'failed', { step: 3, error: 'model.size: a 2e9-parameter model needs 8 GB; this machine has 4 GB free' });
+    const { id, dir } = createRunFolder(home, {
+      algorithm: 'seqgrpo',
+      preset: 'seqgrpo-copy',
+      config: { algorithm: 'seqgrpo', budget: { steps: 150 } },
+      engineVersion: '0',
+      seed: 9,
+      tags: [],
+      notes: '',
+    });
+    writeLines(
+      dir,
+      [1, 2, 3].map((s) => ({ step: s, time: T0 + s, reward: 0.1 })),
+    );
+    updateStatus(dir, 'failed', {
+      step: 3,
+      error: 'model.size: a 2e9-parameter model needs 8 GB; this machine has 4 GB free',
+    });
     ids.failed = id;
   }
 
@@ -133,7 +236,9 @@ describe.skipIf(!haveChromium)('charts, overlays and run health (issue 19)', () 
     const row = page.locator(`tr[data-run-id="${ids.high1}"]`);
     await expect.poll(() => row.getByTestId('run-progress').textContent()).toContain('200 / 300');
 
-    for (const key of ['high1', 'high2', 'high3', 'low1', 'low2']) await page.locator(`tr[data-run-id="${ids[key]}"] [data-testid="pick-run"]`).check();
+    for (const key of ['high1', 'high2', 'high3', 'low1', 'low2']) {
+      await page.locator(`tr[data-run-id="${ids[key]}"] [data-testid="pick-run"]`).check();
+    }
     const overlay = page.getByTestId('runs-overlay');
     await overlay.waitFor();
     await expect.poll(() => overlay.getByTestId('overlay-chart').getAttribute('data-lines')).toBe('5');
@@ -159,9 +264,14 @@ describe.skipIf(!haveChromium)('charts, overlays and run health (issue 19)', () 
     await overlay.getByTestId('overlay-metric').selectOption('reward');
     await expect.poll(() => overlay.getByTestId('overlay-chart').getAttribute('data-lines')).toBe('5');
     const pointsBefore = Number(await overlay.getByTestId('overlay-chart').getAttribute('data-points'));
-    fs.appendFileSync(path.join(home, 'runs', ids.high1!, 'metrics.jsonl'), JSON.stringify({ step: 201, time: T0 + 301.5, reward: 0.95 }) + '\n');
+    fs.appendFileSync(
+      path.join(home, 'runs', ids.high1!, 'metrics.jsonl'),
+      JSON.stringify({ step: 201, time: T0 + 301.5, reward: 0.95 }) + '\n',
+    );
     await expect.poll(() => row.getByTestId('run-progress').textContent()).toContain('201 / 300');
-    await expect.poll(async () => Number(await overlay.getByTestId('overlay-chart').getAttribute('data-points'))).toBe(pointsBefore + 1);
+    await expect
+      .poll(async () => Number(await overlay.getByTestId('overlay-chart').getAttribute('data-points')))
+      .toBe(pointsBefore + 1);
     expect(pageErrors).toEqual([]);
   });
 
@@ -169,7 +279,9 @@ describe.skipIf(!haveChromium)('charts, overlays and run health (issue 19)', () 
     await page.goto(`${server.url}#/run/${ids.mars}`);
     const headline = page.getByTestId('panel-headline');
     await headline.waitFor();
-    const first = await headline.locator('figure').evaluateAll((figs) => figs.slice(0, 2).map((f) => f.getAttribute('data-testid')));
+    const first = await headline
+      .locator('figure')
+      .evaluateAll((figs) => figs.slice(0, 2).map((f) => f.getAttribute('data-testid')));
     expect(first).toEqual(['chart-reward', 'chart-eval.exactMatch']);
     expect(await page.getByTestId('chart-reward').textContent()).toContain('mean exact-match reward');
     expect(await page.getByTestId('chart-reward').textContent()).toContain('score, 0–1');
@@ -179,7 +291,9 @@ describe.skipIf(!haveChromium)('charts, overlays and run health (issue 19)', () 
     expect(await page.getByTestId('panel-sys1').count()).toBe(1);
     expect(await page.getByTestId('panel-timing').getAttribute('open')).toBeNull();
     // the collapse warning, with its threshold
-    expect(await page.getByTestId('health-warnings').textContent()).toMatch(/zeroAdvantageShare[\s\S]*95 %[\s\S]*≥ 90 %/);
+    expect(await page.getByTestId('health-warnings').textContent()).toMatch(
+      /zeroAdvantageShare[\s\S]*95 %[\s\S]*≥ 90 %/,
+    );
     // a bounded metric stays within [0, 1] (no ±1 padding around a share)
     expect(Number(await attr('chart-reward', 'data-y-min'))).toBeGreaterThanOrEqual(-0.05);
     await page.screenshot({ path: path.join(OUTPUT, 'run-dashboard-mars.png'), fullPage: true });
@@ -192,9 +306,13 @@ describe.skipIf(!haveChromium)('charts, overlays and run health (issue 19)', () 
     const step = Number(/Step (\d+)/.exec((await picked.textContent())!)![1]);
     expect(step).toBeGreaterThan(5);
     expect(step).toBeLessThan(36);
-    expect(await page.getByTestId('picked-trajectories').getAttribute('href')).toBe(`#/run/${ids.mars}/episodes?step=${step}`);
+    expect(await page.getByTestId('picked-trajectories').getAttribute('href')).toBe(
+      `#/run/${ids.mars}/episodes?step=${step}`,
+    );
     const ck = step >= 20 ? 20 : 40;
-    expect(await page.getByTestId('picked-compare').getAttribute('href')).toBe(`#/compare?a=${encodeURIComponent(`${ids.mars}@${ck}`)}&b=${encodeURIComponent(`${ids.mars}@${ck === 20 ? 40 : 20}`)}`);
+    expect(await page.getByTestId('picked-compare').getAttribute('href')).toBe(
+      `#/compare?a=${encodeURIComponent(`${ids.mars}@${ck}`)}&b=${encodeURIComponent(`${ids.mars}@${ck === 20 ? 40 : 20}`)}`,
+    );
     await page.screenshot({ path: path.join(OUTPUT, 'run-picked-step.png'), fullPage: false });
     expect(pageErrors).toEqual([]);
   });
@@ -206,9 +324,13 @@ describe.skipIf(!haveChromium)('charts, overlays and run health (issue 19)', () 
     expect(await page.getByTestId('chart-agentReward.<agent>').getAttribute('data-lines')).toBe('2');
     expect(await page.getByTestId('chart-eval.pass1.<agent>').getAttribute('data-lines')).toBe('2');
     expect(await page.getByTestId('chart-loss.<set>').getAttribute('data-lines')).toBe('2');
-    expect(await page.getByTestId('chart-agentReward.<agent>').getByTestId('overlay-legend').textContent()).toMatch(/alpha[\s\S]*beta/);
+    expect(await page.getByTestId('chart-agentReward.<agent>').getByTestId('overlay-legend').textContent()).toMatch(
+      /alpha[\s\S]*beta/,
+    );
     expect(await page.getByTestId('panel-diversity').count()).toBe(1);
-    expect(await page.getByTestId('health-warnings').textContent()).toMatch(/eval\.div\.distinctPrograms: program diversity is falling[\s\S]*half the run’s highest/);
+    expect(await page.getByTestId('health-warnings').textContent()).toMatch(
+      /eval\.div\.distinctPrograms: program diversity is falling[\s\S]*half the run’s highest/,
+    );
     const plot = page.getByTestId('chart-reward').locator('.u-over');
     const box = (await plot.boundingBox())!;
     await plot.click({ position: { x: box.width * 0.8, y: box.height / 2 } });
@@ -218,7 +340,7 @@ describe.skipIf(!haveChromium)('charts, overlays and run health (issue 19)', () 
     expect(pageErrors).toEqual([]);
   });
 
-  it('shows a running run\'s step of total and the time left at its recent pace, on its page and in the table', async () => {
+  it("shows a running run's step of total and the time left at its recent pace, on its page and in the table", async () => {
     await page.goto(`${server.url}#/run/${ids.running}`);
     await page.getByTestId('run-eta').waitFor();
     expect(await page.getByTestId('run-progress').textContent()).toContain('10 of 100 steps (10 %)');
@@ -228,7 +350,14 @@ describe.skipIf(!haveChromium)('charts, overlays and run health (issue 19)', () 
     expect(await page.getByTestId('resume-run').isDisabled()).toBe(true);
     await page.goto(`${server.url}#/runs`);
     const row = page.locator(`tr[data-run-id="${ids.running}"]`);
-    await expect.poll(() => row.getByTestId('run-eta').textContent().catch(() => '')).toBe('≈3 min');
+    await expect
+      .poll(() =>
+        row
+          .getByTestId('run-eta')
+          .textContent()
+          .catch(() => ''),
+      )
+      .toBe('≈3 min');
     expect(await row.getByTestId('run-progress').textContent()).toContain('10 / 100');
     expect(pageErrors).toEqual([]);
   });
@@ -238,7 +367,9 @@ describe.skipIf(!haveChromium)('charts, overlays and run health (issue 19)', () 
     const banner = page.getByTestId('failure-banner');
     await banner.waitFor();
     expect(await banner.textContent()).toContain('This run failed at step 3');
-    expect(await page.getByTestId('failure-reason').textContent()).toBe('model.size: a 2e9-parameter model needs 8 GB; this machine has 4 GB free');
+    expect(await page.getByTestId('failure-reason').textContent()).toBe(
+      'model.size: a 2e9-parameter model needs 8 GB; this machine has 4 GB free',
+    );
     expect(await page.getByTestId('fix-relaunch').getAttribute('href')).toBe(`#/launch?from=${ids.failed}`);
     expect(await page.getByTestId('resume-run').count()).toBe(0);
     // the events table reads as words, not JSON
@@ -254,12 +385,19 @@ describe.skipIf(!haveChromium)('charts, overlays and run health (issue 19)', () 
     await page.setViewportSize({ width: 1024, height: 900 });
     await page.goto(`${server.url}#/runs`);
     await page.getByTestId('runs-table').waitFor();
-    for (const key of ['high1', 'high2', 'low1']) await page.locator(`tr[data-run-id="${ids[key]}"] [data-testid="pick-run"]`).check();
+    for (const key of ['high1', 'high2', 'low1']) {
+      await page.locator(`tr[data-run-id="${ids[key]}"] [data-testid="pick-run"]`).check();
+    }
     await expect.poll(() => page.getByTestId('overlay-chart').getAttribute('data-lines')).toBe('3');
-    const overflow = () => page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth') as Promise<number>;
+    const overflow = () =>
+      page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth') as Promise<number>;
     expect(await overflow()).toBeLessThanOrEqual(0);
     // the table fits its box: no column scrolled out of view
-    expect(await page.evaluate("(() => { const w = document.querySelector('.table-wrap'); return w.scrollWidth - w.clientWidth; })()")).toBeLessThanOrEqual(0);
+    expect(
+      await page.evaluate(
+        "(() => { const w = document.querySelector('.table-wrap'); return w.scrollWidth - w.clientWidth; })()",
+      ),
+    ).toBeLessThanOrEqual(0);
     await page.screenshot({ path: path.join(OUTPUT, 'runs-overlay-1024.png'), fullPage: true });
     await page.goto(`${server.url}#/run/${ids.mars}`);
     await page.getByTestId('panel-headline').waitFor();

@@ -31,22 +31,36 @@ let host: Host;
 
 /** A run folder with checkpoints at steps 1 and 2, both the shipped base model of `base`, under `config`. */
 function runWithBaseCheckpoints(config: RunConfig, preset: string, base: string): string {
-  const { id, dir } = createRunFolder(home, { algorithm: config.algorithm, preset, config, engineVersion: '0', seed: config.seed, tags: [], notes: '' });
+  const { id, dir } = createRunFolder(home, {
+    algorithm: config.algorithm,
+    preset,
+    config,
+    engineVersion: '0',
+    seed: config.seed,
+    tags: [],
+    notes: '',
+  });
   for (const step of [1, 2]) {
     const ckpt = path.join(dir, 'checkpoints', String(step));
     fs.mkdirSync(ckpt, { recursive: true });
-    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json']) fs.copyFileSync(path.join(base, f), path.join(ckpt, f));
+    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json']) {
+      fs.copyFileSync(path.join(base, f), path.join(ckpt, f));
+    }
     fs.writeFileSync(path.join(ckpt, 'trainer_state.json'), JSON.stringify({ step, config }));
   }
   return id;
 }
 
 async function evaluate(runId: string, step: number) {
-  return apiSchemas.evaluateCheckpoint.response.parse(await callApi(host.handlers, 'evaluateCheckpoint', { runId, step }));
+  return apiSchemas.evaluateCheckpoint.response.parse(
+    await callApi(host.handlers, 'evaluateCheckpoint', { runId, step }),
+  );
 }
 
 async function compare(runId: string) {
-  return apiSchemas.compareCheckpoints.response.parse(await callApi(host.handlers, 'compareCheckpoints', { a: { runId, step: 1 }, b: { runId, step: 2 } }));
+  return apiSchemas.compareCheckpoints.response.parse(
+    await callApi(host.handlers, 'compareCheckpoints', { a: { runId, step: 1 }, b: { runId, step: 2 } }),
+  );
 }
 
 const leftovers = (): string[] => (fs.existsSync(workerResultsDir(home)) ? fs.readdirSync(workerResultsDir(home)) : []);

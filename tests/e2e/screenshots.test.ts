@@ -54,7 +54,12 @@ async function train(args: string[]): Promise<string> {
  * Whether the page scrolls sideways (more content than window width), with the widest culprits for the message; and
  * the tables wider than the box that shows them (columns cut off behind a scroll or a clip).
  */
-async function overflow(): Promise<{ scrollWidth: number; clientWidth: number; wide: string[]; clippedTables: string[] }> {
+async function overflow(): Promise<{
+  scrollWidth: number;
+  clientWidth: number;
+  wide: string[];
+  clippedTables: string[];
+}> {
   return page.evaluate(`(() => {
     const root = document.documentElement;
     const name = (el) => el.tagName.toLowerCase() + (el.className && typeof el.className === 'string' ? '.' + el.className.split(' ')[0] : '') + (el.dataset.testid ? '[' + el.dataset.testid + ']' : '');
@@ -158,15 +163,23 @@ async function shootEverywhere(name: string, hash: string, ready: (p: Page) => P
       await page.screenshot({ path: path.join(OUTPUT, `${name}-${width}-${scheme}.png`), fullPage: true });
       if (scheme === 'dark') {
         const dark = await darkReadability();
-        expect.soft(dark.mainLuminance, `${name} at ${width} px in dark: the main content's background is light`).toBeLessThan(0.05);
+        expect
+          .soft(dark.mainLuminance, `${name} at ${width} px in dark: the main content's background is light`)
+          .toBeLessThan(0.05);
         expect.soft(dark.checked, `${name}: no text found to check`).toBeGreaterThan(5);
         expect.soft(dark.poor, `${name} at ${width} px in dark: text hard to read on its background`).toEqual([]);
         const ink = await lightInkOnChart();
-        if (ink !== null) expect.soft(ink, `${name} at ${width} px in dark: the chart's axes are not drawn in dark's colours`).toBeGreaterThan(50);
+        if (ink !== null) {
+          expect
+            .soft(ink, `${name} at ${width} px in dark: the chart's axes are not drawn in dark's colours`)
+            .toBeGreaterThan(50);
+        }
       }
       if (width === 1024) {
         const o = await overflow();
-        expect.soft(o.scrollWidth, `${name} at 1024 px (${scheme}) scrolls sideways: ${o.wide.join(', ')}`).toBeLessThanOrEqual(o.clientWidth);
+        expect
+          .soft(o.scrollWidth, `${name} at 1024 px (${scheme}) scrolls sideways: ${o.wide.join(', ')}`)
+          .toBeLessThanOrEqual(o.clientWidth);
         expect.soft(o.clippedTables, `${name} at 1024 px (${scheme}): tables with columns cut off`).toEqual([]);
       }
     }
@@ -181,7 +194,18 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
     if (!fs.existsSync(index)) throw new Error(`the built renderer is missing (${index}): run \`npm run build\` first`);
     fs.mkdirSync(OUTPUT, { recursive: true });
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-screens-'));
-    const seq = ['--preset', 'seqgrpo-copy', '--steps', '30', '--set', 'checkpoint.every=10', '--set', 'eval.every=10', '--set', 'eval.items=8'];
+    const seq = [
+      '--preset',
+      'seqgrpo-copy',
+      '--steps',
+      '30',
+      '--set',
+      'checkpoint.every=10',
+      '--set',
+      'eval.every=10',
+      '--set',
+      'eval.items=8',
+    ];
     const martiConfig = {
       algorithm: 'marti',
       model: { size: 'tiny' },
@@ -207,7 +231,24 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
     // one after another: the machine's cores are few
     runs.seqA = await train(seq);
     runs.seqB = await train([...seq, '--set', 'seed=1']);
-    runs.mars = await train(['--preset', 'mars-tiny', '--steps', '2', '--set', 'task.questionsPerStep=2', '--set', 'task.groupSize=4', '--set', 'model.from={"kind":"random"}', '--set', 'eval.every=0', '--set', 'eval.items=7', '--set', 'checkpoint.every=1']);
+    runs.mars = await train([
+      '--preset',
+      'mars-tiny',
+      '--steps',
+      '2',
+      '--set',
+      'task.questionsPerStep=2',
+      '--set',
+      'task.groupSize=4',
+      '--set',
+      'model.from={"kind":"random"}',
+      '--set',
+      'eval.every=0',
+      '--set',
+      'eval.items=7',
+      '--set',
+      'checkpoint.every=1',
+    ]);
     runs.marti = await train(['--config', martiFile]);
 
     host = await createHost({ home, launcher: nodeRunLauncher(), transport: 'web' });
@@ -227,7 +268,9 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
   it('Launch lists the recommended preset first and marks the GPU-only ones', async () => {
     await page.goto(`${server.url}#/launch`);
     await page.getByTestId('launch-empty').waitFor();
-    const cards = page.locator('[data-testid^="preset-"]:not([data-testid="preset-recommended"]):not([data-testid="preset-gpu"])');
+    const cards = page.locator(
+      '[data-testid^="preset-"]:not([data-testid="preset-recommended"]):not([data-testid="preset-gpu"])',
+    );
     expect(await cards.first().getAttribute('data-testid')).toBe('preset-seqgrpo-copy');
     expect(await page.getByTestId('preset-seqgrpo-copy').getByTestId('preset-recommended').count()).toBe(1);
     for (const name of ['mars-small', 'marti-homo-small', 'marti-hetero-small', 'marti-single-small']) {
@@ -246,7 +289,9 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
     await page.getByTestId('preset-seqgrpo-reverse').click();
     await page.getByTestId('launch-form').waitFor();
     const headingInView = async (): Promise<boolean> =>
-      page.evaluate(`(() => { const el = document.querySelector('.form-heading'); if (!el) return false; const r = el.getBoundingClientRect(); return r.top >= 0 && r.top < window.innerHeight; })()`);
+      page.evaluate(
+        `(() => { const el = document.querySelector('.form-heading'); if (!el) return false; const r = el.getBoundingClientRect(); return r.top >= 0 && r.top < window.innerHeight; })()`,
+      );
     await expect.poll(headingInView, { timeout: 5_000 }).toBe(true);
 
     await page.goto(`${server.url}#/runs`);
@@ -274,7 +319,9 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
     await page.locator('#field-task-maxOps').fill('2');
     await page.locator('#field-task-trainTasks').fill('100000');
     const poolError = page.locator('[data-path="task.trainTasks"] [data-testid="field-error"]');
-    await expect.poll(() => poolError.textContent(), { timeout: 10_000 }).toMatch(/at most \d+ distinct training targets of 1–2 operations/);
+    await expect
+      .poll(() => poolError.textContent(), { timeout: 10_000 })
+      .toMatch(/at most \d+ distinct training targets of 1–2 operations/);
     expect(await page.getByTestId('start-run').isDisabled()).toBe(true);
     await page.screenshot({ path: path.join(OUTPUT, 'launch-pool-error-1440-light.png'), fullPage: true });
   });
@@ -283,7 +330,11 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
     await page.goto(`${server.url}#/compare`);
     await page.getByTestId('run-A').waitFor();
     await page.getByTestId('run-A').selectOption(runs.mars);
-    const optionsB = async (): Promise<string[]> => page.getByTestId('run-B').locator('option:not([disabled])').evaluateAll((els) => els.map((e) => (e as unknown as { value: string }).value));
+    const optionsB = async (): Promise<string[]> =>
+      page
+        .getByTestId('run-B')
+        .locator('option:not([disabled])')
+        .evaluateAll((els) => els.map((e) => (e as unknown as { value: string }).value));
     await expect.poll(optionsB).toEqual([runs.mars]);
     await page.getByTestId('run-A').selectOption(runs.seqA);
     await expect.poll(async () => (await optionsB()).sort()).toEqual([runs.seqA, runs.seqB].sort());
@@ -296,7 +347,9 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
     const summary = page.getByTestId('compare-result').locator('p.muted').first();
     await expect.poll(() => summary.textContent(), { timeout: 120_000 }).toContain(`${runs.seqA} @ step 10`);
     // a pasted link in the open tab: the view shows that comparison
-    await page.evaluate(`location.hash = ${JSON.stringify(`#/compare?a=${encodeURIComponent(`${runs.seqA}@20`)}&b=${encodeURIComponent(`${runs.seqA}@30`)}`)}`);
+    await page.evaluate(
+      `location.hash = ${JSON.stringify(`#/compare?a=${encodeURIComponent(`${runs.seqA}@20`)}&b=${encodeURIComponent(`${runs.seqA}@30`)}`)}`,
+    );
     await expect.poll(() => summary.textContent(), { timeout: 120_000 }).toContain(`B = ${runs.seqA} @ step 30`);
     expect(await summary.textContent()).toContain(`A = ${runs.seqA} @ step 20`);
     expect(await page.getByTestId('step-A').inputValue()).toBe('20');
@@ -367,7 +420,9 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
 
   it('screenshots: Compare with two MARTI checkpoints’ trees side by side', async () => {
     // opened from the address, then the button (a page opened on an address waits for it)
-    await page.goto(`${server.url}#/compare?a=${encodeURIComponent(`${runs.marti}@1`)}&b=${encodeURIComponent(`${runs.marti}@2`)}`);
+    await page.goto(
+      `${server.url}#/compare?a=${encodeURIComponent(`${runs.marti}@1`)}&b=${encodeURIComponent(`${runs.marti}@2`)}`,
+    );
     await expect.poll(() => page.getByTestId('step-B').inputValue(), { timeout: 20_000 }).toBe('2');
     await page.getByTestId('compare-run').click();
     await page.getByTestId('compare-result').waitFor({ timeout: 300_000 });

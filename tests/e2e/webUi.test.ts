@@ -26,7 +26,9 @@ const OUTPUT = path.resolve('tests/output/e2e');
 const STEPS = 60;
 
 if (!haveChromium) {
-  console.warn(`tests/e2e/webUi.test.ts skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
+  console.warn(
+    `tests/e2e/webUi.test.ts skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`,
+  );
 }
 
 let home: string;
@@ -44,7 +46,9 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
   beforeAll(async () => {
     const index = path.join(DEFAULT_RENDERER_DIR, 'index.html');
     if (!fs.existsSync(index)) {
-      throw new Error(`the built renderer is missing (${index}): run \`npm run build\` before these tests (.ci/run does)`);
+      throw new Error(
+        `the built renderer is missing (${index}): run \`npm run build\` before these tests (.ci/run does)`,
+      );
     }
     fs.mkdirSync(OUTPUT, { recursive: true });
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-e2e-'));
@@ -105,7 +109,9 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     const steps = page.locator('#field-budget-steps');
     await steps.waitFor();
     // the form is filled from the preset file
-    expect(await steps.inputValue()).toBe(String((loadPreset('seqgrpo-copy').config as { budget: { steps: number } }).budget.steps));
+    expect(await steps.inputValue()).toBe(
+      String((loadPreset('seqgrpo-copy').config as { budget: { steps: number } }).budget.steps),
+    );
 
     // Inline validation from the host: an impossible budget is named beside its field and blocks the start.
     await steps.fill('0');
@@ -130,14 +136,22 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     await shot('run');
 
     // Points arrived while the page was open, in several updates (pushed events), not all in the first load.
-    const updates = (await page.evaluate(() => (globalThis as Record<string, unknown>)['__chartUpdates'])) as { name: string; points: number; at: number }[];
+    const updates = (await page.evaluate(() => (globalThis as Record<string, unknown>)['__chartUpdates'])) as {
+      name: string;
+      points: number;
+      at: number;
+    }[];
     const reward = updates.filter((u) => u.name === 'chart-reward' && u.points > 0);
     expect(reward.length).toBeGreaterThan(1);
     for (let i = 1; i < reward.length; i++) expect(reward[i]!.points).toBeGreaterThan(reward[i - 1]!.points);
     expect(reward.at(-1)!.points).toBe(STEPS);
 
     // The benchmark figure: from a metrics line's time (written just before its append) to the chart drawing it.
-    const lines = fs.readFileSync(path.join(home, 'runs', runId, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { step: number; time: number });
+    const lines = fs
+      .readFileSync(path.join(home, 'runs', runId, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { step: number; time: number });
     const latencies = reward
       .map((u) => ({ u, line: lines.find((l) => l.step === u.points) }))
       .filter((x) => x.line && x.u.points > reward[0]!.points)
@@ -150,12 +164,16 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
       maxMs: latencies.at(-1) ?? null,
     };
     fs.writeFileSync(path.join(OUTPUT, 'append-to-chart-latency.json'), JSON.stringify(figure, null, 2) + '\n');
-    console.log(`append→chart latency over ${figure.updates} live updates: median ${figure.medianMs} ms, p90 ${figure.p90Ms} ms, max ${figure.maxMs} ms`);
+    console.log(
+      `append→chart latency over ${figure.updates} live updates: median ${figure.medianMs} ms, p90 ${figure.p90Ms} ms, max ${figure.maxMs} ms`,
+    );
 
     // Clone: the form comes back with this run's settings.
     await page.goto(`${server.url}#/launch?from=${encodeURIComponent(runId)}`);
     await page.locator('#field-budget-steps').waitFor();
-    await expect.poll(() => page.locator('#field-budget-steps').inputValue(), { timeout: 20_000, interval: 200 }).toBe(String(STEPS));
+    await expect
+      .poll(() => page.locator('#field-budget-steps').inputValue(), { timeout: 20_000, interval: 200 })
+      .toBe(String(STEPS));
     expect(await page.getByTestId('launch-form').textContent()).toContain(runId);
   });
 
@@ -166,10 +184,14 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     await page.evaluate(() => void ((globalThis as Record<string, unknown>)['__sameDocument'] = true));
 
     let runId: string | undefined;
-    const cli = spawnCli(['train', '--preset', 'seqgrpo-increment', '--steps', '5', '--home', home, '--json'], {}, (line) => {
-      const message = JSON.parse(line) as { runId?: string };
-      runId ??= message.runId;
-    });
+    const cli = spawnCli(
+      ['train', '--preset', 'seqgrpo-increment', '--steps', '5', '--home', home, '--json'],
+      {},
+      (line) => {
+        const message = JSON.parse(line) as { runId?: string };
+        runId ??= message.runId;
+      },
+    );
     expect(await cli.exited).toBe(0);
     expect(runId).toBeDefined();
     const row = page.locator(`tr[data-run-id="${runId}"]`);
@@ -207,7 +229,10 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     const chart = page.getByTestId('chart-reward');
     await chart.waitFor({ timeout: 60_000 });
     await expect.poll(() => chart.getAttribute('data-points'), { timeout: 150_000, interval: 250 }).toBe('2');
-    const updates = (await page.evaluate(() => (globalThis as Record<string, unknown>)['__chartUpdates'])) as { name: string; points: number }[];
+    const updates = (await page.evaluate(() => (globalThis as Record<string, unknown>)['__chartUpdates'])) as {
+      name: string;
+      points: number;
+    }[];
     // the chart grew while the page was open (the last step's point came as a pushed event)
     expect(updates.filter((u) => u.name === 'chart-reward' && u.points === 2).length).toBeGreaterThan(0);
     await page.locator('[data-testid="run-status"]', { hasText: 'finished' }).waitFor({ timeout: 120_000 });
@@ -272,7 +297,12 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     await page.locator('[data-testid="tree-view"][data-live="true"]').waitFor({ timeout: 150_000 });
     await shot('tree-growing');
     // both steps' final trees arrive while the tab is open (2 problems per step)
-    await expect.poll(() => page.locator('[data-testid="tree-item"][data-live="false"]').count(), { timeout: 150_000, interval: 500 }).toBe(4);
+    await expect
+      .poll(() => page.locator('[data-testid="tree-item"][data-live="false"]').count(), {
+        timeout: 150_000,
+        interval: 500,
+      })
+      .toBe(4);
     await page.locator('[data-testid="run-status"]', { hasText: 'finished' }).waitFor({ timeout: 120_000 });
     expect(await page.getByTestId('tree-item').count()).toBe(4);
     await expect.poll(() => page.getByTestId('tree-view').getAttribute('data-live')).toBe('false');
@@ -288,7 +318,13 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
       const mine = states.filter((x) => x.tree === tree);
       const finalAt = mine.findIndex((x) => !x.live);
       const growing = mine.slice(0, finalAt < 0 ? mine.length : finalAt).filter((x) => x.live);
-      return finalAt > 0 && mine[finalAt]!.nodes === 5 && growing.length >= 2 && growing.some((x, i) => i > 0 && x.nodes > growing[0]!.nodes) && mine.slice(finalAt).every((x) => !x.live);
+      return (
+        finalAt > 0 &&
+        mine[finalAt]!.nodes === 5 &&
+        growing.length >= 2 &&
+        growing.some((x, i) => i > 0 && x.nodes > growing[0]!.nodes) &&
+        mine.slice(finalAt).every((x) => !x.live)
+      );
     });
     expect(grown.length, JSON.stringify(states)).toBeGreaterThan(0);
     for (const x of states.filter((y) => y.live)) expect(x.nodes).toBeLessThanOrEqual(5);
@@ -302,7 +338,9 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     await expect.poll(() => page.getByTestId('diversity-chart').count(), { timeout: 20_000 }).toBeGreaterThan(0);
     // per-agent measures: one line per agent and the team's (which measures exist depends on what the untrained
     // agents wrote: distances need two parsed programs of one problem)
-    const lines = await page.getByTestId('diversity-chart').evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-lines'))));
+    const lines = await page
+      .getByTestId('diversity-chart')
+      .evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-lines'))));
     expect(Math.max(...lines)).toBe(3);
     await page.getByTestId('solved-matrix').waitFor();
     expect(await page.locator('[data-testid="solved-matrix"] tbody tr').count()).toBeGreaterThan(0);
@@ -312,7 +350,9 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
 
   it('compares the mars-tiny run’s two checkpoints: metrics side by side, paired statistics, one item’s two outputs and episodes', async () => {
     expect(marsRun).not.toBe('');
-    await page.goto(`${server.url}#/compare?a=${encodeURIComponent(`${marsRun}@1`)}&b=${encodeURIComponent(`${marsRun}@2`)}`);
+    await page.goto(
+      `${server.url}#/compare?a=${encodeURIComponent(`${marsRun}@1`)}&b=${encodeURIComponent(`${marsRun}@2`)}`,
+    );
     await page.getByTestId('compare-view').waitFor();
     await expect.poll(() => page.getByTestId('step-B').inputValue(), { timeout: 20_000 }).toBe('2');
     expect(await page.getByTestId('step-A').inputValue()).toBe('1');
@@ -343,12 +383,22 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     const rows = page.locator('[data-testid="runs-table"] tbody tr[data-run-id]');
     await expect.poll(() => rows.count(), { timeout: 20_000 }).toBeGreaterThanOrEqual(3);
     const scoreOf = async (algorithm: string): Promise<string[]> =>
-      rows.filter({ has: page.locator('td:nth-child(3)', { hasText: new RegExp(`^${algorithm}$`) }) }).getByTestId('held-out-score').allTextContents();
+      rows
+        .filter({ has: page.locator('td:nth-child(3)', { hasText: new RegExp(`^${algorithm}$`) }) })
+        .getByTestId('held-out-score')
+        .allTextContents();
     // These runs evaluated at their end: MARS logs eval.exactMatch, MARTI eval.pass1, seqgrpo eval.accuracy.
-    for (const [algorithm, label] of [['mars', 'exact match'], ['marti', 'pass@1'], ['seqgrpo', 'accuracy']] as const) {
+    for (const [algorithm, label] of [
+      ['mars', 'exact match'],
+      ['marti', 'pass@1'],
+      ['seqgrpo', 'accuracy'],
+    ] as const) {
       const cells = await scoreOf(algorithm);
       // (a run stopped before its first evaluation shows '–')
-      expect(cells.some((cell) => new RegExp(`^\\s*\\d\\S*\\s+${label}\\s*$`).test(cell)), `${algorithm}: ${JSON.stringify(cells)}`).toBe(true);
+      expect(
+        cells.some((cell) => new RegExp(`^\\s*\\d\\S*\\s+${label}\\s*$`).test(cell)),
+        `${algorithm}: ${JSON.stringify(cells)}`,
+      ).toBe(true);
     }
     await shot('runs-held-out');
     expect(pageErrors).toEqual([]);

@@ -28,7 +28,10 @@ export async function probeBackends(): Promise<BackendProbe[]> {
         err instanceof BackendUnavailableError
           ? err.attempts
               .filter((a) => a.backend === backend)
-              .map((a) => `${a.package}: ${a.status === 'failed' ? 'failed: ' : ''}${a.detail.split(/(?<=[A-Za-z)])\. /)[0]}`)
+              .map(
+                (a) =>
+                  `${a.package}: ${a.status === 'failed' ? 'failed: ' : ''}${a.detail.split(/(?<=[A-Za-z)])\. /)[0]}`,
+              )
               .join('; ')
           : String(err);
       probes.push({ backend, present: false, reason });
@@ -47,9 +50,14 @@ export async function availableBackends(): Promise<BackendName[]> {
  * tests fail instead of skipping it. bench/gpu.sh sets it to webgpu on a machine with an NVIDIA Vulkan driver.
  */
 export function expectedBackends(env: NodeJS.ProcessEnv = process.env): BackendName[] {
-  const names = (env.MARS_LAB_EXPECT_BACKENDS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const names = (env.MARS_LAB_EXPECT_BACKENDS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const n of names) {
-    if (!BACKENDS.includes(n as BackendName)) throw new Error(`MARS_LAB_EXPECT_BACKENDS: unknown backend '${n}' (known: ${BACKENDS.join(', ')})`);
+    if (!BACKENDS.includes(n as BackendName)) {
+      throw new Error(`MARS_LAB_EXPECT_BACKENDS: unknown backend '${n}' (known: ${BACKENDS.join(', ')})`);
+    }
   }
   return names as BackendName[];
 }

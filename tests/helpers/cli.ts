@@ -6,9 +6,15 @@ const run = promisify(execFile);
 export const BIN = path.resolve('engine/bin/mars-lab.mjs');
 
 /** Run `mars-lab …` as a user would (the package's bin through Node) and collect its exit code and output. */
-export async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function cli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { maxBuffer: 64 << 20, env: { ...process.env, ...env } });
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], {
+      maxBuffer: 64 << 20,
+      env: { ...process.env, ...env },
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -17,10 +23,17 @@ export async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<
 }
 
 /** Start `mars-lab …` in the background; `lines` receives each complete stdout line as it arrives. */
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv, onLine: (line: string) => void): { child: ChildProcess; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  onLine: (line: string) => void,
+): { child: ChildProcess; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let buf = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
     buf += chunk;
     let i: number;
     while ((i = buf.indexOf('\n')) >= 0) {
@@ -28,7 +41,7 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv, onLine: (line: 
       buf = buf.slice(i + 1);
     }
   });
-  child.stderr!.resume();
+  child.stderr.resume();
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { child, exited };
 }

@@ -8,7 +8,11 @@ export type Ending = 'whole' | 'cut' | 'reset';
  * arrived, the server closed, or `timeoutMs` passed (a cut-off request is left waiting). 'reset' sends a TCP reset
  * right after writing.
  */
-export function rawExchange(port: number, text: string, opts: { ending?: Ending; timeoutMs?: number } = {}): Promise<string> {
+export function rawExchange(
+  port: number,
+  text: string,
+  opts: { ending?: Ending; timeoutMs?: number } = {},
+): Promise<string> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port });
     let got = '';

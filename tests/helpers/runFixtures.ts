@@ -2,7 +2,9 @@ import fs from 'node:fs';
 import type { RunConfigInput } from '../../engine/runs/configSchema';
 
 /** A seqgrpo config small enough that a step takes a few milliseconds. */
-export function quickConfig(over: { steps?: number; checkpointEvery?: number; evalEvery?: number } = {}): RunConfigInput {
+export function quickConfig(
+  over: { steps?: number; checkpointEvery?: number; evalEvery?: number } = {},
+): RunConfigInput {
   return {
     algorithm: 'seqgrpo',
     seed: 3,

@@ -23,5 +23,8 @@ export function tinyConfig(over: Partial<LlamaConfig> = {}): LlamaConfig {
 export function tinyModel(seed = 1, over: Partial<LlamaConfig> = {}, std = 0.3): LlamaModel {
   const cfg = tinyConfig(over);
   const rng = new Rng(seed);
-  return modelFromHf(cfg, initHfTensors(cfg, () => rng.normal(), std));
+  return modelFromHf(
+    cfg,
+    initHfTensors(cfg, () => rng.normal(), std),
+  );
 }

@@ -25,7 +25,9 @@ describe('mars-lab CLI', () => {
     expect(code).toBe(0);
     const r = JSON.parse(stdout);
     expect(['tensorflow', 'webgpu', 'wasm', 'cpu']).toContain(r.chosen);
-    expect(r.attempts.map((a: { backend: string }) => a.backend)).toEqual(expect.arrayContaining(['tensorflow', 'webgpu', 'wasm', 'cpu']));
+    expect(r.attempts.map((a: { backend: string }) => a.backend)).toEqual(
+      expect.arrayContaining(['tensorflow', 'webgpu', 'wasm', 'cpu']),
+    );
     for (const a of r.attempts) {
       expect(['chosen', 'not-installed', 'no-adapter', 'software-adapter', 'failed', 'not-tried']).toContain(a.status);
       expect(a.detail.length).toBeGreaterThan(5);
@@ -54,7 +56,18 @@ describe('mars-lab CLI', () => {
     const cfgFile = path.join(dir, 'config.json');
     fs.writeFileSync(
       cfgFile,
-      JSON.stringify({ vocab_size: 30, hidden_size: 24, intermediate_size: 40, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2, max_position_embeddings: 64, rope_theta: 10000, rms_norm_eps: 1e-5, tie_word_embeddings: false }),
+      JSON.stringify({
+        vocab_size: 30,
+        hidden_size: 24,
+        intermediate_size: 40,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        num_key_value_heads: 2,
+        max_position_embeddings: 64,
+        rope_theta: 10000,
+        rms_norm_eps: 1e-5,
+        tie_word_embeddings: false,
+      }),
     );
     const [a, b, c] = ['a', 'b', 'c'].map((n) => path.join(dir, n));
     expect((await cli('model', 'init', '--config', cfgFile, '--out', a!, '--seed', '7', '--std', '0.5')).code).toBe(0);
@@ -72,7 +85,9 @@ describe('mars-lab CLI', () => {
 
     const cfg = parseLlamaConfig(JSON.parse(fs.readFileSync(path.join(a!, 'config.json'), 'utf8')));
     const st = await readSafetensorsFile(path.join(a!, 'model.safetensors'));
-    const tensors = Object.fromEntries(Object.entries(st.tensors).map(([n, t]) => [n, { shape: t.shape, data: t.data as Float32Array }]));
+    const tensors = Object.fromEntries(
+      Object.entries(st.tensors).map(([n, t]) => [n, { shape: t.shape, data: t.data as Float32Array }]),
+    );
     const ref = referenceLogits(cfg, tensors, [3, 17, 5]).at(-1)!;
     const scale = Math.max(...ref.map(Math.abs));
     expect(scale).toBeGreaterThan(0.1);

@@ -11,7 +11,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { describeFailure, describeIoError, jsonNestingDepth, noteInput, noteRun, resetCliContext } from '../../engine/commands/ioErrors';
+import {
+  describeFailure,
+  describeIoError,
+  jsonNestingDepth,
+  noteInput,
+  noteRun,
+  resetCliContext,
+} from '../../engine/commands/ioErrors';
 import { JsonlAppender } from '../../engine/runs/jsonl';
 import { UserError } from '../../engine/userError';
 import { BIN, cli } from '../helpers/cli';
@@ -25,7 +32,18 @@ beforeAll(() => {
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(
     path.join(dir, 'run.json'),
-    JSON.stringify({ id: RUN, createdAt: '2026-12-01T00:00:00Z', algorithm: 'seqgrpo', config: {}, engineVersion: 'test', seed: 1, status: 'finished', statusAt: '2026-12-01T00:00:00Z', tags: [], notes: '' }),
+    JSON.stringify({
+      id: RUN,
+      createdAt: '2026-12-01T00:00:00Z',
+      algorithm: 'seqgrpo',
+      config: {},
+      engineVersion: 'test',
+      seed: 1,
+      status: 'finished',
+      statusAt: '2026-12-01T00:00:00Z',
+      tags: [],
+      notes: '',
+    }),
   );
   fs.writeFileSync(path.join(dir, 'metrics.jsonl'), '{"step":1,"time":1,"reward":0.5}\n');
 });
@@ -43,31 +61,50 @@ const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
 
 describe('I/O errors at the CLI boundary', () => {
   it('a full disk (ENOSPC, /dev/full) names the file and says to free space', async () => {
-    expectOneLine(await cli(['export', RUN, '--csv', '--out', '/dev/full', '--home', home]), /^mars-lab: no space left on device writing \/dev\/full: free space, then run the command again$/);
+    expectOneLine(
+      await cli(['export', RUN, '--csv', '--out', '/dev/full', '--home', home]),
+      /^mars-lab: no space left on device writing \/dev\/full: free space, then run the command again$/,
+    );
   });
 
   it('a folder where a file was expected (EISDIR)', async () => {
-    expectOneLine(await cli(['export', RUN, '--csv', '--out', home, '--home', home]), new RegExp(`^mars-lab: ${home} is a folder, expected a file: name a file$`));
+    expectOneLine(
+      await cli(['export', RUN, '--csv', '--out', home, '--home', home]),
+      new RegExp(`^mars-lab: ${home} is a folder, expected a file: name a file$`),
+    );
   });
 
   it('a place that refuses writes even to root (EACCES, /sys)', async () => {
-    expectOneLine(await cli(['export', RUN, '--csv', '--out', '/sys/mars-lab-export.csv', '--home', home]), /^mars-lab: permission denied on \/sys\/mars-lab-export\.csv: check the permissions of \/sys\/mars-lab-export\.csv and its folder \(ls -ld\)/);
+    expectOneLine(
+      await cli(['export', RUN, '--csv', '--out', '/sys/mars-lab-export.csv', '--home', home]),
+      /^mars-lab: permission denied on \/sys\/mars-lab-export\.csv: check the permissions of \/sys\/mars-lab-export\.csv and its folder \(ls -ld\)/,
+    );
   });
 
   it('a home under a file (ENOTDIR)', async () => {
     const file = path.join(home, 'a-file');
     fs.writeFileSync(file, 'x');
-    expectOneLine(await cli(['ls', '--home', path.join(file, 'home')]), /^mars-lab: .*a-file\/home\/index\.json: part of this path is a file, expected a folder: check the path$/);
+    expectOneLine(
+      await cli(['ls', '--home', path.join(file, 'home')]),
+      /^mars-lab: .*a-file\/home\/index\.json: part of this path is a file, expected a folder: check the path$/,
+    );
   });
 
   it('too few open files to load the engine (EMFILE, ulimit -n 30)', async () => {
-    const r = await promisify(execFile)('sh', ['-c', 'ulimit -n 30 && exec "$NODE_BIN" "$CLI_BIN" ls --home "$HOME_DIR"'], {
-      env: { ...process.env, NODE_BIN: process.execPath, CLI_BIN: BIN, HOME_DIR: home },
-    }).then(
+    const r = await promisify(execFile)(
+      'sh',
+      ['-c', 'ulimit -n 30 && exec "$NODE_BIN" "$CLI_BIN" ls --home "$HOME_DIR"'],
+      {
+        env: { ...process.env, NODE_BIN: process.execPath, CLI_BIN: BIN, HOME_DIR: home },
+      },
+    ).then(
       () => ({ code: 0, stderr: '' }),
       (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
     );
-    expectOneLine(r, /^mars-lab: too many open files while loading.*: raise the limit \(it is 30\), e\.g\. ulimit -n 4096/);
+    expectOneLine(
+      r,
+      /^mars-lab: too many open files while loading.*: raise the limit \(it is 30\), e\.g\. ulimit -n 4096/,
+    );
   });
 });
 
@@ -75,7 +112,10 @@ describe('inputs nested too deeply', () => {
   it('a config file of 100,000 nested arrays is named, not a stack overflow', async () => {
     const file = path.join(home, 'deep-config.json');
     fs.writeFileSync(file, `{"algorithm":"seqgrpo","notes":${deep(100_000)}}`);
-    expectOneLine(await cli(['train', '--config', file, '--home', home]), new RegExp(`^mars-lab: ${file}: the config nested 100001 levels deep \\(the limit is 256\\)`));
+    expectOneLine(
+      await cli(['train', '--config', file, '--home', home]),
+      new RegExp(`^mars-lab: ${file}: the config nested 100001 levels deep \\(the limit is 256\\)`),
+    );
   });
 
   it("a run's run.json of 100,000 nested arrays is named by show, resume and export", async () => {
@@ -83,9 +123,19 @@ describe('inputs nested too deeply', () => {
     const dir = path.join(home, 'runs', id);
     fs.mkdirSync(dir, { recursive: true });
     const file = path.join(dir, 'run.json');
-    fs.writeFileSync(file, `{"id":"${id}","createdAt":"2026-12-01T00:00:00Z","algorithm":"seqgrpo","config":${deep(100_000)},"engineVersion":"x","seed":1,"status":"stopped","statusAt":"2026-12-01T00:00:00Z","tags":[],"notes":""}`);
-    for (const args of [['show', id], ['resume', id], ['export', id, '--csv']]) {
-      expectOneLine(await cli([...args, '--home', home]), new RegExp(`^mars-lab: ${file}: run.json nested 100001 levels deep`));
+    fs.writeFileSync(
+      file,
+      `{"id":"${id}","createdAt":"2026-12-01T00:00:00Z","algorithm":"seqgrpo","config":${deep(100_000)},"engineVersion":"x","seed":1,"status":"stopped","statusAt":"2026-12-01T00:00:00Z","tags":[],"notes":""}`,
+    );
+    for (const args of [
+      ['show', id],
+      ['resume', id],
+      ['export', id, '--csv'],
+    ]) {
+      expectOneLine(
+        await cli([...args, '--home', home]),
+        new RegExp(`^mars-lab: ${file}: run.json nested 100001 levels deep`),
+      );
     }
     fs.rmSync(dir, { recursive: true });
   });
@@ -116,31 +166,56 @@ describe('the mapper', () => {
       log.close();
     }
     expect((caught as NodeJS.ErrnoException).code).toBe('ENOSPC');
-    expect(describeFailure(caught)).toEqual({ message: 'no space left on device writing /dev/full: free space, then run the command again', exitCode: 2 });
+    expect(describeFailure(caught)).toEqual({
+      message: 'no space left on device writing /dev/full: free space, then run the command again',
+      exitCode: 2,
+    });
     noteRun('20261201-000000-seqgrpo-ab12');
-    expect(describeFailure(caught).message).toBe('no space left on device writing /dev/full: free space, then continue with: mars-lab resume 20261201-000000-seqgrpo-ab12');
+    expect(describeFailure(caught).message).toBe(
+      'no space left on device writing /dev/full: free space, then continue with: mars-lab resume 20261201-000000-seqgrpo-ab12',
+    );
     const inRun = errno('ENOSPC', 'write', '/h/runs/20261201-000000-x-0001/metrics.jsonl');
     resetCliContext();
-    expect(describeIoError(inRun)).toBe('no space left on device writing /h/runs/20261201-000000-x-0001/metrics.jsonl: free space, then continue with: mars-lab resume 20261201-000000-x-0001');
+    expect(describeIoError(inRun)).toBe(
+      'no space left on device writing /h/runs/20261201-000000-x-0001/metrics.jsonl: free space, then continue with: mars-lab resume 20261201-000000-x-0001',
+    );
   });
 
   it('EROFS, EACCES, EISDIR and EMFILE each say what to do', () => {
-    expect(describeIoError(errno('EROFS', 'open', '/mnt/ro/out.csv'))).toBe('/mnt/ro/out.csv is on a read-only file system: write to a writable place (another --out, --home DIR or MARS_LAB_HOME)');
-    expect(describeIoError(errno('EROFS', 'open', '/mnt/ro/runs/r1/metrics.jsonl'))).toBe('/mnt/ro/runs/r1/metrics.jsonl is on a read-only file system: choose a writable home (--home DIR or MARS_LAB_HOME)');
-    expect(describeIoError(errno('EACCES', 'open', '/srv/x.json'))).toBe('permission denied on /srv/x.json: check the permissions of /srv/x.json and its folder (ls -ld), or use another place');
-    expect(describeIoError(errno('EISDIR', 'read', '/srv/config'))).toBe('/srv/config is a folder, expected a file: name a file');
-    expect(describeIoError(errno('EMFILE', 'open', '/h/runs/r2/events.jsonl'))).toBe('too many open files (opening /h/runs/r2/events.jsonl): raise the limit (ulimit -n 4096), then continue with: mars-lab resume r2');
-    for (const code of ['ENOSPC', 'EROFS', 'EACCES', 'EISDIR', 'EMFILE']) expect(describeFailure(errno(code, 'open', '/x')).exitCode).toBe(2);
+    expect(describeIoError(errno('EROFS', 'open', '/mnt/ro/out.csv'))).toBe(
+      '/mnt/ro/out.csv is on a read-only file system: write to a writable place (another --out, --home DIR or MARS_LAB_HOME)',
+    );
+    expect(describeIoError(errno('EROFS', 'open', '/mnt/ro/runs/r1/metrics.jsonl'))).toBe(
+      '/mnt/ro/runs/r1/metrics.jsonl is on a read-only file system: choose a writable home (--home DIR or MARS_LAB_HOME)',
+    );
+    expect(describeIoError(errno('EACCES', 'open', '/srv/x.json'))).toBe(
+      'permission denied on /srv/x.json: check the permissions of /srv/x.json and its folder (ls -ld), or use another place',
+    );
+    expect(describeIoError(errno('EISDIR', 'read', '/srv/config'))).toBe(
+      '/srv/config is a folder, expected a file: name a file',
+    );
+    expect(describeIoError(errno('EMFILE', 'open', '/h/runs/r2/events.jsonl'))).toBe(
+      'too many open files (opening /h/runs/r2/events.jsonl): raise the limit (ulimit -n 4096), then continue with: mars-lab resume r2',
+    );
+    for (const code of ['ENOSPC', 'EROFS', 'EACCES', 'EISDIR', 'EMFILE']) {
+      expect(describeFailure(errno(code, 'open', '/x')).exitCode).toBe(2);
+    }
   });
 
   it('a stack overflow is one line naming the inputs; a bug keeps its stack; a UserError keeps its lines', () => {
     noteInput('/cfg/deep.json');
     const overflow = new RangeError('Maximum call stack size exceeded');
-    expect(describeFailure(overflow)).toEqual({ message: expect.stringMatching(/^an input is nested too deeply to process .*check \/cfg\/deep\.json;/), exitCode: 2 });
+    expect(describeFailure(overflow)).toEqual({
+      message: expect.stringMatching(/^an input is nested too deeply to process .*check \/cfg\/deep\.json;/),
+      exitCode: 2,
+    });
     const bug = describeFailure(new TypeError('x is undefined'));
     expect(bug.exitCode).toBe(1);
     expect(bug.stack).toMatch(/TypeError: x is undefined/);
-    expect(describeFailure(new UserError('a.json: first\nb.json: second \x1b]0;t\x07'))).toEqual({ message: 'a.json: first\nb.json: second \\x1b]0;t\\x07', exitCode: 2 });
+    expect(describeFailure(new UserError('a.json: first\nb.json: second \x1b]0;t\x07'))).toEqual({
+      message: 'a.json: first\nb.json: second \\x1b]0;t\\x07',
+      exitCode: 2,
+    });
   });
 
   it('counts nesting without parsing, skipping brackets inside strings', () => {

@@ -20,7 +20,19 @@ let home: string;
 function craftRun(folder: string, meta: Record<string, unknown>, metrics: string): string {
   const dir = path.join(home, 'runs', folder);
   fs.mkdirSync(dir, { recursive: true });
-  const run = { id: folder, createdAt: '2026-12-01T00:00:00Z', algorithm: 'seqgrpo', config: {}, engineVersion: 'test', seed: 1, status: 'finished', statusAt: '2026-12-01T00:00:00Z', tags: [], notes: '', ...meta };
+  const run = {
+    id: folder,
+    createdAt: '2026-12-01T00:00:00Z',
+    algorithm: 'seqgrpo',
+    config: {},
+    engineVersion: 'test',
+    seed: 1,
+    status: 'finished',
+    statusAt: '2026-12-01T00:00:00Z',
+    tags: [],
+    notes: '',
+    ...meta,
+  };
   fs.writeFileSync(path.join(dir, 'run.json'), JSON.stringify(run));
   fs.writeFileSync(path.join(dir, 'metrics.jsonl'), metrics);
   return dir;
@@ -29,7 +41,10 @@ function craftRun(folder: string, meta: Record<string, unknown>, metrics: string
 /** Runs `command` in sh, where `$MARS_LAB` runs the CLI (the package's bin through Node); returns its stdout. */
 async function shell(command: string): Promise<string> {
   const script = `MARS_LAB() { "$NODE_BIN" "$CLI_BIN" "$@"; }; ${command.replaceAll('$MARS_LAB', 'MARS_LAB')}`;
-  const { stdout } = await sh('sh', ['-c', script], { env: { ...process.env, NODE_BIN: process.execPath, CLI_BIN: BIN, HOME_DIR: home }, maxBuffer: 64 << 20 });
+  const { stdout } = await sh('sh', ['-c', script], {
+    env: { ...process.env, NODE_BIN: process.execPath, CLI_BIN: BIN, HOME_DIR: home },
+    maxBuffer: 64 << 20,
+  });
   return stdout;
 }
 
@@ -39,7 +54,9 @@ beforeAll(() => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-cli-output-'));
   // ~1.8 MB of CSV: far past the 64 KiB a pipe holds.
   let big = '';
-  for (let step = 1; step <= BIG_LINES; step++) big += `{"step":${step},"time":${1_700_000_000 + step},"reward":${(step % 97) / 97},"loss":${1 / step},"kl":${step * 1e-7}}\n`;
+  for (let step = 1; step <= BIG_LINES; step++) {
+    big += `{"step":${step},"time":${1_700_000_000 + step},"reward":${(step % 97) / 97},"loss":${1 / step},"kl":${step * 1e-7}}\n`;
+  }
   // Long notes make `show --json` ~300 KB too.
   craftRun('20261201-000001-big-0001', { notes: 'a long note, '.repeat(25_000) }, big);
   // Every line unreadable: one warning each on stderr (~2 MB).
@@ -67,11 +84,15 @@ describe('output through a pipe', () => {
   });
 
   it('a failing command leaves every warning and its one-line error on a slow stderr pipe', async () => {
-    const got = await shell(`$MARS_LAB export 20261201-000002-warnings --csv --out /dev/full --home "$HOME_DIR" 2>&1 >/dev/null | (sleep 1; cat)`);
+    const got = await shell(
+      `$MARS_LAB export 20261201-000002-warnings --csv --out /dev/full --home "$HOME_DIR" 2>&1 >/dev/null | (sleep 1; cat)`,
+    );
     const lines = got.trimEnd().split('\n');
     expect(lines.filter((l) => l.startsWith('warning: ')).length).toBe(BIG_LINES);
     expect(lines).toHaveLength(BIG_LINES + 1);
-    expect(lines.at(-1)).toBe('mars-lab: no space left on device writing /dev/full: free space, then run the command again');
+    expect(lines.at(-1)).toBe(
+      'mars-lab: no space left on device writing /dev/full: free space, then run the command again',
+    );
   });
 
   // Guards the fix above: waiting for stdout to drain must not turn a closed pipe into an EPIPE stack trace.
@@ -95,7 +116,12 @@ describe('text from run folders printed for people', () => {
     home2 = home;
     craftRun(
       `20261201-000003-ctl${TITLE}-0003`,
-      { algorithm: `seqgrpo${CLIPBOARD}`, preset: `copy${CSI8}`, createdAt: `2026-12-01${TITLE}`, config: { note: `x${CLIPBOARD}\u202e` } },
+      {
+        algorithm: `seqgrpo${CLIPBOARD}`,
+        preset: `copy${CSI8}`,
+        createdAt: `2026-12-01${TITLE}`,
+        config: { note: `x${CLIPBOARD}\u202e` },
+      },
       `${JSON.stringify({ step: 1, time: 1, reward: 0.5, [`evil${TITLE}`]: 1, 'two\nlines': 2 })}\n{"step":2,"time":2,"reward":0.25}\n`,
     );
   });
@@ -145,7 +171,9 @@ describe('metric names that are names of built-ins', () => {
     expect(r.stdout).toMatch(/^ {2}constructor +last 4 +min 1 +max 4$/m);
     expect(r.stdout).toMatch(/^ {2}toString +last 2 +min 2 +max 2$/m);
     expect(r.stdout).toMatch(/^ {2}__proto__ +last 3 +min 3 +max 3$/m);
-    const json = JSON.parse((await cli(['show', '20261201-000004-names', '--json', '--home', home])).stdout) as { metrics: object };
+    const json = JSON.parse((await cli(['show', '20261201-000004-names', '--json', '--home', home])).stdout) as {
+      metrics: object;
+    };
     expect(Object.keys(json.metrics)).toEqual(['reward', 'constructor', 'toString', '__proto__']);
   });
 
@@ -157,7 +185,9 @@ describe('metric names that are names of built-ins', () => {
 
   it('ls --json keeps constructor and toString in the run summary', async () => {
     const r = await cli(['ls', '--json', '--home', home]);
-    const run = (JSON.parse(r.stdout) as { id: string; metrics: Record<string, unknown> }[]).find((x) => x.id === '20261201-000004-names-0004')!;
+    const run = (JSON.parse(r.stdout) as { id: string; metrics: Record<string, unknown> }[]).find(
+      (x) => x.id === '20261201-000004-names-0004',
+    )!;
     expect(Object.keys(run.metrics)).toEqual(expect.arrayContaining(['reward', 'constructor', 'toString']));
     expect(run.metrics.constructor).toEqual({ last: 4, min: 1, max: 4 });
   });

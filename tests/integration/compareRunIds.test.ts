@@ -14,9 +14,30 @@ let runA: string;
 let runB: string;
 
 async function train(label: string): Promise<string> {
-  const r = await cli(['train', '--preset', 'seqgrpo-copy', '--steps', '4', '--set', 'checkpoint.every=2', '--set', 'eval.items=8', '--set', 'eval.every=0', '--set', `tags=["${label}"]`, '--home', home, '--json']);
+  const r = await cli([
+    'train',
+    '--preset',
+    'seqgrpo-copy',
+    '--steps',
+    '4',
+    '--set',
+    'checkpoint.every=2',
+    '--set',
+    'eval.items=8',
+    '--set',
+    'eval.every=0',
+    '--set',
+    `tags=["${label}"]`,
+    '--home',
+    home,
+    '--json',
+  ]);
   expect(r.code, r.stderr).toBe(0);
-  const id = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { runId?: string }).find((m) => m.runId)?.runId;
+  const id = r.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { runId?: string })
+    .find((m) => m.runId)?.runId;
   expect(id).toBeDefined();
   return id!;
 }
@@ -32,7 +53,8 @@ async function compare(a: string, b: string): Promise<CompareJson> {
   return JSON.parse(r.stdout) as CompareJson;
 }
 
-const stepOf = (checkpoint: string): string => `${path.basename(path.dirname(path.dirname(checkpoint)))}/${path.basename(checkpoint)}`;
+const stepOf = (checkpoint: string): string =>
+  `${path.basename(path.dirname(path.dirname(checkpoint)))}/${path.basename(checkpoint)}`;
 
 describe('compare takes run ids', () => {
   beforeAll(async () => {

@@ -26,13 +26,19 @@ beforeAll(async () => {
 });
 afterAll(() => fs.rmSync(home, { recursive: true, force: true }));
 
-type Kill = { kind: 'afterSteps'; steps: number } | { kind: 'fault'; point: 'checkpoint-write' | 'append'; hit: number };
+type Kill =
+  { kind: 'afterSteps'; steps: number } | { kind: 'fault'; point: 'checkpoint-write' | 'append'; hit: number };
 
 /** Start train (first) or resume (later) and SIGKILL it at the chosen moment. Returns the run id. */
 async function runUntilKilled(runId: string | null, kill: Kill): Promise<string> {
   const marker = path.join(home, `fault-${Date.now()}`);
-  const env: NodeJS.ProcessEnv = kill.kind === 'fault' ? { MARS_LAB_FAULT_POINT: kill.point, MARS_LAB_FAULT_HIT: String(kill.hit), MARS_LAB_FAULT_MARKER: marker } : {};
-  const args = runId ? ['resume', runId, '--home', home, '--json'] : ['train', '--config', configFile, '--home', home, '--json'];
+  const env: NodeJS.ProcessEnv =
+    kill.kind === 'fault'
+      ? { MARS_LAB_FAULT_POINT: kill.point, MARS_LAB_FAULT_HIT: String(kill.hit), MARS_LAB_FAULT_MARKER: marker }
+      : {};
+  const args = runId
+    ? ['resume', runId, '--home', home, '--json']
+    : ['train', '--config', configFile, '--home', home, '--json'];
   let id = runId;
   let seen = 0;
   let resolveKilled!: () => void;
@@ -97,7 +103,12 @@ describe('SIGKILL at random moments, then resume', () => {
     for (const k of kills) {
       runId = await runUntilKilled(runId, k);
       const dir = path.join(home, 'runs', runId);
-      if (!fs.readFileSync(runFilePaths(dir).metrics, 'utf8').endsWith('\n') && fs.statSync(runFilePaths(dir).metrics).size > 0) tornSeen++;
+      if (
+        !fs.readFileSync(runFilePaths(dir).metrics, 'utf8').endsWith('\n') &&
+        fs.statSync(runFilePaths(dir).metrics).size > 0
+      ) {
+        tornSeen++;
+      }
       await checkInvariants(dir);
     }
     expect(kills.length).toBeGreaterThanOrEqual(10);

@@ -21,14 +21,28 @@ let stopServer: () => Promise<void>;
 
 /** Every file under `dir`, read whole. */
 function allText(dir: string): string {
-  return fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => fs.readFileSync(path.join(e.parentPath, e.name), 'utf8')).join('\n');
+  return fs
+    .readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => fs.readFileSync(path.join(e.parentPath, e.name), 'utf8'))
+    .join('\n');
 }
 
 function writeConfig(name: string, baseUrl: string, over: Record<string, unknown> = {}): string {
   const c = JSON.parse(JSON.stringify(checkpointConfig(CK)));
   c.eval = { ...c.eval, items: 2, temperature: 0 };
   c.marti = { ...c.marti, evalNodes: 3, evalSearchTemperature: 0, tplus: { ...c.marti.tplus, enabled: false } };
-  c.marti.agents.forEach((a: Record<string, unknown>) => (a.policy = { kind: 'endpoint', baseUrl, model: served.model, apiKeyEnv: 'MY_ENDPOINT_KEY', maxRetries: 0, ...over }));
+  c.marti.agents.forEach(
+    (a: Record<string, unknown>) =>
+      (a.policy = {
+        kind: 'endpoint',
+        baseUrl,
+        model: served.model,
+        apiKeyEnv: 'MY_ENDPOINT_KEY',
+        maxRetries: 0,
+        ...over,
+      }),
+  );
   const file = path.join(home, `${name}.json`);
   fs.writeFileSync(file, JSON.stringify(c));
   return file;
@@ -37,12 +51,16 @@ function writeConfig(name: string, baseUrl: string, over: Record<string, unknown
 beforeAll(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-endpoint-cli-'));
   await new Promise<void>((resolve, reject) => {
-    const { child, exited } = spawnCli(['serve-model', '--checkpoint', CK, '--port', '0', '--json', '--token-env', 'SERVE_KEY'], { SERVE_KEY: SECRET }, (line) => {
-      expect(line).not.toContain(SECRET); // a key given by --token-env is not printed
-      served = JSON.parse(line);
-      stopServer = async () => void (child.kill('SIGTERM'), await exited);
-      resolve();
-    });
+    const { child, exited } = spawnCli(
+      ['serve-model', '--checkpoint', CK, '--port', '0', '--json', '--token-env', 'SERVE_KEY'],
+      { SERVE_KEY: SECRET },
+      (line) => {
+        expect(line).not.toContain(SECRET); // a key given by --token-env is not printed
+        served = JSON.parse(line);
+        stopServer = async () => void (child.kill('SIGTERM'), await exited);
+        resolve();
+      },
+    );
     void exited.then((code) => reject(new Error(`serve-model exited with ${code}`)));
   });
 }, 120_000);
@@ -65,7 +83,9 @@ describe('mars-lab eval with endpoint agents', () => {
     expect(r.stdout).not.toContain(SECRET);
     expect(allText(home)).not.toContain(SECRET);
     // run again: every answer is replayed from the journal
-    const again = JSON.parse((await cli(['eval', '--config', cfg, '--home', home, '--json'], { MY_ENDPOINT_KEY: SECRET })).stdout);
+    const again = JSON.parse(
+      (await cli(['eval', '--config', cfg, '--home', home, '--json'], { MY_ENDPOINT_KEY: SECRET })).stdout,
+    );
     expect(again.journal).toMatchObject({ fresh: 0, replayed: out.journal.fresh });
     expect(again.items).toEqual(out.items);
   });
@@ -75,14 +95,22 @@ describe('mars-lab eval with endpoint agents', () => {
     const cfg = writeConfig('wrongkey', served.baseUrl);
     const r = await cli(['eval', '--config', cfg, '--home', home, '--fresh'], { MY_ENDPOINT_KEY: wrong });
     expect(r.code).toBe(2);
-    expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^mars-lab: MARTI agent alpha\+beta \(base-tiny at .*\): the server refused the API key \(401\); set MY_ENDPOINT_KEY to a key this server accepts$/)]);
+    expect(r.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(
+        /^mars-lab: MARTI agent alpha\+beta \(base-tiny at .*\): the server refused the API key \(401\); set MY_ENDPOINT_KEY to a key this server accepts$/,
+      ),
+    ]);
     expect(r.stderr + r.stdout + allText(home)).not.toContain(wrong);
   });
 
   it('an unset key variable, a wrong model name and an unreachable endpoint: one line each, exit code 2', async () => {
-    const unset = await cli(['eval', '--config', writeConfig('unset', served.baseUrl), '--home', home], { MY_ENDPOINT_KEY: '' });
+    const unset = await cli(['eval', '--config', writeConfig('unset', served.baseUrl), '--home', home], {
+      MY_ENDPOINT_KEY: '',
+    });
     expect(unset.code).toBe(2);
-    expect(unset.stderr.trim()).toMatch(/^mars-lab: MARTI agent alpha\+beta: the environment variable MY_ENDPOINT_KEY \(apiKeyEnv\) is not set or empty; export it with the endpoint's API key$/);
+    expect(unset.stderr.trim()).toMatch(
+      /^mars-lab: MARTI agent alpha\+beta: the environment variable MY_ENDPOINT_KEY \(apiKeyEnv\) is not set or empty; export it with the endpoint's API key$/,
+    );
 
     const c404 = writeConfig('nomodel', served.baseUrl, { model: 'no-such-model' });
     const nf = await cli(['eval', '--config', c404, '--home', home], { MY_ENDPOINT_KEY: SECRET });
@@ -94,7 +122,9 @@ describe('mars-lab eval with endpoint agents', () => {
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
     const port = (closed.address() as AddressInfo).port;
     await new Promise((r) => closed.close(r));
-    const down = await cli(['eval', '--config', writeConfig('down', `http://127.0.0.1:${port}/v1`), '--home', home], { MY_ENDPOINT_KEY: SECRET });
+    const down = await cli(['eval', '--config', writeConfig('down', `http://127.0.0.1:${port}/v1`), '--home', home], {
+      MY_ENDPOINT_KEY: SECRET,
+    });
     expect(down.code).toBe(2);
     expect(down.stderr.trim().split('\n')).toHaveLength(1);
     expect(down.stderr).toMatch(/cannot reach the server \(ECONNREFUSED\)/);
@@ -102,11 +132,17 @@ describe('mars-lab eval with endpoint agents', () => {
 
     // a checkpoint is optional only when every policy is an endpoint
     const none = await cli(['eval', '--home', home]);
-    expect([none.code, none.stderr.trim()]).toEqual([2, 'mars-lab: eval: give --checkpoint DIR (or, for endpoint policies, --config FILE or --preset NAME)']);
+    expect([none.code, none.stderr.trim()]).toEqual([
+      2,
+      'mars-lab: eval: give --checkpoint DIR (or, for endpoint policies, --config FILE or --preset NAME)',
+    ]);
     const plain = path.join(home, 'plain.json');
     fs.writeFileSync(plain, JSON.stringify(checkpointConfig(CK)));
     const noCk = await cli(['eval', '--config', plain, '--home', home]);
-    expect([noCk.code, noCk.stderr.trim()]).toEqual([2, 'mars-lab: eval: add --checkpoint DIR: this config names no endpoint policies (mars.policies, marti.agents[].policy)']);
+    expect([noCk.code, noCk.stderr.trim()]).toEqual([
+      2,
+      'mars-lab: eval: add --checkpoint DIR: this config names no endpoint policies (mars.policies, marti.agents[].policy)',
+    ]);
   });
 
   it('Ctrl-C stops the evaluation: requests in flight are cancelled, the answered ones kept; one line, exit code 2', async () => {
@@ -123,14 +159,22 @@ describe('mars-lab eval with endpoint agents', () => {
     await new Promise<void>((r) => fake.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(fake.address() as AddressInfo).port}/v1`;
     const cfg = writeConfig('stopped', url, { concurrency: 2, timeoutMs: 60_000 });
-    const { child, exited } = spawnCli(['eval', '--config', cfg, '--home', home], { MY_ENDPOINT_KEY: SECRET }, () => {});
+    const { child, exited } = spawnCli(
+      ['eval', '--config', cfg, '--home', home],
+      { MY_ENDPOINT_KEY: SECRET },
+      () => {},
+    );
     let stderr = '';
     child.stderr!.removeAllListeners('data');
     child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
     while (hanging.length < 1) await new Promise((r) => setTimeout(r, 50));
     child.kill('SIGINT');
     expect(await exited).toBe(2);
-    expect(stderr.trim().split('\n')).toEqual([expect.stringMatching(/^mars-lab: eval stopped; 5 answers kept in .*requests\.jsonl: run the same command again to resume$/)]);
+    expect(stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(
+        /^mars-lab: eval stopped; 5 answers kept in .*requests\.jsonl: run the same command again to resume$/,
+      ),
+    ]);
     for (const r of hanging) r.destroy();
     fake.closeAllConnections();
     await new Promise((r) => fake.close(r));

@@ -27,10 +27,24 @@ interface Served {
 
 function serve(checkpoint: string, name?: string): Promise<Served> {
   return new Promise((resolve, reject) => {
-    const { child, exited } = spawnCli(['serve-model', '--checkpoint', checkpoint, '--port', '0', '--json', '--backend', 'wasm', ...(name ? ['--model-name', name] : [])], {}, (line) => {
-      const j = JSON.parse(line) as { baseUrl: string; model: string; token: string };
-      resolve({ ...j, stop: async () => void (child.kill('SIGTERM'), await exited) });
-    });
+    const { child, exited } = spawnCli(
+      [
+        'serve-model',
+        '--checkpoint',
+        checkpoint,
+        '--port',
+        '0',
+        '--json',
+        '--backend',
+        'wasm',
+        ...(name ? ['--model-name', name] : []),
+      ],
+      {},
+      (line) => {
+        const j = JSON.parse(line) as { baseUrl: string; model: string; token: string };
+        resolve({ ...j, stop: async () => void (child.kill('SIGTERM'), await exited) });
+      },
+    );
     void exited.then((code) => reject(new Error(`serve-model exited with ${code} before it printed its address`)));
   });
 }
@@ -46,7 +60,10 @@ function split(x: unknown, lps: number[] = []): { rest: unknown; lps: number[] }
   return { rest: walk(x), lps };
 }
 
-function expectSameResults(inProcess: { metrics: Record<string, number>; items: unknown[] }, viaEndpoint: { metrics: Record<string, number>; items: unknown[] }): void {
+function expectSameResults(
+  inProcess: { metrics: Record<string, number>; items: unknown[] },
+  viaEndpoint: { metrics: Record<string, number>; items: unknown[] },
+): void {
   const a = split({ metrics: inProcess.metrics, items: inProcess.items });
   const b = split({ metrics: viaEndpoint.metrics, items: viaEndpoint.items });
   expect(b.rest).toEqual(a.rest);
@@ -78,7 +95,12 @@ describe('evaluation through serve-model equals in-process evaluation at tempera
     servers.push(s);
     const base = withSource(checkpointConfig(MARTI_CK), (c) => {
       c.eval = { ...c.eval, items: 4, temperature: 0 };
-      c.marti = { ...c.marti, evalNodes: 5, evalSearchTemperature: 0, tplus: { ...c.marti.tplus, enabled: true, nodes: 6 } };
+      c.marti = {
+        ...c.marti,
+        evalNodes: 5,
+        evalSearchTemperature: 0,
+        tplus: { ...c.marti.tplus, enabled: true, nodes: 6 },
+      };
     });
     const inProcess = await evaluateCheckpoint(home, MARTI_CK, base);
     const source = { kind: 'endpoint', baseUrl: s.baseUrl, model: s.model, apiKeyEnv: 'EQ_MARTI_KEY', concurrency: 4 };
@@ -100,7 +122,13 @@ describe('evaluation through serve-model equals in-process evaluation at tempera
       c.model.from = { kind: 'random' };
     });
     const inProcess = await evaluateCheckpoint(home, MARS_CK, base);
-    const viaCfg = withSource(base, (c) => (c.mars.policies = { sys2: { kind: 'endpoint', baseUrl: s.baseUrl, model: s.model, apiKeyEnv: 'EQ_MARS_KEY', concurrency: 8 } }));
+    const viaCfg = withSource(
+      base,
+      (c) =>
+        (c.mars.policies = {
+          sys2: { kind: 'endpoint', baseUrl: s.baseUrl, model: s.model, apiKeyEnv: 'EQ_MARS_KEY', concurrency: 8 },
+        }),
+    );
     const via = await evaluateWithEndpoints(home, viaCfg, { env: { EQ_MARS_KEY: s.token } });
     expect(via.identity).toEqual(inProcess.identity);
     expect(via.items.length).toBe(8);
@@ -115,15 +143,30 @@ describe('evaluation through serve-model equals in-process evaluation at tempera
     servers.push(a, b);
     const hetero = withSource(checkpointConfig(MARTI_CK), (c) => {
       c.eval = { ...c.eval, items: 3, temperature: 0 };
-      c.marti = { ...c.marti, configuration: 'heterogeneous', evalNodes: 4, evalSearchTemperature: 0, tplus: { ...c.marti.tplus, enabled: false } };
+      c.marti = {
+        ...c.marti,
+        configuration: 'heterogeneous',
+        evalNodes: 4,
+        evalSearchTemperature: 0,
+        tplus: { ...c.marti.tplus, enabled: false },
+      };
     });
     const inProcess = await evaluateCheckpoint(home, MARTI_CK, hetero);
     const viaCfg = withSource(hetero, (c) => {
       c.marti.agents[0].policy = { kind: 'endpoint', baseUrl: a.baseUrl, model: 'alpha-model', apiKeyEnv: 'KEY_A' };
-      c.marti.agents[1].policy = { kind: 'endpoint', baseUrl: b.baseUrl, model: 'beta-model', apiKeyEnv: 'KEY_B', stream: true };
+      c.marti.agents[1].policy = {
+        kind: 'endpoint',
+        baseUrl: b.baseUrl,
+        model: 'beta-model',
+        apiKeyEnv: 'KEY_B',
+        stream: true,
+      };
     });
     const via = await evaluateWithEndpoints(home, viaCfg, { env: { KEY_A: a.token, KEY_B: b.token } });
-    expect(via.policies).toEqual({ 'MARTI agent alpha': expect.stringContaining('alpha-model'), 'MARTI agent beta': expect.stringContaining('beta-model') });
+    expect(via.policies).toEqual({
+      'MARTI agent alpha': expect.stringContaining('alpha-model'),
+      'MARTI agent beta': expect.stringContaining('beta-model'),
+    });
     expectSameResults(inProcess, via);
 
     const [s2, s1] = await Promise.all([serve(MARS_CK, 'sys2-model'), serve(MARS_CK, 'sys1-model')]);
@@ -135,7 +178,14 @@ describe('evaluation through serve-model equals in-process evaluation at tempera
     const marsIn = await evaluateCheckpoint(home, MARS_CK, mars);
     const marsVia = await evaluateWithEndpoints(
       home,
-      withSource(mars, (c) => (c.mars.policies = { sys2: { kind: 'endpoint', baseUrl: s2.baseUrl, model: 'sys2-model', apiKeyEnv: 'K2' }, sys1: { kind: 'endpoint', baseUrl: s1.baseUrl, model: 'sys1-model', apiKeyEnv: 'K1', stream: true } })),
+      withSource(
+        mars,
+        (c) =>
+          (c.mars.policies = {
+            sys2: { kind: 'endpoint', baseUrl: s2.baseUrl, model: 'sys2-model', apiKeyEnv: 'K2' },
+            sys1: { kind: 'endpoint', baseUrl: s1.baseUrl, model: 'sys1-model', apiKeyEnv: 'K1', stream: true },
+          }),
+      ),
       { env: { K2: s2.token, K1: s1.token } },
     );
     expect(Object.keys(marsVia.policies)).toEqual(['MARS System 2', 'MARS System 1']);

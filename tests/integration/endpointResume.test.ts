@@ -30,17 +30,31 @@ beforeAll(async () => {
   await useBackend('wasm');
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-endpoint-resume-'));
   const { model } = await loadCheckpoint(CK);
-  server = await startModelServer({ model, tokenizer: await loadTokenizer(path.join(CK, 'tokenizer.json')), modelName: 'base-tiny', port: 0 });
+  server = await startModelServer({
+    model,
+    tokenizer: await loadTokenizer(path.join(CK, 'tokenizer.json')),
+    modelName: 'base-tiny',
+    port: 0,
+  });
   const target = new URL(server.baseUrl);
   proxy = http.createServer((req, res) => {
     if (++state.seen > state.failAfter) {
       res.writeHead(500, { 'content-type': 'application/json' });
       return res.end(JSON.stringify({ error: { message: 'injected failure' } }));
     }
-    const up = http.request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: { ...req.headers, host: target.host } }, (r) => {
-      res.writeHead(r.statusCode!, r.headers);
-      r.pipe(res);
-    });
+    const up = http.request(
+      {
+        host: target.hostname,
+        port: target.port,
+        path: req.url,
+        method: req.method,
+        headers: { ...req.headers, host: target.host },
+      },
+      (r) => {
+        res.writeHead(r.statusCode!, r.headers);
+        r.pipe(res);
+      },
+    );
     req.pipe(up);
   });
   await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
@@ -58,7 +72,14 @@ describe('an interrupted endpoint evaluation', () => {
     const c = JSON.parse(JSON.stringify(checkpointConfig(CK)));
     c.eval = { ...c.eval, items: 3, temperature: 0 };
     c.marti = { ...c.marti, evalNodes: 4, evalSearchTemperature: 0, tplus: { ...c.marti.tplus, enabled: false } };
-    const source = { kind: 'endpoint', baseUrl: proxyUrl, model: 'base-tiny', apiKeyEnv: 'RESUME_KEY', maxRetries: 0, concurrency: 2 };
+    const source = {
+      kind: 'endpoint',
+      baseUrl: proxyUrl,
+      model: 'base-tiny',
+      apiKeyEnv: 'RESUME_KEY',
+      maxRetries: 0,
+      concurrency: 2,
+    };
     c.marti.agents.forEach((a: Record<string, unknown>) => (a.policy = source));
     const cfg = parseRunConfig(c);
     const env = { RESUME_KEY: server.token };
@@ -71,7 +92,9 @@ describe('an interrupted endpoint evaluation', () => {
       expect(err).toBeInstanceOf(EndpointError);
       message = (err as Error).message;
     }
-    expect(message).toMatch(/the server answered 500 after 0 retries: 500 injected failure; (\d+) answers kept in .*requests\.jsonl: run the same command again to resume$/);
+    expect(message).toMatch(
+      /the server answered 500 after 0 retries: 500 injected failure; (\d+) answers kept in .*requests\.jsonl: run the same command again to resume$/,
+    );
     const kept = Number(/; (\d+) answers kept/.exec(message)![1]);
     expect(kept).toBeGreaterThanOrEqual(8);
     expect(kept).toBeLessThanOrEqual(10);

@@ -19,7 +19,11 @@ let ck: (step: number) => string;
 beforeAll(async () => {
   await useBackend('wasm');
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-eval-'));
-  const cfg = parseRunConfig({ ...quickConfig({ steps: 60, checkpointEvery: 30, evalEvery: 0 }), task: { kind: 'copy', symbols: 5, length: 3, groupSize: 16, promptsPerStep: 4 }, eval: { every: 0, items: 20 } });
+  const cfg = parseRunConfig({
+    ...quickConfig({ steps: 60, checkpointEvery: 30, evalEvery: 0 }),
+    task: { kind: 'copy', symbols: 5, length: 3, groupSize: 16, promptsPerStep: 4 },
+    eval: { every: 0, items: 20 },
+  });
   const run = await startRun(home, cfg);
   ck = (step) => path.join(run.dir, 'checkpoints', String(step));
 }, 120_000);
@@ -27,7 +31,14 @@ afterAll(() => fs.rmSync(home, { recursive: true, force: true }));
 
 describe('evaluation', () => {
   it('held-out items are never training inputs, and training draws never produce them', () => {
-    const task = new SeqTask({ kind: 'reverse', symbols: 4, length: 4, trainSeed: 1, evalSeed: 2, heldoutFraction: 0.25 });
+    const task = new SeqTask({
+      kind: 'reverse',
+      symbols: 4,
+      length: 4,
+      trainSeed: 1,
+      evalSeed: 2,
+      heldoutFraction: 0.25,
+    });
     const heldout = new Set(task.evalItems(40).map((it) => it.input.join(',')));
     expect(heldout.size).toBe(40);
     const rng = new Rng(9);

@@ -33,7 +33,11 @@ async function train(): Promise<Run> {
   const rewards: number[] = [];
   const tensorsAt = new Map<number, number>();
   for (let step = 1; step <= STEPS; step++) {
-    const gens = await generate(model, Array.from({ length: G }, () => [BOS]), { maxNewTokens: TARGET.length, rng });
+    const gens = await generate(
+      model,
+      Array.from({ length: G }, () => [BOS]),
+      { maxNewTokens: TARGET.length, rng },
+    );
     const r = gens.map((g) => reward(g.tokens));
     const adv = groupZScore(r);
     const samples: Sample[] = gens.map((g, i) => ({

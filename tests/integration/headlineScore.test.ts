@@ -20,12 +20,29 @@ let home: string;
 const ids: Record<string, string> = {};
 
 /** A run folder of `algorithm` whose metrics log two training lines and an evaluation of `evalMetrics`. */
-function craftRun(algorithm: 'mars' | 'marti' | 'seqgrpo', preset: string, evalMetrics: Record<string, number>): string {
-  const { id, dir } = createRunFolder(home, { algorithm, preset, config: {}, engineVersion: '0', seed: 1, tags: [], notes: '' });
+function craftRun(
+  algorithm: 'mars' | 'marti' | 'seqgrpo',
+  preset: string,
+  evalMetrics: Record<string, number>,
+): string {
+  const { id, dir } = createRunFolder(home, {
+    algorithm,
+    preset,
+    config: {},
+    engineVersion: '0',
+    seed: 1,
+    tags: [],
+    notes: '',
+  });
   const time = 1_800_000_000;
   const lines = [
     { step: 1, time, reward: 0.1 },
-    { step: 2, time: time + 1, reward: 0.2, ...Object.fromEntries(Object.entries(evalMetrics).map(([k, v]) => [`eval.${k}`, v])) },
+    {
+      step: 2,
+      time: time + 1,
+      reward: 0.2,
+      ...Object.fromEntries(Object.entries(evalMetrics).map(([k, v]) => [`eval.${k}`, v])),
+    },
   ];
   fs.writeFileSync(path.join(dir, 'metrics.jsonl'), lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
   return id;
@@ -88,11 +105,22 @@ describe("a run's held-out score is its algorithm's headline metric", () => {
   });
 
   it('a run not yet evaluated has its headline metric with no value', async () => {
-    const { id } = createRunFolder(home, { algorithm: 'mars', config: {}, engineVersion: '0', seed: 1, tags: [], notes: '' });
+    const { id } = createRunFolder(home, {
+      algorithm: 'mars',
+      config: {},
+      engineVersion: '0',
+      seed: 1,
+      tags: [],
+      notes: '',
+    });
     const host = await createHost({ home, launcher: nodeRunLauncher(), transport: 'web' });
     try {
       const listed = apiSchemas.listRuns.response.parse(await callApi(host.handlers, 'listRuns', {}));
-      expect(listed.runs.find((r) => r.id === id)?.headline).toEqual({ key: 'eval.exactMatch', label: 'exact match', value: null });
+      expect(listed.runs.find((r) => r.id === id)?.headline).toEqual({
+        key: 'eval.exactMatch',
+        label: 'exact match',
+        value: null,
+      });
     } finally {
       await host.close();
     }

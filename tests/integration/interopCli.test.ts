@@ -14,10 +14,18 @@ import type { RunLauncher } from '../../engine/api/runLauncher';
 import { resolvePresetConfig } from '../../engine/runs/presets';
 import { createRunFolder } from '../../engine/runs/runFolder';
 import { cli } from '../helpers/cli';
-import { chatPrompt, PyFloat, writeMartiCall, martiCodePrompt, writeVerlFileLogger, writeVerlStep } from '../unit/interop/trainerFormats';
+import {
+  chatPrompt,
+  PyFloat,
+  writeMartiCall,
+  martiCodePrompt,
+  writeVerlFileLogger,
+  writeVerlStep,
+} from '../unit/interop/trainerFormats';
 
 /** A call as a window makes it: through the contract's request validation (engine/api/dispatch.ts). */
-const api = <T>(host: Host, method: string, req: object): Promise<T> => callApi(host.handlers, method, req) as Promise<T>;
+const api = <T>(host: Host, method: string, req: object): Promise<T> =>
+  callApi(host.handlers, method, req) as Promise<T>;
 
 const noLaunches: RunLauncher = {
   launch() {
@@ -41,10 +49,25 @@ describe('mars-lab import', () => {
       writeVerlStep(
         path.join(exp, 'rollouts'),
         step,
-        [0, 1, 2].flatMap((k) => q.map((input, p) => ({ input, output: `try ${k} #### ${p ? 25 : 42}`, gts: p ? '25' : '42', score: new PyFloat(k === step % 3 ? 1 : 0), extra: { acc: k === step % 3 } }))),
+        [0, 1, 2].flatMap((k) =>
+          q.map((input, p) => ({
+            input,
+            output: `try ${k} #### ${p ? 25 : 42}`,
+            gts: p ? '25' : '42',
+            score: new PyFloat(k === step % 3 ? 1 : 0),
+            extra: { acc: k === step % 3 },
+          })),
+        ),
       );
     }
-    writeVerlFileLogger(path.join(exp, 'metrics.jsonl'), [1, 2, 3].map((step) => ({ step, elapsed: step * 60, data: { 'actor/pg_loss': 0.01 * step, 'response_length/mean': new PyFloat(120) } })));
+    writeVerlFileLogger(
+      path.join(exp, 'metrics.jsonl'),
+      [1, 2, 3].map((step) => ({
+        step,
+        elapsed: step * 60,
+        data: { 'actor/pg_loss': 0.01 * step, 'response_length/mean': new PyFloat(120) },
+      })),
+    );
     const r = await cli(['import', 'verl', exp, '--id', 'verl-import', '--home', home]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
@@ -54,14 +77,29 @@ describe('mars-lab import', () => {
     try {
       const { runs } = await api<{ runs: { id: string; algorithm?: string; status: string }[] }>(host, 'listRuns', {});
       expect(runs.find((x) => x.id === 'verl-import')).toMatchObject({ algorithm: 'verl', status: 'finished' });
-      const run = await api<{ trajectories: number; metricNames: string[]; meta: unknown }>(host, 'getRun', { runId: 'verl-import' });
+      const run = await api<{ trajectories: number; metricNames: string[]; meta: unknown }>(host, 'getRun', {
+        runId: 'verl-import',
+      });
       expect(run.trajectories).toBe(18);
       expect(run.metricNames).toEqual(expect.arrayContaining(['reward', 'actor/pg_loss', 'response_length/mean']));
-      expect((run.meta as { imported?: { advantages?: { recomputed?: boolean } } }).imported?.advantages?.recomputed).toBe(true);
-      const series = await api<{ series: Record<string, { last: number[] }> }>(host, 'getMetricSeries', { runId: 'verl-import', names: ['reward'], x: 'step', width: 100 });
+      expect(
+        (run.meta as { imported?: { advantages?: { recomputed?: boolean } } }).imported?.advantages?.recomputed,
+      ).toBe(true);
+      const series = await api<{ series: Record<string, { last: number[] }> }>(host, 'getMetricSeries', {
+        runId: 'verl-import',
+        names: ['reward'],
+        x: 'step',
+        width: 100,
+      });
       expect(series.series['reward']!.last).toEqual([1 / 3, 1 / 3, 1 / 3]);
       const page = await api<{ records: unknown[] }>(host, 'getTrajectories', { runId: 'verl-import', step: 2 });
-      const recs = page.records as { kind: string; questionId: string; reward: number; advantage: number; advantageRecomputed: boolean }[];
+      const recs = page.records as {
+        kind: string;
+        questionId: string;
+        reward: number;
+        advantage: number;
+        advantageRecomputed: boolean;
+      }[];
       expect(recs).toHaveLength(6);
       expect(recs.every((x) => x.kind === 'mars.episode' && x.advantageRecomputed)).toBe(true);
       // each prompt is a group of three: one right answer (score 1) and two wrong ones
@@ -80,11 +118,21 @@ describe('mars-lab import', () => {
     const save = path.join(tmp, 'marti-save');
     const problem = 'Sort the list.';
     for (const [k, stamp] of ['20260401_120000_001', '20260401_120000_002'].entries()) {
-      writeMartiCall(save, 0, { agentId: String(k), messages: martiCodePrompt(problem), actionText: '```python\nprint(sorted(x))\n```', actionTokens: [1, 2], actionLogProbs: [-0.5, -0.25], stamp });
+      writeMartiCall(save, 0, {
+        agentId: String(k),
+        messages: martiCodePrompt(problem),
+        actionText: '```python\nprint(sorted(x))\n```',
+        actionTokens: [1, 2],
+        actionLogProbs: [-0.5, -0.25],
+        stamp,
+      });
     }
     const r = await cli(['import', 'marti', save, '--nodes', '2', '--id', 'marti-import', '--home', home, '--json']);
     expect(r.code).toBe(0);
-    const out = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; bytes?: number; totalBytes?: number });
+    const out = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; bytes?: number; totalBytes?: number });
     expect(out.at(-1)).toMatchObject({ type: 'imported', runId: 'marti-import', records: 2, steps: 1 });
     // progress over the bytes read, the last report at the end
     const progress = out.filter((l) => l.type === 'progress');
@@ -121,14 +169,37 @@ describe('mars-lab import', () => {
 describe('mars-lab export --to', () => {
   it('prints the table of what does not map, writes a valid script; --csv still works', async () => {
     const config = resolvePresetConfig('seqgrpo-copy');
-    createRunFolder(home, { algorithm: config.algorithm, preset: 'seqgrpo-copy', config, engineVersion: 'test', seed: 0, tags: [], notes: '' }, { id: 'to-export' });
+    createRunFolder(
+      home,
+      {
+        algorithm: config.algorithm,
+        preset: 'seqgrpo-copy',
+        config,
+        engineVersion: 'test',
+        seed: 0,
+        tags: [],
+        notes: '',
+      },
+      { id: 'to-export' },
+    );
     const out = path.join(tmp, 'exported');
-    const r = await cli(['export', 'to-export', '--to', 'verl', '--out', out, '--model', 'Qwen/Qwen2.5-0.5B-Instruct', '--home', home]);
+    const r = await cli([
+      'export',
+      'to-export',
+      '--to',
+      'verl',
+      '--out',
+      out,
+      '--model',
+      'Qwen/Qwen2.5-0.5B-Instruct',
+      '--home',
+      home,
+    ]);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/Not mapped \(\d+\):\nmars-lab setting +value +why it does not map to verl/);
     expect(r.stdout).toMatch(/\ntask\.length +3 +the toy task/);
     execFileSync('bash', ['-n', path.join(out, 'launch.sh')]);
-    expect(fs.readFileSync(path.join(out, 'launch.sh'), 'utf8')).toContain("then MODEL=Qwen/Qwen2.5-0.5B-Instruct; fi");
+    expect(fs.readFileSync(path.join(out, 'launch.sh'), 'utf8')).toContain('then MODEL=Qwen/Qwen2.5-0.5B-Instruct; fi');
     const both = await cli(['export', 'to-export', '--to', 'verl', '--csv', '--home', home]);
     expect(both.code).toBe(2);
     expect(both.stderr).toMatch(/^mars-lab: export: give exactly one of --csv or --to verl\|marti\n$/);

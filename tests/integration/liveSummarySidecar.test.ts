@@ -45,7 +45,12 @@ describe('a live run and its summary sidecar', () => {
         }
         const [run] = coldListing();
         const sidecar = readSummarySidecar(dir);
-        seen.push({ step: p.step, listed: run!.steps, lines: linesOf(file), sidecarLines: 'cover' in sidecar ? sidecar.cover.lines : null });
+        seen.push({
+          step: p.step,
+          listed: run!.steps,
+          lines: linesOf(file),
+          sidecarLines: 'cover' in sidecar ? sidecar.cover.lines : null,
+        });
         if (p.step === 6) {
           // The writer (this process) holds the lock: the listing read the log instead and left the sidecar to it.
           expect(fs.readFileSync(path.join(dir, SUMMARY_SIDECAR), 'utf8')).toBe(brokenAtStep6);

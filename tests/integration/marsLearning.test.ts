@@ -26,7 +26,11 @@ beforeAll(() => useBackend('wasm'));
 describe('MARS learning', () => {
   it('a short run on one-hop questions raises held-out exact match', async () => {
     expect(fs.existsSync(`${BASE}/model.safetensors`)).toBe(true);
-    const cfg = resolvePresetConfig('mars-tiny', ['seed=2', 'backend=wasm', `rl.lr=${process.env.MARS_LEARNING_LR ?? '0.001'}`]) as MarsConfig;
+    const cfg = resolvePresetConfig('mars-tiny', [
+      'seed=2',
+      'backend=wasm',
+      `rl.lr=${process.env.MARS_LEARNING_LR ?? '0.001'}`,
+    ]) as MarsConfig;
     const tr = await mars.createTrainer(cfg);
     const rewards: number[] = [];
     let before: number;
@@ -38,7 +42,9 @@ describe('MARS learning', () => {
     } finally {
       tr.dispose();
     }
-    console.log(`held-out exact match ${before.toFixed(3)} -> ${after.toFixed(3)}; rewards ${rewards.map((r) => r.toFixed(2)).join(' ')}`);
+    console.log(
+      `held-out exact match ${before.toFixed(3)} -> ${after.toFixed(3)}; rewards ${rewards.map((r) => r.toFixed(2)).join(' ')}`,
+    );
     expect(after, `held-out exact match ${before} -> ${after}`).toBeGreaterThan(before + 0.04);
   }, 900_000);
 });

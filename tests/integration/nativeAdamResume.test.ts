@@ -33,7 +33,10 @@ afterEach(() => {
 });
 
 // Clipping at 0.5 so that the runs take clipped steps, where the paths differ most.
-const config = parseRunConfig({ ...quickConfig({ steps: 8, checkpointEvery: 4, evalEvery: 4 }), rl: { lr: 3e-3, gradClip: 0.5 } });
+const config = parseRunConfig({
+  ...quickConfig({ steps: 8, checkpointEvery: 4, evalEvery: 4 }),
+  rl: { lr: 3e-3, gradClip: 0.5 },
+});
 
 /** Sets the optimiser path for what follows and checks afterwards that it was the one taken. */
 async function onPath<T>(path: 'native' | 'js', f: () => Promise<T>): Promise<T> {
@@ -55,7 +58,12 @@ interface Finished {
 
 function finished(dir: string): Finished {
   const f = runFilePaths(dir);
-  return { dir, lines: metricLines(f.metrics), weights: fs.readFileSync(path.join(dir, 'checkpoints', '8', 'model.safetensors')), trajectories: fs.readFileSync(f.trajectories, 'utf8') };
+  return {
+    dir,
+    lines: metricLines(f.metrics),
+    weights: fs.readFileSync(path.join(dir, 'checkpoints', '8', 'model.safetensors')),
+    trajectories: fs.readFileSync(f.trajectories, 'utf8'),
+  };
 }
 
 async function whole(p: 'native' | 'js'): Promise<Finished> {
@@ -75,12 +83,17 @@ async function split(first: 'native' | 'js', second: 'native' | 'js'): Promise<F
 function expectClose(a: Finished, b: Finished, tol: number): void {
   expect(a.lines.map((l) => Object.keys(l))).toEqual(b.lines.map((l) => Object.keys(l)));
   a.lines.forEach((line, i) => {
-    for (const [k, v] of Object.entries(line)) expect(Math.abs(v - b.lines[i]![k]!) / (1 + Math.abs(v)), `step ${i + 1} ${k}`).toBeLessThan(tol);
+    for (const [k, v] of Object.entries(line)) {
+      expect(Math.abs(v - b.lines[i]![k]!) / (1 + Math.abs(v)), `step ${i + 1} ${k}`).toBeLessThan(tol);
+    }
   });
 }
 
 async function expectCloseWeights(a: Finished, b: Finished, tol: number): Promise<void> {
-  const [wa, wb] = [await readSafetensorsFile(path.join(a.dir, 'checkpoints', '8', 'model.safetensors')), await readSafetensorsFile(path.join(b.dir, 'checkpoints', '8', 'model.safetensors'))];
+  const [wa, wb] = [
+    await readSafetensorsFile(path.join(a.dir, 'checkpoints', '8', 'model.safetensors')),
+    await readSafetensorsFile(path.join(b.dir, 'checkpoints', '8', 'model.safetensors')),
+  ];
   expect(Object.keys(wa.tensors)).toEqual(Object.keys(wb.tensors));
   for (const [n, t] of Object.entries(wa.tensors)) expect(maxRelDiff(t.data, wb.tensors[n]!.data), n).toBeLessThan(tol);
 }

@@ -22,28 +22,43 @@ const env = { MARS_LAB_BLAS_THREADS: '' };
 async function train(config: object, ...flags: string[]): Promise<Record<string, unknown>> {
   const file = path.join(home, `config-${Math.random().toString(36).slice(2)}.json`);
   fs.writeFileSync(file, JSON.stringify(config));
-  const { code, stdout, stderr } = await cli(['train', '--config', file, '--home', home, '--steps', '1', '--json', ...flags], env);
+  const { code, stdout, stderr } = await cli(
+    ['train', '--config', file, '--home', home, '--steps', '1', '--json', ...flags],
+    env,
+  );
   expect(code, stderr).toBe(0);
   const done = JSON.parse(stdout.trim().split('\n').at(-1)!) as { dir: string };
-  return (JSON.parse(fs.readFileSync(path.join(done.dir, 'run.json'), 'utf8')) as { backend: { native: Record<string, unknown> } }).backend.native;
+  return (
+    JSON.parse(fs.readFileSync(path.join(done.dir, 'run.json'), 'utf8')) as {
+      backend: { native: Record<string, unknown> };
+    }
+  ).backend.native;
 }
 
 describe('BLAS threads from the command line', () => {
   it('train --blas-threads 2 and a config with blasThreads 3: run.json records the count OpenBLAS took, and where from', async (ctx) => {
     const missing = nativeMissing();
     if (missing) ctx.skip(missing);
-    if (built.loaded!.info.built !== 'openblas') ctx.skip('the addon was built with the own kernel, which has one thread');
+    if (built.loaded!.info.built !== 'openblas') {
+      ctx.skip('the addon was built with the own kernel, which has one thread');
+    }
     const config = { ...quickConfig({ checkpointEvery: 1, evalEvery: 0 }) };
     // A run's config always has blasThreads (default 1).
     expect(await train(config)).toMatchObject({ kernel: 'openblas', threads: 1, threadsFrom: 'config', adam: true });
-    expect(await train(config, '--blas-threads', '2')).toMatchObject({ kernel: 'openblas', threads: 2, threadsFrom: 'flag' });
+    expect(await train(config, '--blas-threads', '2')).toMatchObject({
+      kernel: 'openblas',
+      threads: 2,
+      threadsFrom: 'flag',
+    });
     expect(await train({ ...config, blasThreads: 3 })).toMatchObject({ threads: 3, threadsFrom: 'config' });
   }, 120_000);
 
   it('doctor --blas-threads 2 prints the count; a bad count is a usage error', async (ctx) => {
     const missing = nativeMissing();
     if (missing) ctx.skip(missing);
-    if (built.loaded!.info.built !== 'openblas') ctx.skip('the addon was built with the own kernel, which has one thread');
+    if (built.loaded!.info.built !== 'openblas') {
+      ctx.skip('the addon was built with the own kernel, which has one thread');
+    }
     const ok = await cli(['doctor', '--backend', 'wasm', '--blas-threads', '2'], env);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toMatch(/^BLAS threads: 2 \(--blas-threads\)$/m);

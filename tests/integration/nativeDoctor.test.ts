@@ -14,18 +14,26 @@ describe('doctor on the GPU rungs', () => {
     const { code, stdout, stderr } = await cli(['doctor', '--backend', 'cpu']);
     expect(code, stderr).toBe(0);
     const line = stdout.split('\n').find((l) => l.startsWith('GPU rung: '));
-    expect(line).toMatch(/^GPU rung: webgpu .*Vulkan ICD \(nvidia_icd\.json\) and libvulkan1.*NVIDIA_DRIVER_CAPABILITIES including graphics/);
-    expect(line).toMatch(/tfjs-node-gpu 4\.22, last released 2024-10\) needs libtensorflow 2\.9\.1 with CUDA 11\.2 and cuDNN 8\.1 and has no machine code for Hopper or Blackwell/);
+    expect(line).toMatch(
+      /^GPU rung: webgpu .*Vulkan ICD \(nvidia_icd\.json\) and libvulkan1.*NVIDIA_DRIVER_CAPABILITIES including graphics/,
+    );
+    expect(line).toMatch(
+      /tfjs-node-gpu 4\.22, last released 2024-10\) needs libtensorflow 2\.9\.1 with CUDA 11\.2 and cuDNN 8\.1 and has no machine code for Hopper or Blackwell/,
+    );
   });
 
   it('a tensorflow package installed without its native binding is explained, where this machine has one', async (ctx) => {
     const pkg = path.resolve('node_modules/@tensorflow/tfjs-node');
     if (!fs.existsSync(pkg)) ctx.skip('@tensorflow/tfjs-node is not installed here');
-    if (fs.existsSync(path.join(pkg, 'lib', 'napi-v8', 'tfjs_binding.node'))) ctx.skip('@tensorflow/tfjs-node has its binding here');
+    if (fs.existsSync(path.join(pkg, 'lib', 'napi-v8', 'tfjs_binding.node'))) {
+      ctx.skip('@tensorflow/tfjs-node has its binding here');
+    }
     const { code, stdout, stderr } = await cli(['doctor']);
     expect(code, stderr).toBe(0);
     const line = stdout.split('\n').find((l) => l.includes('@tensorflow/tfjs-node:'))!;
     expect(line).toMatch(/^ {2}tensorflow failed +@tensorflow\/tfjs-node: .*tfjs_binding\.node\) can not be found/);
-    expect(line).toMatch(/\[installed without its native part: its install script downloads libtensorflow from outside the npm registry, and that download failed or was skipped/);
+    expect(line).toMatch(
+      /\[installed without its native part: its install script downloads libtensorflow from outside the npm registry, and that download failed or was skipped/,
+    );
   });
 });

@@ -47,9 +47,12 @@ describe('stop and resume', () => {
     expect(lines.at(-1)!.reward).not.toBe(lines[0]!.reward);
   });
 
-  it('with a KL penalty the reference is the run\'s initial weights, rebuilt on resume: the resumed run equals the whole one', async () => {
+  it("with a KL penalty the reference is the run's initial weights, rebuilt on resume: the resumed run equals the whole one", async () => {
     // rl.klCoef > 0 was accepted by the schema but crashed the seqgrpo trainer ("needs a reference model").
-    const config = parseRunConfig({ ...quickConfig({ steps: 6, checkpointEvery: 3, evalEvery: 0 }), rl: { lr: 3e-3, klCoef: 0.1 } });
+    const config = parseRunConfig({
+      ...quickConfig({ steps: 6, checkpointEvery: 3, evalEvery: 0 }),
+      rl: { lr: 3e-3, klCoef: 0.1 },
+    });
     const whole = await startRun(home, config);
     expect(whole.status).toBe('finished');
     const part = await startRun(home, config, { stopAfterStep: 3 });
@@ -75,15 +78,25 @@ describe('stop and resume', () => {
 
   it('a run whose trainer cannot be built ends failed with the reason, on start and on resume, not stuck as it was', async () => {
     const missing = path.join(home, 'no-such-checkpoint');
-    const bad = parseRunConfig({ ...quickConfig(), model: { size: 'micro', from: { kind: 'checkpoint', path: missing } } });
+    const bad = parseRunConfig({
+      ...quickConfig(),
+      model: { size: 'micro', from: { kind: 'checkpoint', path: missing } },
+    });
     let created = '';
     await expect(startRun(home, bad, { onCreated: (r) => (created = r.dir) })).rejects.toThrow(missing);
     expect(readRunMeta(created).status).toBe('failed');
-    const failedEvent = fs.readFileSync(path.join(created, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).at(-1);
+    const failedEvent = fs
+      .readFileSync(path.join(created, 'events.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .at(-1);
     expect(failedEvent).toMatchObject({ type: 'status', status: 'failed', step: 0 });
     expect(failedEvent.error).toContain(missing);
 
-    const part = await startRun(home, parseRunConfig(quickConfig({ steps: 8, checkpointEvery: 2, evalEvery: 0 })), { stopAfterStep: 2 });
+    const part = await startRun(home, parseRunConfig(quickConfig({ steps: 8, checkpointEvery: 2, evalEvery: 0 })), {
+      stopAfterStep: 2,
+    });
     expect(readRunMeta(part.dir).status).toBe('stopped');
     // A checkpoint that looks complete but whose weights are not safetensors any more.
     fs.writeFileSync(path.join(part.dir, 'checkpoints', '2', 'model.safetensors'), 'not safetensors');
@@ -113,7 +126,11 @@ describe('stop and resume a MARS run', () => {
     const [a, b] = [runFilePaths(whole.dir), runFilePaths(part.dir)];
     expect(metricLines(b.metrics)).toEqual(metricLines(a.metrics));
     expect(fs.readFileSync(b.trajectories, 'utf8')).toBe(fs.readFileSync(a.trajectories, 'utf8'));
-    const episodes = fs.readFileSync(a.trajectories, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const episodes = fs
+      .readFileSync(a.trajectories, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(episodes).toHaveLength(4 * 2 * 3);
     expect(episodes[0]).toMatchObject({ kind: 'mars.episode', step: 1 });
     expect(episodes[0].turns.length).toBeGreaterThan(0);
@@ -147,7 +164,10 @@ describe('stop and resume a MARS run', () => {
 
 describe('loss options reach the update', () => {
   it('an entropy bonus (rl.entCoef) trains and is logged through the run loop', async () => {
-    const config = parseRunConfig({ ...quickConfig({ steps: 2, checkpointEvery: 2, evalEvery: 0 }), rl: { lr: 3e-3, entCoef: 0.01, klCoef: 0 } });
+    const config = parseRunConfig({
+      ...quickConfig({ steps: 2, checkpointEvery: 2, evalEvery: 0 }),
+      rl: { lr: 3e-3, entCoef: 0.01, klCoef: 0 },
+    });
     const r = await startRun(home, config);
     expect(r.status).toBe('finished');
     expect(Number.isFinite(r.lastMetrics.loss)).toBe(true);

@@ -18,9 +18,25 @@ let host: Host;
 const ids: string[] = [];
 
 function craftRun(steps: number, secondsPerStep: number, seedShift: number): string {
-  const { id, dir } = createRunFolder(home, { algorithm: 'seqgrpo', config: { budget: { steps: 500 } }, engineVersion: '0', seed: seedShift, tags: ['arm-a'], notes: '' });
+  const { id, dir } = createRunFolder(home, {
+    algorithm: 'seqgrpo',
+    config: { budget: { steps: 500 } },
+    engineVersion: '0',
+    seed: seedShift,
+    tags: ['arm-a'],
+    notes: '',
+  });
   const lines: string[] = [];
-  for (let s = 1; s <= steps; s++) lines.push(JSON.stringify({ step: s, time: 1_800_000_000 + s * secondsPerStep, reward: s / steps + seedShift / 100, ...(s % 50 === 0 ? { 'eval.accuracy': s / 1000 } : {}) }));
+  for (let s = 1; s <= steps; s++) {
+    lines.push(
+      JSON.stringify({
+        step: s,
+        time: 1_800_000_000 + s * secondsPerStep,
+        reward: s / steps + seedShift / 100,
+        ...(s % 50 === 0 ? { 'eval.accuracy': s / 1000 } : {}),
+      }),
+    );
+  }
   fs.writeFileSync(path.join(dir, 'metrics.jsonl'), lines.join('\n') + '\n');
   return id;
 }
@@ -36,7 +52,8 @@ afterAll(async () => {
   if (home) fs.rmSync(home, { recursive: true, force: true });
 });
 
-const call = async (params: unknown) => apiSchemas.getRunsMetricSeries.response.parse(await callApi(host.handlers, 'getRunsMetricSeries', params));
+const call = async (params: unknown) =>
+  apiSchemas.getRunsMetricSeries.response.parse(await callApi(host.handlers, 'getRunsMetricSeries', params));
 
 describe('getRunsMetricSeries', () => {
   it("answers each run's series, decimated, with its progress", async () => {
@@ -59,7 +76,14 @@ describe('getRunsMetricSeries', () => {
   });
 
   it('refuses more than 50 runs and a run id that climbs out of runs/', async () => {
-    await expect(callApi(host.handlers, 'getRunsMetricSeries', { runIds: Array.from({ length: 51 }, (_, i) => `r${i}`), names: ['reward'] })).rejects.toThrow(/runIds/);
-    await expect(callApi(host.handlers, 'getRunsMetricSeries', { runIds: ['../x'], names: ['reward'] })).rejects.toThrow(/runIds\.0/);
+    await expect(
+      callApi(host.handlers, 'getRunsMetricSeries', {
+        runIds: Array.from({ length: 51 }, (_, i) => `r${i}`),
+        names: ['reward'],
+      }),
+    ).rejects.toThrow(/runIds/);
+    await expect(
+      callApi(host.handlers, 'getRunsMetricSeries', { runIds: ['../x'], names: ['reward'] }),
+    ).rejects.toThrow(/runIds\.0/);
   });
 });

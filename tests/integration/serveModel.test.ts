@@ -44,11 +44,21 @@ afterAll(async () => {
 });
 
 async function inProcess(prompt: string, maxNewTokens = 24) {
-  const [g] = await generate(model, [fmt.prompt(prompt)], { maxNewTokens, temperature: 0, stopTokens: [fmt.eos], rng: new Rng(0) });
+  const [g] = await generate(model, [fmt.prompt(prompt)], {
+    maxNewTokens,
+    temperature: 0,
+    stopTokens: [fmt.eos],
+    rng: new Rng(0),
+  });
   return g!;
 }
 
-function raw(method: string, p: string, headers: Record<string, string>, body?: string): Promise<{ status: number; text: string }> {
+function raw(
+  method: string,
+  p: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<{ status: number; text: string }> {
   const u = new URL(server.baseUrl);
   return new Promise((resolve, reject) => {
     const req = http.request({ host: u.hostname, port: u.port, path: p, method, headers }, (res) => {
@@ -68,37 +78,82 @@ describe('serve-model', () => {
     const noKey = await raw('GET', '/v1/models', { host: `127.0.0.1:${server.port}` });
     expect(noKey.status).toBe(401);
     expect(JSON.parse(noKey.text).error.code).toBe('invalid_api_key');
-    const wrong = await raw('GET', '/v1/models', { host: `127.0.0.1:${server.port}`, authorization: `Bearer ${server.token}x` });
+    const wrong = await raw('GET', '/v1/models', {
+      host: `127.0.0.1:${server.port}`,
+      authorization: `Bearer ${server.token}x`,
+    });
     expect(wrong.status).toBe(401);
-    const rebound = await raw('GET', '/v1/models', { host: `evil.example:${server.port}`, authorization: `Bearer ${server.token}` });
+    const rebound = await raw('GET', '/v1/models', {
+      host: `evil.example:${server.port}`,
+      authorization: `Bearer ${server.token}`,
+    });
     expect(rebound.status).toBe(403);
-    await expect(startModelServer({ model, tokenizer: tok, modelName: 'tiny', port: 0, bindHost: '0.0.0.0' })).rejects.toThrow(/--allow-remote/);
+    await expect(
+      startModelServer({ model, tokenizer: tok, modelName: 'tiny', port: 0, bindHost: '0.0.0.0' }),
+    ).rejects.toThrow(/--allow-remote/);
   });
 
   it('completions at temperature 0: the in-process tokens and log-probs, the stop kept when asked', async () => {
     const want = await inProcess(PROMPTS[0]!);
-    const r = await client.completions.create({ model: 'tiny', prompt: `<bos> ${PROMPTS[0]}`, max_tokens: 24, temperature: 0, logprobs: 1, stop: ['<eos>'], include_stop_str_in_output: true } as OpenAI.CompletionCreateParamsNonStreaming);
+    const r = await client.completions.create({
+      model: 'tiny',
+      prompt: `<bos> ${PROMPTS[0]}`,
+      max_tokens: 24,
+      temperature: 0,
+      logprobs: 1,
+      stop: ['<eos>'],
+      include_stop_str_in_output: true,
+    } as OpenAI.CompletionCreateParamsNonStreaming);
     const c = r.choices[0]!;
     expect(tok.encode(c.text)).toEqual(want.tokens);
     expect(c.logprobs!.tokens).toEqual(want.tokens.map((i) => tok.tokenOf(i)));
     c.logprobs!.token_logprobs!.forEach((lp, i) => expect(lp).toBeCloseTo(want.logProbs[i]!, 5));
     expect(c.finish_reason).toBe(want.finish === 'stop' ? 'stop' : 'length');
     // without include_stop_str_in_output the stop (EOS) is not in the text, as OpenAI servers do
-    const plain = await client.completions.create({ model: 'tiny', prompt: `<bos> ${PROMPTS[0]}`, max_tokens: 24, temperature: 0 });
+    const plain = await client.completions.create({
+      model: 'tiny',
+      prompt: `<bos> ${PROMPTS[0]}`,
+      max_tokens: 24,
+      temperature: 0,
+    });
     expect(plain.choices[0]!.text).toBe(fmt.decodeCompletion(want.tokens));
-    expect(plain.usage).toMatchObject({ prompt_tokens: fmt.prompt(PROMPTS[0]!).length, completion_tokens: want.tokens.length });
+    expect(plain.usage).toMatchObject({
+      prompt_tokens: fmt.prompt(PROMPTS[0]!).length,
+      completion_tokens: want.tokens.length,
+    });
   });
 
   it('chat: <bos> and the messages joined by a space are the prompt, so a user message of the prompt text is the same request', async () => {
     const want = await inProcess(PROMPTS[1]!);
-    const r = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: PROMPTS[1]! }], max_tokens: 24, temperature: 0, logprobs: true });
+    const r = await client.chat.completions.create({
+      model: 'tiny',
+      messages: [{ role: 'user', content: PROMPTS[1]! }],
+      max_tokens: 24,
+      temperature: 0,
+      logprobs: true,
+    });
     expect(r.choices[0]!.message.content).toBe(fmt.decodeCompletion(want.tokens));
-    expect(r.choices[0]!.logprobs!.content!.map((t) => t.token)).toEqual(want.tokens.filter((t) => t !== fmt.eos).map((i) => tok.tokenOf(i)));
+    expect(r.choices[0]!.logprobs!.content!.map((t) => t.token)).toEqual(
+      want.tokens.filter((t) => t !== fmt.eos).map((i) => tok.tokenOf(i)),
+    );
   });
 
   it('streams server-sent events that add up to the whole answer', async () => {
-    const whole = await client.completions.create({ model: 'tiny', prompt: `<bos> ${PROMPTS[2]}`, max_tokens: 12, temperature: 0, logprobs: 1 });
-    const stream = await client.completions.create({ model: 'tiny', prompt: `<bos> ${PROMPTS[2]}`, max_tokens: 12, temperature: 0, logprobs: 1, stream: true });
+    const whole = await client.completions.create({
+      model: 'tiny',
+      prompt: `<bos> ${PROMPTS[2]}`,
+      max_tokens: 12,
+      temperature: 0,
+      logprobs: 1,
+    });
+    const stream = await client.completions.create({
+      model: 'tiny',
+      prompt: `<bos> ${PROMPTS[2]}`,
+      max_tokens: 12,
+      temperature: 0,
+      logprobs: 1,
+      stream: true,
+    });
     let text = '';
     const lps: number[] = [];
     const finishes: (string | null)[] = [];
@@ -113,7 +168,13 @@ describe('serve-model', () => {
     expect(text).toBe(whole.choices[0]!.text);
     expect(lps).toEqual(whole.choices[0]!.logprobs!.token_logprobs);
     expect(finishes.filter((f) => f !== null)).toEqual([whole.choices[0]!.finish_reason]);
-    const chat = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: PROMPTS[2]! }], max_tokens: 12, temperature: 0, stream: true });
+    const chat = await client.chat.completions.create({
+      model: 'tiny',
+      messages: [{ role: 'user', content: PROMPTS[2]! }],
+      max_tokens: 12,
+      temperature: 0,
+      stream: true,
+    });
     let said = '';
     for await (const ch of chat) said += ch.choices[0]!.delta.content ?? '';
     expect(said).toBe(whole.choices[0]!.text);
@@ -122,11 +183,30 @@ describe('serve-model', () => {
   it('a stop string ends the answer and is cut from the text unless asked for', async () => {
     const want = fmt.decodeCompletion((await inProcess(PROMPTS[0]!)).tokens); // e.g. "map (x mod 2)"
     const word = want.split(' ')[0]!;
-    const cut = await client.completions.create({ model: 'tiny', prompt: `<bos> ${PROMPTS[0]}`, max_tokens: 24, temperature: 0, stop: [word] });
+    const cut = await client.completions.create({
+      model: 'tiny',
+      prompt: `<bos> ${PROMPTS[0]}`,
+      max_tokens: 24,
+      temperature: 0,
+      stop: [word],
+    });
     expect(cut.choices[0]).toMatchObject({ text: '', finish_reason: 'stop' });
-    const kept = await client.completions.create({ model: 'tiny', prompt: `<bos> ${PROMPTS[0]}`, max_tokens: 24, temperature: 0, stop: [word], include_stop_str_in_output: true } as OpenAI.CompletionCreateParamsNonStreaming);
+    const kept = await client.completions.create({
+      model: 'tiny',
+      prompt: `<bos> ${PROMPTS[0]}`,
+      max_tokens: 24,
+      temperature: 0,
+      stop: [word],
+      include_stop_str_in_output: true,
+    } as OpenAI.CompletionCreateParamsNonStreaming);
     expect(kept.choices[0]).toMatchObject({ text: word, finish_reason: 'stop', stop_reason: word });
-    const short = await client.completions.create({ model: 'tiny', prompt: `<bos> ${PROMPTS[0]}`, max_tokens: 2, temperature: 0, logprobs: 0 });
+    const short = await client.completions.create({
+      model: 'tiny',
+      prompt: `<bos> ${PROMPTS[0]}`,
+      max_tokens: 2,
+      temperature: 0,
+      logprobs: 0,
+    });
     expect(short.choices[0]!.finish_reason).toBe('length');
     expect(short.choices[0]!.logprobs!.tokens).toHaveLength(2);
   });
@@ -135,21 +215,45 @@ describe('serve-model', () => {
     const alone = await Promise.all(PROMPTS.map((p) => inProcess(p)));
     const before = { ...server.queue.stats };
     const asks = Array.from({ length: 12 }, (_, i) => PROMPTS[i % PROMPTS.length]!);
-    const answers = await Promise.all(asks.map((p) => client.completions.create({ model: 'tiny', prompt: `<bos> ${p}`, max_tokens: 24, temperature: 0, include_stop_str_in_output: true } as OpenAI.CompletionCreateParamsNonStreaming)));
+    const answers = await Promise.all(
+      asks.map((p) =>
+        client.completions.create({
+          model: 'tiny',
+          prompt: `<bos> ${p}`,
+          max_tokens: 24,
+          temperature: 0,
+          include_stop_str_in_output: true,
+        } as OpenAI.CompletionCreateParamsNonStreaming),
+      ),
+    );
     answers.forEach((a, i) => expect(tok.encode(a.choices[0]!.text)).toEqual(alone[i % PROMPTS.length]!.tokens));
     expect(server.queue.stats.waves - before.waves).toBeLessThan(12);
     expect(server.queue.stats.maxRows).toBeGreaterThan(1);
   });
 
   it('errors as OpenAI servers give them: unknown model 404, unsupported n 400, bad JSON 400, unknown path 404', async () => {
-    await expect(client.completions.create({ model: 'other', prompt: 'x' })).rejects.toMatchObject({ status: 404, code: 'model_not_found' });
-    await expect(client.completions.create({ model: 'tiny', prompt: '<bos> x', n: 2 })).rejects.toMatchObject({ status: 400 });
-    const auth = { host: `127.0.0.1:${server.port}`, authorization: `Bearer ${server.token}`, 'content-type': 'application/json' };
+    await expect(client.completions.create({ model: 'other', prompt: 'x' })).rejects.toMatchObject({
+      status: 404,
+      code: 'model_not_found',
+    });
+    await expect(client.completions.create({ model: 'tiny', prompt: '<bos> x', n: 2 })).rejects.toMatchObject({
+      status: 400,
+    });
+    const auth = {
+      host: `127.0.0.1:${server.port}`,
+      authorization: `Bearer ${server.token}`,
+      'content-type': 'application/json',
+    };
     const bad = await raw('POST', '/v1/completions', auth, '{"model": "tiny", "prompt": ');
     expect(bad.status).toBe(400);
     expect(JSON.parse(bad.text).error.message).toMatch(/not valid JSON/);
     expect((await raw('GET', '/v1/engines', auth)).status).toBe(404);
-    const tooLong = await raw('POST', '/v1/completions', auth, JSON.stringify({ model: 'tiny', prompt: Array(model.config.max_position_embeddings + 5).fill(3) }));
+    const tooLong = await raw(
+      'POST',
+      '/v1/completions',
+      auth,
+      JSON.stringify({ model: 'tiny', prompt: Array(model.config.max_position_embeddings + 5).fill(3) }),
+    );
     expect(JSON.parse(tooLong.text).error.code).toBe('context_length_exceeded');
     expect(fs.existsSync(CK)).toBe(true);
   });

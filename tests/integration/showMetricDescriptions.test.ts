@@ -14,8 +14,19 @@ afterAll(() => fs.rmSync(home, { recursive: true, force: true }));
 
 describe('mars-lab show', () => {
   it("prints each declared metric's unit and description beside its summary", async () => {
-    const { id, dir } = createRunFolder(home, { algorithm: 'marti', config: {}, engineVersion: '0', seed: 1, tags: [], notes: '' });
-    fs.writeFileSync(path.join(dir, 'metrics.jsonl'), JSON.stringify({ step: 1, time: 1, reward: 0.25, 'agentReward.alpha': 0.5, mystery: 3, 'eval.pass1': 0.1 }) + '\n');
+    const { id, dir } = createRunFolder(home, {
+      algorithm: 'marti',
+      config: {},
+      engineVersion: '0',
+      seed: 1,
+      tags: [],
+      notes: '',
+    });
+    fs.writeFileSync(
+      path.join(dir, 'metrics.jsonl'),
+      JSON.stringify({ step: 1, time: 1, reward: 0.25, 'agentReward.alpha': 0.5, mystery: 3, 'eval.pass1': 0.1 }) +
+        '\n',
+    );
     const shown = await cli(['show', id, '--home', home]);
     expect(shown.code).toBe(0);
     const line = (name: string) => shown.stdout.split('\n').find((l) => l.trimStart().startsWith(`${name} `))!;

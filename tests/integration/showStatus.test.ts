@@ -17,10 +17,20 @@ beforeAll(() => {
 afterAll(() => fs.rmSync(home, { recursive: true, force: true }));
 
 it('show says interrupted, not running, for a run whose writer is dead', async () => {
-  const { dir, id } = createRunFolder(home, { algorithm: 'seqgrpo', config: {}, engineVersion: '0', seed: 1, tags: [], notes: '' });
-  const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+  const { dir, id } = createRunFolder(home, {
+    algorithm: 'seqgrpo',
+    config: {},
+    engineVersion: '0',
+    seed: 1,
+    tags: [],
+    notes: '',
+  });
+  const dead = spawnSync(process.execPath, ['-e', '']).pid;
   writeRunMeta(dir, { ...readRunMeta(dir), status: 'running', pid: dead, statusAt: '2026-01-01T00:00:00.000Z' });
-  fs.writeFileSync(path.join(dir, 'lock'), JSON.stringify({ pid: dead, host: os.hostname(), since: '2026-01-01T00:00:00.000Z' }));
+  fs.writeFileSync(
+    path.join(dir, 'lock'),
+    JSON.stringify({ pid: dead, host: os.hostname(), since: '2026-01-01T00:00:00.000Z' }),
+  );
   const before = fs.readFileSync(path.join(dir, 'run.json'), 'utf8');
 
   const text = await cli(['show', id, '--home', home]);

@@ -30,15 +30,21 @@ describe('watching a terminal run', () => {
     expect(r.code).toBe(0);
     const runId = JSON.parse(r.stdout.trim().split('\n').at(-1)!).runId as string;
     // let the last appends' events arrive (liveness, not a latency assertion)
-    for (let i = 0; i < 100 && !events.some((e) => e.type === 'runStatus' && e.status === 'finished'); i++) await new Promise((res) => setTimeout(res, 50));
+    for (let i = 0; i < 100 && !events.some((e) => e.type === 'runStatus' && e.status === 'finished'); i++) {
+      await new Promise((res) => setTimeout(res, 50));
+    }
     const ours = events.filter((e) => 'runId' in e && e.runId === runId);
     expect(ours[0]!.type).toBe('runCreated');
     const steps = ours.flatMap((e) => (e.type === 'metrics' ? e.points.map((p) => p.step) : []));
     expect(steps).toEqual([...Array(20).keys()].map((i) => i + 1));
-    expect(ours.filter((e) => e.type === 'checkpointAdded').map((e) => (e as { step: number }).step)).toEqual([5, 10, 15, 20]);
+    expect(ours.filter((e) => e.type === 'checkpointAdded').map((e) => (e as { step: number }).step)).toEqual([
+      5, 10, 15, 20,
+    ]);
     // The run is announced with the status it had when first read (created, or already running when the folder and
     // the switch to running fall into one watcher batch, as under load); later changes come as runStatus events.
-    const statuses = ours.flatMap((e) => (e.type === 'runCreated' ? [e.meta.status] : e.type === 'runStatus' ? [e.status] : []));
+    const statuses = ours.flatMap((e) =>
+      e.type === 'runCreated' ? [e.meta.status] : e.type === 'runStatus' ? [e.status] : [],
+    );
     expect(statuses).toContain('running');
     expect(statuses.at(-1)).toBe('finished');
     expect(ours.some((e) => e.type === 'trajectories')).toBe(true);

@@ -23,7 +23,12 @@ const evalResult = (items: number) => ({
   checkpoint: '/x/checkpoints/1',
   identity: { algorithm: 'mars', items },
   metrics: { exactMatch: 0.5, f1: null },
-  items: Array.from({ length: items }, (_, i) => ({ id: `q${i}`, correct: i % 2 === 0, score: 0.5, record: { turns: ['x'.repeat(1000)] } })),
+  items: Array.from({ length: items }, (_, i) => ({
+    id: `q${i}`,
+    correct: i % 2 === 0,
+    score: 0.5,
+    record: { turns: ['x'.repeat(1000)] },
+  })),
   cached: false,
   file: '/home/evals/k/eval.json',
 });
@@ -50,7 +55,12 @@ describe('worker results as files', () => {
   it('a line naming a file outside the results folder is refused, and that file is left alone', () => {
     const other = path.join(home, 'run.json');
     fs.writeFileSync(other, JSON.stringify(evalResult(1)));
-    for (const file of [other, path.join(workerResultsDir(home), '..', 'run.json'), path.join(workerResultsDir(home), '1-2-ab.json', '..', '..', 'run.json'), 42]) {
+    for (const file of [
+      other,
+      path.join(workerResultsDir(home), '..', 'run.json'),
+      path.join(workerResultsDir(home), '1-2-ab.json', '..', '..', 'run.json'),
+      42,
+    ]) {
       expect(() => workerResult(home, workerEvalSchema)({ type: 'result', file })!()).toThrow(/names no result file/);
     }
     expect(fs.existsSync(other)).toBe(true);
@@ -60,7 +70,9 @@ describe('worker results as files', () => {
     const bad = evalResult(3);
     (bad.items[2] as { correct: unknown }).correct = 'yes';
     const file = writeWorkerResult(home, bad);
-    expect(() => workerResult(home, workerEvalSchema)({ type: 'result', file })!()).toThrow(/not the expected shape \(items\.2\.correct: /);
+    expect(() => workerResult(home, workerEvalSchema)({ type: 'result', file })!()).toThrow(
+      /not the expected shape \(items\.2\.correct: /,
+    );
     expect(fs.existsSync(file)).toBe(false);
   });
 

@@ -118,7 +118,9 @@ export async function startRayHead(opts: { timeoutMs?: number; env?: Record<stri
   while (!(await reachable(url))) {
     if (exited || Date.now() > deadline) {
       await stop();
-      throw new Error(`the Ray head did not come up${exited ? ' (ray start exited)' : ` in ${timeoutMs / 1000} s`}:\n${out.slice(-3000)}`);
+      throw new Error(
+        `the Ray head did not come up${exited ? ' (ray start exited)' : ` in ${timeoutMs / 1000} s`}:\n${out.slice(-3000)}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 500));
   }

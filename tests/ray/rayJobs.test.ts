@@ -81,7 +81,12 @@ describe.runIf(expectRay || !missing)('a real Ray head', () => {
   it('runs mars-lab train as a Ray job and follows its log over the WebSocket, every byte once', async () => {
     expect((await client.version()).ray_version).toBe('2.52.1');
     const id = 'train-follow-1';
-    await client.submit({ entrypoint: trainEntry(id, home, 8), submission_id: id, metadata: { mars_lab_run: id }, entrypoint_num_cpus: 1 });
+    await client.submit({
+      entrypoint: trainEntry(id, home, 8),
+      submission_id: id,
+      metadata: { mars_lab_run: id },
+      entrypoint_num_cpus: 1,
+    });
     let text = '';
     const r = await followJobLogs(client, id, { onText: (t) => (text += t) });
     expect(r.job?.status).toBe('SUCCEEDED');
@@ -94,7 +99,19 @@ describe.runIf(expectRay || !missing)('a real Ray head', () => {
   });
 
   it('runs a 1 × 2 study as Ray jobs from the CLI and prints its table', async () => {
-    const r = await cli(['study', '--preset', 'seqgrpo-copy', '--seeds', '2', '--set', 'budget.steps=5', '--home', home, '--ray', head.url]);
+    const r = await cli([
+      'study',
+      '--preset',
+      'seqgrpo-copy',
+      '--seeds',
+      '2',
+      '--set',
+      'budget.steps=5',
+      '--home',
+      home,
+      '--ray',
+      head.url,
+    ]);
     expect(r.stderr).not.toMatch(/mars-lab: /);
     expect(r.code).toBe(0);
     const lines = r.stdout.split('\n').filter((l) => /-s[01] /.test(l));
@@ -119,9 +136,26 @@ describe.runIf(expectRay || !missing)('a real Ray head', () => {
   });
 
   it('Ctrl-C stops a study on Ray: its job is stopped through the API and the run checkpoints as stopped', async () => {
-    const child = spawn(process.execPath, [CLI, 'study', '--preset', 'seqgrpo-copy', '--seeds', '1', '--set', 'budget.steps=5000', '--home', home, '--ray', head.url], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        CLI,
+        'study',
+        '--preset',
+        'seqgrpo-copy',
+        '--seeds',
+        '1',
+        '--set',
+        'budget.steps=5000',
+        '--home',
+        home,
+        '--ray',
+        head.url,
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
@@ -181,7 +215,14 @@ describe.runIf(expectRay || !missing)('a real Ray head', () => {
       variants: [null],
       seeds: [0],
       sets: ['budget.steps=60', 'eval.every=20'],
-      where: { kind: 'ray', url: viaRelay.where, rayHome: home, project: PROJECT, node: process.execPath, cpusPerJob: 1 },
+      where: {
+        kind: 'ray',
+        url: viaRelay.where,
+        rayHome: home,
+        project: PROJECT,
+        node: process.execPath,
+        cpusPerJob: 1,
+      },
     });
     let closed = false;
     const first = runStudyOnRay(home, record, viaRelay, {
@@ -214,12 +255,27 @@ describe.runIf(expectRay || !missing)('a real Ray head', () => {
   it('says in one line what is wrong: a wrong URL, a closed port, an unknown job, a failed job, a submission id that exists', async () => {
     const [closed] = await freePorts(1);
     const cases: [string[], RegExp][] = [
-      [['jobs', 'ls', '--ray', `${head.url}/not-ray`], /^mars-lab: http:\/\/127\.0\.0\.1:\d+\/not-ray has no GET \/api\/jobs\/ \(HTTP 404.*is this a Ray dashboard's address/],
-      [['jobs', 'ls', '--ray', `http://127.0.0.1:${closed}`], /^mars-lab: Ray cluster at http:\/\/127\.0\.0\.1:\d+ is unreachable \(ECONNREFUSED/],
-      [['jobs', 'ls', '--ray', 'ray://127.0.0.1:10001'], /^mars-lab: --ray: "ray:\/\/127\.0\.0\.1:10001" is not an http\(s\) URL/],
-      [['jobs', 'logs', 'no-such-job', '--ray', head.url], /^mars-lab: no job 'no-such-job' on the Ray cluster at http:\/\/127\.0\.0\.1:\d+ \(list them/],
+      [
+        ['jobs', 'ls', '--ray', `${head.url}/not-ray`],
+        /^mars-lab: http:\/\/127\.0\.0\.1:\d+\/not-ray has no GET \/api\/jobs\/ \(HTTP 404.*is this a Ray dashboard's address/,
+      ],
+      [
+        ['jobs', 'ls', '--ray', `http://127.0.0.1:${closed}`],
+        /^mars-lab: Ray cluster at http:\/\/127\.0\.0\.1:\d+ is unreachable \(ECONNREFUSED/,
+      ],
+      [
+        ['jobs', 'ls', '--ray', 'ray://127.0.0.1:10001'],
+        /^mars-lab: --ray: "ray:\/\/127\.0\.0\.1:10001" is not an http\(s\) URL/,
+      ],
+      [
+        ['jobs', 'logs', 'no-such-job', '--ray', head.url],
+        /^mars-lab: no job 'no-such-job' on the Ray cluster at http:\/\/127\.0\.0\.1:\d+ \(list them/,
+      ],
       [['jobs', 'stop', 'no-such-job', '--ray', head.url], /^mars-lab: no job 'no-such-job'/],
-      [['study', '--preset', 'seqgrpo-copy', '--seeds', '2', '--home', home, '--ray', `http://127.0.0.1:${closed}`], /^mars-lab: Ray cluster at .* is unreachable/],
+      [
+        ['study', '--preset', 'seqgrpo-copy', '--seeds', '2', '--home', home, '--ray', `http://127.0.0.1:${closed}`],
+        /^mars-lab: Ray cluster at .* is unreachable/,
+      ],
     ];
     for (const [args, want] of cases) {
       const r = await cli(args);
@@ -228,7 +284,21 @@ describe.runIf(expectRay || !missing)('a real Ray head', () => {
       expect(r.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
     }
     // a job that fails (no node at that path on the "cluster"): the run is failed, with the reason, in the table and one line
-    const failed = await cli(['study', '--preset', 'seqgrpo-copy', '--seeds', '1', '--set', 'budget.steps=3', '--home', home, '--ray', head.url, '--ray-node', '/no/such/node']);
+    const failed = await cli([
+      'study',
+      '--preset',
+      'seqgrpo-copy',
+      '--seeds',
+      '1',
+      '--set',
+      'budget.steps=3',
+      '--home',
+      home,
+      '--ray',
+      head.url,
+      '--ray-node',
+      '/no/such/node',
+    ]);
     expect(failed.code).toBe(2);
     expect(failed.stdout).toMatch(/-s0 +– +0 +failed \(FAILED\)/);
     expect(failed.stdout).toMatch(/-s0: .*\/no\/such\/node.*not found/);
@@ -237,12 +307,16 @@ describe.runIf(expectRay || !missing)('a real Ray head', () => {
     const logs = await cli(['jobs', 'logs', failedRun, '--follow', '--ray', head.url]);
     expect(logs.code).toBe(2);
     expect(logs.stdout).toContain('/no/such/node');
-    expect(logs.stderr).toMatch(new RegExp(`^mars-lab: Ray job '${failedRun}' failed: Job entrypoint command failed with exit code 127`));
+    expect(logs.stderr).toMatch(
+      new RegExp(`^mars-lab: Ray job '${failedRun}' failed: Job entrypoint command failed with exit code 127`),
+    );
     await client.submit({ entrypoint: 'echo once', submission_id: 'dup-1' });
     const dup = await client.submit({ entrypoint: 'echo twice', submission_id: 'dup-1' }).catch((e: unknown) => e);
     expect(dup).toBeInstanceOf(RayError);
     expect((dup as RayError).kind).toBe('duplicate');
-    expect((dup as RayError).message).toMatch(/^a job with submission id 'dup-1' already exists on http:\/\/127\.0\.0\.1:\d+: choose another run id/);
+    expect((dup as RayError).message).toMatch(
+      /^a job with submission id 'dup-1' already exists on http:\/\/127\.0\.0\.1:\d+: choose another run id/,
+    );
     expect((dup as RayError).message).not.toContain('\n');
     // the first job is untouched by the refused second submit
     const r = await followJobLogs(client, 'dup-1', { onText: () => {} });

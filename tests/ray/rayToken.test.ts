@@ -28,7 +28,9 @@ describe.runIf(expectRay || !missing)('a Ray head in token mode', () => {
   it('refuses a missing or wrong token in one line, and works with the right one, log socket included', async () => {
     const none = await new RayJobsClient({ url: head.url, env: {} }).list().catch((e: unknown) => e);
     expect(none).toBeInstanceOf(RayError);
-    expect((none as RayError).message).toMatch(/^Ray at http:\/\/127\.0\.0\.1:\d+ refused the request \(401: .*\): it wants a token; set MARS_LAB_RAY_TOKEN or --ray-token/);
+    expect((none as RayError).message).toMatch(
+      /^Ray at http:\/\/127\.0\.0\.1:\d+ refused the request \(401: .*\): it wants a token; set MARS_LAB_RAY_TOKEN or --ray-token/,
+    );
     const wrong = await new RayJobsClient({ url: head.url, token: 'not-it', env: {} }).list().catch((e: unknown) => e);
     expect((wrong as RayError).message).toMatch(/refused the request \(403: .*\): the token is wrong/);
 
@@ -40,7 +42,9 @@ describe.runIf(expectRay || !missing)('a Ray head in token mode', () => {
     expect(text).toMatch(/one\n[^]*two\n/);
     expect(r.fromSocket).toBe(r.chars);
 
-    const { stdout } = await promisify(execFile)(process.execPath, [CLI, 'jobs', 'ls', '--ray', head.url], { env: { ...process.env, MARS_LAB_RAY_TOKEN: TOKEN } });
+    const { stdout } = await promisify(execFile)(process.execPath, [CLI, 'jobs', 'ls', '--ray', head.url], {
+      env: { ...process.env, MARS_LAB_RAY_TOKEN: TOKEN },
+    });
     expect(stdout).toMatch(/token-1\s+SUCCEEDED/);
   });
 });

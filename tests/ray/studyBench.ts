@@ -38,9 +38,27 @@ const sec = (ms: number) => (ms / 1000).toFixed(1);
 
 async function studyHere(home: string, parallel: number): Promise<number> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [CLI, 'study', '--preset', preset, '--variants', variantsSpec, '--seeds', seedsSpec, ...sets.flatMap((s) => ['--set', s]), '--parallel', String(parallel), '--home', home], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      CLI,
+      'study',
+      '--preset',
+      preset,
+      '--variants',
+      variantsSpec,
+      '--seeds',
+      seedsSpec,
+      ...sets.flatMap((s) => ['--set', s]),
+      '--parallel',
+      String(parallel),
+      '--home',
+      home,
+    ],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let err = '';
   child.stderr.on('data', (d) => (err += d));
   const code = await new Promise<number | null>((r) => child.on('close', r));
@@ -156,7 +174,9 @@ async function main() {
       walls.ray!.push(ray.wallMs);
       jobs.push(...ray.jobs);
       process.stderr.write(`${JSON.stringify(ray.jobs)}\n`);
-      process.stderr.write(`repeat ${r + 1}/${repeats}: sequential ${sec(walls.sequential!.at(-1)!)} s, here ${sec(walls.here!.at(-1)!)} s, ray ${sec(ray.wallMs)} s\n`);
+      process.stderr.write(
+        `repeat ${r + 1}/${repeats}: sequential ${sec(walls.sequential!.at(-1)!)} s, here ${sec(walls.here!.at(-1)!)} s, ray ${sec(ray.wallMs)} s\n`,
+      );
     }
   } finally {
     const t1 = performance.now();
@@ -165,15 +185,26 @@ async function main() {
     fs.rmSync(root, { recursive: true, force: true });
   }
   const runs = parseVariants(variantsSpec).length * parseSeeds(seedsSpec).length;
-  console.log(`study: ${preset} --variants ${variantsSpec} --seeds ${seedsSpec} --set ${sets.join(' --set ')} (${runs} runs), ${repeats} repeats, ${os.availableParallelism()} cores, load ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  console.log(
+    `study: ${preset} --variants ${variantsSpec} --seeds ${seedsSpec} --set ${sets.join(' --set ')} (${runs} runs), ${repeats} repeats, ${os.availableParallelism()} cores, load ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
   console.log(`head start ${sec(headStartMs)} s\n`);
   console.log('| where | wall time, median (all) |\n|---|---|');
-  const label: Record<string, string> = { sequential: 'here, one at a time (--parallel 1)', here: `here, ${os.availableParallelism()} at once (default)`, ray: 'local Ray head, 2 CPUs, 1 per job (--ray)' };
-  for (const [k, v] of Object.entries(walls)) console.log(`| ${label[k]} | ${sec(median(v))} s (${v.map(sec).join(', ')}) |`);
+  const label: Record<string, string> = {
+    sequential: 'here, one at a time (--parallel 1)',
+    here: `here, ${os.availableParallelism()} at once (default)`,
+    ray: 'local Ray head, 2 CPUs, 1 per job (--ray)',
+  };
+  for (const [k, v] of Object.entries(walls)) {
+    console.log(`| ${label[k]} | ${sec(median(v))} s (${v.map(sec).join(', ')}) |`);
+  }
   console.log(`\nper Ray job, median over ${jobs.length} jobs (min–max):\n\n| part | seconds |\n|---|---|`);
   const parts: [keyof JobParts, string][] = [
     ['submitMs', 'submit request (POST /api/jobs/)'],
-    ['startMs', "job start: Ray's supervisor actor, until \"Runtime env is setting up\""],
+    ['startMs', 'job start: Ray\'s supervisor actor, until "Runtime env is setting up"'],
     ['waitMs', `waiting for a free CPU (2 CPUs, ${runs} jobs a study)`],
     ['envMs', 'runtime_env set-up and driver launch, until the entrypoint runs'],
     ['runMs', 'the run itself: node + engine load + training, until its done line'],

@@ -35,7 +35,21 @@ async function cli(args: string[]): Promise<{ code: number; stdout: string; stde
 describe('study here', () => {
   it('runs variants × seeds as child train processes and prints a table; the record reads back', async () => {
     const home = path.join(tmp, 'home');
-    const r = await cli(['study', '--preset', 'seqgrpo-copy', '--seeds', '0,3', '--set', 'budget.steps=4', '--set', 'eval.every=2', '--parallel', '2', '--home', home]);
+    const r = await cli([
+      'study',
+      '--preset',
+      'seqgrpo-copy',
+      '--seeds',
+      '0,3',
+      '--set',
+      'budget.steps=4',
+      '--set',
+      'eval.every=2',
+      '--parallel',
+      '2',
+      '--home',
+      home,
+    ]);
     expect(r.stderr).not.toMatch(/mars-lab: /);
     expect(r.code).toBe(0);
     const id = /^study (\S+): preset seqgrpo-copy, here \(2 at once\)/.exec(r.stdout)![1]!;
@@ -64,7 +78,10 @@ describe('study here', () => {
       [['--seeds', '0'], /^mars-lab: --seeds 0: give a count from 1 to 1000/],
       [['--seeds', '1,1'], /^mars-lab: --seeds 1,1: a seed is listed twice$/],
       [['--seeds', '2', '--set', 'rl.lr=abc'], /^mars-lab: .*rl\.lr/],
-      [['--seeds', '2', '--ray-home', '/x'], /^mars-lab: --ray-home, --ray-project, --ray-setup and --ray-runtime-env need --ray URL$/],
+      [
+        ['--seeds', '2', '--ray-home', '/x'],
+        /^mars-lab: --ray-home, --ray-project, --ray-setup and --ray-runtime-env need --ray URL$/,
+      ],
     ];
     for (const [extra, want] of cases) {
       const r = await cli(['study', '--preset', 'seqgrpo-copy', '--home', home, ...extra]);
@@ -92,7 +109,14 @@ describe('study plan', () => {
       variants: ['sys1-off'],
       seeds: [2],
       sets: ['notes=it is "quoted" \'here\''],
-      where: { kind: 'ray', url: 'http://h:8265', rayHome: '/shared/mars lab', project: '/opt/mars-lab', node: 'node', cpusPerJob: 1 },
+      where: {
+        kind: 'ray',
+        url: 'http://h:8265',
+        rayHome: '/shared/mars lab',
+        project: '/opt/mars-lab',
+        node: 'node',
+        cpusPerJob: 1,
+      },
       now: new Date('2026-12-01T10:00:00Z'),
     });
     const run = study.runs[0]!;
@@ -102,7 +126,9 @@ describe('study plan', () => {
       `node /opt/mars-lab/engine/bin/mars-lab.mjs train --preset mars-ablations --variant sys1-off --set 'notes=it is "quoted" '\\''here'\\''' --set seed=2 --run-id ${run.runId} --home '/shared/mars lab' --json`,
     );
     // what the shell makes of it: the same words back
-    const words = execFileSync('sh', ['-c', `printf '%s\\n' ${entry}`], { encoding: 'utf8' }).trimEnd().split('\n');
+    const words = execFileSync('sh', ['-c', `printf '%s\\n' ${entry}`], { encoding: 'utf8' })
+      .trimEnd()
+      .split('\n');
     expect(words).toContain(`notes=it is "quoted" 'here'`);
     expect(words).toContain('/shared/mars lab');
   });
@@ -120,7 +146,9 @@ RuntimeError: Request failed with status code 400: Traceback (most recent call l
 ValueError: Job with submission_id t1 already exists. Please use a different submission_id.
 .
 `;
-    expect(rayErrorLine(body)).toBe('ValueError: Job with submission_id t1 already exists. Please use a different submission_id.');
+    expect(rayErrorLine(body)).toBe(
+      'ValueError: Job with submission_id t1 already exists. Please use a different submission_id.',
+    );
     expect(rayErrorLine('Job nope does not exist')).toBe('Job nope does not exist');
     expect(rayErrorLine('')).toBe('(empty body)');
   });
@@ -137,15 +165,39 @@ ValueError: Job with submission_id t1 already exists. Please use a different sub
     fs.mkdirSync(dir);
     const key = path.join(dir, 'key.pem');
     const cert = path.join(dir, 'cert.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
     const seen: Record<string, unknown>[] = [];
     const server = https.createServer({ key: fs.readFileSync(key), cert: fs.readFileSync(cert) }, (req, res) => {
       seen.push({ ...req.headers });
       if (req.headers.authorization !== 'Bearer s3cret') {
-        res.writeHead(req.headers.authorization ? 403 : 401, { 'content-type': 'text/plain' }).end('Unauthorized: missing or invalid token');
+        res
+          .writeHead(req.headers.authorization ? 403 : 401, { 'content-type': 'text/plain' })
+          .end('Unauthorized: missing or invalid token');
         return;
       }
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ version: '4', ray_version: '2.52.1' }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ version: '4', ray_version: '2.52.1' }));
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const url = `https://127.0.0.1:${(server.address() as { port: number }).port}`;
@@ -159,14 +211,22 @@ ValueError: Job with submission_id t1 already exists. Please use a different sub
       expect((await fromEnv.version()).version).toBe('4');
       const noToken = await new RayJobsClient({ url, caFile: cert, env: {} }).version().catch((e: unknown) => e);
       expect((noToken as RayError).kind).toBe('auth');
-      expect((noToken as RayError).message).toMatch(/refused the request \(401: .*\): it wants a token; set MARS_LAB_RAY_TOKEN or --ray-token/);
-      const wrong = await new RayJobsClient({ url, caFile: cert, token: 'nope', env: {} }).version().catch((e: unknown) => e);
+      expect((noToken as RayError).message).toMatch(
+        /refused the request \(401: .*\): it wants a token; set MARS_LAB_RAY_TOKEN or --ray-token/,
+      );
+      const wrong = await new RayJobsClient({ url, caFile: cert, token: 'nope', env: {} })
+        .version()
+        .catch((e: unknown) => e);
       expect((wrong as RayError).message).toMatch(/\(403: .*\): the token is wrong/);
       // without the CA the certificate is not trusted: one line naming the cause
       const untrusted = await new RayJobsClient({ url, token: 's3cret', env: {} }).version().catch((e: unknown) => e);
       expect((untrusted as RayError).kind).toBe('unreachable');
-      expect((untrusted as RayError).message).toMatch(/unreachable \((DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN)/);
-      expect(() => new RayJobsClient({ url, caFile: path.join(dir, 'missing.pem') })).toThrow(/^--ray-ca .*missing\.pem: cannot read it \(ENOENT\)/);
+      expect((untrusted as RayError).message).toMatch(
+        /unreachable \((DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN)/,
+      );
+      expect(() => new RayJobsClient({ url, caFile: path.join(dir, 'missing.pem') })).toThrow(
+        /^--ray-ca .*missing\.pem: cannot read it \(ENOENT\)/,
+      );
     } finally {
       await new Promise((r) => server.close(r));
     }

@@ -49,7 +49,9 @@ describe('app:// scheme privileges', () => {
     expect(privileges['secure']).toBe(true);
     expect(privileges['supportFetchAPI']).toBe(true);
     // The CSP must apply, other origins must not read the app, and no service worker may outlive a response.
-    for (const off of ['bypassCSP', 'corsEnabled', 'allowServiceWorkers', 'stream']) expect(privileges[off], off).not.toBe(true);
+    for (const off of ['bypassCSP', 'corsEnabled', 'allowServiceWorkers', 'stream']) {
+      expect(privileges[off], off).not.toBe(true);
+    }
   });
 });
 
@@ -134,7 +136,9 @@ describe('app:// handler', () => {
       expect(resolveAppAsset(rendererDir, url), url).toBeNull();
     }
     // Containment layer: the resolved path of plain names must stay under the folder, and not be the folder itself.
-    expect(resolveAppAsset(rendererDir, 'app://mars-lab/assets/index-abc.js')).toBe(join(rendererDir, 'assets', 'index-abc.js'));
+    expect(resolveAppAsset(rendererDir, 'app://mars-lab/assets/index-abc.js')).toBe(
+      join(rendererDir, 'assets', 'index-abc.js'),
+    );
   });
 
   it('answers HEAD without a body and refuses other methods', async () => {
@@ -142,7 +146,9 @@ describe('app:// handler', () => {
     expect(head.status).toBe(200);
     expect(head.headers.get('content-type')).toBe('text/html; charset=utf-8');
     expect(await head.text()).toBe('');
-    for (const method of ['POST', 'PUT', 'DELETE']) expect((await serve({ url: APP_INDEX_URL, method })).status, method).toBe(405);
+    for (const method of ['POST', 'PUT', 'DELETE']) {
+      expect((await serve({ url: APP_INDEX_URL, method })).status, method).toBe(405);
+    }
   });
 
   it('answers 404 for a missing file', async () => {
@@ -200,7 +206,12 @@ describe('ELECTRON_RENDERER_URL', () => {
   });
 
   it('is ignored by a packaged app, loopback or not', () => {
-    for (const devServerUrl of ['http://localhost:5173/', 'http://evil.example:5173', 'javascript:alert(1)', undefined]) {
+    for (const devServerUrl of [
+      'http://localhost:5173/',
+      'http://evil.example:5173',
+      'javascript:alert(1)',
+      undefined,
+    ]) {
       expect(resolveAppLocation({ devServerUrl, isPackaged: true }), String(devServerUrl)).toEqual(BUILT_APP);
     }
     expect(resolveAppLocation({ devServerUrl: undefined, isPackaged: false })).toEqual(BUILT_APP);

@@ -22,7 +22,16 @@ const DEFAULT_WIRE = '100100011';
 function fakeElectronBinary(file: string, wire = DEFAULT_WIRE): void {
   mkdirSync(dirname(file), { recursive: true });
   const header = Buffer.from([1, wire.length]); // fuse wire version 1, then its length
-  writeFileSync(file, Buffer.concat([Buffer.from('ELF…padding…'), Buffer.from(SENTINEL), header, Buffer.from(wire), Buffer.from('…rest')]));
+  writeFileSync(
+    file,
+    Buffer.concat([
+      Buffer.from('ELF…padding…'),
+      Buffer.from(SENTINEL),
+      header,
+      Buffer.from(wire),
+      Buffer.from('…rest'),
+    ]),
+  );
 }
 
 function readWire(file: string): string {
@@ -69,10 +78,12 @@ describe('fuse settings', () => {
     expect(FUSES[FuseV1Options.EnableCookieEncryption]).toBe(true);
   });
 
-  it('decides every fuse the library knows, none left to Electron\'s default', () => {
+  it("decides every fuse the library knows, none left to Electron's default", () => {
     const known = Object.values(FuseV1Options).filter((value): value is number => typeof value === 'number');
     expect(known.length).toBeGreaterThanOrEqual(8);
-    for (const index of known) expect(typeof (FUSES as Record<number, unknown>)[index], FuseV1Options[index]).toBe('boolean');
+    for (const index of known) {
+      expect(typeof (FUSES as Record<number, unknown>)[index], FuseV1Options[index]).toBe('boolean');
+    }
     expect(fuseSettingsByName()).toEqual({
       RunAsNode: false,
       EnableCookieEncryption: true,
@@ -130,7 +141,10 @@ describe('packaging step: flipping the fuses', () => {
     const error = await userErrorOf(applyFuses(bundle, 'darwin', 'x64'));
     expect(error.message).toMatch(/ElectronAsarIntegrity/);
     expect(readWire(framework)).toBe(DEFAULT_WIRE);
-    writeFileSync(join(bundle, 'Contents', 'Info.plist'), '<plist><dict><key>ElectronAsarIntegrity</key><dict/></dict></plist>');
+    writeFileSync(
+      join(bundle, 'Contents', 'Info.plist'),
+      '<plist><dict><key>ElectronAsarIntegrity</key><dict/></dict></plist>',
+    );
     expect(locatePackagedApp(bundle).appAsar).toBe(join(bundle, 'Contents', 'Resources', 'app.asar'));
     await applyFuses(bundle, 'darwin', 'x64');
     expect(readWire(framework)).toBe('010011001');

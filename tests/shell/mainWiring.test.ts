@@ -7,7 +7,14 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it, vi, type Mock } from 'vitest';
-import { API_EVENT_CHANNEL, API_KEYS, API_METHODS, apiChannel, type ApiEvent, type MarsLabApi } from '../../engine/api/contract';
+import {
+  API_EVENT_CHANNEL,
+  API_KEYS,
+  API_METHODS,
+  apiChannel,
+  type ApiEvent,
+  type MarsLabApi,
+} from '../../engine/api/contract';
 import { ENGINE_VERSION } from '../../engine/version';
 import { APP_INDEX_URL, APP_SCHEME_PRIVILEGES } from '../../main/appProtocol';
 import { CONTENT_SECURITY_POLICY_HEADER } from '../../main/contentSecurityPolicy';
@@ -66,12 +73,15 @@ const fake = vi.hoisted(() => {
   }
   /** A utilityProcess child whose stdout the test writes to, as a run-worker would. */
   class FakeUtilityProcess {
-    static readonly forked: Array<{ modulePath: string; args: string[]; options: unknown; child: FakeUtilityProcess }> = [];
+    static readonly forked: Array<{ modulePath: string; args: string[]; options: unknown; child: FakeUtilityProcess }> =
+      [];
     readonly pid = 4242;
     readonly stdoutListeners: Array<(chunk: Buffer) => void> = [];
     readonly exitListeners: Array<(code: number) => void> = [];
     killed = false;
-    readonly stdout = { on: (_name: string, listener: (chunk: Buffer) => void) => void this.stdoutListeners.push(listener) };
+    readonly stdout = {
+      on: (_name: string, listener: (chunk: Buffer) => void) => void this.stdoutListeners.push(listener),
+    };
     readonly stderr = { on: () => undefined };
     once(name: string, listener: (code: number) => void): this {
       if (name === 'exit') this.exitListeners.push(listener);
@@ -202,7 +212,9 @@ describe('main/index.ts wiring (fake electron)', () => {
     const listener = onHeaders.mock.calls[0]![0] as (details: unknown, callback: (response: unknown) => void) => void;
     const callback = vi.fn();
     listener({ responseHeaders: { 'Content-Security-Policy': ['default-src *'] } }, callback);
-    expect(callback).toHaveBeenCalledWith({ responseHeaders: { 'Content-Security-Policy': [CONTENT_SECURITY_POLICY_HEADER] } });
+    expect(callback).toHaveBeenCalledWith({
+      responseHeaders: { 'Content-Security-Policy': [CONTENT_SECURITY_POLICY_HEADER] },
+    });
     const permissions = fake.electron.session.defaultSession.setPermissionRequestHandler;
     expect(permissions).toHaveBeenCalledWith(denyPermissionRequest);
     expect(fake.electron.session.defaultSession.setPermissionCheckHandler).toHaveBeenCalledWith(denyPermissionCheck);
@@ -222,7 +234,10 @@ describe('main/index.ts wiring (fake electron)', () => {
   });
 
   it('answers ping for the app page', async () => {
-    await expect(handler('ping')(sender(APP_FILE_URL))).resolves.toMatchObject({ engineVersion: ENGINE_VERSION, transport: 'electron' });
+    await expect(handler('ping')(sender(APP_FILE_URL))).resolves.toMatchObject({
+      engineVersion: ENGINE_VERSION,
+      transport: 'electron',
+    });
   });
 
   it('validates each request against the engine/api schemas', async () => {
@@ -231,7 +246,9 @@ describe('main/index.ts wiring (fake electron)', () => {
     await expect(handler('getRun')(app, { runId: 'x', extra: 1 })).rejects.toThrow(/invalid request/);
     await expect(handler('stopRun')(app, 'not an object')).rejects.toThrow(/invalid request/);
     await expect(handler('getTrajectories')(app, { runId: 'x', limit: 10_000 })).rejects.toThrow(/limit/);
-    await expect(handler('startRun')(app, { preset: 'seqgrpo-copy', sets: ['budget.steps=0'] })).rejects.toThrow(/budget\.steps: must be ≥ 1/);
+    await expect(handler('startRun')(app, { preset: 'seqgrpo-copy', sets: ['budget.steps=0'] })).rejects.toThrow(
+      /budget\.steps: must be ≥ 1/,
+    );
     await expect(handler('listRuns')(app, {})).resolves.toMatchObject({ runs: [] });
   });
 
@@ -242,7 +259,11 @@ describe('main/index.ts wiring (fake electron)', () => {
     const { modulePath, args, options, child } = fake.FakeUtilityProcess.forked[0]!;
     expect(modulePath).toMatch(/engine[\\/]bin[\\/]mars-lab\.mjs$/);
     expect(args[0]).toBe('run-worker');
-    expect(JSON.parse(args[1]!)).toMatchObject({ kind: 'start', preset: 'seqgrpo-copy', config: { algorithm: 'seqgrpo', budget: { steps: 3 } } });
+    expect(JSON.parse(args[1]!)).toMatchObject({
+      kind: 'start',
+      preset: 'seqgrpo-copy',
+      config: { algorithm: 'seqgrpo', budget: { steps: 3 } },
+    });
     expect(options).toMatchObject({ stdio: 'pipe' });
     child.writeLine({ type: 'created', runId: 'r1', dir: '/x/runs/r1' });
     await expect(started).resolves.toEqual({ runId: 'r1' });
@@ -253,7 +274,7 @@ describe('main/index.ts wiring (fake electron)', () => {
 
   it('tells the page the host is ready once it has loaded', () => {
     const contents = window().webContents;
-    for (const listener of contents.listeners.get('did-finish-load') ?? []) (listener as () => void)();
+    for (const listener of contents.listeners.get('did-finish-load') ?? []) listener();
     const ready: ApiEvent = { type: 'host-ready', engineVersion: ENGINE_VERSION };
     expect(contents.sent).toContainEqual([API_EVENT_CHANNEL, ready]);
   });
@@ -270,7 +291,7 @@ describe('preload (fake electron)', () => {
     exposed = calls[0]![1] as MarsLabApi;
   });
 
-  it('exposes exactly the contract\'s keys, all functions', () => {
+  it("exposes exactly the contract's keys, all functions", () => {
     expect(Object.keys(exposed).sort()).toEqual([...API_KEYS].sort());
     for (const key of API_KEYS) expect(typeof exposed[key]).toBe('function');
   });

@@ -76,7 +76,10 @@ describe('window options', () => {
 
   it('closes DevTools at once should they open in a packaged app', () => {
     const listeners: Array<() => void> = [];
-    const contents = { on: (_event: 'devtools-opened', listener: () => void) => void listeners.push(listener), closeDevTools: vi.fn() };
+    const contents = {
+      on: (_event: 'devtools-opened', listener: () => void) => void listeners.push(listener),
+      closeDevTools: vi.fn(),
+    };
     closeDevToolsWhenPackaged(contents, { isPackaged: false });
     expect(listeners).toHaveLength(0);
     closeDevToolsWhenPackaged(contents, { isPackaged: true });
@@ -89,7 +92,7 @@ describe('window options', () => {
 describe('content security policy', () => {
   const csp = parseCsp(CONTENT_SECURITY_POLICY);
 
-  it('runs only the app\'s own scripts: no inline scripts, no eval', () => {
+  it("runs only the app's own scripts: no inline scripts, no eval", () => {
     expect(csp.get('default-src')).toEqual(["'self'"]);
     expect(csp.get('script-src')).toEqual(["'self'", "'wasm-unsafe-eval'"]);
     for (const directive of ['default-src', 'script-src', 'worker-src']) {
@@ -123,7 +126,7 @@ describe('content security policy', () => {
   it('replaces any policy a server sent, whatever its spelling', () => {
     const headers = withContentSecurityPolicy({
       'content-type': ['text/html'],
-      'content-security-policy': ["default-src *"],
+      'content-security-policy': ['default-src *'],
       'CONTENT-SECURITY-POLICY': ["script-src 'unsafe-inline'"],
     });
     const cspHeaders = Object.keys(headers).filter((name) => name.toLowerCase() === 'content-security-policy');
@@ -140,7 +143,9 @@ describe('app location', () => {
     expect(DEV_APP).toMatchObject({ kind: 'dev-server', origin: 'http://localhost:5173' });
     const packaged = resolveAppLocation({ devServerUrl: 'http://localhost:5173/', isPackaged: true });
     expect(packaged).toEqual(BUILT_APP);
-    expect(() => resolveAppLocation({ devServerUrl: 'file:///tmp/x.html', isPackaged: false })).toThrow(/ELECTRON_RENDERER_URL/);
+    expect(() => resolveAppLocation({ devServerUrl: 'file:///tmp/x.html', isPackaged: false })).toThrow(
+      /ELECTRON_RENDERER_URL/,
+    );
   });
 
   it('recognises the app page and nothing else', () => {
@@ -193,7 +198,15 @@ describe('navigation and new windows', () => {
   });
 
   it('answers every permission check and device request with no', () => {
-    for (const permission of ['clipboard-read', 'clipboard-sanitized-write', 'media', 'notifications', 'hid', 'serial', 'usb']) {
+    for (const permission of [
+      'clipboard-read',
+      'clipboard-sanitized-write',
+      'media',
+      'notifications',
+      'hid',
+      'serial',
+      'usb',
+    ]) {
       expect(denyPermissionCheck(), permission).toBe(false);
     }
     expect(denyDevicePermission()).toBe(false);

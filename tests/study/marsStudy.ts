@@ -35,7 +35,15 @@ const out = arg('out', 'docs/results/mars.md');
 const variants = arg('variants', Object.keys(preset.variants ?? {}).join(',')).split(',');
 
 function sets(seed: number): string[] {
-  return [`seed=${seed}`, `budget.steps=${steps}`, 'eval.every=0', `eval.items=${items}`, `checkpoint.every=${steps}`, 'checkpoint.keep=1', `model.from={"kind":"checkpoint","path":"${basePath}"}`];
+  return [
+    `seed=${seed}`,
+    `budget.steps=${steps}`,
+    'eval.every=0',
+    `eval.items=${items}`,
+    `checkpoint.every=${steps}`,
+    'checkpoint.keep=1',
+    `model.from={"kind":"checkpoint","path":"${basePath}"}`,
+  ];
 }
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
@@ -64,7 +72,10 @@ async function main() {
   // The base model, evaluated with the full dual system (the preset's own config).
   const baseCfg = resolvePresetConfig(PRESET, sets(0)) as MarsConfig;
   const base = await evaluateCheckpoint(home, basePath, baseCfg);
-  rows.push({ name: 'base (no RL)', metrics: Object.fromEntries(Object.entries(base.metrics).map(([k, v]) => [k, [v]])) });
+  rows.push({
+    name: 'base (no RL)',
+    metrics: Object.fromEntries(Object.entries(base.metrics).map(([k, v]) => [k, [v]])),
+  });
   console.log(`base: exact match ${base.metrics.exactMatch}`);
 
   for (const variant of variants) {
@@ -75,15 +86,25 @@ async function main() {
       const r = await startRun(home, cfg);
       const ev = await evaluateCheckpoint(home, path.join(r.dir, 'checkpoints', String(r.step)));
       for (const [k, v] of Object.entries(ev.metrics)) push(metrics, k, v);
-      const lines = fs.readFileSync(runFilePaths(r.dir).metrics, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, number>);
+      const lines = fs
+        .readFileSync(runFilePaths(r.dir).metrics, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, number>);
       const k = Math.max(1, Math.floor(lines.length / 5));
       const window = (ls: Record<string, number>[], key: string) => mean(ls.map((l) => l[key] ?? 0));
       push(metrics, 'train.rewardFirst', window(lines.slice(0, k), 'reward'));
       push(metrics, 'train.rewardLast', window(lines.slice(-k), 'reward'));
       push(metrics, 'train.searchesFirst', window(lines.slice(0, k), 'searchesPerQuestion'));
       push(metrics, 'train.searchesLast', window(lines.slice(-k), 'searchesPerQuestion'));
-      push(metrics, 'train.stepSeconds', mean(lines.map((l) => ((l['timing.rolloutMs'] ?? 0) + (l['timing.updateMs'] ?? 0)) / 1000)));
-      console.log(`${variant} seed ${seed}: exact match ${ev.metrics.exactMatch} (${((Date.now() - s) / 1000).toFixed(0)} s)`);
+      push(
+        metrics,
+        'train.stepSeconds',
+        mean(lines.map((l) => ((l['timing.rolloutMs'] ?? 0) + (l['timing.updateMs'] ?? 0)) / 1000)),
+      );
+      console.log(
+        `${variant} seed ${seed}: exact match ${ev.metrics.exactMatch} (${((Date.now() - s) / 1000).toFixed(0)} s)`,
+      );
     }
     rows.push({ name: variant, metrics });
   }
@@ -91,7 +112,7 @@ async function main() {
   const cmd = `npm run study:mars -- ${process.argv.slice(2).join(' ')}`.trim();
   const cpu = os.cpus();
   const families = baseCfg.task.families.filter((f) => MARS_FAMILIES.includes(f));
-  const m = (r: Row | undefined, k: string) => (r?.metrics[k]?.length ? mean(r.metrics[k]!) : NaN);
+  const m = (r: Row | undefined, k: string) => (r?.metrics[k]?.length ? mean(r.metrics[k]) : NaN);
   const byName = (n: string) => rows.find((r) => r.name === n);
   const full = byName('full');
   const baseRow = rows[0]!;
@@ -101,12 +122,23 @@ async function main() {
   const diff = (a: number, b: number) => `${a.toFixed(3)} vs ${b.toFixed(3)}`;
   const beats = (text: string, other: string) => {
     const o = byName(other);
-    if (!seedsOf(full, 'exactMatch').length || !seedsOf(o, 'exactMatch').length) return claimLine(text, null, 'variant not run');
-    return claimLine(text, seedsVerdict(seedsOf(full, 'exactMatch'), seedsOf(o, 'exactMatch')), diff(m(full, 'exactMatch'), m(o, 'exactMatch')));
+    if (!seedsOf(full, 'exactMatch').length || !seedsOf(o, 'exactMatch').length) {
+      return claimLine(text, null, 'variant not run');
+    }
+    return claimLine(
+      text,
+      seedsVerdict(seedsOf(full, 'exactMatch'), seedsOf(o, 'exactMatch')),
+      diff(m(full, 'exactMatch'), m(o, 'exactMatch')),
+    );
   };
   const gain = (k: string) => m(full, k) - m(baseRow, k);
   // per seed: (multi-hop gain over the base) − (single-hop gain over the base); the base is one deterministic figure
-  const gainGap = seedsOf(full, 'multiHopExactMatch').map((x, i) => x - m(baseRow, 'multiHopExactMatch') - (seedsOf(full, 'singleHopExactMatch')[i]! - m(baseRow, 'singleHopExactMatch')));
+  const gainGap = seedsOf(full, 'multiHopExactMatch').map(
+    (x, i) =>
+      x -
+      m(baseRow, 'multiHopExactMatch') -
+      (seedsOf(full, 'singleHopExactMatch')[i]! - m(baseRow, 'singleHopExactMatch')),
+  );
   const claims = [
     beats('Full MARS beats System 1 off on held-out exact match', 'sys1-off'),
     beats('Full MARS beats System 1 frozen', 'sys1-frozen'),
@@ -117,7 +149,9 @@ async function main() {
     ),
     claimLine(
       'Search calls per question grow during training (full MARS, first vs last fifth of the steps)',
-      seedsOf(full, 'train.searchesLast').length ? pairedSeedsVerdict(seedsOf(full, 'train.searchesLast'), seedsOf(full, 'train.searchesFirst')) : null,
+      seedsOf(full, 'train.searchesLast').length
+        ? pairedSeedsVerdict(seedsOf(full, 'train.searchesLast'), seedsOf(full, 'train.searchesFirst'))
+        : null,
       full ? diff(m(full, 'train.searchesFirst'), m(full, 'train.searchesLast')) : 'variant not run',
     ),
   ];
@@ -130,7 +164,7 @@ async function main() {
     '',
     `Each variant is the \`${PRESET}\` preset with its named overrides (\`npx mars-lab presets\` lists them), trained from the same base checkpoint; only seed, steps and evaluation size are changed here. Figures are mean ± sample sd over seeds of one greedy evaluation of the final checkpoint on the same held-out questions (worlds never trained on); the base row is one deterministic evaluation. Seeds vary the RL streams, not the base model or the worlds.`,
     '',
-    '## The paper\'s claims, as measured',
+    "## The paper's claims, as measured",
     '',
     `Each claim is decided by a one-sided test at α = ${DEFAULT_ALPHA}: **holds** when the test in the claim's direction rejects, **does not hold** when the test against it rejects, **inconclusive** when neither does.`,
     '',
@@ -140,7 +174,10 @@ async function main() {
     '',
     '| variant | exact match | F1 | single-hop EM | multi-hop EM | train reward first → last fifth | s/step |',
     '|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.name} | ${fmt(r.metrics.exactMatch)} | ${fmt(r.metrics.f1)} | ${fmt(r.metrics.singleHopExactMatch)} | ${fmt(r.metrics.multiHopExactMatch)} | ${r.metrics['train.rewardFirst'] ? `${fmt(r.metrics['train.rewardFirst'])} → ${fmt(r.metrics['train.rewardLast'])}` : '–'} | ${fmt(r.metrics['train.stepSeconds'], 1)} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${fmt(r.metrics.exactMatch)} | ${fmt(r.metrics.f1)} | ${fmt(r.metrics.singleHopExactMatch)} | ${fmt(r.metrics.multiHopExactMatch)} | ${r.metrics['train.rewardFirst'] ? `${fmt(r.metrics['train.rewardFirst'])} → ${fmt(r.metrics['train.rewardLast'])}` : '–'} | ${fmt(r.metrics['train.stepSeconds'], 1)} |`,
+    ),
     '',
     '## Per question family (exact match / F1)',
     '',
@@ -152,7 +189,10 @@ async function main() {
     '',
     '| variant | System 2 tokens / question | System 1 tokens / question | searches / question | System 1 calls / search | train searches / question first → last fifth |',
     '|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.name} | ${fmt(r.metrics.sys2TokensPerQuestion, 1)} | ${fmt(r.metrics.sys1TokensPerQuestion, 1)} | ${fmt(r.metrics.searchesPerQuestion, 2)} | ${fmt(r.metrics.sys1CallsPerSearch, 2)} | ${r.metrics['train.searchesFirst'] ? `${fmt(r.metrics['train.searchesFirst'], 2)} → ${fmt(r.metrics['train.searchesLast'], 2)}` : '–'} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${fmt(r.metrics.sys2TokensPerQuestion, 1)} | ${fmt(r.metrics.sys1TokensPerQuestion, 1)} | ${fmt(r.metrics.searchesPerQuestion, 2)} | ${fmt(r.metrics.sys1CallsPerSearch, 2)} | ${r.metrics['train.searchesFirst'] ? `${fmt(r.metrics['train.searchesFirst'], 2)} → ${fmt(r.metrics['train.searchesLast'], 2)}` : '–'} |`,
+    ),
     '',
     'System 1 calls per search differ by packing: FFD fills each window with as many pages as fit, `perdoc` gives each page its own window, `truncate` cuts everything into one window.',
     '',

@@ -23,7 +23,14 @@ import { resolvePresetConfig } from '../../engine/runs/presets';
 import { startRun } from '../../engine/runs/runLoop';
 import { runFilePaths } from '../../engine/runs/runFolder';
 import { initBackend } from '../../engine/tensor/backend';
-import { allOf, claimLine, DEFAULT_ALPHA, seedsVerdict, shiftVerdict, type VerdictResult } from '../../engine/metrics/verdict';
+import {
+  allOf,
+  claimLine,
+  DEFAULT_ALPHA,
+  seedsVerdict,
+  shiftVerdict,
+  type VerdictResult,
+} from '../../engine/metrics/verdict';
 
 function arg(name: string, dflt: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -45,14 +52,47 @@ const ARMS = ALL_ARMS.filter((a) => chosen.includes(a.preset));
 const reportOnly = process.argv.includes('--report');
 const partsDir = path.join(path.dirname(out), 'marti.parts');
 type Row = { name: string; metrics: Record<string, number[]>; seconds: number[] };
-interface Part { arm: string; cmd: string; steps: number; seeds: number; items: number; temperature?: number; backend: string; machine: string; minutes: number; base: Row; trained: Row }
+interface Part {
+  arm: string;
+  cmd: string;
+  steps: number;
+  seeds: number;
+  items: number;
+  temperature?: number;
+  backend: string;
+  machine: string;
+  minutes: number;
+  base: Row;
+  trained: Row;
+}
 
 const MAIN = ['pass1', 'pass1Greedy', 'pass1MCTS', 'bestOfTree', 'tplus.pass1', 'tplus.bestOfTree'] as const;
-const DIVERSITY = ['div.editDistance', 'div.editDistance.acrossAgents', 'div.distinctPrograms', 'div.behaviour', 'div.distinctCorrect', 'div.passGap', 'div.uniqueSolves', 'div.tokenEntropy', 'tplus.div.editDistance', 'tplus.div.behaviour', 'tplus.div.passGap'] as const;
+const DIVERSITY = [
+  'div.editDistance',
+  'div.editDistance.acrossAgents',
+  'div.distinctPrograms',
+  'div.behaviour',
+  'div.distinctCorrect',
+  'div.passGap',
+  'div.uniqueSolves',
+  'div.tokenEntropy',
+  'tplus.div.editDistance',
+  'tplus.div.behaviour',
+  'tplus.div.passGap',
+] as const;
 
 function sets(seed: number): string[] {
   // T+ is part of the study's final evaluation even where a preset leaves it to `eval --checkpoint` to save time
-  return [`seed=${seed}`, `budget.steps=${steps}`, 'eval.every=0', `eval.items=${items}`, 'marti.tplus.enabled=true', `checkpoint.every=${steps}`, 'checkpoint.keep=1', `model.from={"kind":"checkpoint","path":"${basePath}"}`];
+  return [
+    `seed=${seed}`,
+    `budget.steps=${steps}`,
+    'eval.every=0',
+    `eval.items=${items}`,
+    'marti.tplus.enabled=true',
+    `checkpoint.every=${steps}`,
+    'checkpoint.keep=1',
+    `model.from={"kind":"checkpoint","path":"${basePath}"}`,
+  ];
 }
 
 const stats = (xs: number[]) => {
@@ -79,8 +119,14 @@ async function runArm(arm: (typeof ALL_ARMS)[number], home: string, backend: str
   const s0 = Date.now();
   const b = await marti.evaluate(cfg0, model);
   model.dispose();
-  const base: Row = { name: `base (evaluated as ${arm.preset})`, metrics: Object.fromEntries(Object.entries(b.metrics).map(([k, v]) => [k, [v]])), seconds: [(Date.now() - s0) / 1000] };
-  console.log(`base as ${arm.preset}: pass1 ${b.metrics.pass1} bestOfTree ${b.metrics.bestOfTree} tplus ${b.metrics['tplus.pass1']}`);
+  const base: Row = {
+    name: `base (evaluated as ${arm.preset})`,
+    metrics: Object.fromEntries(Object.entries(b.metrics).map(([k, v]) => [k, [v]])),
+    seconds: [(Date.now() - s0) / 1000],
+  };
+  console.log(
+    `base as ${arm.preset}: pass1 ${b.metrics.pass1} bestOfTree ${b.metrics.bestOfTree} tplus ${b.metrics['tplus.pass1']}`,
+  );
   const metrics: Record<string, number[]> = {};
   const seconds: number[] = [];
   for (let seed = 1; seed <= seeds; seed++) {
@@ -88,16 +134,45 @@ async function runArm(arm: (typeof ALL_ARMS)[number], home: string, backend: str
     const s = Date.now();
     const r = await startRun(home, cfg);
     seconds.push((Date.now() - s) / 1000);
-    const lines = fs.readFileSync(runFilePaths(r.dir).metrics, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, number>);
+    const lines = fs
+      .readFileSync(runFilePaths(r.dir).metrics, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, number>);
     const last = lines.at(-1)!;
     for (const [k, v] of Object.entries(last)) if (k.startsWith('eval.')) (metrics[k.slice(5)] ??= []).push(v);
     const k5 = Math.min(5, lines.length);
     (metrics['train.rewardFirst5'] ??= []).push(stats(lines.slice(0, k5).map((l) => l.reward!)).m);
     (metrics['train.rewardLast5'] ??= []).push(stats(lines.slice(-k5).map((l) => l.reward!)).m);
-    (metrics['train.stepSeconds'] ??= []).push(stats(lines.map((l) => ((l['timing.selectionMs'] ?? 0) + (l['timing.generationMs'] ?? 0) + (l['timing.testMs'] ?? 0) + (l['timing.updateMs'] ?? 0)) / 1000)).m);
-    console.log(`${arm.preset} seed ${seed}: pass1 ${last['eval.pass1']} bestOfTree ${last['eval.bestOfTree']} tplus ${last['eval.tplus.pass1']} (${seconds.at(-1)} s)`);
+    (metrics['train.stepSeconds'] ??= []).push(
+      stats(
+        lines.map(
+          (l) =>
+            ((l['timing.selectionMs'] ?? 0) +
+              (l['timing.generationMs'] ?? 0) +
+              (l['timing.testMs'] ?? 0) +
+              (l['timing.updateMs'] ?? 0)) /
+            1000,
+        ),
+      ).m,
+    );
+    console.log(
+      `${arm.preset} seed ${seed}: pass1 ${last['eval.pass1']} bestOfTree ${last['eval.bestOfTree']} tplus ${last['eval.tplus.pass1']} (${seconds.at(-1)} s)`,
+    );
   }
-  return { arm: arm.preset, cmd, steps, seeds, items, temperature: cfg0.eval.temperature, backend, machine: machine(backend), minutes: (Date.now() - t0) / 60000, base, trained: { name: arm.name, metrics, seconds } };
+  return {
+    arm: arm.preset,
+    cmd,
+    steps,
+    seeds,
+    items,
+    temperature: cfg0.eval.temperature,
+    backend,
+    machine: machine(backend),
+    minutes: (Date.now() - t0) / 60000,
+    base,
+    trained: { name: arm.name, metrics, seconds },
+  };
 }
 
 /**
@@ -114,10 +189,17 @@ function claimLines(parts: Part[]): string[] {
     const have = presets.every((p) => seedsOf(p, k).length > 0);
     const short = (p: string) => p.replace('marti-', '');
     const pairs: (VerdictResult & { label: string })[] = have
-      ? presets.slice(1).map((p, i) => ({ ...seedsVerdict(seedsOf(p, k), seedsOf(presets[i]!, k)), label: `${short(p)} > ${short(presets[i]!)}` }))
+      ? presets.slice(1).map((p, i) => ({
+          ...seedsVerdict(seedsOf(p, k), seedsOf(presets[i]!, k)),
+          label: `${short(p)} > ${short(presets[i]!)}`,
+        }))
       : [];
     const figures = presets.map((p) => `${short(p)} ${avg(seedsOf(p, k))}`).join(', ');
-    return claimLine(text, have ? (pairs.length === 1 ? pairs[0]! : allOf(pairs)) : null, have ? figures : 'arm not run');
+    return claimLine(
+      text,
+      have ? (pairs.length === 1 ? pairs[0]! : allOf(pairs)) : null,
+      have ? figures : 'arm not run',
+    );
   };
   const overBase = (preset: string) => {
     const a = arm(preset);
@@ -128,20 +210,30 @@ function claimLines(parts: Part[]): string[] {
     return claimLine(text, shiftVerdict(xs.map((x) => x - b)), `${b.toFixed(3)} → ${avg(xs)}`);
   };
   return [
-    '## The paper\'s claims, as measured',
+    "## The paper's claims, as measured",
     '',
     `Each claim is decided by a one-sided test at α = ${DEFAULT_ALPHA}: **holds** when the test in the claim's direction rejects, **does not hold** when the test against it rejects, **inconclusive** when neither does. An ordering holds only when each of its comparisons does.`,
     '',
-    order('Heterogeneous beats homogeneous beats single-agent GRPO on held-out pass@1', ['marti-single', 'marti-homo', 'marti-hetero'], 'pass1'),
+    order(
+      'Heterogeneous beats homogeneous beats single-agent GRPO on held-out pass@1',
+      ['marti-single', 'marti-homo', 'marti-hetero'],
+      'pass1',
+    ),
     order('The same order under T+ (T+ pass@1)', ['marti-single', 'marti-homo', 'marti-hetero'], 'tplus.pass1'),
-    order('Diversity rises from single to homogeneous to heterogeneous (within-tree edit distance)', ['marti-single', 'marti-homo', 'marti-hetero'], 'div.editDistance'),
+    order(
+      'Diversity rises from single to homogeneous to heterogeneous (within-tree edit distance)',
+      ['marti-single', 'marti-homo', 'marti-hetero'],
+      'div.editDistance',
+    ),
     ...ALL_ARMS.map((a) => overBase(a.preset)),
     '',
   ];
 }
 
 function writeReport(): void {
-  const parts = ALL_ARMS.map((a) => path.join(partsDir, `${a.preset}.json`)).filter((f) => fs.existsSync(f)).map((f) => JSON.parse(fs.readFileSync(f, 'utf8')) as Part);
+  const parts = ALL_ARMS.map((a) => path.join(partsDir, `${a.preset}.json`))
+    .filter((f) => fs.existsSync(f))
+    .map((f) => JSON.parse(fs.readFileSync(f, 'utf8')) as Part);
   if (!parts.length) throw new Error(`no study parts in ${partsDir}`);
   const rows: Row[] = [...parts.map((p) => p.base), ...parts.map((p) => p.trained)];
   const cmds = [...new Set(parts.map((p) => p.cmd))];
@@ -162,7 +254,10 @@ function writeReport(): void {
     ...claimLines(parts),
     '| arm | pass1 | pass1Greedy | pass1MCTS | bestOfTree | T+ pass1 | T+ bestOfTree | train reward first 5 steps → last 5 | s/step |',
     '|---|---|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.name} | ${MAIN.map((k) => fmt(r.metrics[k])).join(' | ')} | ${r.metrics['train.rewardFirst5'] ? `${fmt(r.metrics['train.rewardFirst5'])} → ${fmt(r.metrics['train.rewardLast5'])}` : '–'} | ${fmt(r.metrics['train.stepSeconds'])} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${MAIN.map((k) => fmt(r.metrics[k])).join(' | ')} | ${r.metrics['train.rewardFirst5'] ? `${fmt(r.metrics['train.rewardFirst5'])} → ${fmt(r.metrics['train.rewardLast5'])}` : '–'} | ${fmt(r.metrics['train.stepSeconds'])} |`,
+    ),
     '',
     '## Diversity (§3.11, the 8-node evaluation trees; tplus.* on the T+ trees)',
     '',

@@ -25,7 +25,9 @@ async function main(): Promise<void> {
   const wanted = arg('presets')?.split(',');
   const seeds = arg('seeds')?.split(',').map(Number);
   const presets = listPresets().filter((p) => p.success && (!wanted || wanted.includes(p.name)));
-  if (wanted && presets.length !== wanted.length) throw new Error(`--presets: not every name is a preset with a success criterion (${wanted.join(', ')})`);
+  if (wanted && presets.length !== wanted.length) {
+    throw new Error(`--presets: not every name is a preset with a success criterion (${wanted.join(', ')})`);
+  }
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-presets-'));
   const checks: PromiseCheck[] = [];
   try {
@@ -35,7 +37,9 @@ async function main(): Promise<void> {
         await checkPresetPromise(home, preset, {
           seeds,
           onSeed: (o) =>
-            console.log(`  seed ${o.seed}: ${o.value === null ? 'never evaluated' : `${o.value.toFixed(3)} at step ${o.step}`} ${o.passed ? 'ok' : 'FAILS'} (${o.seconds.toFixed(1)} s)`),
+            console.log(
+              `  seed ${o.seed}: ${o.value === null ? 'never evaluated' : `${o.value.toFixed(3)} at step ${o.step}`} ${o.passed ? 'ok' : 'FAILS'} (${o.seconds.toFixed(1)} s)`,
+            ),
         }),
       );
     }
@@ -45,7 +49,10 @@ async function main(): Promise<void> {
   const md = arg('md');
   if (md) {
     const rows = checks.flatMap((c) =>
-      c.outcomes.map((o) => `| ${c.preset} | ${c.metric} ≥ ${c.atLeast} | ${o.seed} | ${o.value?.toFixed(3) ?? '–'} | ${o.passed ? 'yes' : 'no'} | ${o.seconds.toFixed(1)} |`),
+      c.outcomes.map(
+        (o) =>
+          `| ${c.preset} | ${c.metric} ≥ ${c.atLeast} | ${o.seed} | ${o.value?.toFixed(3) ?? '–'} | ${o.passed ? 'yes' : 'no'} | ${o.seconds.toFixed(1)} |`,
+      ),
     );
     const text = [
       `Command: \`npm run check:presets -- ${process.argv.slice(2).join(' ')}\` (${backend} backend, ${os.cpus().length} cores, Node ${process.version}, ${new Date().toISOString().slice(0, 10)})`,

@@ -40,25 +40,53 @@ async function until(what: string, predicate: () => boolean): Promise<void> {
 describe('a copied-in run with a large backlog', () => {
   it('is pushed in bounded events whose concatenation is the whole log', async () => {
     // A finished run, written elsewhere, then moved into the watched home in one rename (as a copy would land).
-    const { id, dir } = createRunFolder(elsewhere, { algorithm: 'seqgrpo', config: {}, engineVersion: '0', seed: 1, tags: [], notes: '' });
-    const metrics = Array.from({ length: 20_000 }, (_, i) => ({ step: i + 1, time: 1_700_000_000 + i, reward: i / 7, loss: 1 / (i + 1), 'eval.pass@1': (i % 100) / 100 }));
-    const trajectories = Array.from({ length: 1_500 }, (_, i) => ({ step: i + 1, group: i % 8, text: `episode ${i} `.padEnd(2_000, 'x') }));
+    const { id, dir } = createRunFolder(elsewhere, {
+      algorithm: 'seqgrpo',
+      config: {},
+      engineVersion: '0',
+      seed: 1,
+      tags: [],
+      notes: '',
+    });
+    const metrics = Array.from({ length: 20_000 }, (_, i) => ({
+      step: i + 1,
+      time: 1_700_000_000 + i,
+      reward: i / 7,
+      loss: 1 / (i + 1),
+      'eval.pass@1': (i % 100) / 100,
+    }));
+    const trajectories = Array.from({ length: 1_500 }, (_, i) => ({
+      step: i + 1,
+      group: i % 8,
+      text: `episode ${i} `.padEnd(2_000, 'x'),
+    }));
     fs.writeFileSync(path.join(dir, RUN_FILES.metrics), metrics.map((m) => JSON.stringify(m) + '\n').join(''));
-    fs.writeFileSync(path.join(dir, RUN_FILES.trajectories), trajectories.map((t) => JSON.stringify(t) + '\n').join(''));
+    fs.writeFileSync(
+      path.join(dir, RUN_FILES.trajectories),
+      trajectories.map((t) => JSON.stringify(t) + '\n').join(''),
+    );
     expect(fs.statSync(path.join(dir, RUN_FILES.metrics)).size).toBeGreaterThan(2 * EVENT_BATCH_BYTES);
     expect(fs.statSync(path.join(dir, RUN_FILES.trajectories)).size).toBeGreaterThan(2 * EVENT_BATCH_BYTES);
     fs.renameSync(dir, path.join(home, 'runs', id));
 
-    const metricEvents = (): Extract<ApiEvent, { type: 'metrics' }>[] => events.filter((e): e is Extract<ApiEvent, { type: 'metrics' }> => e.type === 'metrics' && e.runId === id);
+    const metricEvents = (): Extract<ApiEvent, { type: 'metrics' }>[] =>
+      events.filter((e): e is Extract<ApiEvent, { type: 'metrics' }> => e.type === 'metrics' && e.runId === id);
     const trajectoryEvents = (): Extract<ApiEvent, { type: 'trajectories' }>[] =>
-      events.filter((e): e is Extract<ApiEvent, { type: 'trajectories' }> => e.type === 'trajectories' && e.runId === id);
+      events.filter(
+        (e): e is Extract<ApiEvent, { type: 'trajectories' }> => e.type === 'trajectories' && e.runId === id,
+      );
     await until('every metrics line', () => metricEvents().reduce((n, e) => n + e.points.length, 0) >= metrics.length);
-    await until('every trajectories line', () => trajectoryEvents().reduce((n, e) => n + e.records.length, 0) >= trajectories.length);
+    await until(
+      'every trajectories line',
+      () => trajectoryEvents().reduce((n, e) => n + e.records.length, 0) >= trajectories.length,
+    );
 
     // Several events, each bounded as a socket message would carry it ({event}), never one the size of the log.
     for (const list of [metricEvents(), trajectoryEvents()]) {
       expect(list.length).toBeGreaterThan(1);
-      for (const event of list) expect(Buffer.byteLength(JSON.stringify({ event }))).toBeLessThanOrEqual(EVENT_BATCH_BYTES + 1024);
+      for (const event of list) {
+        expect(Buffer.byteLength(JSON.stringify({ event }))).toBeLessThanOrEqual(EVENT_BATCH_BYTES + 1024);
+      }
     }
     // In order, nothing lost, nothing twice.
     expect(metricEvents().flatMap((e) => e.points)).toEqual(metrics);

@@ -33,13 +33,22 @@ async function until(what: string, predicate: () => boolean): Promise<void> {
   if (!predicate()) throw new Error(`gave up waiting for ${what}`);
 }
 
-const statusesOf = (runId: string): string[] => events.flatMap((e) => (e.type === 'runStatus' && e.runId === runId ? [e.status] : []));
+const statusesOf = (runId: string): string[] =>
+  events.flatMap((e) => (e.type === 'runStatus' && e.runId === runId ? [e.status] : []));
 
 describe('host', () => {
   it('starts, stops, resumes and stops a run in worker processes, pushing what happens', async () => {
-    const call = async <M extends keyof typeof apiSchemas>(method: M, params: unknown): Promise<z.output<(typeof apiSchemas)[M]['response']>> =>
-      apiSchemas[method].response.parse(await callApi(host.handlers, method, params)) as z.output<(typeof apiSchemas)[M]['response']>;
-    const { runId } = await call('startRun', { preset: 'seqgrpo-copy', sets: ['budget.steps=5000', 'checkpoint.every=1000'] });
+    const call = async <M extends keyof typeof apiSchemas>(
+      method: M,
+      params: unknown,
+    ): Promise<z.output<(typeof apiSchemas)[M]['response']>> =>
+      apiSchemas[method].response.parse(await callApi(host.handlers, method, params)) as z.output<
+        (typeof apiSchemas)[M]['response']
+      >;
+    const { runId } = await call('startRun', {
+      preset: 'seqgrpo-copy',
+      sets: ['budget.steps=5000', 'checkpoint.every=1000'],
+    });
     await until('a first metrics event', () => events.some((e) => e.type === 'metrics' && e.runId === runId));
     const stop = await call('stopRun', { runId });
     expect(stop.stopping).toBe(true);
@@ -53,7 +62,9 @@ describe('host', () => {
 
     await expect(callApi(host.handlers, 'stopRun', { runId })).resolves.toMatchObject({ stopping: false });
     await call('resumeRun', { runId });
-    await until('steps after the resume', () => events.some((e) => e.type === 'metrics' && e.runId === runId && e.points.some((p) => p.step > step)));
+    await until('steps after the resume', () =>
+      events.some((e) => e.type === 'metrics' && e.runId === runId && e.points.some((p) => p.step > step)),
+    );
     expect(events.some((e) => e.type === 'event' && e.runId === runId && e.record['type'] === 'resumed')).toBe(true);
     await call('stopRun', { runId });
     await until("a second 'stopped'", () => statusesOf(runId).filter((s) => s === 'stopped').length === 2);
@@ -75,11 +86,22 @@ describe('host', () => {
   }, 180_000);
 
   it('saving tags and notes never rewrites run.json, so it cannot undo (or be undone by) the run writing it meanwhile', async () => {
-    const { id, dir } = createRunFolder(home, { algorithm: 'seqgrpo', config: {}, engineVersion: '0', seed: 1, tags: ['launched'], notes: '' });
+    const { id, dir } = createRunFolder(home, {
+      algorithm: 'seqgrpo',
+      config: {},
+      engineVersion: '0',
+      seed: 1,
+      tags: ['launched'],
+      notes: '',
+    });
     updateStatus(dir, 'running', { pid: 99_999 });
     const runJson = path.join(dir, 'run.json');
     const before = { text: fs.readFileSync(runJson, 'utf8'), ino: fs.statSync(runJson).ino };
-    const saved = (await callApi(host.handlers, 'setRunLabels', { runId: id, tags: ['edited'], notes: 'from a window' })) as { meta: { tags: string[] } };
+    const saved = (await callApi(host.handlers, 'setRunLabels', {
+      runId: id,
+      tags: ['edited'],
+      notes: 'from a window',
+    })) as { meta: { tags: string[] } };
     expect(saved.meta).toMatchObject({ tags: ['edited'], notes: 'from a window', status: 'running' });
     // run.json is the run's: the same file, the same bytes (a read-modify-write here could put back a status the run
     // had just changed, e.g. 'running' over 'finished')
@@ -91,16 +113,28 @@ describe('host', () => {
     const read = readRunMeta(dir);
     await callApi(host.handlers, 'setRunLabels', { runId: id, notes: 'edited again' });
     writeRunMeta(dir, { ...read, status: 'finished', lastCheckpointStep: 3 });
-    expect(readRunMeta(dir)).toMatchObject({ status: 'finished', lastCheckpointStep: 3, tags: ['edited'], notes: 'edited again' });
+    expect(readRunMeta(dir)).toMatchObject({
+      status: 'finished',
+      lastCheckpointStep: 3,
+      tags: ['edited'],
+      notes: 'edited again',
+    });
     const got = (await callApi(host.handlers, 'getRun', { runId: id })) as { meta: { tags: string[]; notes: string } };
     expect(got.meta).toMatchObject({ tags: ['edited'], notes: 'edited again', status: 'finished' });
-    const row = ((await callApi(host.handlers, 'listRuns', {})) as { runs: { id: string; tags: string[]; notes: string }[] }).runs.find((r) => r.id === id);
+    const row = (
+      (await callApi(host.handlers, 'listRuns', {})) as { runs: { id: string; tags: string[]; notes: string }[] }
+    ).runs.find((r) => r.id === id);
     expect(row).toMatchObject({ tags: ['edited'], notes: 'edited again' });
   });
 
   it('refuses launches the config schema refuses, naming the field', async () => {
-    const answer = await callApi(host.handlers, 'validateConfig', { preset: 'seqgrpo-copy', sets: ['task.groupSize=1'] });
+    const answer = await callApi(host.handlers, 'validateConfig', {
+      preset: 'seqgrpo-copy',
+      sets: ['task.groupSize=1'],
+    });
     expect(answer).toMatchObject({ ok: false, issues: [{ path: 'task.groupSize' }] });
-    await expect(callApi(host.handlers, 'startRun', { preset: 'no-such-preset' })).rejects.toThrow(/unknown preset 'no-such-preset'/);
+    await expect(callApi(host.handlers, 'startRun', { preset: 'no-such-preset' })).rejects.toThrow(
+      /unknown preset 'no-such-preset'/,
+    );
   });
 });

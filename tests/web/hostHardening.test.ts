@@ -74,9 +74,19 @@ const alive = (pid: number): boolean => {
 
 /** A run whose run.json says running with `pid`, and a lock naming it (as a crash, or a crafted folder, leaves). */
 function crashedRun(pid: number, lockExtra: Record<string, unknown> = {}): string {
-  const { id, dir } = createRunFolder(home, { algorithm: 'seqgrpo', config: {}, engineVersion: '0', seed: 1, tags: [], notes: '' });
+  const { id, dir } = createRunFolder(home, {
+    algorithm: 'seqgrpo',
+    config: {},
+    engineVersion: '0',
+    seed: 1,
+    tags: [],
+    notes: '',
+  });
   writeRunMeta(dir, { ...readRunMeta(dir), status: 'running', pid, statusAt: '2026-01-01T00:00:00.000Z' });
-  fs.writeFileSync(path.join(dir, 'lock'), JSON.stringify({ pid, host: os.hostname(), since: '2026-01-01T00:00:00.000Z', ...lockExtra }));
+  fs.writeFileSync(
+    path.join(dir, 'lock'),
+    JSON.stringify({ pid, host: os.hostname(), since: '2026-01-01T00:00:00.000Z', ...lockExtra }),
+  );
   return id;
 }
 
@@ -84,17 +94,27 @@ describe('stopRun signals only the run’s own writer', () => {
   it('refuses crafted pids -1, 0 and 1', async () => {
     for (const pid of [-1, 0, 1]) {
       const runId = crashedRun(pid);
-      await expect(callApi(host.handlers, 'stopRun', { runId })).rejects.toThrow(/no live process holds this run .*; resume it$/);
+      await expect(callApi(host.handlers, 'stopRun', { runId })).rejects.toThrow(
+        /no live process holds this run .*; resume it$/,
+      );
     }
   });
 
   it('refuses a live unrelated process that got the pid, which stays alive', async () => {
     const reused = crashedRun(sleeper.pid!);
-    await expect(callApi(host.handlers, 'stopRun', { runId: reused })).rejects.toThrow(/no live process holds this run \(process \d+ is another process.*\); resume it/);
+    await expect(callApi(host.handlers, 'stopRun', { runId: reused })).rejects.toThrow(
+      /no live process holds this run \(process \d+ is another process.*\); resume it/,
+    );
     const ticks = procStartTicks(sleeper.pid!);
     if (typeof ticks === 'number') {
-      const otherStart = crashedRun(sleeper.pid!, { since: new Date().toISOString(), procStart: ticks + 100, bootId: currentBootId() });
-      await expect(callApi(host.handlers, 'stopRun', { runId: otherStart })).rejects.toThrow(/no live process holds this run/);
+      const otherStart = crashedRun(sleeper.pid!, {
+        since: new Date().toISOString(),
+        procStart: ticks + 100,
+        bootId: currentBootId(),
+      });
+      await expect(callApi(host.handlers, 'stopRun', { runId: otherStart })).rejects.toThrow(
+        /no live process holds this run/,
+      );
     }
     await new Promise((r) => setTimeout(r, 50));
     expect(alive(sleeper.pid!)).toBe(true);
@@ -102,10 +122,12 @@ describe('stopRun signals only the run’s own writer', () => {
   });
 
   it('a run whose writer is dead is shown interrupted by listRuns and getRun, run.json untouched', async () => {
-    const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+    const dead = spawnSync(process.execPath, ['-e', '']).pid;
     const runId = crashedRun(dead);
     const before = fs.readFileSync(path.join(home, 'runs', runId, 'run.json'), 'utf8');
-    await expect(callApi(host.handlers, 'stopRun', { runId })).rejects.toThrow(/no live process holds this run \(process \d+ is no longer running\); resume it/);
+    await expect(callApi(host.handlers, 'stopRun', { runId })).rejects.toThrow(
+      /no live process holds this run \(process \d+ is no longer running\); resume it/,
+    );
     const listed = (await callApi(host.handlers, 'listRuns', {})) as { runs: { id: string; status: string }[] };
     expect(listed.runs.find((r) => r.id === runId)?.status).toBe('interrupted');
     const got = (await callApi(host.handlers, 'getRun', { runId })) as { meta: { status: string } };
@@ -115,18 +137,29 @@ describe('stopRun signals only the run’s own writer', () => {
 });
 
 describe('paths from a request', () => {
-  const fromPath = (p: string) => ({ config: { algorithm: 'seqgrpo', model: { from: { kind: 'checkpoint', path: p } } } });
+  const fromPath = (p: string) => ({
+    config: { algorithm: 'seqgrpo', model: { from: { kind: 'checkpoint', path: p } } },
+  });
 
   it('model.from.path outside the home and resources/ is refused, naming the field, quoting no file', async () => {
     for (const p of ['/etc', '/etc/passwd', '../../../../etc']) {
-      const answer = (await callApi(host.handlers, 'validateConfig', fromPath(p))) as { ok: boolean; issues: { path: string; message: string }[] };
+      const answer = (await callApi(host.handlers, 'validateConfig', fromPath(p))) as {
+        ok: boolean;
+        issues: { path: string; message: string }[];
+      };
       expect(answer.ok).toBe(false);
-      expect(answer.issues).toEqual([{ path: 'model.from.path', message: expect.stringMatching(/outside the folders a window may use/) }]);
+      expect(answer.issues).toEqual([
+        { path: 'model.from.path', message: expect.stringMatching(/outside the folders a window may use/) },
+      ]);
       expect(JSON.stringify(answer)).not.toMatch(/root:/);
     }
-    await expect(callApi(host.handlers, 'startRun', fromPath('/etc'))).rejects.toThrow(/model\.from\.path: \/etc is outside/);
+    await expect(callApi(host.handlers, 'startRun', fromPath('/etc'))).rejects.toThrow(
+      /model\.from\.path: \/etc is outside/,
+    );
     const agents = [{ id: 'alpha' }, { id: 'beta', from: { kind: 'checkpoint', path: '/etc' } }];
-    const marti = (await callApi(host.handlers, 'validateConfig', { config: { algorithm: 'marti', marti: { configuration: 'heterogeneous', agents } } })) as { issues: { path: string }[] };
+    const marti = (await callApi(host.handlers, 'validateConfig', {
+      config: { algorithm: 'marti', marti: { configuration: 'heterogeneous', agents } },
+    })) as { issues: { path: string }[] };
     expect(marti.issues).toEqual([{ path: 'marti.agents.1.from.path', message: expect.stringMatching(/outside/) }]);
     expect(launcher.launches).toHaveLength(0);
   });
@@ -135,8 +168,16 @@ describe('paths from a request', () => {
     fs.writeFileSync(path.join(outside, 'config.json'), '{}');
     const link = path.join(home, 'sneaky');
     fs.symlinkSync(outside, link);
-    const answer = (await callApi(host.handlers, 'validateConfig', fromPath(link))) as { ok: boolean; issues: { path: string; message: string }[] };
-    expect(answer).toMatchObject({ ok: false, issues: [{ path: 'model.from.path', message: expect.stringMatching(/leads \(through a symbolic link\) outside/) }] });
+    const answer = (await callApi(host.handlers, 'validateConfig', fromPath(link))) as {
+      ok: boolean;
+      issues: { path: string; message: string }[];
+    };
+    expect(answer).toMatchObject({
+      ok: false,
+      issues: [
+        { path: 'model.from.path', message: expect.stringMatching(/leads \(through a symbolic link\) outside/) },
+      ],
+    });
 
     const inHome = path.join(home, 'base');
     fs.mkdirSync(inHome);
@@ -156,32 +197,66 @@ describe('paths from a request', () => {
   });
 
   it('a checkpoint folder that is a symbolic link out of the home is not evaluated', async () => {
-    const { id, dir } = createRunFolder(home, { algorithm: 'seqgrpo', config: {}, engineVersion: '0', seed: 1, tags: [], notes: '' });
-    for (const f of ['config.json', 'model.safetensors', 'trainer_state.json', 'optimizer.safetensors', 'rng.json']) fs.writeFileSync(path.join(outside, f), '{}');
+    const { id, dir } = createRunFolder(home, {
+      algorithm: 'seqgrpo',
+      config: {},
+      engineVersion: '0',
+      seed: 1,
+      tags: [],
+      notes: '',
+    });
+    for (const f of ['config.json', 'model.safetensors', 'trainer_state.json', 'optimizer.safetensors', 'rng.json']) {
+      fs.writeFileSync(path.join(outside, f), '{}');
+    }
     fs.symlinkSync(outside, path.join(dir, 'checkpoints', '5'));
     const launched = launcher.launches.length;
-    await expect(callApi(host.handlers, 'evaluateCheckpoint', { runId: id, step: 5 })).rejects.toThrow(/run .* step 5: checkpoint folder .* leads \(through a symbolic link\) outside/);
+    await expect(callApi(host.handlers, 'evaluateCheckpoint', { runId: id, step: 5 })).rejects.toThrow(
+      /run .* step 5: checkpoint folder .* leads \(through a symbolic link\) outside/,
+    );
     expect(launcher.launches.length).toBe(launched);
   });
 });
 
 describe('requests that would freeze the host', () => {
   it('a 1.7 MB config is refused before any work, naming the limit', async () => {
-    const answer = await host.handlers.validateConfig({ config: { algorithm: 'seqgrpo', notes: 'n'.repeat(1_700_000) } } as never);
-    expect(answer).toEqual({ ok: false, issues: [{ path: '', message: expect.stringMatching(/larger than 256 KiB/) }] });
+    const answer = await host.handlers.validateConfig({
+      config: { algorithm: 'seqgrpo', notes: 'n'.repeat(1_700_000) },
+    });
+    expect(answer).toEqual({
+      ok: false,
+      issues: [{ path: '', message: expect.stringMatching(/larger than 256 KiB/) }],
+    });
   }, 5_000);
 
   it('--set tags.4294967294=x is refused naming the list and its length', async () => {
-    const answer = (await callApi(host.handlers, 'validateConfig', { preset: 'seqgrpo-copy', sets: ['tags.4294967294=x'] })) as { ok: boolean; issues: { message: string }[] };
+    const answer = (await callApi(host.handlers, 'validateConfig', {
+      preset: 'seqgrpo-copy',
+      sets: ['tags.4294967294=x'],
+    })) as { ok: boolean; issues: { message: string }[] };
     expect(answer.ok).toBe(false);
-    expect(answer.issues[0]!.message).toMatch(/tags is a list of \d+ items?, so the index must be from 0 to \d+ .*not 4294967294/);
+    expect(answer.issues[0]!.message).toMatch(
+      /tags is a list of \d+ items?, so the index must be from 0 to \d+ .*not 4294967294/,
+    );
   }, 5_000);
 
   it('a config larger than memory is refused at launch, naming the fields, and nothing is started', async () => {
-    const huge = { algorithm: 'seqgrpo', model: { hidden_size: 8192, intermediate_size: 32768, num_hidden_layers: 64, num_attention_heads: 128, num_key_value_heads: 128 } };
+    const huge = {
+      algorithm: 'seqgrpo',
+      model: {
+        hidden_size: 8192,
+        intermediate_size: 32768,
+        num_hidden_layers: 64,
+        num_attention_heads: 128,
+        num_key_value_heads: 128,
+      },
+    };
     const launched = launcher.launches.length;
-    await expect(callApi(host.handlers, 'startRun', { config: huge })).rejects.toThrow(/model: .*68\.7e9 parameters .*this machine has/);
-    await expect(callApi(host.handlers, 'startRun', { preset: 'mars-small', sets: ['model.size=medium', 'task.groupSize=1024'] })).rejects.toThrow(/task\.groupSize: .*key\/value cache/);
+    await expect(callApi(host.handlers, 'startRun', { config: huge })).rejects.toThrow(
+      /model: .*68\.7e9 parameters .*this machine has/,
+    );
+    await expect(
+      callApi(host.handlers, 'startRun', { preset: 'mars-small', sets: ['model.size=medium', 'task.groupSize=1024'] }),
+    ).rejects.toThrow(/task\.groupSize: .*key\/value cache/);
     expect(launcher.launches.length).toBe(launched);
   });
 });
@@ -193,7 +268,9 @@ describe('workers started from the app', () => {
     const first = launcher.launches.length;
     await start();
     await start();
-    await expect(start()).rejects.toThrow(/cannot start a run: 2 run or evaluation processes started from the app are already working.*\(one per core: 2\); stop one or wait/);
+    await expect(start()).rejects.toThrow(
+      /cannot start a run: 2 run or evaluation processes started from the app are already working.*\(one per core: 2\); stop one or wait/,
+    );
     expect(launcher.launches.length).toBe(first + 2);
     launcher.launches[first]!.handlers.onExit(0);
     await expect(start()).resolves.toMatchObject({ runId: expect.any(String) });

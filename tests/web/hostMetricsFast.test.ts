@@ -38,7 +38,14 @@ let runId: string;
 let file: string;
 beforeAll(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-host-metrics-'));
-  const run = createRunFolder(home, { algorithm: 'seqgrpo', config: {}, engineVersion: '0', seed: 1, tags: [], notes: '' });
+  const run = createRunFolder(home, {
+    algorithm: 'seqgrpo',
+    config: {},
+    engineVersion: '0',
+    seed: 1,
+    tags: [],
+    notes: '',
+  });
   runId = run.id;
   file = path.join(run.dir, 'metrics.jsonl');
   fs.writeFileSync(file, LINES.join('\n') + '\n{"step":7,"reward":4');
@@ -51,27 +58,57 @@ afterAll(async () => {
 
 /** What the host answered when it parsed every line into points. */
 function expected(x: 'step' | 'time', width: number, zoom: { xMin?: number; xMax?: number } = {}) {
-  const points = readJsonl<Record<string, unknown>>(file, { tail: true, validate: metricLineProblem }).records.map(toMetricPoint);
+  const points = readJsonl<Record<string, unknown>>(file, { tail: true, validate: metricLineProblem }).records.map(
+    toMetricPoint,
+  );
   const names = [...new Set(points.flatMap((p) => metricNames(p)))];
   const series: Record<string, unknown> = {};
   for (const name of names) {
     const b = decimate(metricSeries(points, name, { x }), width, zoom);
     // defined, not assigned: a metric named __proto__ is a series like the others (tests/web/prototypeSeries.test.ts)
-    setOwn(series, name, { x: b.map((v) => v.x), min: b.map((v) => v.min), max: b.map((v) => v.max), last: b.map((v) => v.last) });
+    setOwn(series, name, {
+      x: b.map((v) => v.x),
+      min: b.map((v) => v.min),
+      max: b.map((v) => v.max),
+      last: b.map((v) => v.last),
+    });
   }
   return { names: names.sort(), points: points.length, lastStep: points.at(-1)?.step ?? null, series };
 }
 
 async function check(): Promise<void> {
-  const run = (await callApi(host.handlers, 'getRun', { runId })) as { metricNames: string[]; metricPoints: number; lastStep: number | null };
+  const run = (await callApi(host.handlers, 'getRun', { runId })) as {
+    metricNames: string[];
+    metricPoints: number;
+    lastStep: number | null;
+  };
   for (const x of ['step', 'time'] as const) {
-    for (const [width, zoom] of [[1000, {}], [2, {}], [1000, x === 'step' ? { xMin: 2, xMax: 5 } : { xMin: 101, xMax: 104 }]] as const) {
+    for (const [width, zoom] of [
+      [1000, {}],
+      [2, {}],
+      [1000, x === 'step' ? { xMin: 2, xMax: 5 } : { xMin: 101, xMax: 104 }],
+    ] as const) {
       const want = expected(x, width, zoom);
-      expect({ metricNames: run.metricNames, metricPoints: run.metricPoints, lastStep: run.lastStep }).toEqual({ metricNames: want.names, metricPoints: want.points, lastStep: want.lastStep });
-      const got = (await callApi(host.handlers, 'getMetricSeries', { runId, x, width, ...zoom })) as { points: number; lastStep: number | null; series: Record<string, unknown> };
+      expect({ metricNames: run.metricNames, metricPoints: run.metricPoints, lastStep: run.lastStep }).toEqual({
+        metricNames: want.names,
+        metricPoints: want.points,
+        lastStep: want.lastStep,
+      });
+      const got = (await callApi(host.handlers, 'getMetricSeries', { runId, x, width, ...zoom })) as {
+        points: number;
+        lastStep: number | null;
+        series: Record<string, unknown>;
+      };
       expect({ points: got.points, lastStep: got.lastStep }).toEqual({ points: want.points, lastStep: want.lastStep });
       expect(Object.keys(got.series).sort()).toEqual(Object.keys(want.series).sort());
-      for (const name of Object.keys(want.series)) expect([x, width, name, Object.getOwnPropertyDescriptor(got.series, name)?.value]).toEqual([x, width, name, want.series[name]]);
+      for (const name of Object.keys(want.series)) {
+        expect([x, width, name, Object.getOwnPropertyDescriptor(got.series, name)?.value]).toEqual([
+          x,
+          width,
+          name,
+          want.series[name],
+        ]);
+      }
     }
   }
 }

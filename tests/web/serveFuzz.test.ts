@@ -24,9 +24,14 @@ let port = 0;
 let token = '';
 
 beforeAll(async () => {
-  expect(fs.existsSync('out/renderer/index.html'), 'the build is missing: run `npm run build` before the tests (.ci/run does)').toBe(true);
+  expect(
+    fs.existsSync('out/renderer/index.html'),
+    'the build is missing: run `npm run build` before the tests (.ci/run does)',
+  ).toBe(true);
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-fuzz-'));
-  child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--json', '--home', home], { stdio: ['ignore', 'pipe', 'pipe'] });
+  child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--json', '--home', home], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
   const first = await new Promise<string>((resolve, reject) => {
     let out = '';
@@ -61,20 +66,63 @@ function random(seed: number): () => number {
 }
 
 /** One request on a new connection (1 s before a cut-off request is given up). */
-const exchange = (text: string, ending: Ending = 'whole'): Promise<string> => rawExchange(port, text, { ending, timeoutMs: 1000 });
+const exchange = (text: string, ending: Ending = 'whole'): Promise<string> =>
+  rawExchange(port, text, { ending, timeoutMs: 1000 });
 
 function fuzzRequest(rand: () => number): { text: string; ending: Ending } {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
-  const junk = (n: number): string => Array.from({ length: n }, () => String.fromCharCode(Math.floor(rand() * 256))).join('');
+  const junk = (n: number): string =>
+    Array.from({ length: n }, () => String.fromCharCode(Math.floor(rand() * 256))).join('');
   const methods = ['GET', 'GET', 'HEAD', 'POST', 'OPTIONS', 'PUT', 'DELETE', 'CONNECT', 'G ET', '', junk(4)];
   const targets = [
-    '/', '//', '///', '/api', '/api?token=%', '/%', '/%zz', '/%00', '/..%2f..%2fetc/passwd', '/assets/../../x', '/index.html?token=' + '%'.repeat(3),
-    'http://[/', 'http://%zz/', 'http://a:99999/', 'http://xn--/', 'http://127.0.0.1/api', 'https://[::1', '*', 'example.com:80', '?', '#',
-    '/' + 'a'.repeat(9000), '/' + junk(12),
+    '/',
+    '//',
+    '///',
+    '/api',
+    '/api?token=%',
+    '/%',
+    '/%zz',
+    '/%00',
+    '/..%2f..%2fetc/passwd',
+    '/assets/../../x',
+    '/index.html?token=' + '%'.repeat(3),
+    'http://[/',
+    'http://%zz/',
+    'http://a:99999/',
+    'http://xn--/',
+    'http://127.0.0.1/api',
+    'https://[::1',
+    '*',
+    'example.com:80',
+    '?',
+    '#',
+    '/' + 'a'.repeat(9000),
+    '/' + junk(12),
   ];
   const versions = ['HTTP/1.1', 'HTTP/1.1', 'HTTP/1.0', 'HTTP/2.0', 'HTTP/9', 'HTTP/1.1x', ''];
-  const hosts = [`127.0.0.1:${port}`, `127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `evil.example:${port}`, '[', ':::', '', `127.0.0.1:${port}0`, junk(6), null];
-  const cookies = [`mars_lab_token_${port}=%`, `mars_lab_token_${port}=%E0%A4%A`, '=%', '%', ';;;', `mars_lab_token_${port}=${token.slice(1)}`, junk(20), null];
+  const hosts = [
+    `127.0.0.1:${port}`,
+    `127.0.0.1:${port}`,
+    `localhost:${port}`,
+    `[::1]:${port}`,
+    `evil.example:${port}`,
+    '[',
+    ':::',
+    '',
+    `127.0.0.1:${port}0`,
+    junk(6),
+    null,
+  ];
+  const cookies = [
+    `mars_lab_token_${port}=%`,
+    `mars_lab_token_${port}=%E0%A4%A`,
+    '=%',
+    '%',
+    ';;;',
+    `mars_lab_token_${port}=${token.slice(1)}`,
+    junk(20),
+    null,
+  ];
   const origins = ['null', 'http://[', '%', `http://127.0.0.1:${port}`, 'http://evil.example', junk(8), null];
   const lines = [`${pick(methods)} ${pick(targets)} ${pick(versions)}`];
   const host = pick(hosts);
@@ -84,7 +132,11 @@ function fuzzRequest(rand: () => number): { text: string; ending: Ending } {
   const origin = pick(origins);
   if (origin !== null) lines.push(`Origin: ${origin}`);
   if (rand() < 0.4) {
-    lines.push('Connection: Upgrade', `Upgrade: ${pick(['websocket', 'WebSocket', 'h2c', junk(5)])}`, `Sec-WebSocket-Version: ${pick(['13', '8', junk(2)])}`);
+    lines.push(
+      'Connection: Upgrade',
+      `Upgrade: ${pick(['websocket', 'WebSocket', 'h2c', junk(5)])}`,
+      `Sec-WebSocket-Version: ${pick(['13', '8', junk(2)])}`,
+    );
     lines.push(`Sec-WebSocket-Key: ${pick(['dGhlIHNhbXBsZSBub25jZQ==', '', junk(10)])}`);
     if (rand() < 0.3) lines.push(`Sec-WebSocket-Protocol: ${pick(['mars-lab', token, junk(6)])}`);
   } else if (rand() < 0.5) lines.push('Connection: close');
@@ -120,7 +172,8 @@ describe('mars-lab serve under malformed requests', () => {
   it('answers the requests that once ended it, plain and as upgrades, and stays up', async () => {
     const upgrade = (target: string, extra = ''): string =>
       `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${extra}\r\n`;
-    const plain = (target: string, extra = ''): string => `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n${extra}\r\n`;
+    const plain = (target: string, extra = ''): string =>
+      `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n${extra}\r\n`;
     const cookie = `Cookie: mars_lab_token_${port}=%\r\n`;
     const cases: [string, number[]][] = [
       [plain('/', cookie), [200, 400, 401]],
@@ -128,7 +181,9 @@ describe('mars-lab serve under malformed requests', () => {
       [plain('//'), [200, 400, 404]],
       [upgrade('//'), [400, 404]],
     ];
-    for (const target of ['http://[/', 'http://%zz/', 'http://a:99999/', 'http://xn--/']) cases.push([plain(target), [400]], [upgrade(target), [400]]);
+    for (const target of ['http://[/', 'http://%zz/', 'http://a:99999/', 'http://xn--/']) {
+      cases.push([plain(target), [400]], [upgrade(target), [400]]);
+    }
     for (const [request, statuses] of cases) {
       expect(statuses, request.split('\r\n')[0]).toContain(statusOf(await exchange(request)));
       expect(child.exitCode, `the server exited after: ${request.split('\r\n')[0]}`).toBeNull();
@@ -147,7 +202,9 @@ describe('mars-lab serve under malformed requests', () => {
     // Never an internal error: every request was judged, none fell through to the last-resort guard.
     expect(statuses.filter((s) => s >= 500 && s !== 505)).toEqual([]);
     expect(stderr).not.toMatch(/request failed|upgrade failed|Error/);
-    expect(statusOf(await exchange(`GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`))).toBe(200);
+    expect(statusOf(await exchange(`GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`))).toBe(
+      200,
+    );
     expect(await pingOverSocket()).toMatchObject({ id: 1, ok: true, result: { transport: 'web' } });
     expect(child.exitCode).toBeNull();
   }, 120_000);

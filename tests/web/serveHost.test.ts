@@ -37,7 +37,9 @@ describe('serve --host beyond loopback', () => {
       expect(r.stdout).toBe('');
       const lines = r.stderr.trim().split('\n');
       expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatch(/^mars-lab: --host 192\.0\.2\.1 .*cleartext HTTP.*ssh -L 4790:127\.0\.0\.1:4790 .*--allow-remote/);
+      expect(lines[0]).toMatch(
+        /^mars-lab: --host 192\.0\.2\.1 .*cleartext HTTP.*ssh -L 4790:127\.0\.0\.1:4790 .*--allow-remote/,
+      );
     }
   });
 

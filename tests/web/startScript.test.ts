@@ -11,20 +11,29 @@ import { afterAll, describe, expect, it } from 'vitest';
 const electronInstalled =
   Boolean(process.env['ELECTRON_OVERRIDE_DIST_PATH']) ||
   (fs.existsSync('node_modules/electron/path.txt') &&
-    fs.existsSync(path.join('node_modules/electron/dist', fs.readFileSync('node_modules/electron/path.txt', 'utf8').trim())));
-const built = fs.existsSync('out/renderer/index.html') && fs.existsSync('out/main/index.js') && fs.existsSync('out/preload/index.cjs');
+    fs.existsSync(
+      path.join('node_modules/electron/dist', fs.readFileSync('node_modules/electron/path.txt', 'utf8').trim()),
+    ));
+const built =
+  fs.existsSync('out/renderer/index.html') &&
+  fs.existsSync('out/main/index.js') &&
+  fs.existsSync('out/preload/index.cjs');
 const home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-start-'));
 afterAll(() => fs.rmSync(home, { recursive: true, force: true }));
 
 describe.skipIf(electronInstalled)('npm start without the Electron binary', () => {
   it('says so in one sentence and starts web mode, printing the URL with its token', async () => {
     expect(built, 'the build is missing: run `npm run build` before the tests (.ci/run does)').toBe(true);
-    const child = spawn(process.execPath, ['scripts/start.mjs', '--port', '0', '--home', home], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['scripts/start.mjs', '--port', '0', '--home', home], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
     child.stderr.resume();
     try {
-      for (let i = 0; i < 600 && !/open http:\/\/\S+token=\S+/.test(out) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; i < 600 && !/open http:\/\/\S+token=\S+/.test(out) && child.exitCode === null; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
       const lines = out.trim().split('\n');
       expect(lines[0]).toMatch(/^Electron's binary is not installed here .*web mode.*\.$/);
       expect(out).toMatch(/open http:\/\/127\.0\.0\.1:\d+\/\?token=[\w-]{20,}/);

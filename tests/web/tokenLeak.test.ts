@@ -18,7 +18,11 @@ import { createHost, type Host } from '../../engine/api/host';
 import { nodeRunLauncher } from '../../engine/api/runLauncher';
 import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/webServer';
 
-if (!haveChromium) console.warn(`tests/web/tokenLeak.test.ts skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
+if (!haveChromium) {
+  console.warn(
+    `tests/web/tokenLeak.test.ts skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`,
+  );
+}
 
 let home: string;
 let host: Host;
@@ -31,7 +35,11 @@ let browser: Browser;
 describe.skipIf(!haveChromium)('the token in a browser', () => {
   beforeAll(async () => {
     const index = path.join(DEFAULT_RENDERER_DIR, 'index.html');
-    if (!fs.existsSync(index)) throw new Error(`the built renderer is missing (${index}): run \`npm run build\` before these tests (.ci/run does)`);
+    if (!fs.existsSync(index)) {
+      throw new Error(
+        `the built renderer is missing (${index}): run \`npm run build\` before these tests (.ci/run does)`,
+      );
+    }
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-leak-'));
     host = await createHost({ home, launcher: nodeRunLauncher(), transport: 'web' });
     server = await startWebServer({ host, port: 0 });
@@ -63,8 +71,16 @@ describe.skipIf(!haveChromium)('the token in a browser', () => {
     // The address bar (and the history entry) lost the token, the hash route stayed; the tab keeps it for reloads.
     expect(page.url()).toBe(`http://127.0.0.1:${server.port}/#/runs`);
     // (Written against globalThis: this file is type-checked without the DOM library.)
-    type Dom = { sessionStorage: { getItem(key: string): string | null }; document: { createElement(tag: 'a'): { href: string; textContent: string; click(): void }; body: { append(el: unknown): void } } };
-    expect(await page.evaluate(() => (globalThis as unknown as Dom).sessionStorage.getItem('mars-lab-token'))).toBe(server.token);
+    type Dom = {
+      sessionStorage: { getItem(key: string): string | null };
+      document: {
+        createElement(tag: 'a'): { href: string; textContent: string; click(): void };
+        body: { append(el: unknown): void };
+      };
+    };
+    expect(await page.evaluate(() => (globalThis as unknown as Dom).sessionStorage.getItem('mars-lab-token'))).toBe(
+      server.token,
+    );
     await page.reload();
     await page.locator('[data-testid="host-status"][data-state="open"]').waitFor();
 
@@ -88,7 +104,9 @@ describe.skipIf(!haveChromium)('the token in a browser', () => {
     expect(urls).toEqual(expect.arrayContaining(['/typed', '/linked']));
     for (const request of seenByOther) {
       expect(request.url).not.toContain(server.token);
-      for (const [name, value] of Object.entries(request.headers)) expect(String(value), `${request.url}: ${name}`).not.toContain(server.token);
+      for (const [name, value] of Object.entries(request.headers)) {
+        expect(String(value), `${request.url}: ${name}`).not.toContain(server.token);
+      }
       expect(request.headers.cookie, request.url).toBeUndefined();
     }
     expect(await context.cookies()).toEqual([]);

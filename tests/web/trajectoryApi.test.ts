@@ -21,7 +21,10 @@ const fixture = (name: string): Record<string, unknown>[] =>
     .filter(Boolean)
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 const episodes = fixture('mars-episodes.jsonl');
-const config = JSON.parse(fs.readFileSync(path.resolve('tests/fixtures/mars-episodes.config.json'), 'utf8')) as Record<string, unknown>;
+const config = JSON.parse(fs.readFileSync(path.resolve('tests/fixtures/mars-episodes.config.json'), 'utf8')) as Record<
+  string,
+  unknown
+>;
 
 const noLaunches: RunLauncher = {
   launch() {
@@ -43,7 +46,8 @@ const linesFor = (from: number, to: number): string => {
 };
 
 type Answer = ReturnType<(typeof apiSchemas)['getTrajectories']['response']['parse']>;
-const get = async (request: Record<string, unknown>): Promise<Answer> => apiSchemas.getTrajectories.response.parse(await callApi(host.handlers, 'getTrajectories', { runId, ...request }));
+const get = async (request: Record<string, unknown>): Promise<Answer> =>
+  apiSchemas.getTrajectories.response.parse(await callApi(host.handlers, 'getTrajectories', { runId, ...request }));
 
 beforeAll(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-traj-api-'));
@@ -71,19 +75,27 @@ describe('getTrajectories', () => {
     expect(a.steps).toEqual({ first: 1, last: STEPS, count: STEPS });
     // step 1 of a long run, in one request (paging from the newest 256 lines would take 14 requests here)
     const first = await get({ step: 1, limit: 500 });
-    expect(first.records.map((r) => (r as { questionId: string }).questionId)).toEqual(episodes.map((e) => e['questionId']));
+    expect(first.records.map((r) => (r as { questionId: string }).questionId)).toEqual(
+      episodes.map((e) => e['questionId']),
+    );
   });
 
   it('sends the text of the pages the episodes found, keyed by world and page', async () => {
     const a = await get({ step: 2, limit: 500 });
     const wanted = new Set(
-      episodes.flatMap((e) => (e['turns'] as { results: { id: string }[] }[]).flatMap((t) => t.results.map((p) => `${String(e['questionId']).split(':')[0]}:${p.id}`))),
+      episodes.flatMap((e) =>
+        (e['turns'] as { results: { id: string }[] }[]).flatMap((t) =>
+          t.results.map((p) => `${String(e['questionId']).split(':')[0]}:${p.id}`),
+        ),
+      ),
     );
     expect(wanted.size).toBeGreaterThan(0);
     expect(Object.keys(a.pages ?? {}).sort()).toEqual([...wanted].sort());
     for (const p of Object.values(a.pages!)) expect(p.text.length).toBeGreaterThan(0);
     // and, for these records written before capacities were recorded, each search's System 1 capacity
-    const turns = a.records.flatMap((r) => (r as { turns: { query: string | null; capacity?: number }[] }).turns).filter((t) => t.query !== null);
+    const turns = a.records
+      .flatMap((r) => (r as { turns: { query: string | null; capacity?: number }[] }).turns)
+      .filter((t) => t.query !== null);
     expect(turns.length).toBeGreaterThan(0);
     expect(turns.every((t) => typeof t.capacity === 'number')).toBe(true);
   });
@@ -92,7 +104,11 @@ describe('getTrajectories', () => {
     const solved = await get({ filter: { outcome: 'solved', stepMin: 290 }, limit: 500 });
     const solvedPerStep = episodes.filter((e) => e['reward'] === 1).length;
     expect(solved.records.length).toBe(solvedPerStep * 11);
-    expect(solved.records.every((r) => (r as { reward: number; step: number }).reward === 1 && (r as { step: number }).step >= 290)).toBe(true);
+    expect(
+      solved.records.every(
+        (r) => (r as { reward: number; step: number }).reward === 1 && (r as { step: number }).step >= 290,
+      ),
+    ).toBe(true);
     const family = await get({ filter: { family: 'direct', stepMin: 10, stepMax: 12 }, limit: 500 });
     expect(family.records.length).toBe(3 * episodes.filter((e) => e['family'] === 'direct').length);
     const text = await get({ filter: { text: 'TAIDEKRI' }, limit: 5 });
@@ -108,8 +124,12 @@ describe('getTrajectories', () => {
   });
 
   it('refuses a malformed filter, naming the field', async () => {
-    await expect(callApi(host.handlers, 'getTrajectories', { runId, filter: { outcome: 'maybe' } })).rejects.toThrow(/filter\.outcome/);
-    await expect(callApi(host.handlers, 'getTrajectories', { runId, filter: { colour: 'red' } })).rejects.toThrow(/filter/);
+    await expect(callApi(host.handlers, 'getTrajectories', { runId, filter: { outcome: 'maybe' } })).rejects.toThrow(
+      /filter\.outcome/,
+    );
+    await expect(callApi(host.handlers, 'getTrajectories', { runId, filter: { colour: 'red' } })).rejects.toThrow(
+      /filter/,
+    );
     await expect(callApi(host.handlers, 'getTrajectories', { runId, step: -1 })).rejects.toThrow(/step/);
   });
 
@@ -126,7 +146,9 @@ describe('getTrajectories', () => {
     fs.appendFileSync(file, linesFor(6, 6).replaceAll('"reward":0', '"reward":0.5'));
     const after = await get({ step: 6, limit: 500 });
     expect(after.total).toBe(6 * episodes.length);
-    expect(after.records.filter((r) => (r as { reward: number }).reward === 0.5).length).toBe(episodes.filter((e) => e['reward'] === 0).length);
+    expect(after.records.filter((r) => (r as { reward: number }).reward === 0.5).length).toBe(
+      episodes.filter((e) => e['reward'] === 0).length,
+    );
     expect(after.steps).toEqual({ first: 1, last: 6, count: 6 });
   });
 });

@@ -41,7 +41,10 @@ afterAll(async () => {
   fs.rmSync(renderer, { recursive: true, force: true });
 });
 
-function get(pathAndQuery: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+function get(
+  pathAndQuery: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.get({ host: '127.0.0.1', port: server.port, path: pathAndQuery, headers }, (res) => {
       let body = '';
@@ -67,7 +70,9 @@ function openSocket(query = '', headers: Record<string, string> = {}): Promise<O
     const socket = new WebSocket(`ws://127.0.0.1:${server.port}/api${query}`, { headers });
     const messages: Record<string, unknown>[] = [];
     socket.on('message', (data) => messages.push(JSON.parse(data.toString()) as Record<string, unknown>));
-    const closed = new Promise<{ code: number; reason: string }>((r) => socket.once('close', (code, reason) => r({ code, reason: reason.toString() })));
+    const closed = new Promise<{ code: number; reason: string }>((r) =>
+      socket.once('close', (code, reason) => r({ code, reason: reason.toString() })),
+    );
     socket.once('open', () => resolve({ socket, messages, closed }));
     socket.once('unexpected-response', (_req, res) => resolve({ refused: res.statusCode ?? 0 }));
     socket.once('error', () => resolve({ refused: -1 }));
@@ -79,12 +84,23 @@ async function authedSocket(): Promise<OpenSocket> {
   const open = await openSocket('', { origin: `http://127.0.0.1:${server.port}` });
   if ('refused' in open) throw new Error(`socket refused: ${open.refused}`);
   open.socket.send(JSON.stringify({ token: server.token }));
-  for (let i = 0; i < 100 && !open.messages.some((m) => (m['event'] as { type?: string } | undefined)?.type === 'host-ready'); i++) await new Promise((r) => setTimeout(r, 50));
+  for (
+    let i = 0;
+    i < 100 && !open.messages.some((m) => (m['event'] as { type?: string } | undefined)?.type === 'host-ready');
+    i++
+  ) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
   expect(open.messages[0]).toMatchObject({ event: { type: 'host-ready' } });
   return open;
 }
 
-function call(socket: WebSocket, id: number, method: string, params?: unknown): Promise<{ id: number; ok: boolean; result?: unknown; error?: { message: string; issues?: unknown[] } }> {
+function call(
+  socket: WebSocket,
+  id: number,
+  method: string,
+  params?: unknown,
+): Promise<{ id: number; ok: boolean; result?: unknown; error?: { message: string; issues?: unknown[] } }> {
   return new Promise((resolve) => {
     const onMessage = (data: WebSocket.RawData): void => {
       const message = JSON.parse(data.toString()) as { id?: number };
@@ -119,7 +135,13 @@ describe('the renderer files are public, the token goes nowhere but the socket',
   });
 
   it('never serves files outside the renderer folder', async () => {
-    for (const p of ['/../secret.txt', '/%2e%2e/secret.txt', '/assets/%2e%2e/%2e%2e/secret.txt', '/nope.js', '/..%2f..%2fsecret.txt']) {
+    for (const p of [
+      '/../secret.txt',
+      '/%2e%2e/secret.txt',
+      '/assets/%2e%2e/%2e%2e/secret.txt',
+      '/nope.js',
+      '/..%2f..%2fsecret.txt',
+    ]) {
       const r = await get(p);
       expect(r.status, p).toBe(404);
       expect(r.body).not.toContain('not for the web');
@@ -143,9 +165,20 @@ describe('the socket tells nothing without the token', () => {
       expect(closed.reason).toMatch(/open the URL that mars-lab serve printed/);
     }
     // An event while the unauthenticated `silent` socket is open: the authenticated one gets it, `silent` nothing.
-    const { id } = createRunFolder(home, { algorithm: 'seqgrpo', config: {}, engineVersion: '0', seed: 1, tags: [], notes: '' });
-    for (let i = 0; i < 200 && !control.messages.some((m) => JSON.stringify(m).includes(id)); i++) await new Promise((r) => setTimeout(r, 50));
-    expect(control.messages.some((m) => (m['event'] as { type?: string; runId?: string } | undefined)?.runId === id)).toBe(true);
+    const { id } = createRunFolder(home, {
+      algorithm: 'seqgrpo',
+      config: {},
+      engineVersion: '0',
+      seed: 1,
+      tags: [],
+      notes: '',
+    });
+    for (let i = 0; i < 200 && !control.messages.some((m) => JSON.stringify(m).includes(id)); i++) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(
+      control.messages.some((m) => (m['event'] as { type?: string; runId?: string } | undefined)?.runId === id),
+    ).toBe(true);
     silent.socket.send('not json');
     expect((await silent.closed).code).toBe(TOKEN_REFUSED);
     for (const s of [wrong, inUrl, silent]) expect(s.messages).toEqual([]);
@@ -155,7 +188,13 @@ describe('the socket tells nothing without the token', () => {
 
 describe('web mode answers only to its own names and origins', () => {
   it('refuses a Host header that is not this server (DNS rebinding), on HTTP and on the socket, token or not', async () => {
-    for (const hostHeader of [`evil.example:${server.port}`, `127.0.0.1.evil.example:${server.port}`, 'evil.example', `127.0.0.1:${server.port + 1}`, `192.168.1.5:${server.port}`]) {
+    for (const hostHeader of [
+      `evil.example:${server.port}`,
+      `127.0.0.1.evil.example:${server.port}`,
+      'evil.example',
+      `127.0.0.1:${server.port + 1}`,
+      `192.168.1.5:${server.port}`,
+    ]) {
       const r = await get(`/?token=${server.token}`, { host: hostHeader });
       expect(r.status, hostHeader).toBe(403);
       expect(r.body).not.toContain('stand-in');
@@ -163,13 +202,25 @@ describe('web mode answers only to its own names and origins', () => {
     }
     // no Host at all (HTTP/1.0)
     expect(statusOf(await raw('GET / HTTP/1.0\r\n\r\n'))).toBe(403);
-    for (const hostHeader of [`127.0.0.1:${server.port}`, `localhost:${server.port}`, `LOCALHOST:${server.port}`, `127.0.0.2:${server.port}`]) {
+    for (const hostHeader of [
+      `127.0.0.1:${server.port}`,
+      `localhost:${server.port}`,
+      `LOCALHOST:${server.port}`,
+      `127.0.0.2:${server.port}`,
+    ]) {
       expect((await get('/', { host: hostHeader })).status, hostHeader).toBe(200);
     }
   });
 
   it('answers 403 to a request from a non-loopback Origin, even with the token', async () => {
-    for (const origin of ['http://evil.example', `http://evil.example:${server.port}`, `http://192.168.1.5:${server.port}`, 'null', `https://127.0.0.1:${server.port}`, 'http://127.0.0.1:1']) {
+    for (const origin of [
+      'http://evil.example',
+      `http://evil.example:${server.port}`,
+      `http://192.168.1.5:${server.port}`,
+      'null',
+      `https://127.0.0.1:${server.port}`,
+      'http://127.0.0.1:1',
+    ]) {
       const r = await get(`/?token=${server.token}`, { origin });
       expect(r.status, origin).toBe(403);
     }
@@ -191,13 +242,37 @@ describe('no request ends the server', () => {
   const port = (): number => server.port;
   const crashers = (): [string, string, number][] => [
     // [what, request, expected status]
-    ['a cookie that is not percent-encoding', `GET / HTTP/1.1\r\nHost: 127.0.0.1:${port()}\r\nCookie: mars_lab_token_${port()}=%\r\nConnection: close\r\n\r\n`, 200],
-    ['an absolute-form target that is no URL', `GET http://[/ HTTP/1.1\r\nHost: 127.0.0.1:${port()}\r\nConnection: close\r\n\r\n`, 400],
-    ['absolute-form with a bad escape', `GET http://%zz/ HTTP/1.1\r\nHost: 127.0.0.1:${port()}\r\nConnection: close\r\n\r\n`, 400],
-    ['absolute-form with a bad port', `GET http://a:99999/ HTTP/1.1\r\nHost: 127.0.0.1:${port()}\r\nConnection: close\r\n\r\n`, 400],
-    ['absolute-form with a bad IDN', `GET http://xn--/ HTTP/1.1\r\nHost: 127.0.0.1:${port()}\r\nConnection: close\r\n\r\n`, 400],
+    [
+      'a cookie that is not percent-encoding',
+      `GET / HTTP/1.1\r\nHost: 127.0.0.1:${port()}\r\nCookie: mars_lab_token_${port()}=%\r\nConnection: close\r\n\r\n`,
+      200,
+    ],
+    [
+      'an absolute-form target that is no URL',
+      `GET http://[/ HTTP/1.1\r\nHost: 127.0.0.1:${port()}\r\nConnection: close\r\n\r\n`,
+      400,
+    ],
+    [
+      'absolute-form with a bad escape',
+      `GET http://%zz/ HTTP/1.1\r\nHost: 127.0.0.1:${port()}\r\nConnection: close\r\n\r\n`,
+      400,
+    ],
+    [
+      'absolute-form with a bad port',
+      `GET http://a:99999/ HTTP/1.1\r\nHost: 127.0.0.1:${port()}\r\nConnection: close\r\n\r\n`,
+      400,
+    ],
+    [
+      'absolute-form with a bad IDN',
+      `GET http://xn--/ HTTP/1.1\r\nHost: 127.0.0.1:${port()}\r\nConnection: close\r\n\r\n`,
+      400,
+    ],
     ['a path of two slashes', `GET // HTTP/1.1\r\nHost: 127.0.0.1:${port()}\r\nConnection: close\r\n\r\n`, 200],
-    ['a path that is not percent-encoding', `GET /% HTTP/1.1\r\nHost: 127.0.0.1:${port()}\r\nConnection: close\r\n\r\n`, 400],
+    [
+      'a path that is not percent-encoding',
+      `GET /% HTTP/1.1\r\nHost: 127.0.0.1:${port()}\r\nConnection: close\r\n\r\n`,
+      400,
+    ],
     ['an asterisk target', `OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1:${port()}\r\nConnection: close\r\n\r\n`, 400],
   ];
   const upgrade = (target: string, extra = ''): string =>
@@ -216,10 +291,14 @@ describe('no request ends the server', () => {
   it('parses targets and Host headers without throwing', () => {
     expect(targetPath('/a%20b?x=1#y')).toBe('/a b');
     expect(targetPath('//')).toBe('/');
-    for (const bad of ['http://[/', '*', '', undefined, '/%', '/a%00b', 'example.com:80']) expect(targetPath(bad), String(bad)).toBeNull();
+    for (const bad of ['http://[/', '*', '', undefined, '/%', '/a%00b', 'example.com:80']) {
+      expect(targetPath(bad), String(bad)).toBeNull();
+    }
     expect(parseHostHeader('[::1]:4780')).toEqual({ name: '[::1]', port: 4780 });
     expect(parseHostHeader('LocalHost')).toEqual({ name: 'localhost', port: 80 });
-    for (const bad of ['a b', 'a:99999', 'a@b:1', '', undefined, 'a:1:2']) expect(parseHostHeader(bad), String(bad)).toBeNull();
+    for (const bad of ['a b', 'a:99999', 'a@b:1', '', undefined, 'a:1:2']) {
+      expect(parseHostHeader(bad), String(bad)).toBeNull();
+    }
   });
 });
 

@@ -28,25 +28,47 @@ export interface ExportOptions {
 export function planExport(runDir: string, opts: ExportOptions): ExportPlan {
   const meta = readRunMeta(runDir);
   if ((meta as { imported?: unknown }).imported !== undefined || meta.config === null) {
-    throw new UserError(`export --to ${opts.to}: run ${meta.id} was imported from another trainer: it has no mars-lab config to export`);
+    throw new UserError(
+      `export --to ${opts.to}: run ${meta.id} was imported from another trainer: it has no mars-lab config to export`,
+    );
   }
   const config = parseRunConfig(meta.config, `${path.join(runDir, 'run.json')} config`);
-  if (opts.model !== undefined && opts.model.trim() === '') throw new UserError('export: --model is empty: give a Hugging Face model id or a model folder');
-  const ctx: ExportContext = { runId: meta.id, algorithm: config.algorithm, preset: meta.preset, model: opts.model, nnodes: opts.nnodes ?? 1, gpusPerNode: opts.gpusPerNode ?? 8 };
+  if (opts.model !== undefined && opts.model.trim() === '') {
+    throw new UserError('export: --model is empty: give a Hugging Face model id or a model folder');
+  }
+  const ctx: ExportContext = {
+    runId: meta.id,
+    algorithm: config.algorithm,
+    preset: meta.preset,
+    model: opts.model,
+    nnodes: opts.nnodes ?? 1,
+    gpusPerNode: opts.gpusPerNode ?? 8,
+  };
   if (opts.to === 'verl') return verlPlan(config, ctx);
   requireMarti(config, meta.id);
   return martiPlan(config as Extract<typeof config, { algorithm: 'marti' }>, ctx);
 }
 
 /** Writes the plan's files to the output folder; returns the folder, the files and the tables. */
-export function exportRun(runDir: string, opts: ExportOptions): { out: string; files: string[]; tables: string; plan: ExportPlan } {
+export function exportRun(
+  runDir: string,
+  opts: ExportOptions,
+): { out: string; files: string[]; tables: string; plan: ExportPlan } {
   const plan = planExport(runDir, opts);
   const meta = readRunMeta(runDir);
   const out = path.resolve(opts.out ?? `${opts.to}-${meta.id}`);
-  if (fs.existsSync(out) && !fs.statSync(out).isDirectory()) throw new UserError(`export: --out ${out} is a file: give a folder`);
+  if (fs.existsSync(out) && !fs.statSync(out).isDirectory()) {
+    throw new UserError(`export: --out ${out} is a file: give a folder`);
+  }
   fs.mkdirSync(out, { recursive: true });
   const tables = planTables(plan);
-  const files = { ...plan.files, 'mapping.txt': tables, 'export.json': JSON.stringify({ target: plan.target, run: meta.id, mapped: plan.mapped, unmapped: plan.unmapped }, null, 2) + '\n' };
+  const files = {
+    ...plan.files,
+    'mapping.txt': tables,
+    'export.json':
+      JSON.stringify({ target: plan.target, run: meta.id, mapped: plan.mapped, unmapped: plan.unmapped }, null, 2) +
+      '\n',
+  };
   for (const [name, text] of Object.entries(files)) {
     const file = path.join(out, name);
     fs.writeFileSync(file, text, { mode: name.endsWith('.sh') ? 0o755 : 0o644 });

@@ -17,7 +17,15 @@
 import type { MartiConfig } from '../../runs/configSchema';
 import { UserError } from '../../userError';
 import { ENGINE_VERSION } from '../../version';
-import { lit, sh, type CommandWord, type ExportContext, type ExportPlan, type MappedSetting, type UnmappedSetting } from './plan';
+import {
+  lit,
+  sh,
+  type CommandWord,
+  type ExportContext,
+  type ExportPlan,
+  type MappedSetting,
+  type UnmappedSetting,
+} from './plan';
 import { continued, envDefault, shArg } from './shell';
 
 const j = (v: unknown) => JSON.stringify(v);
@@ -25,8 +33,10 @@ const j = (v: unknown) => JSON.stringify(v);
 export function martiPlan(c: MartiConfig, ctx: ExportContext): ExportPlan {
   const mapped: MappedSetting[] = [];
   const unmapped: UnmappedSetting[] = [];
-  const map = (target: string, value: MappedSetting['value'] | null, from: string, note?: string) => mapped.push({ target, value: value ?? { literal: '' }, from, ...(note ? { note } : {}) });
-  const skip = (setting: string, value: unknown, why: string) => unmapped.push({ setting, value: typeof value === 'string' ? value : j(value), why });
+  const map = (target: string, value: MappedSetting['value'] | null, from: string, note?: string) =>
+    mapped.push({ target, value: value ?? { literal: '' }, from, ...(note ? { note } : {}) });
+  const skip = (setting: string, value: unknown, why: string) =>
+    unmapped.push({ setting, value: typeof value === 'string' ? value : j(value), why });
   const m = c.marti;
   const rl = c.rl;
   const tree = !(m.configuration === 'single' && m.singleSearch === 'none');
@@ -34,39 +44,88 @@ export function martiPlan(c: MartiConfig, ctx: ExportContext): ExportPlan {
 
   // --- the team: one --agents JSON per agent; homogeneous = one parameter set shared (--shared_agents) ---------------
   const agentJson = agents.map((a, i) => ({
-    [String(i)]: { role: 'generator', pretrain: '@MODEL@', save_path: `@OUT_DIR@/final/agent${i}-${a.id}`, ckpt_path: `@OUT_DIR@/ckpt/agent${i}-${a.id}`, is_tuning: true },
+    [String(i)]: {
+      role: 'generator',
+      pretrain: '@MODEL@',
+      save_path: `@OUT_DIR@/final/agent${i}-${a.id}`,
+      ckpt_path: `@OUT_DIR@/ckpt/agent${i}-${a.id}`,
+      is_tuning: true,
+    },
   }));
-  map('--agents', lit(agentJson.map((a) => j(a)).join(' ')), 'marti.agents', `${agents.length} agent(s) (${agents.map((a) => a.id).join(', ')}), each from MODEL`);
-  if (m.configuration === 'homogeneous') map('--shared_agents', null, 'marti.configuration', 'homogeneous: one parameter set');
+  map(
+    '--agents',
+    lit(agentJson.map((a) => j(a)).join(' ')),
+    'marti.agents',
+    `${agents.length} agent(s) (${agents.map((a) => a.id).join(', ')}), each from MODEL`,
+  );
+  if (m.configuration === 'homogeneous') {
+    map('--shared_agents', null, 'marti.configuration', 'homogeneous: one parameter set');
+  }
   map('--default_agent', lit(j({ is_reasoning_model: false })), '');
   const workflowArgs = tree
-    ? { max_num_nodes: m.nodesPerTree, eval_max_num_nodes: m.evalNodes, save_path: '@OUT_DIR@/workflow', algo: { class_name: 'AsyncABMCTSA', params: {} } }
+    ? {
+        max_num_nodes: m.nodesPerTree,
+        eval_max_num_nodes: m.evalNodes,
+        save_path: '@OUT_DIR@/workflow',
+        algo: { class_name: 'AsyncABMCTSA', params: {} },
+      }
     : { save_path: '@OUT_DIR@/workflow' };
-  map('--workflow_args', lit(j(workflowArgs)), tree ? 'marti.nodesPerTree, marti.evalNodes' : 'marti.singleSearch', tree ? 'save_path: the llm_logs import marti reads' : undefined);
+  map(
+    '--workflow_args',
+    lit(j(workflowArgs)),
+    tree ? 'marti.nodesPerTree, marti.evalNodes' : 'marti.singleSearch',
+    tree ? 'save_path: the llm_logs import marti reads' : undefined,
+  );
   if (tree) {
-    map('--workflow_func_path', sh('$MARTI_DIR/marti/agent_workflows/ab_mcts_workflow.py'), 'marti.singleSearch', 'AB-MCTS-A tree search');
+    map(
+      '--workflow_func_path',
+      sh('$MARTI_DIR/marti/agent_workflows/ab_mcts_workflow.py'),
+      'marti.singleSearch',
+      'AB-MCTS-A tree search',
+    );
     map('--processor_func_path', sh('$MARTI_DIR/marti/agent_workflows/ab_mcts_processor.py'), '');
   } else {
-    map('--workflow_func_path', sh('$MARTI_DIR/marti/agent_workflows/default_workflow.py'), 'marti.singleSearch', 'vanilla GRPO: N independent samples');
+    map(
+      '--workflow_func_path',
+      sh('$MARTI_DIR/marti/agent_workflows/default_workflow.py'),
+      'marti.singleSearch',
+      'vanilla GRPO: N independent samples',
+    );
   }
 
   // --- the algorithm -------------------------------------------------------------------------------------------------
-  map('--advantage_estimator', lit('group_norm'), 'algorithm', "all nodes of a tree (or the N samples) are one group");
-  map('--n_samples_per_prompt', lit(tree ? 1 : m.nodesPerTree), tree ? '' : 'marti.nodesPerTree', tree ? "the tree's nodes are the group" : undefined);
+  map('--advantage_estimator', lit('group_norm'), 'algorithm', 'all nodes of a tree (or the N samples) are one group');
+  map(
+    '--n_samples_per_prompt',
+    lit(tree ? 1 : m.nodesPerTree),
+    tree ? '' : 'marti.nodesPerTree',
+    tree ? "the tree's nodes are the group" : undefined,
+  );
   map('--rollout_batch_size', lit(m.problemsPerStep), 'marti.problemsPerStep');
   map('--train_batch_size', lit(m.trainBatch), 'marti.trainBatch');
   map('--micro_train_batch_size', lit(1), '');
   map('--micro_rollout_batch_size', lit(1), '');
   map('--max_epochs', lit(rl.epochs), 'rl.epochs');
   map('--num_episodes', lit(1), '');
-  map('--max_samples', lit(c.budget.steps * m.problemsPerStep), 'budget.steps × marti.problemsPerStep', 'MARTI stops when the prompts run out');
+  map(
+    '--max_samples',
+    lit(c.budget.steps * m.problemsPerStep),
+    'budget.steps × marti.problemsPerStep',
+    'MARTI stops when the prompts run out',
+  );
   map('--actor_learning_rate', lit(rl.lr), 'rl.lr', 'an 8B model wants ~1e-6: check it');
   const s = rl.schedule;
   if (s.kind === 'cosine') {
     map('--lr_scheduler', lit('cosine_with_min_lr'), 'rl.schedule.kind');
-    if (s.minLr !== 0) skip('rl.schedule.minLr', s.minLr, "OpenRLHF's cosine_with_min_lr decays to a fixed 10% of the peak");
+    if (s.minLr !== 0) {
+      skip('rl.schedule.minLr', s.minLr, "OpenRLHF's cosine_with_min_lr decays to a fixed 10% of the peak");
+    }
   } else map('--lr_scheduler', lit('constant_with_warmup'), 'rl.schedule.kind');
-  map('--lr_warmup_ratio', lit(s.kind === 'constant' ? 0 : s.warmupSteps / c.budget.steps), 'rl.schedule.warmupSteps / budget.steps');
+  map(
+    '--lr_warmup_ratio',
+    lit(s.kind === 'constant' ? 0 : s.warmupSteps / c.budget.steps),
+    'rl.schedule.warmupSteps / budget.steps',
+  );
   map('--policy_loss_type', lit(rl.loss === 'gspo' ? 'gspo' : 'ppo'), 'rl.loss');
   map('--eps_clip_low_high', lit(`${rl.clipLow} ${rl.clipHigh}`), 'rl.clipLow, rl.clipHigh');
   if (rl.klCoef > 0) {
@@ -82,7 +141,12 @@ export function martiPlan(c: MartiConfig, ctx: ExportContext): ExportPlan {
   }
   if (m.dynamicFiltering) {
     map('--dynamic_filtering', null, 'marti.dynamicFiltering');
-    map('--dynamic_filtering_reward_range', lit('0 1'), 'marti.dynamicFiltering', 'drops groups whose mean reward is 0 or 1');
+    map(
+      '--dynamic_filtering_reward_range',
+      lit('0 1'),
+      'marti.dynamicFiltering',
+      'drops groups whose mean reward is 0 or 1',
+    );
   }
   if (m.overlongPenalty) {
     map('--overlong_buffer_len', lit(m.overlongPenalty.buffer), 'marti.overlongPenalty.buffer');
@@ -95,7 +159,12 @@ export function martiPlan(c: MartiConfig, ctx: ExportContext): ExportPlan {
   map('--temperature', lit(c.sampler.temperature), 'sampler.temperature');
   map('--top_p', lit(c.sampler.topP), 'sampler.topP');
   map('--eval_temperature', lit(m.evalSearchTemperature), 'marti.evalSearchTemperature');
-  map('--generate_max_len', lit(c.task.maxProgramTokens), 'task.maxProgramTokens', "mars-lab's tokens: re-check for the model's tokenizer");
+  map(
+    '--generate_max_len',
+    lit(c.task.maxProgramTokens),
+    'task.maxProgramTokens',
+    "mars-lab's tokens: re-check for the model's tokenizer",
+  );
   map('--save_steps', lit(c.checkpoint.every), 'checkpoint.every');
   if (c.checkpoint.keep !== 'all') map('--max_ckpt_num', lit(c.checkpoint.keep), 'checkpoint.keep');
   map('--eval_steps', lit(c.eval.every === 0 ? -1 : c.eval.every), 'eval.every');
@@ -109,25 +178,62 @@ export function martiPlan(c: MartiConfig, ctx: ExportContext): ExportPlan {
   map('--actor_num_gpus_per_node', lit(ctx.gpusPerNode), '', '--gpus-per-node');
   map('--vllm_num_engines', lit(ctx.nnodes * ctx.gpusPerNode), '', 'one per GPU');
   map('--vllm_tensor_parallel_size', lit(1), '');
-  for (const f of ['--colocate_all_models', '--packing_samples', '--bf16', '--gradient_checkpointing', '--vllm_enable_sleep', '--deepspeed_enable_sleep']) {
+  for (const f of [
+    '--colocate_all_models',
+    '--packing_samples',
+    '--bf16',
+    '--gradient_checkpointing',
+    '--vllm_enable_sleep',
+    '--deepspeed_enable_sleep',
+  ]) {
     map(f, null, '', f === '--packing_samples' ? 'MARTI requires it' : 'as examples/mars2');
   }
   map('--zero_stage', lit(3), '', 'as examples/mars2');
 
   // --- what does not map ---------------------------------------------------------------------------------------------
-  skip('model', c.model.from.kind === 'checkpoint' ? c.model.from.path : c.model.size, "MARTI fine-tunes the pretrained model you give (MODEL); mars-lab's models are its own small TF.js transformers and its checkpoints do not load in MARTI");
+  skip(
+    'model',
+    c.model.from.kind === 'checkpoint' ? c.model.from.path : c.model.size,
+    "MARTI fine-tunes the pretrained model you give (MODEL); mars-lab's models are its own small TF.js transformers and its checkpoints do not load in MARTI",
+  );
   if (m.configuration === 'heterogeneous') {
     const own = m.agents.filter((a) => a.size !== undefined || a.from !== undefined);
-    skip('marti.agents[].size / from', own.length ? own.map((a) => a.id).join(', ') : 'none', "every agent starts from MODEL; give an agent another model by editing its \"pretrain\" in agents.json / the script");
+    skip(
+      'marti.agents[].size / from',
+      own.length ? own.map((a) => a.id).join(', ') : 'none',
+      'every agent starts from MODEL; give an agent another model by editing its "pretrain" in agents.json / the script',
+    );
   }
-  skip('marti.agents[].rolePrompt', m.agents.map((a) => a.rolePrompt || '""').join(' | '), "MARTI's prompts come from its workflow's prompt templates (mcts_utils/code_prompt.py)");
-  skip('marti.agentSelect / posterior', `${m.agentSelect} / ${m.posterior}`, "MARTI's AsyncABMCTSA does its own Thompson sampling with its own priors");
+  skip(
+    'marti.agents[].rolePrompt',
+    m.agents.map((a) => a.rolePrompt || '""').join(' | '),
+    "MARTI's prompts come from its workflow's prompt templates (mcts_utils/code_prompt.py)",
+  );
+  skip(
+    'marti.agentSelect / posterior',
+    `${m.agentSelect} / ${m.posterior}`,
+    "MARTI's AsyncABMCTSA does its own Thompson sampling with its own priors",
+  );
   if (m.treeShaping) skip('marti.treeShaping', true, "MARTI's processor has no tree-shaped reward");
   skip('marti.agentUpdate', m.agentUpdate, 'MARTI updates every agent each step from its --train_batch_size buffer');
-  if (m.tplus.enabled) skip('marti.tplus', m.tplus, 'T+ is mars-lab\'s test-time scaling; MARTI evaluates with eval_max_num_nodes');
-  skip('task (coding world)', `${c.task.trainTasks} tasks, ${c.task.publicTests} public / ${c.task.privateTests} private tests`, 'mars-lab generates its coding tasks in its own pipeline language; give MARTI coding prompts with tests (PROMPT_DATA)');
-  skip('pretrain', c.pretrain, 'supervised pretraining is how mars-lab makes a base model; start MARTI from an instruct model');
-  skip('eval.items / eval.temperature', `${c.eval.items} / ${c.eval.temperature}`, 'MARTI evaluates all of --eval_dataset at --eval_temperature');
+  if (m.tplus.enabled) {
+    skip('marti.tplus', m.tplus, "T+ is mars-lab's test-time scaling; MARTI evaluates with eval_max_num_nodes");
+  }
+  skip(
+    'task (coding world)',
+    `${c.task.trainTasks} tasks, ${c.task.publicTests} public / ${c.task.privateTests} private tests`,
+    'mars-lab generates its coding tasks in its own pipeline language; give MARTI coding prompts with tests (PROMPT_DATA)',
+  );
+  skip(
+    'pretrain',
+    c.pretrain,
+    'supervised pretraining is how mars-lab makes a base model; start MARTI from an instruct model',
+  );
+  skip(
+    'eval.items / eval.temperature',
+    `${c.eval.items} / ${c.eval.temperature}`,
+    'MARTI evaluates all of --eval_dataset at --eval_temperature',
+  );
   skip('backend', c.backend, 'a TensorFlow.js backend; MARTI runs DeepSpeed with vLLM on the GPUs you give');
 
   // --- the script: agent and workflow JSON filled with MODEL and OUT_DIR, JSON-escaped ---------------------------------
@@ -135,7 +241,9 @@ export function martiPlan(c: MartiConfig, ctx: ExportContext): ExportPlan {
     if ('literal' in x.value && x.value.literal === '') return x.target;
     if (x.target === '--agents') return `--agents ${agentJson.map((_, i) => `"$AGENT${i}"`).join(' ')}`;
     if (x.target === '--workflow_args') return '--workflow_args "$WORKFLOW_ARGS"';
-    if (x.target === '--eps_clip_low_high' || x.target === '--dynamic_filtering_reward_range') return `${x.target} ${(x.value as { literal: string }).literal}`;
+    if (x.target === '--eps_clip_low_high' || x.target === '--dynamic_filtering_reward_range') {
+      return `${x.target} ${(x.value as { literal: string }).literal}`;
+    }
     return `${x.target} ${shArg('', x.value)}`;
   });
   const fillLine = (name: string, template: unknown) => `${name}=$(fill ${shArg('', lit(j(template)))})`;
@@ -143,7 +251,7 @@ export function martiPlan(c: MartiConfig, ctx: ExportContext): ExportPlan {
     '#!/usr/bin/env bash',
     `# Launch of mars-lab run ${ctx.runId} (marti${ctx.preset ? `, preset ${ctx.preset}` : ''}) on MARTI through Ray Jobs.`,
     `# Written by mars-lab ${ENGINE_VERSION} (mars-lab export ${ctx.runId} --to marti); what maps and what does not: mapping.txt.`,
-    '# Set MODEL (an HF id or a folder), PROMPT_DATA (and EVAL_DATA), MARTI_DIR (a MARTI checkout, the job\'s working',
+    "# Set MODEL (an HF id or a folder), PROMPT_DATA (and EVAL_DATA), MARTI_DIR (a MARTI checkout, the job's working",
     '# dir), RAY_ADDRESS (reach the dashboard through an SSH tunnel: ssh -L 8265:localhost:8265 HEAD) and OUT_DIR (a folder',
     '# the cluster shares). Extra flags given to this script are passed on. When it has run:',
     '#   mars-lab import marti "$OUT_DIR/workflow" --nodes ' + m.nodesPerTree,
@@ -166,16 +274,31 @@ export function martiPlan(c: MartiConfig, ctx: ExportContext): ExportPlan {
     ...agentJson.map((a, i) => fillLine(`AGENT${i}`, a)),
     fillLine('WORKFLOW_ARGS', workflowArgs),
     'RUNTIME_ENV="{\\"working_dir\\": \\"$(esc "$MARTI_DIR")\\"}"',
-    continued(['ray job submit', '--address "$RAY_ADDRESS"', '--submission-id "$SUBMISSION_ID"', '--runtime-env-json "$RUNTIME_ENV"', '-- python3 -m marti.cli.multi_agent_train_ppo_ray', ...words, '"$@"']),
+    continued([
+      'ray job submit',
+      '--address "$RAY_ADDRESS"',
+      '--submission-id "$SUBMISSION_ID"',
+      '--runtime-env-json "$RUNTIME_ENV"',
+      '-- python3 -m marti.cli.multi_agent_train_ppo_ray',
+      ...words,
+      '"$@"',
+    ]),
     '',
   ].join('\n');
   // the same words for `export --submit` (shell.ts quotes them into the job's entrypoint)
   const commandWords: CommandWord[] = mapped.flatMap((x): CommandWord[] => {
     if ('literal' in x.value && x.value.literal === '') return [{ text: x.target }];
-    if (x.target === '--agents') return [{ text: x.target }, ...agentJson.map((a) => ({ text: j(a), expand: 'json' as const }))];
+    if (x.target === '--agents') {
+      return [{ text: x.target }, ...agentJson.map((a) => ({ text: j(a), expand: 'json' as const }))];
+    }
     if (x.target === '--workflow_args') return [{ text: x.target }, { text: j(workflowArgs), expand: 'json' }];
-    if (x.target === '--eps_clip_low_high' || x.target === '--dynamic_filtering_reward_range') return [{ text: x.target }, ...(x.value as { literal: string }).literal.split(' ').map((text) => ({ text }))];
-    return [{ text: x.target }, 'literal' in x.value ? { text: x.value.literal } : { text: x.value.shell, expand: 'shell' }];
+    if (x.target === '--eps_clip_low_high' || x.target === '--dynamic_filtering_reward_range') {
+      return [{ text: x.target }, ...(x.value as { literal: string }).literal.split(' ').map((text) => ({ text }))];
+    }
+    return [
+      { text: x.target },
+      'literal' in x.value ? { text: x.value.literal } : { text: x.value.shell, expand: 'shell' },
+    ];
   });
   return {
     target: 'marti',
@@ -189,16 +312,27 @@ export function martiPlan(c: MartiConfig, ctx: ExportContext): ExportPlan {
       words: commandWords,
       runtimeEnv: {},
       vars: [
-        { name: 'MODEL', ...(ctx.model ? { default: ctx.model } : {}), required: 'a Hugging Face model id or a model folder (--model or MODEL)' },
+        {
+          name: 'MODEL',
+          ...(ctx.model ? { default: ctx.model } : {}),
+          required: 'a Hugging Face model id or a model folder (--model or MODEL)',
+        },
         { name: 'PROMPT_DATA', required: 'MARTI coding prompts on the cluster, e.g. json@/data/CODE' },
         { name: 'EVAL_DATA', defaultFrom: 'PROMPT_DATA' },
         { name: 'MARTI_DIR', required: 'a checkout of TsinghuaC3I/MARTI on the cluster', absolute: true },
-        { name: 'OUT_DIR', required: 'a folder the cluster shares, for the workflow logs, TensorBoard and checkpoints', absolute: true },
+        {
+          name: 'OUT_DIR',
+          required: 'a folder the cluster shares, for the workflow logs, TensorBoard and checkpoints',
+          absolute: true,
+        },
       ],
     },
     files: {
       'launch.sh': script,
-      'agents.json': JSON.stringify(agentJson, null, 2).replaceAll('@MODEL@', ctx.model ?? '$MODEL').replaceAll('@OUT_DIR@', '$OUT_DIR') + '\n',
+      'agents.json':
+        JSON.stringify(agentJson, null, 2)
+          .replaceAll('@MODEL@', ctx.model ?? '$MODEL')
+          .replaceAll('@OUT_DIR@', '$OUT_DIR') + '\n',
       'workflow_args.json': JSON.stringify(workflowArgs, null, 2).replaceAll('@OUT_DIR@', '$OUT_DIR') + '\n',
     },
   };
@@ -207,6 +341,8 @@ export function martiPlan(c: MartiConfig, ctx: ExportContext): ExportPlan {
 /** MARTI trains MARTI-MARS² teams: other algorithms export to verl. */
 export function requireMarti(c: { algorithm: string }, runId: string): void {
   if (c.algorithm !== 'marti') {
-    throw new UserError(`export --to marti: run ${runId} is a ${c.algorithm} run; MARTI trains multi-agent tree search (marti runs): use --to verl for it`);
+    throw new UserError(
+      `export --to marti: run ${runId} is a ${c.algorithm} run; MARTI trains multi-agent tree search (marti runs): use --to verl for it`,
+    );
   }
 }

@@ -75,21 +75,54 @@ export interface ExportPlan {
   command: JobCommand;
 }
 
-export const lit = (v: string | number | boolean): ArgValue => ({ literal: typeof v === 'boolean' ? (v ? 'True' : 'False') : String(v) });
+export const lit = (v: string | number | boolean): ArgValue => ({
+  literal: typeof v === 'boolean' ? (v ? 'True' : 'False') : String(v),
+});
 export const sh = (expr: string): ArgValue => ({ shell: expr });
 
 /** The group size and prompts per step of a run, whatever its algorithm (docs/algorithms.md §1.2: a group is G samples). */
-export function groupShape(c: RunConfig): { groupSize: number; promptsPerStep: number; groupFrom: string; promptsFrom: string } {
-  if (c.algorithm === 'seqgrpo') return { groupSize: c.task.groupSize, promptsPerStep: c.task.promptsPerStep, groupFrom: 'task.groupSize', promptsFrom: 'task.promptsPerStep' };
-  if (c.algorithm === 'mars') return { groupSize: c.task.groupSize, promptsPerStep: c.task.questionsPerStep, groupFrom: 'task.groupSize', promptsFrom: 'task.questionsPerStep' };
-  return { groupSize: c.marti.nodesPerTree, promptsPerStep: c.marti.problemsPerStep, groupFrom: 'marti.nodesPerTree', promptsFrom: 'marti.problemsPerStep' };
+export function groupShape(c: RunConfig): {
+  groupSize: number;
+  promptsPerStep: number;
+  groupFrom: string;
+  promptsFrom: string;
+} {
+  if (c.algorithm === 'seqgrpo') {
+    return {
+      groupSize: c.task.groupSize,
+      promptsPerStep: c.task.promptsPerStep,
+      groupFrom: 'task.groupSize',
+      promptsFrom: 'task.promptsPerStep',
+    };
+  }
+  if (c.algorithm === 'mars') {
+    return {
+      groupSize: c.task.groupSize,
+      promptsPerStep: c.task.questionsPerStep,
+      groupFrom: 'task.groupSize',
+      promptsFrom: 'task.questionsPerStep',
+    };
+  }
+  return {
+    groupSize: c.marti.nodesPerTree,
+    promptsPerStep: c.marti.problemsPerStep,
+    groupFrom: 'marti.nodesPerTree',
+    promptsFrom: 'marti.problemsPerStep',
+  };
 }
 
 /** The two tables as fixed-width text (what `export` prints). */
 export function planTables(plan: ExportPlan): string {
   const table = (head: string[], rows: string[][]) => {
     const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-    return [head, w.map((n) => '-'.repeat(n)), ...rows].map((r) => r.map((c, i) => c.padEnd(w[i]!)).join('  ').trimEnd()).join('\n');
+    return [head, w.map((n) => '-'.repeat(n)), ...rows]
+      .map((r) =>
+        r
+          .map((c, i) => c.padEnd(w[i]!))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n');
   };
   // long values (the agent JSON) are cut in the table; export.json and the script have them whole
   const cut = (t: string) => (t.length > 60 ? `${t.slice(0, 59)}…` : t);

@@ -24,5 +24,7 @@ export function continued(words: readonly string[], indent = '  '): string {
 
 /** A variable the user may set in the environment, else the export's default (none: left empty). */
 export function envDefault(name: string, value: string | undefined): string {
-  return value === undefined ? `${name}="\${${name}:-}"` : `if [ -z "\${${name}:-}" ]; then ${name}=${shQuote(value)}; fi`;
+  return value === undefined
+    ? `${name}="\${${name}:-}"`
+    : `if [ -z "\${${name}:-}" ]; then ${name}=${shQuote(value)}; fi`;
 }

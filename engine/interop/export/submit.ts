@@ -17,7 +17,11 @@ export function launchValues(plan: ExportPlan, env: NodeJS.ProcessEnv): Record<s
   for (const v of plan.command.vars) {
     const value = env[v.name]?.trim() || v.default || (v.defaultFrom ? out[v.defaultFrom] : undefined);
     if (!value) throw new UserError(`export --submit: set ${v.name}: ${v.required ?? 'it has no default'}`);
-    if (v.absolute && !value.startsWith('/')) throw new UserError(`export --submit: ${v.name}=${value} is not an absolute path: give the path on the cluster (${v.required ?? ''})`);
+    if (v.absolute && !value.startsWith('/')) {
+      throw new UserError(
+        `export --submit: ${v.name}=${value} is not an absolute path: give the path on the cluster (${v.required ?? ''})`,
+      );
+    }
     out[v.name] = value;
   }
   return out;
@@ -29,7 +33,9 @@ function fill(word: CommandWord, values: Record<string, string>): string {
     return word.text.replace(/\$\{?([A-Z_][A-Z0-9_]*)\}?/g, (all, name: string) => values[name] ?? all);
   }
   if (word.expand === 'json') {
-    return word.text.replace(/@([A-Z_][A-Z0-9_]*)@/g, (all, name: string) => (values[name] === undefined ? all : JSON.stringify(values[name]).slice(1, -1)));
+    return word.text.replace(/@([A-Z_][A-Z0-9_]*)@/g, (all, name: string) =>
+      values[name] === undefined ? all : JSON.stringify(values[name]).slice(1, -1),
+    );
   }
   return word.text;
 }
@@ -37,7 +43,9 @@ function fill(word: CommandWord, values: Record<string, string>): string {
 function fillDeep(value: unknown, values: Record<string, string>): unknown {
   if (typeof value === 'string') return fill({ text: value, expand: 'shell' }, values);
   if (Array.isArray(value)) return value.map((v) => fillDeep(v, values));
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, fillDeep(v, values)]));
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, fillDeep(v, values)]));
+  }
   return value;
 }
 
@@ -45,7 +53,13 @@ function fillDeep(value: unknown, values: Record<string, string>): unknown {
 export function submissionOf(plan: ExportPlan, ctx: ExportContext, env: NodeJS.ProcessEnv): RaySubmitRequest {
   const values = launchValues(plan, env);
   const quote = (w: CommandWord) => (w.text === '&&' && w.expand === undefined ? '&&' : shQuote(fill(w, values)));
-  const entrypoint = [...plan.command.before.map(quote), 'python3', '-m', plan.command.module, ...plan.command.words.map(quote)].join(' ');
+  const entrypoint = [
+    ...plan.command.before.map(quote),
+    'python3',
+    '-m',
+    plan.command.module,
+    ...plan.command.words.map(quote),
+  ].join(' ');
   const runtimeEnv = fillDeep(plan.command.runtimeEnv, values) as Record<string, unknown>;
   return {
     entrypoint,
@@ -56,7 +70,12 @@ export function submissionOf(plan: ExportPlan, ctx: ExportContext, env: NodeJS.P
 }
 
 /** Submits; returns the submission id. */
-export async function submitExport(plan: ExportPlan, ctx: ExportContext, client: RayJobsClient, env: NodeJS.ProcessEnv = process.env): Promise<{ submissionId: string; request: RaySubmitRequest }> {
+export async function submitExport(
+  plan: ExportPlan,
+  ctx: ExportContext,
+  client: RayJobsClient,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ submissionId: string; request: RaySubmitRequest }> {
   const request = submissionOf(plan, ctx, env);
   const submissionId = await client.submit(request);
   return { submissionId, request };

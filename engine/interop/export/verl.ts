@@ -13,7 +13,15 @@
  */
 import type { RunConfig } from '../../runs/configSchema';
 import { ENGINE_VERSION } from '../../version';
-import { groupShape, lit, sh, type ExportContext, type ExportPlan, type MappedSetting, type UnmappedSetting } from './plan';
+import {
+  groupShape,
+  lit,
+  sh,
+  type ExportContext,
+  type ExportPlan,
+  type MappedSetting,
+  type UnmappedSetting,
+} from './plan';
 import { continued, envDefault, shArg } from './shell';
 
 const j = (v: unknown) => JSON.stringify(v);
@@ -21,8 +29,10 @@ const j = (v: unknown) => JSON.stringify(v);
 export function verlPlan(c: RunConfig, ctx: ExportContext): ExportPlan {
   const mapped: MappedSetting[] = [];
   const unmapped: UnmappedSetting[] = [];
-  const map = (target: string, value: MappedSetting['value'], from: string, note?: string) => mapped.push({ target, value, from, ...(note ? { note } : {}) });
-  const skip = (setting: string, value: unknown, why: string) => unmapped.push({ setting, value: typeof value === 'string' ? value : j(value), why });
+  const map = (target: string, value: MappedSetting['value'], from: string, note?: string) =>
+    mapped.push({ target, value, from, ...(note ? { note } : {}) });
+  const skip = (setting: string, value: unknown, why: string) =>
+    unmapped.push({ setting, value: typeof value === 'string' ? value : j(value), why });
   const { groupSize, promptsPerStep, groupFrom, promptsFrom } = groupShape(c);
   const rl = c.rl;
 
@@ -40,22 +50,48 @@ export function verlPlan(c: RunConfig, ctx: ExportContext): ExportPlan {
   map('actor_rollout_ref.rollout.name', lit('vllm'), '', 'or sglang');
 
   // --- the algorithm: GRPO, its group, batch and optimiser ----------------------------------------------------------
-  map('algorithm.adv_estimator', lit('grpo'), 'algorithm', `${c.algorithm}'s advantages are group z-scores (docs/algorithms.md §1.2)`);
+  map(
+    'algorithm.adv_estimator',
+    lit('grpo'),
+    'algorithm',
+    `${c.algorithm}'s advantages are group z-scores (docs/algorithms.md §1.2)`,
+  );
   map('algorithm.norm_adv_by_std_in_grpo', lit(true), 'algorithm');
-  map('actor_rollout_ref.rollout.n', lit(groupSize), groupFrom, c.algorithm === 'marti' ? 'as independent samples: verl has no tree search' : undefined);
+  map(
+    'actor_rollout_ref.rollout.n',
+    lit(groupSize),
+    groupFrom,
+    c.algorithm === 'marti' ? 'as independent samples: verl has no tree search' : undefined,
+  );
   map('data.train_batch_size', lit(promptsPerStep), promptsFrom, 'prompts per step');
   if (promptsPerStep % rl.miniBatches === 0) {
-    map('actor_rollout_ref.actor.ppo_mini_batch_size', lit(promptsPerStep / rl.miniBatches), `${promptsFrom} / rl.miniBatches`, 'in prompts; verl multiplies by rollout.n');
+    map(
+      'actor_rollout_ref.actor.ppo_mini_batch_size',
+      lit(promptsPerStep / rl.miniBatches),
+      `${promptsFrom} / rl.miniBatches`,
+      'in prompts; verl multiplies by rollout.n',
+    );
   } else {
-    skip('rl.miniBatches', rl.miniBatches, `verl's ppo_mini_batch_size (prompts) must divide data.train_batch_size (${promptsPerStep}); set it by hand`);
+    skip(
+      'rl.miniBatches',
+      rl.miniBatches,
+      `verl's ppo_mini_batch_size (prompts) must divide data.train_batch_size (${promptsPerStep}); set it by hand`,
+    );
   }
   map('actor_rollout_ref.actor.ppo_epochs', lit(rl.epochs), 'rl.epochs');
   map('actor_rollout_ref.actor.optim.lr', lit(rl.lr), 'rl.lr', 'an 8B model wants ~1e-6: check it');
   const s = rl.schedule;
-  if (s.kind === 'linearWarmup') map('actor_rollout_ref.actor.optim.lr_warmup_steps', lit(s.warmupSteps), 'rl.schedule.warmupSteps');
+  if (s.kind === 'linearWarmup') {
+    map('actor_rollout_ref.actor.optim.lr_warmup_steps', lit(s.warmupSteps), 'rl.schedule.warmupSteps');
+  }
   if (s.kind === 'cosine') {
     map('actor_rollout_ref.actor.optim.lr_warmup_steps', lit(s.warmupSteps), 'rl.schedule.warmupSteps');
-    map('actor_rollout_ref.actor.optim.lr_scheduler_type', lit('cosine'), 'rl.schedule.kind', 'verl before 0.5 calls it warmup_style');
+    map(
+      'actor_rollout_ref.actor.optim.lr_scheduler_type',
+      lit('cosine'),
+      'rl.schedule.kind',
+      'verl before 0.5 calls it warmup_style',
+    );
     map('actor_rollout_ref.actor.optim.min_lr_ratio', lit(s.minLr / rl.lr), 'rl.schedule.minLr / rl.lr');
   }
   map('actor_rollout_ref.actor.grad_clip', lit(rl.gradClip), 'rl.gradClip');
@@ -76,12 +112,25 @@ export function verlPlan(c: RunConfig, ctx: ExportContext): ExportPlan {
   map('algorithm.use_kl_in_reward', lit(false), 'rl.klCoef', 'the KL is a loss, not a reward term');
   map('actor_rollout_ref.actor.entropy_coeff', lit(rl.entCoef), 'rl.entCoef');
   if (rl.tis.enabled) {
-    map('algorithm.rollout_correction.rollout_is', lit('token'), 'rl.tis.enabled', 'verl ≥ 0.6 (rollout_corr_helper.py)');
+    map(
+      'algorithm.rollout_correction.rollout_is',
+      lit('token'),
+      'rl.tis.enabled',
+      'verl ≥ 0.6 (rollout_corr_helper.py)',
+    );
     map('algorithm.rollout_correction.rollout_is_threshold', lit(rl.tis.cap), 'rl.tis.cap');
   }
-  if (rl.zscoreEps !== 1e-6) skip('rl.zscoreEps', rl.zscoreEps, "verl's GRPO adds a fixed epsilon of 1e-6 (core_algos.py)");
+  if (rl.zscoreEps !== 1e-6) {
+    skip('rl.zscoreEps', rl.zscoreEps, "verl's GRPO adds a fixed epsilon of 1e-6 (core_algos.py)");
+  }
   if (rl.stdMode !== 'unbiased') skip('rl.stdMode', rl.stdMode, 'verl divides by torch.std (unbiased)');
-  if (rl.singleton !== 'verl') skip('rl.singleton', rl.singleton, 'verl gives a lone sample mean 0 and std 1; with rollout.n ≥ 2 no group is alone');
+  if (rl.singleton !== 'verl') {
+    skip(
+      'rl.singleton',
+      rl.singleton,
+      'verl gives a lone sample mean 0 and std 1; with rollout.n ≥ 2 no group is alone',
+    );
+  }
 
   // --- sampling, budget, checkpoints, evaluation --------------------------------------------------------------------
   map('actor_rollout_ref.rollout.temperature', lit(c.sampler.temperature), 'sampler.temperature');
@@ -89,7 +138,12 @@ export function verlPlan(c: RunConfig, ctx: ExportContext): ExportPlan {
   map('trainer.total_training_steps', lit(c.budget.steps), 'budget.steps');
   map('trainer.save_freq', lit(c.checkpoint.every), 'checkpoint.every');
   if (c.checkpoint.keep !== 'all') map('trainer.max_actor_ckpt_to_keep', lit(c.checkpoint.keep), 'checkpoint.keep');
-  map('trainer.test_freq', lit(c.eval.every === 0 ? -1 : c.eval.every), 'eval.every', c.eval.every === 0 ? 'verl then validates only before training' : undefined);
+  map(
+    'trainer.test_freq',
+    lit(c.eval.every === 0 ? -1 : c.eval.every),
+    'eval.every',
+    c.eval.every === 0 ? 'verl then validates only before training' : undefined,
+  );
   map('actor_rollout_ref.rollout.val_kwargs.temperature', lit(c.eval.temperature), 'eval.temperature');
   map('actor_rollout_ref.rollout.val_kwargs.do_sample', lit(c.eval.temperature > 0), 'eval.temperature');
   map('data.seed', lit(c.seed), 'seed');
@@ -97,34 +151,103 @@ export function verlPlan(c: RunConfig, ctx: ExportContext): ExportPlan {
 
   // --- lengths: mars-lab counts its own tokens ----------------------------------------------------------------------
   if (c.algorithm === 'mars') {
-    map('data.max_prompt_length', lit(c.mars.sys2PromptMax), 'mars.sys2PromptMax', "mars-lab's tokens: re-check for the model's tokenizer");
-    map('data.max_response_length', lit(c.mars.sys2ResponseMax), 'mars.sys2ResponseMax', "mars-lab's tokens: re-check for the model's tokenizer");
+    map(
+      'data.max_prompt_length',
+      lit(c.mars.sys2PromptMax),
+      'mars.sys2PromptMax',
+      "mars-lab's tokens: re-check for the model's tokenizer",
+    );
+    map(
+      'data.max_response_length',
+      lit(c.mars.sys2ResponseMax),
+      'mars.sys2ResponseMax',
+      "mars-lab's tokens: re-check for the model's tokenizer",
+    );
   } else if (c.algorithm === 'marti') {
-    map('data.max_response_length', lit(c.task.maxProgramTokens), 'task.maxProgramTokens', "mars-lab's tokens: re-check for the model's tokenizer");
+    map(
+      'data.max_response_length',
+      lit(c.task.maxProgramTokens),
+      'task.maxProgramTokens',
+      "mars-lab's tokens: re-check for the model's tokenizer",
+    );
   } else {
-    skip('task.length', c.task.length, "the toy task's sequences are a few symbols of mars-lab's vocabulary; keep verl's data.max_prompt_length / max_response_length for real prompts");
+    skip(
+      'task.length',
+      c.task.length,
+      "the toy task's sequences are a few symbols of mars-lab's vocabulary; keep verl's data.max_prompt_length / max_response_length for real prompts",
+    );
   }
 
   // --- what does not map ---------------------------------------------------------------------------------------------
-  skip('model', c.model.from.kind === 'checkpoint' ? c.model.from.path : c.model.size, "verl fine-tunes the pretrained model you give (MODEL); mars-lab's models are its own small TF.js transformers and its checkpoints do not load in verl");
-  skip('pretrain', c.pretrain, 'supervised pretraining is how mars-lab makes a base model; start verl from an instruct model instead');
-  skip('backend', c.backend, 'a TensorFlow.js backend; verl runs FSDP/Megatron with vLLM/SGLang on the GPUs you give (--nnodes, --gpus-per-node)');
+  skip(
+    'model',
+    c.model.from.kind === 'checkpoint' ? c.model.from.path : c.model.size,
+    "verl fine-tunes the pretrained model you give (MODEL); mars-lab's models are its own small TF.js transformers and its checkpoints do not load in verl",
+  );
+  skip(
+    'pretrain',
+    c.pretrain,
+    'supervised pretraining is how mars-lab makes a base model; start verl from an instruct model instead',
+  );
+  skip(
+    'backend',
+    c.backend,
+    'a TensorFlow.js backend; verl runs FSDP/Megatron with vLLM/SGLang on the GPUs you give (--nnodes, --gpus-per-node)',
+  );
   if (c.algorithm === 'seqgrpo') {
-    skip('task', `${c.task.kind} (${c.task.symbols} symbols)`, "mars-lab generates its toy tasks; verl trains on parquet prompts with a reward function: give TRAIN_FILES/VAL_FILES and, for a custom reward, custom_reward_function.path");
+    skip(
+      'task',
+      `${c.task.kind} (${c.task.symbols} symbols)`,
+      'mars-lab generates its toy tasks; verl trains on parquet prompts with a reward function: give TRAIN_FILES/VAL_FILES and, for a custom reward, custom_reward_function.path',
+    );
   }
   if (c.algorithm === 'mars') {
-    skip('task (research worlds)', `${c.task.trainWorlds} worlds, ${c.task.families.length} families`, "mars-lab generates its worlds; give a QA set as parquet (TRAIN_FILES) and a search tool (actor_rollout_ref.rollout.multi_turn.tool_config_path)");
-    skip('mars.maxTurns', c.mars.maxTurns, 'needs multi-turn with a search tool: set actor_rollout_ref.rollout.multi_turn.enable=True and max_assistant_turns with a tool_config_path');
-    skip('mars.sys1Params', c.mars.sys1Params, "verl trains one actor on one trajectory per prompt; System 1's samples (and separate or frozen System 1 weights) need a custom agent loop (rollout.agent.agent_loop_config_path) and trainer changes");
-    skip('mars.packing / balance / sys1Pool', `${c.mars.packing} / ${c.mars.balance} / ${c.mars.sys1Pool}`, "MARS's bin packing, balanced sampling and separate advantage pools have no verl counterpart");
-    skip('mars.sys1PromptMax / sys1ResponseMax', `${c.mars.sys1PromptMax} / ${c.mars.sys1ResponseMax}`, 'System 1 windows exist only in a MARS agent loop');
+    skip(
+      'task (research worlds)',
+      `${c.task.trainWorlds} worlds, ${c.task.families.length} families`,
+      'mars-lab generates its worlds; give a QA set as parquet (TRAIN_FILES) and a search tool (actor_rollout_ref.rollout.multi_turn.tool_config_path)',
+    );
+    skip(
+      'mars.maxTurns',
+      c.mars.maxTurns,
+      'needs multi-turn with a search tool: set actor_rollout_ref.rollout.multi_turn.enable=True and max_assistant_turns with a tool_config_path',
+    );
+    skip(
+      'mars.sys1Params',
+      c.mars.sys1Params,
+      "verl trains one actor on one trajectory per prompt; System 1's samples (and separate or frozen System 1 weights) need a custom agent loop (rollout.agent.agent_loop_config_path) and trainer changes",
+    );
+    skip(
+      'mars.packing / balance / sys1Pool',
+      `${c.mars.packing} / ${c.mars.balance} / ${c.mars.sys1Pool}`,
+      "MARS's bin packing, balanced sampling and separate advantage pools have no verl counterpart",
+    );
+    skip(
+      'mars.sys1PromptMax / sys1ResponseMax',
+      `${c.mars.sys1PromptMax} / ${c.mars.sys1ResponseMax}`,
+      'System 1 windows exist only in a MARS agent loop',
+    );
   }
   if (c.algorithm === 'marti') {
-    skip('marti.configuration / agents', `${c.marti.configuration}: ${c.marti.agents.map((a) => a.id).join(', ')}`, 'verl trains one actor: heterogeneous agents need one actor each, homogeneous agents are one actor with role prompts in the data; export --to marti keeps the team');
-    skip('marti tree search', `AB-MCTS-A, ${c.marti.nodesPerTree} nodes, ${c.marti.posterior} posterior, ${c.marti.agentSelect}`, 'verl samples rollout.n independent responses per prompt; the tree search is MARTI\'s (export --to marti)');
-    skip('task (coding world)', `${c.task.trainTasks} tasks`, 'mars-lab generates its coding tasks; give coding prompts as parquet (TRAIN_FILES) with a unit-test reward');
+    skip(
+      'marti.configuration / agents',
+      `${c.marti.configuration}: ${c.marti.agents.map((a) => a.id).join(', ')}`,
+      'verl trains one actor: heterogeneous agents need one actor each, homogeneous agents are one actor with role prompts in the data; export --to marti keeps the team',
+    );
+    skip(
+      'marti tree search',
+      `AB-MCTS-A, ${c.marti.nodesPerTree} nodes, ${c.marti.posterior} posterior, ${c.marti.agentSelect}`,
+      "verl samples rollout.n independent responses per prompt; the tree search is MARTI's (export --to marti)",
+    );
+    skip(
+      'task (coding world)',
+      `${c.task.trainTasks} tasks`,
+      'mars-lab generates its coding tasks; give coding prompts as parquet (TRAIN_FILES) with a unit-test reward',
+    );
     if (c.marti.treeShaping) skip('marti.treeShaping', true, 'tree-shaped rewards need the tree');
-    if (c.marti.dynamicFiltering) skip('marti.dynamicFiltering', true, 'verl: algorithm.filter_groups (DAPO recipe), not in main_ppo');
+    if (c.marti.dynamicFiltering) {
+      skip('marti.dynamicFiltering', true, 'verl: algorithm.filter_groups (DAPO recipe), not in main_ppo');
+    }
   }
 
   const overrides = mapped.map((m) => shArg(`${m.target}=`, m.value));
@@ -133,7 +256,7 @@ export function verlPlan(c: RunConfig, ctx: ExportContext): ExportPlan {
     `# Launch of mars-lab run ${ctx.runId} (${c.algorithm}${ctx.preset ? `, preset ${ctx.preset}` : ''}) on verl through Ray Jobs.`,
     `# Written by mars-lab ${ENGINE_VERSION} (mars-lab export ${ctx.runId} --to verl); what maps and what does not: mapping.txt.`,
     '# Set MODEL (an HF id or a folder), TRAIN_FILES (and VAL_FILES) to verl parquet prompts, RAY_ADDRESS to the Ray',
-    "# dashboard (reach it through an SSH tunnel: ssh -L 8265:localhost:8265 HEAD), OUT_DIR to a folder the cluster",
+    '# dashboard (reach it through an SSH tunnel: ssh -L 8265:localhost:8265 HEAD), OUT_DIR to a folder the cluster',
     '# shares. Extra Hydra overrides given to this script are passed on. When it has run: mars-lab import verl "$OUT_DIR".',
     'set -euo pipefail',
     envDefault('MODEL', ctx.model),
@@ -167,17 +290,33 @@ export function verlPlan(c: RunConfig, ctx: ExportContext): ExportPlan {
     command: {
       before: [],
       module: 'verl.trainer.main_ppo',
-      words: mapped.map((m) => ('literal' in m.value ? { text: `${m.target}=${m.value.literal}` } : { text: `${m.target}=${m.value.shell}`, expand: 'shell' as const })),
+      words: mapped.map((m) =>
+        'literal' in m.value
+          ? { text: `${m.target}=${m.value.literal}` }
+          : { text: `${m.target}=${m.value.shell}`, expand: 'shell' as const },
+      ),
       runtimeEnv: { env_vars: { VERL_FILE_LOGGER_PATH: '$OUT_DIR/metrics.jsonl' } },
       vars: [
-        { name: 'MODEL', ...(ctx.model ? { default: ctx.model } : {}), required: 'a Hugging Face model id or a model folder (--model or MODEL)' },
-        { name: 'TRAIN_FILES', required: 'verl parquet prompts, a path on the cluster (verl examples/data_preprocess makes them)' },
+        {
+          name: 'MODEL',
+          ...(ctx.model ? { default: ctx.model } : {}),
+          required: 'a Hugging Face model id or a model folder (--model or MODEL)',
+        },
+        {
+          name: 'TRAIN_FILES',
+          required: 'verl parquet prompts, a path on the cluster (verl examples/data_preprocess makes them)',
+        },
         { name: 'VAL_FILES', defaultFrom: 'TRAIN_FILES' },
-        { name: 'OUT_DIR', required: 'a folder the cluster shares, for rollouts, metrics and checkpoints', absolute: true },
+        {
+          name: 'OUT_DIR',
+          required: 'a folder the cluster shares, for rollouts, metrics and checkpoints',
+          absolute: true,
+        },
       ],
     },
   };
   plan.files['launch.sh'] = script;
-  plan.files['overrides.txt'] = mapped.map((m) => `${m.target}=${'literal' in m.value ? m.value.literal : m.value.shell}`).join('\n') + '\n';
+  plan.files['overrides.txt'] =
+    mapped.map((m) => `${m.target}=${'literal' in m.value ? m.value.literal : m.value.shell}`).join('\n') + '\n';
   return plan;
 }

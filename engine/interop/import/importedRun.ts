@@ -28,7 +28,14 @@ export interface ImportedInfo {
   records: number;
   skipped: number;
   /** The advantages were not in the logs: they were recomputed here, as described. */
-  advantages: { recomputed: true; method: string; groupedBy: string; eps: number; stdMode: 'unbiased' | 'population'; singleton: 'zero' | 'verl' };
+  advantages: {
+    recomputed: true;
+    method: string;
+    groupedBy: string;
+    eps: number;
+    stdMode: 'unbiased' | 'population';
+    singleton: 'zero' | 'verl';
+  };
   [k: string]: unknown;
 }
 
@@ -88,7 +95,9 @@ export class ImportedRunWriter {
       fs.renameSync(this.staging, dir);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOTEMPTY' || code === 'EEXIST') throw new RunFolderError(`${dir} appeared while importing: choose another --id`);
+      if (code === 'ENOTEMPTY' || code === 'EEXIST') {
+        throw new RunFolderError(`${dir} appeared while importing: choose another --id`);
+      }
       throw err;
     }
     return { id: this.id, dir };

@@ -46,7 +46,13 @@ function nonFiniteToNull(text: string): string {
       out += c;
       continue;
     }
-    const token = text.startsWith('-Infinity', i) ? '-Infinity' : text.startsWith('Infinity', i) ? 'Infinity' : text.startsWith('NaN', i) ? 'NaN' : null;
+    const token = text.startsWith('-Infinity', i)
+      ? '-Infinity'
+      : text.startsWith('Infinity', i)
+        ? 'Infinity'
+        : text.startsWith('NaN', i)
+          ? 'NaN'
+          : null;
     if (token) {
       out += 'null';
       i += token.length - 1;

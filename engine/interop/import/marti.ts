@@ -37,7 +37,10 @@ const LOG_NAME = /^log_(\d{8}_\d{6}_\d{3})_(.+)\.txt$/;
 /** A log file larger than this is skipped with a warning (a call's JSON is kilobytes to a few megabytes). */
 const MAX_LOG_BYTES = 256 << 20;
 
-const messagesSchema = z.union([z.string(), z.array(z.looseObject({ role: z.string().optional(), content: z.unknown() }))]);
+const messagesSchema = z.union([
+  z.string(),
+  z.array(z.looseObject({ role: z.string().optional(), content: z.unknown() })),
+]);
 const logSchema = z.looseObject({
   agent_id: z.union([z.string(), z.number()]),
   result: z.looseObject({
@@ -89,7 +92,9 @@ function readCall(file: string, problems: ProblemLog, rel: (f: string) => string
   const parsed = logSchema.safeParse(value);
   const completion = parsed.success ? (parsed.data.result.action_text ?? parsed.data.result.generation) : undefined;
   if (!parsed.success || completion === undefined) {
-    const why = parsed.success ? '"result.action_text" missing' : parsed.error.issues.map((i) => `"${i.path.join('.') || '(file)'}" ${i.message}`).join('; ');
+    const why = parsed.success
+      ? '"result.action_text" missing'
+      : parsed.error.issues.map((i) => `"${i.path.join('.') || '(file)'}" ${i.message}`).join('; ');
     problems.add(`${rel(file)}:1: not a MARTI llm_logs call (${why}); file skipped`);
     return null;
   }
@@ -97,8 +102,19 @@ function readCall(file: string, problems: ProblemLog, rel: (f: string) => string
   const actionTokens = r.action_tokens ?? [];
   // rollout_log_probs covers the prompt (0.0 each) and then the action: the action's are its last entries.
   const lp = r.rollout_log_probs ?? [];
-  const logProbs = lp.length >= actionTokens.length && actionTokens.length > 0 ? lp.slice(lp.length - actionTokens.length).slice(0, actionTokens.length) : [];
-  return { file, stamp: name[1]!, agent: String(parsed.data.agent_id), prompt: promptText(r.request.messages), completion, tokens: actionTokens.length, logProbs };
+  const logProbs =
+    lp.length >= actionTokens.length && actionTokens.length > 0
+      ? lp.slice(lp.length - actionTokens.length).slice(0, actionTokens.length)
+      : [];
+  return {
+    file,
+    stamp: name[1]!,
+    agent: String(parsed.data.agent_id),
+    prompt: promptText(r.request.messages),
+    completion,
+    tokens: actionTokens.length,
+    logProbs,
+  };
 }
 
 /** `<save_path>/all_{public,private}_scores.csv`: score by prompt folder and node index. */
@@ -128,8 +144,13 @@ function readScores(file: string, problems: ProblemLog, rel: (f: string) => stri
  * best private score, avgPass1 the mean private score of nodes whose public score is 1 (else pass@1); all null unless
  * both scores of every node are known.
  */
-export function treeScores(pub: readonly (number | null)[], priv: readonly (number | null)[]): { pass1: number | null; passN: number | null; avgPass1: number | null; gap: number | null } {
-  if (pub.length === 0 || pub.some((x) => x === null) || priv.some((x) => x === null)) return { pass1: null, passN: null, avgPass1: null, gap: null };
+export function treeScores(
+  pub: readonly (number | null)[],
+  priv: readonly (number | null)[],
+): { pass1: number | null; passN: number | null; avgPass1: number | null; gap: number | null } {
+  if (pub.length === 0 || pub.some((x) => x === null) || priv.some((x) => x === null)) {
+    return { pass1: null, passN: null, avgPass1: null, gap: null };
+  }
   let best = 0;
   pub.forEach((x, i) => {
     if (x! >= pub[best]!) best = i;
@@ -148,11 +169,15 @@ function taskIdOf(statement: string): string {
 export async function importMarti(opts: ImportOptions): Promise<ImportResult> {
   const dir = path.resolve(opts.dir);
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
-    throw new UserError(`import marti: ${opts.dir} is not a folder: give MARTI's workflow save_path (workflow_args.save_path)`);
+    throw new UserError(
+      `import marti: ${opts.dir} is not a folder: give MARTI's workflow save_path (workflow_args.save_path)`,
+    );
   }
   const logs = findFiles(dir, (n) => LOG_NAME.test(n), 3).filter((f) => path.basename(path.dirname(f)) === 'llm_logs');
   if (logs.length === 0) {
-    throw new UserError(`import marti: no llm_logs/log_<time>_<agent>.txt files under ${dir}: give the workflow save_path of a MARTI tree-search run (workflow_args.save_path)`);
+    throw new UserError(
+      `import marti: no llm_logs/log_<time>_<agent>.txt files under ${dir}: give the workflow save_path of a MARTI tree-search run (workflow_args.save_path)`,
+    );
   }
   const rel = (f: string) => path.relative(dir, f);
   const problems = new ProblemLog(opts.onWarning);
@@ -177,9 +202,17 @@ export async function importMarti(opts: ImportOptions): Promise<ImportResult> {
       const sb = LOG_NAME.exec(path.basename(b))![1]!;
       return sa < sb ? -1 : sa > sb ? 1 : a < b ? -1 : a > b ? 1 : 0;
     });
-    const chunks = n ? Array.from({ length: Math.ceil(files.length / n) }, (_, k) => files.slice(k * n, (k + 1) * n)) : [files];
-    chunks.forEach((chunk, k) => treesByStep.set(k + 1, [...(treesByStep.get(k + 1) ?? []), { folder, index: k, files: chunk }]));
-    if (n && files.length % n !== 0) problems.add(`${rel(folder)}: ${files.length} calls is not a multiple of --nodes ${n}: its last tree has ${files.length % n} nodes`);
+    const chunks = n
+      ? Array.from({ length: Math.ceil(files.length / n) }, (_, k) => files.slice(k * n, (k + 1) * n))
+      : [files];
+    chunks.forEach((chunk, k) =>
+      treesByStep.set(k + 1, [...(treesByStep.get(k + 1) ?? []), { folder, index: k, files: chunk }]),
+    );
+    if (n && files.length % n !== 0) {
+      problems.add(
+        `${rel(folder)}: ${files.length} calls is not a multiple of --nodes ${n}: its last tree has ${files.length % n} nodes`,
+      );
+    }
   }
 
   const run = new ImportedRunWriter(opts.home, `marti-${path.basename(dir)}`, { id: opts.id });
@@ -207,7 +240,8 @@ export async function importMarti(opts: ImportOptions): Promise<ImportResult> {
         // Scores from the CSVs only where they cover this tree exactly (one search in the folder).
         const pub = publicScores.get(folderName);
         const priv = privateScores.get(folderName);
-        const covered = (m: Map<number, number> | undefined) => !!m && t.index === 0 && byFolder.get(t.folder)!.length === calls.length && m.size === calls.length;
+        const covered = (m: Map<number, number> | undefined) =>
+          !!m && t.index === 0 && byFolder.get(t.folder)!.length === calls.length && m.size === calls.length;
         const scores: (number | null)[] = calls.map((_, k) => (covered(pub) ? (pub!.get(k) ?? null) : null));
         const advantages = recomputeAdvantages(scores, MARTI_GROUP_NORM);
         const programs = calls.map((c) => pythonBlock(c.completion));
@@ -222,7 +256,30 @@ export async function importMarti(opts: ImportOptions): Promise<ImportResult> {
               break;
             }
           }
-          return { id: k + 1, parentId: parent, depth: 0, agent: c.agent, paramId: null, prompt: c.prompt, completion: c.completion, program: programs[k], feedback: null, parseError: null, finish: null, public: null, private: covered(priv) && priv!.has(k) ? { passed: 0, total: 0, score: priv!.get(k)! } : null, score: scores[k], genObservation: null, expansion: null, advantage: advantages[k], shapedReward: null, trained: false, tokens: c.tokens, logProbs: c.logProbs, imported: { file: rel(c.file), time: c.stamp } };
+          return {
+            id: k + 1,
+            parentId: parent,
+            depth: 0,
+            agent: c.agent,
+            paramId: null,
+            prompt: c.prompt,
+            completion: c.completion,
+            program: programs[k],
+            feedback: null,
+            parseError: null,
+            finish: null,
+            public: null,
+            private: covered(priv) && priv!.has(k) ? { passed: 0, total: 0, score: priv!.get(k)! } : null,
+            score: scores[k],
+            genObservation: null,
+            expansion: null,
+            advantage: advantages[k],
+            shapedReward: null,
+            trained: false,
+            tokens: c.tokens,
+            logProbs: c.logProbs,
+            imported: { file: rel(c.file), time: c.stamp },
+          };
         });
         // a parent is always an earlier node: depths in one pass
         for (const node of nodes) node.depth = node.parentId === 0 ? 1 : nodes[node.parentId - 1]!.depth + 1;
@@ -230,7 +287,11 @@ export async function importMarti(opts: ImportOptions): Promise<ImportResult> {
         // Fresh attempts (children of the root) at different prompts: this "tree" holds several searches (several
         // steps' problems in one prompt folder); --nodes cuts them apart.
         const problemsHere = new Set(nodes.filter((x) => x.parentId === 0).map((x) => x.prompt)).size;
-        if (problemsHere > 1 && !n) problems.add(`${rel(t.folder) || '.'}: calls on ${problemsHere} different prompts made one tree: pass --nodes N (workflow_args.max_num_nodes) to cut the folder into one tree per search`);
+        if (problemsHere > 1 && !n) {
+          problems.add(
+            `${rel(t.folder) || '.'}: calls on ${problemsHere} different prompts made one tree: pass --nodes N (workflow_args.max_num_nodes) to cut the folder into one tree per search`,
+          );
+        }
         const agents = [...new Set(calls.map((c) => c.agent))];
         const known = scores.filter((s): s is number => s !== null);
         stepScores.push(...known);
@@ -246,10 +307,42 @@ export async function importMarti(opts: ImportOptions): Promise<ImportResult> {
           target: '',
           publicTests: [],
           agents,
-          metrics: { nodes: nodes.length, ...treeScores(scores, nodes.map((x) => x.private?.score ?? null)) },
-          agentShares: Object.fromEntries(agents.map((a) => [a, calls.filter((c) => c.agent === a).length / calls.length])),
+          metrics: {
+            nodes: nodes.length,
+            ...treeScores(
+              scores,
+              nodes.map((x) => x.private?.score ?? null),
+            ),
+          },
+          agentShares: Object.fromEntries(
+            agents.map((a) => [a, calls.filter((c) => c.agent === a).length / calls.length]),
+          ),
           // the root holds the problem, no program: score 0, as mars-lab's search trees have it (abmcts.ts)
-          nodes: [{ id: 0, parentId: null, depth: 0, agent: null, paramId: null, prompt: statement, completion: null, program: null, feedback: null, parseError: null, finish: null, public: null, private: null, score: 0, genObservation: null, expansion: null, advantage: null, shapedReward: null, trained: false, tokens: 0 }, ...nodes],
+          nodes: [
+            {
+              id: 0,
+              parentId: null,
+              depth: 0,
+              agent: null,
+              paramId: null,
+              prompt: statement,
+              completion: null,
+              program: null,
+              feedback: null,
+              parseError: null,
+              finish: null,
+              public: null,
+              private: null,
+              score: 0,
+              genObservation: null,
+              expansion: null,
+              advantage: null,
+              shapedReward: null,
+              trained: false,
+              tokens: 0,
+            },
+            ...nodes,
+          ],
           advantageRecomputed: true,
           parentsInferred: { byQuotedProgram: inferred, fromRoot: nodes.length - inferred },
           imported: { from: 'marti', folder: rel(t.folder) || '.', tree: t.index + 1 },
@@ -270,15 +363,26 @@ export async function importMarti(opts: ImportOptions): Promise<ImportResult> {
       from: 'marti' as const,
       source: dir,
       importedAt: new Date().toISOString(),
-      files: [...folders.map((f) => `${rel(f) || '.'}/llm_logs/`), ...['all_public_scores.csv', 'all_private_scores.csv'].filter((f) => fs.existsSync(path.join(dir, f)))],
+      files: [
+        ...folders.map((f) => `${rel(f) || '.'}/llm_logs/`),
+        ...['all_public_scores.csv', 'all_private_scores.csv'].filter((f) => fs.existsSync(path.join(dir, f))),
+      ],
       records,
       skipped: problems.count,
       advantages: { recomputed: true as const, ...MARTI_GROUP_NORM },
-      trees: n ? `each prompt folder's calls in time order, cut into trees of ${n} (the k-th tree is step k)` : 'one tree per prompt folder (step 1); pass --nodes N to cut folders into trees of N',
+      trees: n
+        ? `each prompt folder's calls in time order, cut into trees of ${n} (the k-th tree is step k)`
+        : 'one tree per prompt folder (step 1); pass --nodes N to cut folders into trees of N',
       parents: "inferred: the newest earlier node whose ```python block the node's prompt quotes, else the root",
-      scores: publicScores.size ? 'from all_public_scores.csv / all_private_scores.csv where they cover a tree' : 'unknown: MARTI does not write node scores in training',
+      scores: publicScores.size
+        ? 'from all_public_scores.csv / all_private_scores.csv where they cover a tree'
+        : 'unknown: MARTI does not write node scores in training',
     };
-    const done = run.finish('marti', imported, `Imported from MARTI's tree-search logs in ${dir}; trees, parents and advantages rebuilt (see run.json "imported").`);
+    const done = run.finish(
+      'marti',
+      imported,
+      `Imported from MARTI's tree-search logs in ${dir}; trees, parents and advantages rebuilt (see run.json "imported").`,
+    );
     return { ...done, records, skipped: problems.count, steps: treesByStep.size, warnings: problems.summary() };
   } catch (err) {
     run.abort();

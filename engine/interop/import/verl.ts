@@ -74,7 +74,10 @@ function goldOf(gts: unknown): string[] {
 }
 
 /** Which files of `dir` are the dump (one folder of <step>.jsonl) and which are file-logger metrics. */
-function locate(dir: string, metricsFile: string | undefined): { dumpDir: string; steps: { step: number; file: string }[]; metrics: string[] } {
+function locate(
+  dir: string,
+  metricsFile: string | undefined,
+): { dumpDir: string; steps: { step: number; file: string }[]; metrics: string[] } {
   const files = findFiles(dir, (name) => name.endsWith('.jsonl'), 3);
   const dumps = files.filter((f) => STEP_FILE.test(path.basename(f)));
   const folders = [...new Set(dumps.map((f) => path.dirname(f)))];
@@ -84,13 +87,21 @@ function locate(dir: string, metricsFile: string | undefined): { dumpDir: string
     );
   }
   if (folders.length > 1) {
-    throw new UserError(`import verl: ${dir} holds several dump folders (${folders.map((f) => path.relative(dir, f) || '.').join(', ')}): give one of them (the rollouts, not the validation dumps)`);
+    throw new UserError(
+      `import verl: ${dir} holds several dump folders (${folders.map((f) => path.relative(dir, f) || '.').join(', ')}): give one of them (the rollouts, not the validation dumps)`,
+    );
   }
   const dumpDir = folders[0]!;
-  const steps = dumps.map((file) => ({ step: Number(STEP_FILE.exec(path.basename(file))![1]), file })).sort((a, b) => a.step - b.step);
+  const steps = dumps
+    .map((file) => ({ step: Number(STEP_FILE.exec(path.basename(file))![1]), file }))
+    .sort((a, b) => a.step - b.step);
   let metrics: string[];
   if (metricsFile !== undefined) {
-    if (!fs.existsSync(metricsFile)) throw new UserError(`import verl: --metrics ${metricsFile} does not exist: give verl's file-logger JSONL ($VERL_FILE_LOGGER_PATH)`);
+    if (!fs.existsSync(metricsFile)) {
+      throw new UserError(
+        `import verl: --metrics ${metricsFile} does not exist: give verl's file-logger JSONL ($VERL_FILE_LOGGER_PATH)`,
+      );
+    }
     metrics = [metricsFile];
   } else metrics = files.filter((f) => !STEP_FILE.test(path.basename(f)) && looksLikeFileLogger(f));
   return { dumpDir, steps, metrics };
@@ -112,11 +123,18 @@ function looksLikeFileLogger(file: string): boolean {
 }
 
 /** The usable samples of one dump file, in order; each line that is not one is told to `onProblem` (if given). */
-async function* samplesOf(file: string, onBytes: (bytes: number) => void, onProblem?: (line: number, why: string) => void): AsyncGenerator<Sample> {
+async function* samplesOf(
+  file: string,
+  onBytes: (bytes: number) => void,
+  onProblem?: (line: number, why: string) => void,
+): AsyncGenerator<Sample> {
   for await (const l of jsonLines(file, onBytes)) {
     const parsed = l.problem === undefined ? dumpLineSchema.safeParse(l.value) : undefined;
     if (!parsed?.success) {
-      onProblem?.(l.lineNo, `${l.problem ?? parsed!.error.issues.map((i) => `"${i.path.join('.') || '(line)'}" ${i.message}`).join('; ')}; line skipped`);
+      onProblem?.(
+        l.lineNo,
+        `${l.problem ?? parsed!.error.issues.map((i) => `"${i.path.join('.') || '(line)'}" ${i.message}`).join('; ')}; line skipped`,
+      );
       continue;
     }
     const { input, output, gts, score, step: _step, ...extra } = parsed.data;
@@ -132,12 +150,17 @@ async function* samplesOf(file: string, onBytes: (bytes: number) => void, onProb
 export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
   const dir = path.resolve(opts.dir);
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
-    throw new UserError(`import verl: ${opts.dir} is not a folder: give the folder of verl's rollout dumps (trainer.rollout_data_dir)`);
+    throw new UserError(
+      `import verl: ${opts.dir} is not a folder: give the folder of verl's rollout dumps (trainer.rollout_data_dir)`,
+    );
   }
   const { dumpDir, steps, metrics } = locate(dir, opts.metricsFile);
   const problems = new ProblemLog(opts.onWarning);
   // each dump is read twice (see below)
-  const meter = new ProgressMeter([...steps.map((s) => s.file), ...steps.map((s) => s.file), ...metrics], opts.onProgress);
+  const meter = new ProgressMeter(
+    [...steps.map((s) => s.file), ...steps.map((s) => s.file), ...metrics],
+    opts.onProgress,
+  );
   const rel = (f: string) => path.relative(dir, f) || path.basename(f);
 
   // The file logger's lines, by step (one line per step: small next to the dumps), with an estimated time for steps the
@@ -150,14 +173,20 @@ export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
     for await (const l of jsonLines(file, (b) => meter.read(file, b))) {
       const parsed = l.problem === undefined ? fileLoggerLineSchema.safeParse(l.value) : undefined;
       if (!parsed?.success) {
-        problems.add(`${rel(file)}:${l.lineNo}: ${l.problem ?? 'not a file-logger line ({"step": N, "data": {…}})'}; line skipped`);
+        problems.add(
+          `${rel(file)}:${l.lineNo}: ${l.problem ?? 'not a file-logger line ({"step": N, "data": {…}})'}; line skipped`,
+        );
         continue;
       }
-      if (typeof parsed.data['elapsed_seconds'] === 'number') elapsed.set(parsed.data.step, parsed.data['elapsed_seconds']);
+      if (typeof parsed.data['elapsed_seconds'] === 'number') {
+        elapsed.set(parsed.data.step, parsed.data['elapsed_seconds']);
+      }
       loggerTime.set(parsed.data.step, mtime);
       const point = byStep.get(parsed.data.step) ?? {};
       for (const [k, v] of Object.entries(parsed.data.data)) {
-        if (typeof v === 'number' || v === null) Object.defineProperty(point, k, { value: v, enumerable: true, writable: true, configurable: true });
+        if (typeof v === 'number' || v === null) {
+          Object.defineProperty(point, k, { value: v, enumerable: true, writable: true, configurable: true });
+        }
       }
       byStep.set(parsed.data.step, point);
     }
@@ -180,7 +209,11 @@ export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
       // Two passes over the file, so that memory holds the step's rewards, not its texts (a step of verl at scale is
       // hundreds of megabytes): the first groups the rewards by prompt and reports bad lines, the second writes.
       const groups = new Map<string, number[]>();
-      for await (const s of samplesOf(file, (b) => meter.read(file, b), (line, why) => problems.add(`${rel(file)}:${line}: ${why}`))) {
+      for await (const s of samplesOf(
+        file,
+        (b) => meter.read(file, b),
+        (line, why) => problems.add(`${rel(file)}:${line}: ${why}`),
+      )) {
         const key = promptId(s.input);
         const g = groups.get(key);
         if (g) g.push(s.score);
@@ -217,7 +250,18 @@ export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
           family: typeof s.extra['data_source'] === 'string' ? s.extra['data_source'] : 'verl',
           question: s.input,
           gold: goldOf(s.gts),
-          turns: [{ text: s.output, tokens: textPieces(s.output), logProbs: [], query: null, purpose: null, results: [], bins: [], info: '' }],
+          turns: [
+            {
+              text: s.output,
+              tokens: textPieces(s.output),
+              logProbs: [],
+              query: null,
+              purpose: null,
+              results: [],
+              bins: [],
+              info: '',
+            },
+          ],
           // the reward function's extracted answer (verl's math scorers report it as `pred`), else the whole response
           answer: typeof s.extra['pred'] === 'string' ? s.extra['pred'] : s.output,
           // the response is the sample's answer (the record's end reasons are MARS's: answer, maxTurns, overflow)
@@ -259,7 +303,11 @@ export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
       advantages: { recomputed: true as const, ...VERL_GRPO },
       tokens: 'text pieces: the dump holds decoded text, not token ids or log-probabilities',
     };
-    const done = run.finish('verl', imported, `Imported from verl's rollout dumps in ${dir}; advantages recomputed (GRPO per identical prompt within a step).`);
+    const done = run.finish(
+      'verl',
+      imported,
+      `Imported from verl's rollout dumps in ${dir}; advantages recomputed (GRPO per identical prompt within a step).`,
+    );
     return { ...done, records, skipped: problems.count, steps: steps.length, warnings: problems.summary() };
   } catch (err) {
     run.abort();

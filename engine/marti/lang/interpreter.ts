@@ -164,7 +164,10 @@ class Evaluator {
       case 'var':
         return x;
       case 'list':
-        return this.list(e.items.map((item) => this.expr(item, x)), e.pos);
+        return this.list(
+          e.items.map((item) => this.expr(item, x)),
+          e.pos,
+        );
       case 'neg':
         return this.num(-this.needNumber('-', this.expr(e.arg, x), e.pos), e.pos);
       case 'not':
@@ -193,7 +196,9 @@ class Evaluator {
       case '<':
       case '>': {
         if (typeof a === 'number' && typeof b === 'number') return e.op === '<' ? a < b : a > b;
-        if (typeof a === 'string' && typeof b === 'string') return e.op === '<' ? compareText(a, b) < 0 : compareText(a, b) > 0;
+        if (typeof a === 'string' && typeof b === 'string') {
+          return e.op === '<' ? compareText(a, b) < 0 : compareText(a, b) > 0;
+        }
         fail('runtime', `${e.op} needs two numbers or two texts`, e.pos);
       }
       case '+':
@@ -228,8 +233,13 @@ class Evaluator {
       case 'sort': {
         const xs = this.needList('sort', v, pos);
         this.tick(xs.length * Math.max(1, Math.ceil(Math.log2(xs.length + 1))), pos);
-        if (xs.every((y) => typeof y === 'number')) return this.list([...(xs as number[])].sort((a, b) => a - b), pos);
-        if (xs.every((y) => typeof y === 'string')) return this.list([...(xs as string[])].sort(compareText), pos);
+        if (xs.every((y) => typeof y === 'number')) {
+          return this.list(
+            [...xs].sort((a, b) => a - b),
+            pos,
+          );
+        }
+        if (xs.every((y) => typeof y === 'string')) return this.list([...xs].sort(compareText), pos);
         fail('runtime', 'sort needs a list of numbers or words', pos);
       }
       case 'reverse':
@@ -252,8 +262,12 @@ class Evaluator {
         if (xs.length === 0) fail('runtime', `${fn} needs a nonempty list`, pos);
         this.tick(xs.length, pos);
         const sign = fn === 'max' ? 1 : -1;
-        if (xs.every((y) => typeof y === 'number')) return (xs as number[]).reduce((m, y) => (sign * (y - m) > 0 ? y : m));
-        if (xs.every((y) => typeof y === 'string')) return (xs as string[]).reduce((m, y) => (sign * compareText(y, m) > 0 ? y : m));
+        if (xs.every((y) => typeof y === 'number')) {
+          return xs.reduce((m, y) => (sign * (y - m) > 0 ? y : m));
+        }
+        if (xs.every((y) => typeof y === 'string')) {
+          return xs.reduce((m, y) => (sign * compareText(y, m) > 0 ? y : m));
+        }
         fail('runtime', `${fn} needs a list of numbers or words`, pos);
       }
       case 'first':
@@ -291,7 +305,7 @@ class Evaluator {
         const xs = this.needList('join', v, pos);
         this.tick(xs.length, pos);
         if (!xs.every((y) => typeof y === 'string')) fail('runtime', 'join needs a list of words', pos);
-        const s = (xs as string[]).join(' ');
+        const s = xs.join(' ');
         if (s.length > this.limits.maxTextLength) fail('memory', 'text too long', pos);
         return this.text(s, pos);
       }
@@ -306,7 +320,10 @@ class Evaluator {
         if (n < 0) fail('runtime', 'range needs a number at least 0', pos);
         if (n > this.limits.maxListLength) fail('memory', 'list too long', pos);
         this.tick(n, pos);
-        return this.list(Array.from({ length: n }, (_, i) => i), pos);
+        return this.list(
+          Array.from({ length: n }, (_, i) => i),
+          pos,
+        );
       }
     }
     fail('runtime', 'internal', pos);
@@ -343,7 +360,6 @@ function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-
 /**
  * Runs a program (text or parsed) on one input. Never throws: parse errors, step and memory bounds and runtime type
  * errors all come back as `{ ok: false, error }`. Deterministic.
@@ -363,7 +379,9 @@ export function run(program: string | Program, input: Value, limits: RunLimits =
   } catch (e) {
     if (e instanceof LangFailure) return { ok: false, error: e.error, steps: ev.steps };
     // Only a bug gets here (the bounds above keep the stack and heap small); it is still a value, never a crash.
-    if (e instanceof RangeError) return { ok: false, error: { kind: 'memory', message: 'stack too deep' }, steps: ev.steps };
+    if (e instanceof RangeError) {
+      return { ok: false, error: { kind: 'memory', message: 'stack too deep' }, steps: ev.steps };
+    }
     return { ok: false, error: { kind: 'runtime', message: 'internal' }, steps: ev.steps };
   }
 }

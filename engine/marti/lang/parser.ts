@@ -27,7 +27,11 @@ export interface ParseLimits {
   maxInt: number;
 }
 
-export const DEFAULT_PARSE_LIMITS: Readonly<ParseLimits> = Object.freeze({ maxTokens: 400, maxDepth: 40, maxInt: 1_000_000_000 });
+export const DEFAULT_PARSE_LIMITS: Readonly<ParseLimits> = Object.freeze({
+  maxTokens: 400,
+  maxDepth: 40,
+  maxInt: 1_000_000_000,
+});
 
 type Token =
   | { t: 'num'; value: number; pos: number }
@@ -69,7 +73,11 @@ function lex(src: string, limits: ParseLimits): Token[] {
         i++;
       }
       if (i >= src.length) fail('parse', 'expected closing quote', start);
-      const value = src.slice(start + 1, i).split(/\s+/).filter((w) => w !== '').join(' ');
+      const value = src
+        .slice(start + 1, i)
+        .split(/\s+/)
+        .filter((w) => w !== '')
+        .join(' ');
       i++;
       out.push({ t: 'text', value, pos: start });
     } else if (SYMBOL_CHARS.has(c)) {

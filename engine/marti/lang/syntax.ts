@@ -33,7 +33,19 @@ export type UnaryFunction = (typeof UNARY_FUNCTIONS)[number];
 export const ARG_STAGES = ['map', 'filter', 'apply', 'take', 'drop', 'while'] as const;
 export type ArgStage = (typeof ARG_STAGES)[number];
 
-export const EXPRESSION_KEYWORDS = ['x', 'if', 'then', 'else', 'and', 'or', 'not', 'div', 'mod', 'true', 'false'] as const;
+export const EXPRESSION_KEYWORDS = [
+  'x',
+  'if',
+  'then',
+  'else',
+  'and',
+  'or',
+  'not',
+  'div',
+  'mod',
+  'true',
+  'false',
+] as const;
 
 /** Single-character symbols. `"` delimits text literals, `|` separates stages. */
 export const SYMBOLS = ['(', ')', '[', ']', ',', '"', '|', '+', '-', '*', '<', '>', '='] as const;

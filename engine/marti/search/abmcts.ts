@@ -61,7 +61,9 @@ export interface SearchConfigInput {
 export function makeSearchConfig(input: SearchConfigInput): SearchConfig {
   const agents = [...input.agents];
   if (agents.length === 0) throw new Error('AB-MCTS-A needs at least one agent.');
-  if (new Set(agents).size !== agents.length) throw new Error(`Agent ids must be distinct, got [${agents.join(', ')}].`);
+  if (new Set(agents).size !== agents.length) {
+    throw new Error(`Agent ids must be distinct, got [${agents.join(', ')}].`);
+  }
   if (!Number.isInteger(input.nodesPerTree) || input.nodesPerTree < 1) {
     throw new Error(`nodesPerTree must be an integer ≥ 1, got ${input.nodesPerTree}.`);
   }
@@ -247,10 +249,7 @@ function argmax(values: readonly number[]): number {
   return best;
 }
 
-function chooseAgent(
-  tree: SearchTree<unknown>,
-  draw: (p: Posterior, where: DrawSite) => number,
-): AgentChoiceTrace {
+function chooseAgent(tree: SearchTree<unknown>, draw: (p: Posterior, where: DrawSite) => number): AgentChoiceTrace {
   const cfg = tree.config;
   const summary = (a: string) => summarizePosterior(tree.agentPosteriors[a]!, cfg.posterior);
   const nOf = (a: string) => tree.rewardsByAgent[a]!.length;
@@ -356,7 +355,11 @@ export function selectExpansion(tree: SearchTree<unknown>, rng: Rng, opts: Selec
  * One expansion for every tree that has budget left and nothing pending, in the order given (all draws come from
  * `rng` in that order). The results go to one batched generation call, then each to `addNode`.
  */
-export function selectExpansions(trees: readonly SearchTree<unknown>[], rng: Rng, opts: SelectOptions = {}): Expansion[] {
+export function selectExpansions(
+  trees: readonly SearchTree<unknown>[],
+  rng: Rng,
+  opts: SelectOptions = {},
+): Expansion[] {
   const out: Expansion[] = [];
   for (const t of trees) if (!t.pending && !isComplete(t)) out.push(selectExpansion(t, rng, opts));
   return out;
@@ -373,7 +376,9 @@ function isPending(tree: SearchTree<unknown>, e: Expansion): boolean {
  */
 export function forceExpansion(tree: SearchTree<unknown>, parentId: number, agentId: string): Expansion {
   if (tree.pending) throw new Error(`forceExpansion: tree '${tree.treeId}' already has a pending expansion.`);
-  if (isComplete(tree)) throw new Error(`forceExpansion: tree '${tree.treeId}' has spent its budget of ${tree.config.nodesPerTree} nodes.`);
+  if (isComplete(tree)) {
+    throw new Error(`forceExpansion: tree '${tree.treeId}' has spent its budget of ${tree.config.nodesPerTree} nodes.`);
+  }
   const v = tree.nodes[parentId];
   if (!v) throw new Error(`forceExpansion: tree '${tree.treeId}' has no node ${parentId}.`);
   if (!tree.config.agents.includes(agentId)) throw new Error(`forceExpansion: unknown agent '${agentId}'.`);

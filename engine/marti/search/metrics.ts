@@ -16,7 +16,9 @@ export interface EvalNode {
 }
 
 function privateOf(n: EvalNode): number {
-  if (n.privateScore === null) throw new Error(`Node ${n.id} has no privateScore; metrics need the private-test result.`);
+  if (n.privateScore === null) {
+    throw new Error(`Node ${n.id} has no privateScore; metrics need the private-test result.`);
+  }
   return n.privateScore;
 }
 

@@ -78,7 +78,9 @@ function checkPrior(cfg: PosteriorConfig): void {
   } else if (cfg.kind === 'gaussian') {
     const { m, kappa, nu, tau2 } = cfg.gaussianPrior;
     if (!Number.isFinite(m) || !(kappa > 0) || !(nu > 0) || !(tau2 > 0)) {
-      throw new Error(`Gaussian (NIG) prior needs finite m and κ, ν, τ² > 0, got m=${m}, κ=${kappa}, ν=${nu}, τ²=${tau2}.`);
+      throw new Error(
+        `Gaussian (NIG) prior needs finite m and κ, ν, τ² > 0, got m=${m}, κ=${kappa}, ν=${nu}, τ²=${tau2}.`,
+      );
     }
   } else {
     throw new Error(`Unknown posterior kind '${(cfg as { kind: string }).kind}'; use 'beta' or 'gaussian'.`);

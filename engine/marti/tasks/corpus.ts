@@ -41,7 +41,13 @@ export interface CorpusOptions {
 /** How the reader that writes noisy parents reads each operation right. */
 const NOISY_PARENT_P = 0.5;
 
-function refineExample(rng: Rng, task: MartiTask, feedback: FeedbackMode, rolePrompt: string | undefined, noisyParents: number): CorpusExample | null {
+function refineExample(
+  rng: Rng,
+  task: MartiTask,
+  feedback: FeedbackMode,
+  rolePrompt: string | undefined,
+  noisyParents: number,
+): CorpusExample | null {
   const chain = task.ops.map(opById);
   for (let tries = 0; tries < 10; tries++) {
     // No draw at share 0, so the shipped base's corpus is unchanged.
@@ -51,7 +57,12 @@ function refineExample(rng: Rng, task: MartiTask, feedback: FeedbackMode, rolePr
     const ev = evaluateProgram(programText(parent), task);
     if (ev.publicPassed === task.publicTests.length) continue;
     const opts = rolePrompt === undefined ? {} : { rolePrompt };
-    return { kind: 'refine', prompt: refinePrompt(task, ev.program, feedbackText(ev, feedback), opts), completion: task.target, taskSeed: task.seed };
+    return {
+      kind: 'refine',
+      prompt: refinePrompt(task, ev.program, feedbackText(ev, feedback), opts),
+      completion: task.target,
+      taskSeed: task.seed,
+    };
   }
   return null;
 }
@@ -69,9 +80,12 @@ export function pretrainCorpus(baseSeed: number, n: number, opts: CorpusOptions 
     const seed = (seeds.nextUint32() & ~1) >>> 0;
     const task = generateTask(seed, 'train', spec);
     const rng = new Rng(seed).split('marti-corpus-example');
-    const example = rng.next() < refineShare ? refineExample(rng, task, feedback, opts.rolePrompt, opts.noisyParents ?? 0) : null;
+    const example =
+      rng.next() < refineShare ? refineExample(rng, task, feedback, opts.rolePrompt, opts.noisyParents ?? 0) : null;
     const promptOpts = opts.rolePrompt === undefined ? {} : { rolePrompt: opts.rolePrompt };
-    out.push(example ?? { kind: 'root', prompt: rootPrompt(task, promptOpts), completion: task.target, taskSeed: seed });
+    out.push(
+      example ?? { kind: 'root', prompt: rootPrompt(task, promptOpts), completion: task.target, taskSeed: seed },
+    );
   }
   return out;
 }

@@ -133,7 +133,13 @@ export function programText(chain: readonly OpInstance[]): string {
 }
 
 /** Draws distinct inputs on which `target` runs without error; null when too few inputs work. */
-function drawTests(rng: Rng, target: string, kind: 'numbers' | 'text', count: number, spec: TaskSpec): TestCase[] | null {
+function drawTests(
+  rng: Rng,
+  target: string,
+  kind: 'numbers' | 'text',
+  count: number,
+  spec: TaskSpec,
+): TestCase[] | null {
   const tests: TestCase[] = [];
   const seen = new Set<string>();
   for (let tries = 0; tries < count * 6 && tests.length < count; tries++) {
@@ -167,7 +173,12 @@ function isDegenerate(chain: readonly OpInstance[], tests: readonly TestCase[], 
 }
 
 /** One task from one seed, on the side of `split`. Deterministic in (seed, split, spec). */
-export function generateTask(seed: number, split: TaskSplit, spec: TaskSpec = DEFAULT_TASK_SPEC, id = `task-${seed}`): MartiTask {
+export function generateTask(
+  seed: number,
+  split: TaskSplit,
+  spec: TaskSpec = DEFAULT_TASK_SPEC,
+  id = `task-${seed}`,
+): MartiTask {
   const rng = new Rng(seed).split('marti-task');
   const side = sideOfSplit(split);
   const total = spec.publicTests + spec.privateTests;
@@ -188,7 +199,9 @@ export function generateTask(seed: number, split: TaskSplit, spec: TaskSpec = DE
       split,
       seed,
       inputKind: kind,
-      statement: joinTokens(textTokens(chain.map((o, i) => (vague[i] ? o.spec.vague! : o.spec.phrase(o.param))).join(' then '))),
+      statement: joinTokens(
+        textTokens(chain.map((o, i) => (vague[i] ? o.spec.vague! : o.spec.phrase(o.param))).join(' then ')),
+      ),
       target,
       ops: chain.map(opId),
       vague,
@@ -196,7 +209,9 @@ export function generateTask(seed: number, split: TaskSplit, spec: TaskSpec = DE
       privateTests: tests.slice(spec.publicTests),
     };
   }
-  throw new Error(`MARTI task seed ${seed}: no acceptable target in ${MAX_PROGRAM_DRAWS} draws; check the task spec (minOps ${spec.minOps}, maxOps ${spec.maxOps})`);
+  throw new Error(
+    `MARTI task seed ${seed}: no acceptable target in ${MAX_PROGRAM_DRAWS} draws; check the task spec (minOps ${spec.minOps}, maxOps ${spec.maxOps})`,
+  );
 }
 
 /** Named seed streams per split, disjoint by parity (as worldSplits.ts); a list is a prefix of any longer one. */
@@ -212,7 +227,9 @@ function* seedStream(baseSeed: number, stream: string, parity: 0 | 1): Generator
 }
 
 export function taskSeedStream(baseSeed: number, split: TaskSplit): Generator<number> {
-  return split === 'train' ? seedStream(baseSeed, 'marti-train-tasks', 0) : seedStream(baseSeed, 'marti-heldout-tasks', 1);
+  return split === 'train'
+    ? seedStream(baseSeed, 'marti-train-tasks', 0)
+    : seedStream(baseSeed, 'marti-heldout-tasks', 1);
 }
 
 /**
@@ -241,7 +258,12 @@ export class TaskPoolExhaustedError extends UserError {
  * held-out tasks never share a target text (targetSide). Throws TaskPoolExhaustedError when the spec has fewer than
  * `n` distinct targets on the split's side, rather than drawing for ever.
  */
-export function generateTasks(split: TaskSplit, baseSeed: number, n: number, spec: TaskSpec = DEFAULT_TASK_SPEC): MartiTask[] {
+export function generateTasks(
+  split: TaskSplit,
+  baseSeed: number,
+  n: number,
+  spec: TaskSpec = DEFAULT_TASK_SPEC,
+): MartiTask[] {
   if (!(Number.isInteger(n) && n >= 0)) throw new RangeError(`MARTI task count must be an integer ≥ 0, got ${n}`);
   const out: MartiTask[] = [];
   const targets = new Set<string>();
@@ -262,13 +284,18 @@ export function generateTasks(split: TaskSplit, baseSeed: number, n: number, spe
 
 /** Every op instance (each family with each of its parameters). */
 function opInstancesFrom(type: TaskType): OpInstance[] {
-  return opsFrom(type).flatMap((spec) => (spec.params.length === 0 ? [{ spec, param: 0 }] : spec.params.map((param) => ({ spec, param }))));
+  return opsFrom(type).flatMap((spec) =>
+    spec.params.length === 0 ? [{ spec, param: 0 }] : spec.params.map((param) => ({ spec, param })),
+  );
 }
 
 /** Op chains of exactly `n` ops counted without building them; beyond this many, enumerating texts is not worth it. */
 function chainCount(n: number): number {
   // ways[type][lastFamily] after k ops
-  let ways = new Map<string, number>([['numbers|', 1], ['text|', 1]]);
+  let ways = new Map<string, number>([
+    ['numbers|', 1],
+    ['text|', 1],
+  ]);
   for (let k = 0; k < n; k++) {
     const next = new Map<string, number>();
     for (const [key, w] of ways) {

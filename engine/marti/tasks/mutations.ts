@@ -40,7 +40,10 @@ export function mutateChain(rng: Rng, start: TaskType, chain: readonly OpInstanc
         return out;
       }
       case 'replace': {
-        const spec = pick(rng, OPS.filter((s) => s.from === o.spec.from && s.to === o.spec.to && s.name !== o.spec.name));
+        const spec = pick(
+          rng,
+          OPS.filter((s) => s.from === o.spec.from && s.to === o.spec.to && s.name !== o.spec.name),
+        );
         if (spec === undefined) continue;
         out[i] = { spec, param: drawParam(rng, spec) };
         return out;
@@ -52,7 +55,10 @@ export function mutateChain(rng: Rng, start: TaskType, chain: readonly OpInstanc
       case 'insert': {
         const at = rng.int(chain.length + 1);
         const t = types[at]!;
-        const spec = pick(rng, OPS.filter((s) => s.from === t && s.to === t));
+        const spec = pick(
+          rng,
+          OPS.filter((s) => s.from === t && s.to === t),
+        );
         if (spec === undefined) continue;
         out.splice(at, 0, { spec, param: drawParam(rng, spec) });
         return out;

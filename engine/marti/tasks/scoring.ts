@@ -55,8 +55,25 @@ export interface EvaluateOptions {
 
 /** The words feedback adds to statements, programs and values (vocabulary.ts collects them). */
 export const FEEDBACK_WORDS = [
-  'example', 'correct', 'wrong', 'for', 'of', 'all', 'examples', 'some', 'no', 'valid', 'program', 'input',
-  'expected', 'got', 'error', 'parse', 'timeout', 'memory', 'runtime',
+  'example',
+  'correct',
+  'wrong',
+  'for',
+  'of',
+  'all',
+  'examples',
+  'some',
+  'no',
+  'valid',
+  'program',
+  'input',
+  'expected',
+  'got',
+  'error',
+  'parse',
+  'timeout',
+  'memory',
+  'runtime',
 ] as const;
 
 const KNOWN_WORDS: ReadonlySet<string> = new Set([...TEXT_WORDS, ...TEXT_WORDS.map((w) => w.toUpperCase())]);
@@ -83,7 +100,9 @@ export function evaluateProgram(text: string | null, task: MartiTask, opts: Eval
   const mode = opts.rewardMode ?? 'allPass';
   const limits = opts.limits ?? DEFAULT_RUN_LIMITS;
   const parsed: ReturnType<typeof parse> =
-    text === null ? { ok: false, error: { kind: 'parse', message: 'expected stage found end of program', position: 0 } } : parse(text, limits.parse);
+    text === null
+      ? { ok: false, error: { kind: 'parse', message: 'expected stage found end of program', position: 0 } }
+      : parse(text, limits.parse);
   const publicTests = runTests(parsed, task.publicTests, limits);
   const privateTests = runTests(parsed, task.privateTests, limits);
   const publicPassed = publicTests.filter((t) => t.passed).length;
@@ -113,7 +132,10 @@ export function feedbackText(ev: ProgramEvaluation, mode: FeedbackMode = 'perTes
     return joinTokens(out);
   }
   if (mode === 'binary') {
-    out.push(...(ev.publicPassed === ev.publicTests.length ? ['all', 'examples', 'correct'] : ['some', 'examples', 'wrong']), '.');
+    out.push(
+      ...(ev.publicPassed === ev.publicTests.length ? ['all', 'examples', 'correct'] : ['some', 'examples', 'wrong']),
+      '.',
+    );
     return joinTokens(out);
   }
   ev.publicTests.forEach((t, i) => {

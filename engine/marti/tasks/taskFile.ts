@@ -20,10 +20,14 @@ import type { MartiTask } from './generator';
 import { evaluateProgram, knownTextWord } from './scoring';
 import { UserError } from '../../userError';
 
-const valueSchema: z.ZodType<Value> = z.lazy(() => z.union([z.int().min(-1_000_000).max(1_000_000), z.boolean(), z.string().max(200), z.array(valueSchema).max(64)]));
+const valueSchema: z.ZodType<Value> = z.lazy(() =>
+  z.union([z.int().min(-1_000_000).max(1_000_000), z.boolean(), z.string().max(200), z.array(valueSchema).max(64)]),
+);
 const testSchema = z.strictObject({ input: valueSchema, expected: valueSchema });
 const taskSchema = z.strictObject({
-  id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/, { error: 'a letter or digit, then letters, digits, _ . or - (at most 100)' }),
+  id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/, {
+    error: 'a letter or digit, then letters, digits, _ . or - (at most 100)',
+  }),
   statement: z.string().min(1).max(2000),
   publicTests: z.array(testSchema).min(1).max(8),
   privateTests: z.array(testSchema).min(1).max(50),
@@ -37,11 +41,15 @@ const cache = new Map<string, { sha: string; tasks: MartiTask[] }>();
 export function loadMartiTaskFile(file: string): { sha: string; tasks: MartiTask[] } {
   let bytes: Buffer;
   try {
-    if (fs.statSync(file).size > MAX_BYTES) throw new UserError(`${file}: over ${MAX_BYTES >> 20} MiB; a task file is one JSON task a line`);
+    if (fs.statSync(file).size > MAX_BYTES) {
+      throw new UserError(`${file}: over ${MAX_BYTES >> 20} MiB; a task file is one JSON task a line`);
+    }
     bytes = fs.readFileSync(file);
   } catch (err) {
     if (err instanceof UserError) throw err;
-    throw new UserError(`task.file ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new UserError(
+      `task.file ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
   const sha = createHash('sha256').update(bytes).digest('hex');
   const hit = cache.get(file);
@@ -78,12 +86,23 @@ export function loadMartiTaskFile(file: string): { sha: string; tasks: MartiTask
       if (seen.has(t.id)) throw new UserError(`${at}: id "${t.id}" repeats an earlier task's; ids must be unique`);
       seen.add(t.id);
       const unknown = textTokens(t.statement).find((w) => !known(w));
-      if (unknown !== undefined) throw new UserError(`${at}: statement: the word "${unknown}" is not in MARTI's vocabulary; write the statement in its words (those of the generated tasks)`);
+      if (unknown !== undefined) {
+        throw new UserError(
+          `${at}: statement: the word "${unknown}" is not in MARTI's vocabulary; write the statement in its words (those of the generated tasks)`,
+        );
+      }
       const tests = [...t.publicTests, ...t.privateTests];
       for (const [k, tc] of tests.entries()) {
-        for (const [side, v] of [['input', tc.input], ['expected', tc.expected]] as const) {
+        for (const [side, v] of [
+          ['input', tc.input],
+          ['expected', tc.expected],
+        ] as const) {
           const word = valueTokens(v, { knownWord: knownTextWord, maxItems: 64 }).find((w) => !known(w));
-          if (word !== undefined) throw new UserError(`${at}: test ${k + 1} ${side}: "${word}" is not in MARTI's vocabulary; text values use its words`);
+          if (word !== undefined) {
+            throw new UserError(
+              `${at}: test ${k + 1} ${side}: "${word}" is not in MARTI's vocabulary; text values use its words`,
+            );
+          }
         }
       }
       const task: MartiTask = {
@@ -102,7 +121,9 @@ export function loadMartiTaskFile(file: string): { sha: string; tasks: MartiTask
         const ev = evaluateProgram(t.target, task);
         if (ev.parseError) throw new UserError(`${at}: target: not a program (${ev.parseError.message})`);
         const failed = [...ev.publicTests, ...ev.privateTests].findIndex((x) => !x.passed);
-        if (failed >= 0) throw new UserError(`${at}: target fails test ${failed + 1}: fix the test's expected value or the target`);
+        if (failed >= 0) {
+          throw new UserError(`${at}: target fails test ${failed + 1}: fix the test's expected value or the target`);
+        }
       }
       tasks.push(task);
     });

@@ -9,7 +9,10 @@
 import type { MarsLabApi } from '../../../engine/api/contract';
 import { createSocketApi, type ConnectionState } from './socketApi';
 
-export const connection = $state<{ state: ConnectionState | 'electron' | 'no-host'; transport: 'electron' | 'web' | null }>({
+export const connection = $state<{
+  state: ConnectionState | 'electron' | 'no-host';
+  transport: 'electron' | 'web' | null;
+}>({
   state: 'connecting',
   transport: null,
 });

@@ -39,7 +39,13 @@ export function createSocketApi(token: string, onState: (state: ConnectionState)
       queue = [];
     };
     socket.onmessage = (message) => {
-      let data: { event?: ApiEvent; id?: number; ok?: boolean; result?: unknown; error?: { message: string; issues?: { path: string; message: string }[] } };
+      let data: {
+        event?: ApiEvent;
+        id?: number;
+        ok?: boolean;
+        result?: unknown;
+        error?: { message: string; issues?: { path: string; message: string }[] };
+      };
       try {
         data = JSON.parse(String(message.data));
       } catch {
@@ -85,7 +91,7 @@ export function createSocketApi(token: string, onState: (state: ConnectionState)
       new Promise<ApiResponse<M>>((resolve, reject) => {
         if (refusedWith !== null) return reject(new ApiCallError(refusedWith));
         const id = nextId++;
-        pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+        pending.set(id, { resolve: resolve, reject });
         const text = JSON.stringify({ id, method, params: request ?? {} });
         if (socket.readyState === WebSocket.OPEN) socket.send(text);
         else queue.push(text);

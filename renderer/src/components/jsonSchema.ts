@@ -17,7 +17,19 @@ export interface JsonSchemaNode {
   maxLength?: number;
 }
 
-export type FieldKind = 'object' | 'union' | 'enum' | 'anyOf' | 'boolean' | 'number' | 'const' | 'text' | 'textarea' | 'list' | 'multi' | 'json';
+export type FieldKind =
+  | 'object'
+  | 'union'
+  | 'enum'
+  | 'anyOf'
+  | 'boolean'
+  | 'number'
+  | 'const'
+  | 'text'
+  | 'textarea'
+  | 'list'
+  | 'multi'
+  | 'json';
 
 export function kindOf(schema: JsonSchemaNode): FieldKind {
   if (schema.properties) return 'object';

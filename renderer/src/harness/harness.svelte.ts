@@ -17,10 +17,18 @@ import TreeView from '../components/TreeView.svelte';
 
 // Each component's props are checked where it is used; here they arrive as JSON from the test.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-const components: Record<string, any> = { EpisodeInspector, EpisodeView, MetricChart, OverlayChart, TokenStrip, TreeExplorer, TreeView };
+const components: Record<string, any> = {
+  EpisodeInspector,
+  EpisodeView,
+  MetricChart,
+  OverlayChart,
+  TokenStrip,
+  TreeExplorer,
+  TreeView,
+};
 
 let current: Record<string, unknown> | null = null;
-let props: Record<string, unknown> = $state({});
+const props: Record<string, unknown> = $state({});
 
 declare global {
   interface Window {

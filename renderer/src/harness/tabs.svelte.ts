@@ -43,7 +43,10 @@ window.__mountTab = async (name, props) => {
   // imported only now: the connection module reads window.api when it loads
   // the props arrive as JSON from the test; each tab checks its own where it is used in the app
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const component: any = name === 'EpisodesTab' ? (await import('../views/EpisodesTab.svelte')).default : (await import('../views/TreeTab.svelte')).default;
+  const component: any =
+    name === 'EpisodesTab'
+      ? (await import('../views/EpisodesTab.svelte')).default
+      : (await import('../views/TreeTab.svelte')).default;
   if (current) await unmount(current);
   current = mount(component, { target: document.getElementById('root')!, props });
 };

@@ -10,7 +10,10 @@
 import uPlot from 'uplot';
 
 /** Whole-number tick spacings for a step axis (uPlot picks the smallest that keeps labels apart). */
-export const STEP_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000, 10_000, 20_000, 25_000, 50_000, 100_000, 200_000, 500_000, 1_000_000];
+export const STEP_INCRS = [
+  1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000, 10_000, 20_000, 25_000, 50_000, 100_000, 200_000,
+  500_000, 1_000_000,
+];
 
 /** Half-width of the x range around a lone point: steps, or seconds on a time axis. */
 const LONE_STEP_PAD = 2;
@@ -77,6 +80,11 @@ export function tick(value: number): string {
 
 /** The x axis: whole steps, or uPlot's time axis. */
 export function xAxis(time: boolean): uPlot.Axis {
-  return time ? {} : { label: 'step', incrs: STEP_INCRS, values: (_u, ticks) => ticks.map((t) => (Number.isInteger(t) ? String(t) : '')) };
+  return time
+    ? {}
+    : {
+        label: 'step',
+        incrs: STEP_INCRS,
+        values: (_u, ticks) => ticks.map((t) => (Number.isInteger(t) ? String(t) : '')),
+      };
 }
-

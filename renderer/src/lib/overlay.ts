@@ -8,7 +8,18 @@
 import type { ApiRunSummary, ApiSeries } from '../../../engine/api/contract';
 
 /** Ten distinct colours (Tableau 10); past ten, lines repeat them dashed. */
-export const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
+export const PALETTE = [
+  '#4e79a7',
+  '#f28e2b',
+  '#e15759',
+  '#76b7b2',
+  '#59a14f',
+  '#edc948',
+  '#b07aa1',
+  '#ff9da7',
+  '#9c755f',
+  '#bab0ac',
+];
 
 export function colourOf(i: number): { colour: string; dashed: boolean } {
   return { colour: PALETTE[i % PALETTE.length]!, dashed: i >= PALETTE.length };

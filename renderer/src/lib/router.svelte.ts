@@ -25,7 +25,9 @@ function parse(hash: string): Route {
   if (parts[0] === 'launch' && parts.length === 1) return { name: 'launch', params: {}, query };
   if (parts[0] === 'runs' && (parts.length === 2 || parts.length === 3)) parts[0] = 'run';
   if (parts[0] === 'run' && parts.length === 2) return { name: 'run', params: { runId: parts[1]! }, query };
-  if (parts[0] === 'run' && parts.length === 3) return { name: 'run', params: { runId: parts[1]!, tab: parts[2]! }, query };
+  if (parts[0] === 'run' && parts.length === 3) {
+    return { name: 'run', params: { runId: parts[1]!, tab: parts[2]! }, query };
+  }
   if (parts[0] === 'compare' && parts.length === 1) return { name: 'compare', params: {}, query };
   return { name: 'not-found', params: {}, query };
 }

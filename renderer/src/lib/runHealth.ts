@@ -15,8 +15,14 @@ export function stepOfTotal(step: number | null | undefined, total: number | nul
 }
 
 /** Seconds left at the recent pace, or null when it cannot be told (no total, no pace, or done). */
-export function etaSeconds(step: number | null | undefined, total: number | null | undefined, secondsPerStep: number | null | undefined): number | null {
-  if (!total || secondsPerStep === null || secondsPerStep === undefined || !Number.isFinite(secondsPerStep)) return null;
+export function etaSeconds(
+  step: number | null | undefined,
+  total: number | null | undefined,
+  secondsPerStep: number | null | undefined,
+): number | null {
+  if (!total || secondsPerStep === null || secondsPerStep === undefined || !Number.isFinite(secondsPerStep)) {
+    return null;
+  }
   const left = total - (step ?? 0);
   return left > 0 ? left * secondsPerStep : null;
 }
@@ -26,12 +32,15 @@ export function etaText(eta: number | null): string {
 }
 
 /** The recorded reason a run failed or was interrupted: the last status event's error or message. */
-export function failureReason(events: readonly Record<string, unknown>[]): { status: string; reason: string; step: number | null } | null {
+export function failureReason(
+  events: readonly Record<string, unknown>[],
+): { status: string; reason: string; step: number | null } | null {
   for (let i = events.length - 1; i >= 0; i--) {
     const e = events[i]!;
     if (e.type !== 'status') continue;
     if (e.status !== 'failed' && e.status !== 'interrupted') return null;
-    const reason = typeof e.error === 'string' ? e.error : typeof e.message === 'string' ? e.message : 'no reason was recorded';
+    const reason =
+      typeof e.error === 'string' ? e.error : typeof e.message === 'string' ? e.message : 'no reason was recorded';
     return { status: String(e.status), reason, step: typeof e.step === 'number' ? e.step : null };
   }
   return null;
@@ -42,11 +51,14 @@ export function describeEvent(record: Record<string, unknown>): string {
   const { time: _time, type, ...rest } = record;
   const step = typeof rest.step === 'number' ? ` at step ${rest.step}` : '';
   if (type === 'status') {
-    const why = typeof rest.error === 'string' ? `: ${rest.error}` : typeof rest.message === 'string' ? `: ${rest.message}` : '';
+    const why =
+      typeof rest.error === 'string' ? `: ${rest.error}` : typeof rest.message === 'string' ? `: ${rest.message}` : '';
     const pid = typeof rest.pid === 'number' && rest.status === 'running' ? ` (process ${rest.pid})` : '';
     return `${String(rest.status)}${step}${pid}${why}`;
   }
-  if (type === 'resumed') return `resumed from step ${String(rest.fromStep ?? '?')}${typeof rest.pid === 'number' ? ` (process ${rest.pid})` : ''}`;
+  if (type === 'resumed') {
+    return `resumed from step ${String(rest.fromStep ?? '?')}${typeof rest.pid === 'number' ? ` (process ${rest.pid})` : ''}`;
+  }
   if (type === 'warning' && typeof rest.message === 'string') return rest.message;
   if (type === 'checkpoint' && typeof rest.step === 'number') return `checkpoint written${step}`;
   const parts = Object.entries(rest).map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`);
@@ -70,32 +82,48 @@ export const HEALTH_RULES: readonly HealthRule[] = [
   {
     metric: 'zeroAdvantageShare',
     threshold: 'last value ≥ 90 %',
-    check: (s) => (s.last !== null && s.last >= 0.9 ? `${pct(s.last)} of samples have zero advantage: their groups scored alike, so the step teaches almost nothing (the task is solved, or too hard at this temperature)` : null),
+    check: (s) =>
+      s.last !== null && s.last >= 0.9
+        ? `${pct(s.last)} of samples have zero advantage: their groups scored alike, so the step teaches almost nothing (the task is solved, or too hard at this temperature)`
+        : null,
   },
   {
     metric: 'eval.div.distinctPrograms',
     threshold: 'last ≤ half the run’s highest',
-    check: (s) => (s.last !== null && s.max !== null && s.max > 0 && s.last <= s.max / 2 ? `program diversity is falling: distinct programs ${pct(s.last)}, down from ${pct(s.max)}` : null),
+    check: (s) =>
+      s.last !== null && s.max !== null && s.max > 0 && s.last <= s.max / 2
+        ? `program diversity is falling: distinct programs ${pct(s.last)}, down from ${pct(s.max)}`
+        : null,
   },
   {
     metric: 'eval.div.tokenEntropy',
     threshold: 'last ≤ half the run’s highest',
-    check: (s) => (s.last !== null && s.max !== null && s.max > 0 && s.last <= s.max / 2 ? `token entropy collapsed to ${s.last.toFixed(3)} nats, from ${s.max.toFixed(3)}: the policy samples nearly the same program every time` : null),
+    check: (s) =>
+      s.last !== null && s.max !== null && s.max > 0 && s.last <= s.max / 2
+        ? `token entropy collapsed to ${s.last.toFixed(3)} nats, from ${s.max.toFixed(3)}: the policy samples nearly the same program every time`
+        : null,
   },
   {
     metric: 'loss',
     threshold: 'last value NaN or infinite',
-    check: (s) => (s.last === null ? 'the loss went NaN or infinite at the last step: lower rl.lr, or clip gradients harder' : null),
+    check: (s) =>
+      s.last === null ? 'the loss went NaN or infinite at the last step: lower rl.lr, or clip gradients harder' : null,
   },
   {
     metric: 'overflow',
     threshold: 'last value ≥ 50 %',
-    check: (s) => (s.last !== null && s.last >= 0.5 ? `${pct(s.last)} of episodes overflow the context: raise the context length or lower mars.maxTurns` : null),
+    check: (s) =>
+      s.last !== null && s.last >= 0.5
+        ? `${pct(s.last)} of episodes overflow the context: raise the context length or lower mars.maxTurns`
+        : null,
   },
   {
     metric: 'clipFraction',
     threshold: 'last value ≥ 30 %',
-    check: (s) => (s.last !== null && s.last >= 0.3 ? `${pct(s.last)} of tokens were clipped: updates are too large for rl.clipEps (lower rl.lr)` : null),
+    check: (s) =>
+      s.last !== null && s.last >= 0.3
+        ? `${pct(s.last)} of tokens were clipped: updates are too large for rl.clipEps (lower rl.lr)`
+        : null,
   },
 ];
 

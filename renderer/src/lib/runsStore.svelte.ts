@@ -42,7 +42,9 @@ class RunsStore {
       const { runs } = await api.getRunsMetricSeries({ runIds: ids.slice(0, 50), names: [] });
       for (const r of runs) {
         if (r.secondsPerStep !== null) this.pace[r.runId] = r.secondsPerStep;
-        if (r.lastStep !== null && r.lastTime !== null) this.#lastPoint.set(r.runId, { step: r.lastStep, time: r.lastTime });
+        if (r.lastStep !== null && r.lastTime !== null) {
+          this.#lastPoint.set(r.runId, { step: r.lastStep, time: r.lastTime });
+        }
       }
     } catch {
       // no ETA is shown; the list itself is fine
@@ -88,9 +90,16 @@ class RunsStore {
           row.steps = point.step;
           for (const [name, value] of Object.entries(point)) {
             if (name === 'step' || name === 'time') continue;
-            const stats = { ...(Object.hasOwn(row.metrics, name) ? row.metrics[name]! : { last: null, min: null, max: null }) };
+            const stats = {
+              ...(Object.hasOwn(row.metrics, name) ? row.metrics[name]! : { last: null, min: null, max: null }),
+            };
             // defined, not assigned: a metric named "__proto__" stays a metric
-            Object.defineProperty(row.metrics, name, { value: stats, writable: true, enumerable: true, configurable: true });
+            Object.defineProperty(row.metrics, name, {
+              value: stats,
+              writable: true,
+              enumerable: true,
+              configurable: true,
+            });
             stats.last = value;
             if (value !== null) {
               stats.min = stats.min === null ? value : Math.min(stats.min, value);

@@ -64,8 +64,9 @@ export function sys1Capacity(
   turn: Pick<MarsTurn, 'capacity'>,
   s: MarsWindowSettings,
 ): { capacity: number | null; purposeTokens: number | null } {
-  if (typeof turn.capacity === 'number')
+  if (typeof turn.capacity === 'number') {
     return { capacity: turn.capacity, purposeTokens: s.sys1PromptMax - 3 - turn.capacity };
+  }
   return { capacity: null, purposeTokens: null };
 }
 
@@ -88,7 +89,7 @@ export function groupEpisodes(episodes: readonly MarsEpisode[]): EpisodeGroup[] 
   for (const e of episodes) {
     const key = groupKey(e.step, e.questionId);
     let g = groups.get(key);
-    if (!g)
+    if (!g) {
       groups.set(
         key,
         (g = {
@@ -101,6 +102,7 @@ export function groupEpisodes(episodes: readonly MarsEpisode[]): EpisodeGroup[] 
           meanReward: 0,
         }),
       );
+    }
     g.episodes.push(e);
   }
   for (const g of groups.values()) g.meanReward = g.episodes.reduce((s, e) => s + e.reward, 0) / g.episodes.length;
@@ -270,7 +272,7 @@ export function solvedMatrix(trees: readonly MartiTreeRecord[]): {
   >();
   for (const t of trees) {
     let row = rows.get(t.taskId);
-    if (!row)
+    if (!row) {
       rows.set(
         t.taskId,
         (row = {
@@ -280,6 +282,7 @@ export function solvedMatrix(trees: readonly MartiTreeRecord[]): {
           best: Object.fromEntries(agents.map((a) => [a, null])),
         }),
       );
+    }
     row.trees++;
     for (const n of t.nodes) {
       if (n.agent === null) continue;

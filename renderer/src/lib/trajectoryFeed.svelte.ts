@@ -157,7 +157,11 @@ export class TrajectoryFeed<T> {
         const stepEnd = first.stepEnd ?? first.offset + records.length;
         // a step of more than 500 lines comes in pages, up to what the feed keeps
         while (first.step !== null && first.offset + records.length < stepEnd && records.length < this.keep) {
-          const more = await api!.getTrajectories({ runId: this.runId, offset: first.offset + records.length, limit: 500 });
+          const more = await api!.getTrajectories({
+            runId: this.runId,
+            offset: first.offset + records.length,
+            limit: 500,
+          });
           if (more.records.length === 0) break;
           records.push(...more.records);
           this.take(more, false);
@@ -214,7 +218,12 @@ export class TrajectoryFeed<T> {
     return this.queue(async () => {
       const before = this.next;
       if (!this.canSearchOlder || this.filter === null || before === null) return;
-      const answer = await api!.getTrajectories({ runId: this.runId, filter: this.filter, limit: this.pageSize, before });
+      const answer = await api!.getTrajectories({
+        runId: this.runId,
+        filter: this.filter,
+        limit: this.pageSize,
+        before,
+      });
       this.take(answer, false);
       this.records = [...this.split(answer.records), ...this.records];
       this.next = answer.next ?? null;
@@ -267,7 +276,10 @@ export class TrajectoryFeed<T> {
   onEvent(event: ApiEvent): void {
     if (event.type === 'host-ready') void this.reload();
     else if (event.type === 'trajectories' && event.runId === this.runId) void this.tail();
-    else if (event.type === 'fileReset' && event.runId === this.runId && event.file === 'trajectories.jsonl') void this.reload();
-    else if (event.type === 'liveTrajectories' && event.runId === this.runId && this.followLive) this.onLive(event.step, event.records);
+    else if (event.type === 'fileReset' && event.runId === this.runId && event.file === 'trajectories.jsonl') {
+      void this.reload();
+    } else if (event.type === 'liveTrajectories' && event.runId === this.runId && this.followLive) {
+      this.onLive(event.step, event.records);
+    }
   }
 }

@@ -36,15 +36,33 @@ const json = (res: http.ServerResponse, status: number, body: unknown): void => 
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(typeof body === 'string' ? body : JSON.stringify(body));
 };
-const completion = (text: string, finish = 'stop', extra: Record<string, unknown> = {}) => ({ id: 'x', object: 'text_completion', choices: [{ index: 0, text, finish_reason: finish, ...extra }] });
+const completion = (text: string, finish = 'stop', extra: Record<string, unknown> = {}) => ({
+  id: 'x',
+  object: 'text_completion',
+  choices: [{ index: 0, text, finish_reason: finish, ...extra }],
+});
 
-function policy(baseUrl: string, over: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}, warnings: string[] = [], tokenizer = martiFormat().tokenizer) {
-  const source = endpointSourceSchema.parse({ kind: 'endpoint', baseUrl, model: 'm', maxRetries: 0, timeoutMs: 5000, ...over });
+function policy(
+  baseUrl: string,
+  over: Record<string, unknown> = {},
+  env: NodeJS.ProcessEnv = {},
+  warnings: string[] = [],
+  tokenizer = martiFormat().tokenizer,
+) {
+  const source = endpointSourceSchema.parse({
+    kind: 'endpoint',
+    baseUrl,
+    model: 'm',
+    maxRetries: 0,
+    timeoutMs: 5000,
+    ...over,
+  });
   return new EndpointPolicy({ source, tokenizer, label: 'agent alpha', env, onWarning: (l) => warnings.push(l) });
 }
 
 const fmt = martiFormat();
-const ask = (p: EndpointPolicy, maxNewTokens = 8) => p.generate([fmt.prompt('problem : x .')], { maxNewTokens, temperature: 0, stopTokens: [fmt.eos], rng: new Rng(1) });
+const ask = (p: EndpointPolicy, maxNewTokens = 8) =>
+  p.generate([fmt.prompt('problem : x .')], { maxNewTokens, temperature: 0, stopTokens: [fmt.eos], rng: new Rng(1) });
 
 async function failure(p: Promise<unknown>): Promise<string> {
   try {
@@ -68,15 +86,31 @@ describe('endpoint faults: one clear line each', () => {
   });
 
   it('a wrong model name (404)', async () => {
-    const url = await fake((_q, _b, res) => json(res, 404, { error: { message: 'The model `m` does not exist', type: 'invalid_request_error', code: 'model_not_found' } }));
-    expect(await failure(ask(policy(url)))).toMatch(/not found \(404\): no model "m" there \(GET .*\/v1\/models lists them\)/);
+    const url = await fake((_q, _b, res) =>
+      json(res, 404, {
+        error: { message: 'The model `m` does not exist', type: 'invalid_request_error', code: 'model_not_found' },
+      }),
+    );
+    expect(await failure(ask(policy(url)))).toMatch(
+      /not found \(404\): no model "m" there \(GET .*\/v1\/models lists them\)/,
+    );
   });
 
   it('401 without a key, and the key variable named but not set', async () => {
-    const url = await fake((req, _b, res) => (req.headers.authorization === 'Bearer right' ? json(res, 200, completion('map ( x ) <eos>')) : json(res, 401, { error: { message: 'bad key' } })));
-    expect(await failure(ask(policy(url)))).toMatch(/refused the API key \(401\); add "apiKeyEnv": "NAME" to this policy/);
-    expect(await failure(ask(policy(url, { apiKeyEnv: 'EP_KEY' }, { EP_KEY: 'wrong' })))).toMatch(/refused the API key \(401\); set EP_KEY to a key this server accepts/);
-    expect(() => policy(url, { apiKeyEnv: 'EP_KEY' }, {})).toThrow(/the environment variable EP_KEY \(apiKeyEnv\) is not set or empty/);
+    const url = await fake((req, _b, res) =>
+      req.headers.authorization === 'Bearer right'
+        ? json(res, 200, completion('map ( x ) <eos>'))
+        : json(res, 401, { error: { message: 'bad key' } }),
+    );
+    expect(await failure(ask(policy(url)))).toMatch(
+      /refused the API key \(401\); add "apiKeyEnv": "NAME" to this policy/,
+    );
+    expect(await failure(ask(policy(url, { apiKeyEnv: 'EP_KEY' }, { EP_KEY: 'wrong' })))).toMatch(
+      /refused the API key \(401\); set EP_KEY to a key this server accepts/,
+    );
+    expect(() => policy(url, { apiKeyEnv: 'EP_KEY' }, {})).toThrow(
+      /the environment variable EP_KEY \(apiKeyEnv\) is not set or empty/,
+    );
     const [g] = await ask(policy(url, { apiKeyEnv: 'EP_KEY' }, { EP_KEY: 'right' }));
     expect(fmt.decodeCompletion(g!.tokens)).toBe('map (x)');
   });
@@ -94,14 +128,22 @@ describe('endpoint faults: one clear line each', () => {
       res.write(`data: ${JSON.stringify({ choices: [{ index: 0, text: 'map', finish_reason: null }] })}\n\n`);
       setTimeout(() => res.socket?.destroy(), 20);
     });
-    expect(await failure(ask(policy(url, { stream: true })))).toMatch(/the stream ended before the completion finished|the connection was cut mid-answer/);
+    expect(await failure(ask(policy(url, { stream: true })))).toMatch(
+      /the stream ended before the completion finished|the connection was cut mid-answer/,
+    );
   });
 
   it('a server error that outlasts the retries; a 429 that retries with backoff get through', async () => {
     const url = await fake((_q, _b, res) => json(res, 503, { error: { message: 'overloaded' } }));
-    expect(await failure(ask(policy(url, { maxRetries: 1 })))).toMatch(/the server answered 503 after 1 retries: 503 overloaded/);
+    expect(await failure(ask(policy(url, { maxRetries: 1 })))).toMatch(
+      /the server answered 503 after 1 retries: 503 overloaded/,
+    );
     let calls = 0;
-    const url2 = await fake((_q, _b, res) => (++calls < 3 ? (res.setHeader('retry-after-ms', '10'), json(res, 429, { error: { message: 'slow down' } })) : json(res, 200, completion('map ( x ) <eos>'))));
+    const url2 = await fake((_q, _b, res) =>
+      ++calls < 3
+        ? (res.setHeader('retry-after-ms', '10'), json(res, 429, { error: { message: 'slow down' } }))
+        : json(res, 200, completion('map ( x ) <eos>')),
+    );
     const [g] = await ask(policy(url2, { maxRetries: 3 }));
     expect(calls).toBe(3);
     expect(g!.finish).toBe('stop');
@@ -115,18 +157,25 @@ describe('endpoint faults: one clear line each', () => {
     expect(g!.tokens).toHaveLength(6);
     expect(g!.finish).toBe('length');
     await ask(p, 6);
-    expect(warnings).toEqual([expect.stringMatching(/^agent alpha: an answer of 40 tokens .* over the turn's budget of 6: cut to 6/)]);
+    expect(warnings).toEqual([
+      expect.stringMatching(/^agent alpha: an answer of 40 tokens .* over the turn's budget of 6: cut to 6/),
+    ]);
   });
 });
 
 describe('endpoint answers read into the run tokenizer', () => {
   it('a stop the server dropped is put back: by stop_reason, by the open tag, else EOS', async () => {
     const mars = marsFormat();
-    const answers = [completion('<think> x </think> <search> vorana born'), completion('<answer> marne', 'stop', { stop_reason: '</answer>' }), completion('nothing open')];
+    const answers = [
+      completion('<think> x </think> <search> vorana born'),
+      completion('<answer> marne', 'stop', { stop_reason: '</answer>' }),
+      completion('nothing open'),
+    ];
     const url = await fake((_q, _b, res) => json(res, 200, answers.shift()));
     const p = policy(url, {}, {}, [], mars.tokenizer);
     const opts = { maxNewTokens: 16, temperature: 0, stopTokens: mars.sys2Stops, rng: new Rng(1) };
-    const last = async () => mars.tokenizer.tokenOf((await p.generate([mars.sys2Prompt('where')], opts))[0]!.tokens.at(-1)!);
+    const last = async () =>
+      mars.tokenizer.tokenOf((await p.generate([mars.sys2Prompt('where')], opts))[0]!.tokens.at(-1)!);
     expect(await last()).toBe('</search>');
     expect(await last()).toBe('</answer>');
     expect(await last()).toBe('<eos>');
@@ -140,7 +189,10 @@ describe('endpoint answers read into the run tokenizer', () => {
       setTimeout(() => (inFlight--, json(res, 200, completion('map ( x ) <eos>'))), 30);
     });
     const p = policy(url, { concurrency: 3 });
-    const gens = await p.generate(Array.from({ length: 10 }, () => fmt.prompt('problem : x .')), { maxNewTokens: 8, temperature: 0, stopTokens: [fmt.eos], rng: new Rng(1) });
+    const gens = await p.generate(
+      Array.from({ length: 10 }, () => fmt.prompt('problem : x .')),
+      { maxNewTokens: 8, temperature: 0, stopTokens: [fmt.eos], rng: new Rng(1) },
+    );
     expect(gens).toHaveLength(10);
     expect(most).toBe(3);
   });

@@ -24,11 +24,30 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-corpus-'));
   const docs = path.join(dir, 'docs');
   fs.mkdirSync(path.join(docs, 'more'), { recursive: true });
-  fs.writeFileSync(path.join(docs, 'veloria.md'), '# Veloria\n\nThe capital of Veloria is Zørnhavn. Veloria exports quince.\n');
+  fs.writeFileSync(
+    path.join(docs, 'veloria.md'),
+    '# Veloria\n\nThe capital of Veloria is Zørnhavn. Veloria exports quince.\n',
+  );
   fs.writeFileSync(path.join(docs, 'more', 'tarsk.txt'), 'The capital of Tarsk is Ulmebrook. Tarsk is cold.\n');
-  fs.writeFileSync(path.join(docs, 'pages.jsonl'), [{ title: 'Quince', text: 'Quince is a fruit grown in Veloria.' }, { id: 'kelp', text: 'Kelp grows in Tarsk waters.' }].map((x) => JSON.stringify(x)).join('\n') + '\n');
+  fs.writeFileSync(
+    path.join(docs, 'pages.jsonl'),
+    [
+      { title: 'Quince', text: 'Quince is a fruit grown in Veloria.' },
+      { id: 'kelp', text: 'Kelp grows in Tarsk waters.' },
+    ]
+      .map((x) => JSON.stringify(x))
+      .join('\n') + '\n',
+  );
   fs.writeFileSync(path.join(docs, 'notes.bin'), 'ignored: not a document type');
-  fs.writeFileSync(path.join(dir, 'questions.jsonl'), [{ id: 'v', question: 'What is the capital of Veloria?', answers: ['Zørnhavn'] }, { question: 'What is the capital of Tarsk?', answers: ['Ulmebrook'] }].map((x) => JSON.stringify(x)).join('\n') + '\n');
+  fs.writeFileSync(
+    path.join(dir, 'questions.jsonl'),
+    [
+      { id: 'v', question: 'What is the capital of Veloria?', answers: ['Zørnhavn'] },
+      { question: 'What is the capital of Tarsk?', answers: ['Ulmebrook'] },
+    ]
+      .map((x) => JSON.stringify(x))
+      .join('\n') + '\n',
+  );
 
   server = http.createServer((req, res) => {
     let body = '';
@@ -65,7 +84,16 @@ const config = (over: Record<string, unknown> = {}) =>
     algorithm: 'mars',
     eval: { items: 2, temperature: 0 },
     task: { corpus: { folder: path.join(dir, 'docs'), questions: path.join(dir, 'questions.jsonl') } },
-    mars: { maxTurns: 2, topK: 2, sys1PromptMax: 1024, sys1ResponseMax: 64, sys2PromptMax: 512, sys2ResponseMax: 2048, sys2TurnMax: 256, policies: { sys2: { kind: 'endpoint', baseUrl: url, model: 'scripted' } } },
+    mars: {
+      maxTurns: 2,
+      topK: 2,
+      sys1PromptMax: 1024,
+      sys1ResponseMax: 64,
+      sys2PromptMax: 512,
+      sys2ResponseMax: 2048,
+      sys2TurnMax: 256,
+      policies: { sys2: { kind: 'endpoint', baseUrl: url, model: 'scripted' } },
+    },
     ...over,
   });
 
@@ -78,14 +106,20 @@ describe('MARS over a corpus of your own', () => {
       ['pages.jsonl#1', 'Quince'],
       ['veloria.md', 'Veloria'],
     ]);
-    expect(c.questions.map((q) => [q.id, q.answers])).toEqual([['v', ['Zørnhavn']], ['q2', ['Ulmebrook']]]);
+    expect(c.questions.map((q) => [q.id, q.answers])).toEqual([
+      ['v', ['Zørnhavn']],
+      ['q2', ['Ulmebrook']],
+    ]);
     expect(c.questions[0]!.env.search('capital veloria', 1).map((p) => p.id)).toEqual(['veloria.md']);
   });
 
   it('searches it, reads its words exactly, and scores the answers', async () => {
     const home = path.join(dir, 'home');
     const r = await evaluateWithEndpoints(home, config());
-    expect(r.items.map((i) => [i.id, i.correct, i.output])).toEqual([['v', true, expect.stringMatching(/^zørnhavn$/i)], ['q2', true, expect.stringMatching(/^ulmebrook$/i)]]);
+    expect(r.items.map((i) => [i.id, i.correct, i.output])).toEqual([
+      ['v', true, expect.stringMatching(/^zørnhavn$/i)],
+      ['q2', true, expect.stringMatching(/^ulmebrook$/i)],
+    ]);
     expect(r.metrics.exactMatch).toBe(1);
     expect(r.identity.corpus).toMatch(/^[0-9a-f]{64}$/);
     const rec = r.items[0]!.record as { turns: { results: { id: string }[] }[] };
@@ -95,10 +129,23 @@ describe('MARS over a corpus of your own', () => {
   });
 
   it('is refused with the run’s own model, without endpoints, and for training; a bad file names its line', async () => {
-    await expect(evaluateWithEndpoints(dir, config({ mars: { policies: { sys2: { kind: 'endpoint', baseUrl: url, model: 'x' }, sys1: { kind: 'model' } } } }))).rejects.toThrow(/task\.corpus: a corpus of your own needs endpoint policies for every system/);
-    await expect(startRun(path.join(dir, 'train'), config())).rejects.toThrow(/^task\.corpus: a corpus of your own is for evaluation with endpoint policies/);
+    await expect(
+      evaluateWithEndpoints(
+        dir,
+        config({
+          mars: { policies: { sys2: { kind: 'endpoint', baseUrl: url, model: 'x' }, sys1: { kind: 'model' } } },
+        }),
+      ),
+    ).rejects.toThrow(/task\.corpus: a corpus of your own needs endpoint policies for every system/);
+    await expect(startRun(path.join(dir, 'train'), config())).rejects.toThrow(
+      /^task\.corpus: a corpus of your own is for evaluation with endpoint policies/,
+    );
     fs.writeFileSync(path.join(dir, 'bad.jsonl'), '{"question": "x", "answers": []}\n');
-    expect(() => loadMarsCorpus(path.join(dir, 'docs'), path.join(dir, 'bad.jsonl'))).toThrow(/bad\.jsonl:1: answers: .*; a questions file holds one/);
-    expect(() => loadMarsCorpus(path.join(dir, 'nowhere'), path.join(dir, 'questions.jsonl'))).toThrow(/task\.corpus\.folder .*nowhere: cannot read it \(ENOENT\)/);
+    expect(() => loadMarsCorpus(path.join(dir, 'docs'), path.join(dir, 'bad.jsonl'))).toThrow(
+      /bad\.jsonl:1: answers: .*; a questions file holds one/,
+    );
+    expect(() => loadMarsCorpus(path.join(dir, 'nowhere'), path.join(dir, 'questions.jsonl'))).toThrow(
+      /task\.corpus\.folder .*nowhere: cannot read it \(ENOENT\)/,
+    );
   });
 });

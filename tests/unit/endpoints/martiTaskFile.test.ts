@@ -31,15 +31,38 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-taskfile-'));
   base = JSON.parse(JSON.stringify(checkpointConfig(CK)));
   base.eval = { ...base.eval, items: 3, temperature: 0 };
-  base.marti = { ...base.marti, evalNodes: 3, evalSearchTemperature: 0, tplus: { ...base.marti.tplus, enabled: false } };
+  base.marti = {
+    ...base.marti,
+    evalNodes: 3,
+    evalSearchTemperature: 0,
+    tplus: { ...base.marti.tplus, enabled: false },
+  };
   // a user's file in the generated tasks' form: three problems of another seed, renamed
   const other = heldoutTasks(parseRunConfig({ ...base, task: { ...base.task, taskSeed: 77 } }) as MartiConfig);
   sample = { statement: other[0]!.statement, publicTests: other[0]!.publicTests, privateTests: other[0]!.privateTests };
   otherTarget = other[1]!.target; // another problem's program: fails this one's tests
   file = path.join(dir, 'tasks.jsonl');
-  fs.writeFileSync(file, other.map((t, i) => JSON.stringify({ id: `mine-${i}`, statement: t.statement, publicTests: t.publicTests, privateTests: t.privateTests, target: t.target })).join('\n') + '\n');
+  fs.writeFileSync(
+    file,
+    other
+      .map((t, i) =>
+        JSON.stringify({
+          id: `mine-${i}`,
+          statement: t.statement,
+          publicTests: t.publicTests,
+          privateTests: t.privateTests,
+          target: t.target,
+        }),
+      )
+      .join('\n') + '\n',
+  );
   const { model } = await loadCheckpoint(CK);
-  server = await startModelServer({ model, tokenizer: await loadTokenizer(path.join(CK, 'tokenizer.json')), modelName: 'tiny', port: 0 });
+  server = await startModelServer({
+    model,
+    tokenizer: await loadTokenizer(path.join(CK, 'tokenizer.json')),
+    modelName: 'tiny',
+    port: 0,
+  });
 }, 120_000);
 afterAll(async () => {
   await server.close();
@@ -55,9 +78,14 @@ describe('task.file', () => {
     const generated = await evaluateCheckpoint(dir, CK, parseRunConfig(base));
     expect(generated.cached).toBe(false); // another identity, not the task file's cached results
     const c = JSON.parse(JSON.stringify(cfg));
-    c.marti.agents.forEach((a: Record<string, unknown>) => (a.policy = { kind: 'endpoint', baseUrl: server.baseUrl, model: 'tiny', apiKeyEnv: 'TF_KEY' }));
+    c.marti.agents.forEach(
+      (a: Record<string, unknown>) =>
+        (a.policy = { kind: 'endpoint', baseUrl: server.baseUrl, model: 'tiny', apiKeyEnv: 'TF_KEY' }),
+    );
     const via = await evaluateWithEndpoints(dir, parseRunConfig(c), { env: { TF_KEY: server.token } });
-    expect(via.items.map((i) => [i.id, i.correct, i.output])).toEqual(local.items.map((i) => [i.id, i.correct, i.output]));
+    expect(via.items.map((i) => [i.id, i.correct, i.output])).toEqual(
+      local.items.map((i) => [i.id, i.correct, i.output]),
+    );
   });
 
   it('a bad file is one line naming the file, the line and the fix', () => {
@@ -73,12 +101,20 @@ describe('task.file', () => {
       throw new Error('expected a failure');
     };
     const ok = { id: 'a', ...sample };
-    expect(bad('json.jsonl', [ok, '{"id": '])).toMatch(/json\.jsonl:2: not a JSON object; a task file holds one task a line$/);
-    expect(bad('word.jsonl', [{ ...ok, statement: `${ok.statement} zorblax` }])).toMatch(/word\.jsonl:1: statement: the word "zorblax" is not in MARTI's vocabulary/);
+    expect(bad('json.jsonl', [ok, '{"id": '])).toMatch(
+      /json\.jsonl:2: not a JSON object; a task file holds one task a line$/,
+    );
+    expect(bad('word.jsonl', [{ ...ok, statement: `${ok.statement} zorblax` }])).toMatch(
+      /word\.jsonl:1: statement: the word "zorblax" is not in MARTI's vocabulary/,
+    );
     expect(bad('field.jsonl', [{ ...ok, publicTests: [] }])).toMatch(/field\.jsonl:1: publicTests: /);
     expect(bad('dup.jsonl', [ok, ok])).toMatch(/dup\.jsonl:2: id "a" repeats an earlier task's/);
-    expect(bad('target.jsonl', [{ ...ok, target: otherTarget }])).toMatch(/target\.jsonl:1: target fails test \d+: fix the test's expected value or the target$/);
+    expect(bad('target.jsonl', [{ ...ok, target: otherTarget }])).toMatch(
+      /target\.jsonl:1: target fails test \d+: fix the test's expected value or the target$/,
+    );
     expect(bad('empty.jsonl', [''])).toMatch(/no tasks/);
-    expect(() => loadMartiTaskFile(path.join(dir, 'missing.jsonl'))).toThrow(/task\.file .*missing\.jsonl: cannot read it \(ENOENT\)/);
+    expect(() => loadMartiTaskFile(path.join(dir, 'missing.jsonl'))).toThrow(
+      /task\.file .*missing\.jsonl: cannot read it \(ENOENT\)/,
+    );
   });
 });

@@ -16,8 +16,16 @@ const ok = { kind: 'endpoint', baseUrl: 'http://127.0.0.1:8000/v1', model: 'qwen
 describe('policy sources', () => {
   it('defaults, and refuses a key written where its variable name belongs', () => {
     expect(policySourceSchema.parse({ kind: 'model' })).toEqual({ kind: 'model' });
-    expect(policySourceSchema.parse(ok)).toMatchObject({ concurrency: 8, timeoutMs: 120_000, maxRetries: 4, stream: false, sampling: {} });
-    expect(policySourceSchema.safeParse({ ...ok, apiKeyEnv: 'sk-proj-abc123' }).error?.issues[0]?.message).toMatch(/name of an environment variable/);
+    expect(policySourceSchema.parse(ok)).toMatchObject({
+      concurrency: 8,
+      timeoutMs: 120_000,
+      maxRetries: 4,
+      stream: false,
+      sampling: {},
+    });
+    expect(policySourceSchema.safeParse({ ...ok, apiKeyEnv: 'sk-proj-abc123' }).error?.issues[0]?.message).toMatch(
+      /name of an environment variable/,
+    );
     expect(policySourceSchema.safeParse({ ...ok, apiKey: 'sk-abc' }).success).toBe(false);
     expect(policySourceSchema.safeParse({ ...ok, baseUrl: 'ftp://x' }).success).toBe(false);
     expect(policySourceSchema.safeParse({ ...ok, concurrency: 0 }).success).toBe(false);

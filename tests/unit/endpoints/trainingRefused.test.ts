@@ -11,10 +11,15 @@ describe('training with endpoint policies', () => {
   it('is refused before a run folder is made', async () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-train-endpoint-'));
     const endpoint = { kind: 'endpoint', baseUrl: 'http://127.0.0.1:8000/v1', model: 'qwen' };
-    const marti = parseRunConfig({ algorithm: 'marti', marti: { agents: [{ id: 'alpha', policy: endpoint }, { id: 'beta' }] } });
+    const marti = parseRunConfig({
+      algorithm: 'marti',
+      marti: { agents: [{ id: 'alpha', policy: endpoint }, { id: 'beta' }] },
+    });
     const err = await startRun(home, marti).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UserError);
-    expect((err as Error).message).toBe("MARTI agent alpha: endpoint policies are for evaluation (mars-lab eval); training uses the run's own models: remove marti.agents[].policy from the run config");
+    expect((err as Error).message).toBe(
+      "MARTI agent alpha: endpoint policies are for evaluation (mars-lab eval); training uses the run's own models: remove marti.agents[].policy from the run config",
+    );
     const mars = parseRunConfig({ algorithm: 'mars', mars: { policies: { sys2: endpoint, sys1: { kind: 'model' } } } });
     await expect(startRun(home, mars)).rejects.toThrow(/^MARS System 2: endpoint policies are for evaluation/);
     expect(fs.readdirSync(home)).toEqual([]);

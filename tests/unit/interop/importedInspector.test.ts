@@ -13,7 +13,12 @@ import { importMarti } from '../../../engine/interop/import/marti';
 import { importVerl } from '../../../engine/interop/import/verl';
 import { readJsonl } from '../../../engine/runs/jsonl';
 import { num } from '../../../renderer/src/lib/format';
-import { groupEpisodes, marsWindowSettings, type MarsEpisode, type MartiTreeRecord } from '../../../renderer/src/lib/trajectories';
+import {
+  groupEpisodes,
+  marsWindowSettings,
+  type MarsEpisode,
+  type MartiTreeRecord,
+} from '../../../renderer/src/lib/trajectories';
 import { haveChromium, openHarness, type Harness } from '../../component/harness';
 import { chatPrompt, martiCodePrompt, PyFloat, writeMartiCall, writeVerlStep } from './trainerFormats';
 
@@ -29,7 +34,14 @@ describe.skipIf(!haveChromium)('an imported verl run in the episode inspector', 
     writeVerlStep(
       dump,
       5,
-      [0, 1, 2, 3].flatMap((k) => prompts.map((input, p) => ({ input, output: `Let me think. Step ${k}. #### ${k === p ? (p ? 'Paris' : '42') : 'no idea'}`, gts: p ? 'Paris' : '42', score: new PyFloat(k === p ? 1 : 0) }))),
+      [0, 1, 2, 3].flatMap((k) =>
+        prompts.map((input, p) => ({
+          input,
+          output: `Let me think. Step ${k}. #### ${k === p ? (p ? 'Paris' : '42') : 'no idea'}`,
+          gts: p ? 'Paris' : '42',
+          score: new PyFloat(k === p ? 1 : 0),
+        })),
+      ),
     );
     const r = await importVerl({ home: path.join(tmp, 'home'), dir: dump });
     episodes = readJsonl<MarsEpisode>(path.join(r.dir, 'trajectories.jsonl')).records;
@@ -48,7 +60,9 @@ describe.skipIf(!haveChromium)('an imported verl run in the episode inspector', 
     await h.page.getByTestId('group-item').nth(0).click();
     const cards = h.page.getByTestId('group-card');
     await expect.poll(() => cards.count()).toBe(4);
-    const rewards = await Promise.all([0, 1, 2, 3].map(async (i) => Number(await cards.nth(i).getAttribute('data-reward'))));
+    const rewards = await Promise.all(
+      [0, 1, 2, 3].map(async (i) => Number(await cards.nth(i).getAttribute('data-reward'))),
+    );
     expect(rewards).toEqual([1, 0, 0, 0]);
     // the right answer's card shows its recomputed advantage: (1 − 0.25) / (0.5 + 1e-6)
     expect(await cards.nth(0).textContent()).toContain((0.75 / (0.5 + 1e-6)).toFixed(3));
@@ -85,8 +99,22 @@ describe.skipIf(!haveChromium)('an imported MARTI tree in the tree view', () => 
     const save = path.join(dir, 'workflow');
     const problem = 'Reverse the list.';
     const a = 'def f(x):\n    return x';
-    writeMartiCall(save, 0, { agentId: '0', messages: martiCodePrompt(problem), actionText: '```python\n' + a + '\n```', actionTokens: [1], actionLogProbs: null, stamp: '20260401_120000_001' });
-    writeMartiCall(save, 0, { agentId: '1', messages: martiCodePrompt(problem, a), actionText: '```python\ndef f(x):\n    return x[::-1]\n```', actionTokens: [2], actionLogProbs: null, stamp: '20260401_120000_002' });
+    writeMartiCall(save, 0, {
+      agentId: '0',
+      messages: martiCodePrompt(problem),
+      actionText: '```python\n' + a + '\n```',
+      actionTokens: [1],
+      actionLogProbs: null,
+      stamp: '20260401_120000_001',
+    });
+    writeMartiCall(save, 0, {
+      agentId: '1',
+      messages: martiCodePrompt(problem, a),
+      actionText: '```python\ndef f(x):\n    return x[::-1]\n```',
+      actionTokens: [2],
+      actionLogProbs: null,
+      stamp: '20260401_120000_002',
+    });
     const r = await importMarti({ home: path.join(dir, 'home'), dir: save });
     const [tree] = readJsonl<MartiTreeRecord>(path.join(r.dir, 'trajectories.jsonl')).records;
     await hh.mount('TreeView', { tree });

@@ -34,7 +34,14 @@ interface Node {
   program: string | null;
   logProbs?: number[];
 }
-type Tree = { step: number; treeId: string; taskId: string; agents: string[]; nodes: Node[]; advantageRecomputed: boolean };
+type Tree = {
+  step: number;
+  treeId: string;
+  taskId: string;
+  agents: string[];
+  nodes: Node[];
+  advantageRecomputed: boolean;
+};
 
 const code = (body: string) => `Here is my solution.\n\`\`\`python\n${body}\n\`\`\``;
 
@@ -43,9 +50,30 @@ function search(promptId: number, problem: string, second: number) {
   const s = (ms: number) => `20260401_1200${String(second).padStart(2, '0')}_${String(ms).padStart(3, '0')}`;
   const a = 'def f(x):\n    return x + 1';
   const b = 'def f(x):\n    return x + 2';
-  writeMartiCall(save, promptId, { agentId: '0', messages: martiCodePrompt(problem), actionText: code(a), actionTokens: [1, 2, 3], actionLogProbs: [-0.1, -0.2, -0.3], stamp: s(100) });
-  writeMartiCall(save, promptId, { agentId: '1', messages: martiCodePrompt(problem, a), actionText: code(b), actionTokens: [4, 5], actionLogProbs: [-1, -2], stamp: s(200) });
-  writeMartiCall(save, promptId, { agentId: '1', messages: martiCodePrompt(problem), actionText: 'I am not sure — no code.', actionTokens: [6], actionLogProbs: null, stamp: s(300) });
+  writeMartiCall(save, promptId, {
+    agentId: '0',
+    messages: martiCodePrompt(problem),
+    actionText: code(a),
+    actionTokens: [1, 2, 3],
+    actionLogProbs: [-0.1, -0.2, -0.3],
+    stamp: s(100),
+  });
+  writeMartiCall(save, promptId, {
+    agentId: '1',
+    messages: martiCodePrompt(problem, a),
+    actionText: code(b),
+    actionTokens: [4, 5],
+    actionLogProbs: [-1, -2],
+    stamp: s(200),
+  });
+  writeMartiCall(save, promptId, {
+    agentId: '1',
+    messages: martiCodePrompt(problem),
+    actionText: 'I am not sure — no code.',
+    actionTokens: [6],
+    actionLogProbs: null,
+    stamp: s(300),
+  });
 }
 
 describe('import marti', () => {
@@ -85,7 +113,11 @@ describe('import marti', () => {
     const meta = readRunMeta(r.dir) as ReturnType<typeof readRunMeta> & { imported: Record<string, unknown> };
     expect(meta.algorithm).toBe('marti');
     expect(meta.imported['advantages']).toMatchObject({ recomputed: true, method: 'group_norm', eps: 1e-9 });
-    expect(openRunIndex(home).list().find((x) => x.id === r.id)?.steps).toBe(2);
+    expect(
+      openRunIndex(home)
+        .list()
+        .find((x) => x.id === r.id)?.steps,
+    ).toBe(2);
   });
 
   it("takes scores from MARTI's evaluation CSVs where they cover a tree, and recomputes group_norm advantages", async () => {
@@ -113,7 +145,13 @@ describe('import marti', () => {
     // folder 1 has no rows: unknown
     expect(trees[1]!.nodes.slice(1).every((n) => n.score === null)).toBe(true);
     // pass@1: the private score of the best node by public score (node 1: 0.8); a tree with every score fits the record
-    expect((trees[0] as unknown as { metrics: object }).metrics).toEqual({ nodes: 3, pass1: 0.8, passN: 0.8, avgPass1: 0.8, gap: 0 });
+    expect((trees[0] as unknown as { metrics: object }).metrics).toEqual({
+      nodes: 3,
+      pass1: 0.8,
+      passN: 0.8,
+      avgPass1: 0.8,
+      gap: 0,
+    });
     expect(trajectoryLineSchema.safeParse(trees[0]).success).toBe(true);
     const metrics = readJsonl<Record<string, number>>(path.join(r.dir, 'metrics.jsonl')).records;
     expect(metrics[0]!['reward']).toBeCloseTo(1 / 3, 12);
@@ -141,7 +179,12 @@ describe('import marti', () => {
   });
 
   it("scores a tree as MARTI's get_coverage_and_passk does (ties in public score: the later node)", () => {
-    expect(treeScores([1, 0.5, 1], [0.2, 0.9, 0.6])).toEqual({ pass1: 0.6, passN: 0.9, avgPass1: 0.4, gap: 0.30000000000000004 });
+    expect(treeScores([1, 0.5, 1], [0.2, 0.9, 0.6])).toEqual({
+      pass1: 0.6,
+      passN: 0.9,
+      avgPass1: 0.4,
+      gap: 0.30000000000000004,
+    });
     expect(treeScores([0, 0.5], [0.1, 0.3])).toEqual({ pass1: 0.3, passN: 0.3, avgPass1: 0.3, gap: 0 });
     expect(treeScores([1, null], [1, 1]).pass1).toBeNull();
   });

@@ -25,7 +25,9 @@ function pyNumber(v: number | PyFloat): string {
 
 function pyString(s: string, ensureAscii: boolean): string {
   const json = JSON.stringify(s);
-  return ensureAscii ? json.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : json;
+  return ensureAscii
+    ? json.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+    : json;
 }
 
 /** Python's json.dumps(value, ensure_ascii=…, indent=…). */
@@ -44,7 +46,12 @@ export function pyDumps(value: unknown, opts: { ensureAscii?: boolean; indent?: 
   }
   const entries = Object.entries(value as Record<string, unknown>);
   if (entries.length === 0) return '{}';
-  return '{' + entries.map(([k, v]) => nl(level + 1) + pyString(k, ensureAscii) + ': ' + pyDumps(v, opts, level + 1)).join(sep) + nl(level) + '}';
+  return (
+    '{' +
+    entries.map(([k, v]) => nl(level + 1) + pyString(k, ensureAscii) + ': ' + pyDumps(v, opts, level + 1)).join(sep) +
+    nl(level) +
+    '}'
+  );
 }
 
 // ---- verl ---------------------------------------------------------------------------------------------------------
@@ -65,7 +72,12 @@ export interface VerlSample {
  */
 export function writeVerlStep(dumpDir: string, step: number, samples: readonly VerlSample[]): string {
   fs.mkdirSync(dumpDir, { recursive: true });
-  const lines = samples.map((s) => pyDumps({ input: s.input, output: s.output, gts: s.gts, score: s.score, step, ...(s.extra ?? {}) }, { ensureAscii: false }));
+  const lines = samples.map((s) =>
+    pyDumps(
+      { input: s.input, output: s.output, gts: s.gts, score: s.score, step, ...(s.extra ?? {}) },
+      { ensureAscii: false },
+    ),
+  );
   const file = path.join(dumpDir, `${step}.jsonl`);
   fs.writeFileSync(file, lines.join('\n') + '\n');
   return file;
@@ -76,11 +88,27 @@ export function writeVerlStep(dumpDir: string, step: number, samples: readonly V
  * `orjson.dumps({"step": N, "data": metrics})` (compact, NaN as null); a variant with `elapsed_seconds` writes
  * `json.dumps({"step": N, "elapsed_seconds": t, "data": metrics})`.
  */
-export function writeVerlFileLogger(file: string, lines: readonly { step: number; elapsed?: number; data: Record<string, number | PyFloat> }[]): void {
+export function writeVerlFileLogger(
+  file: string,
+  lines: readonly { step: number; elapsed?: number; data: Record<string, number | PyFloat> }[],
+): void {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const orjson = (l: { step: number; data: Record<string, number | PyFloat> }) =>
-    JSON.stringify({ step: l.step, data: Object.fromEntries(Object.entries(l.data).map(([k, v]) => [k, v instanceof PyFloat ? v.value : v])) });
-  fs.writeFileSync(file, lines.map((l) => (l.elapsed === undefined ? orjson(l) : pyDumps({ step: l.step, elapsed_seconds: new PyFloat(l.elapsed), data: l.data })) + '\n').join(''));
+    JSON.stringify({
+      step: l.step,
+      data: Object.fromEntries(Object.entries(l.data).map(([k, v]) => [k, v instanceof PyFloat ? v.value : v])),
+    });
+  fs.writeFileSync(
+    file,
+    lines
+      .map(
+        (l) =>
+          (l.elapsed === undefined
+            ? orjson(l)
+            : pyDumps({ step: l.step, elapsed_seconds: new PyFloat(l.elapsed), data: l.data })) + '\n',
+      )
+      .join(''),
+  );
 }
 
 /** What verl's rollout.n samples of one prompt look like in the dump: the prompt decoded with its chat-template text. */
@@ -111,7 +139,9 @@ export interface MartiCall {
 export function writeMartiCall(saveDir: string, promptId: number, c: MartiCall): string {
   const dir = path.join(saveDir, String(promptId), 'llm_logs');
   fs.mkdirSync(dir, { recursive: true });
-  for (const sub of ['costs', 'checkpoints']) fs.mkdirSync(path.join(saveDir, String(promptId), sub), { recursive: true });
+  for (const sub of ['costs', 'checkpoints']) {
+    fs.mkdirSync(path.join(saveDir, String(promptId), sub), { recursive: true });
+  }
   const promptIds = Array.from({ length: 5 }, (_, i) => 100 + i);
   const result = {
     request: { messages: c.messages },
@@ -127,7 +157,11 @@ export function writeMartiCall(saveDir: string, promptId: number, c: MartiCall):
 }
 
 /** get_coverage_and_passk's CSVs (evaluation): header, then `prompt_id,node_idx,score` rows (csv.writer, \r\n). */
-export function writeMartiScores(saveDir: string, kind: 'public' | 'private', rows: readonly [number, number, number][]): void {
+export function writeMartiScores(
+  saveDir: string,
+  kind: 'public' | 'private',
+  rows: readonly [number, number, number][],
+): void {
   const text = [`prompt_id,node_idx,${kind}_score`, ...rows.map((r) => r.join(','))].join('\r\n') + '\r\n';
   fs.writeFileSync(path.join(saveDir, `all_${kind}_scores.csv`), text);
 }
@@ -135,5 +169,10 @@ export function writeMartiScores(saveDir: string, kind: 'public' | 'private', ro
 /** MARTI's code prompt (mcts_utils/code_prompt.py): the problem, and for a refinement the parent's code and feedback. */
 export function martiCodePrompt(problem: string, parentCode?: string): string {
   const head = `<|im_start|>user\n${problem}\nWrite a Python solution in a \`\`\`python block.`;
-  return (parentCode === undefined ? head : `${head}\n\nYour previous code:\n\`\`\`python\n${parentCode}\n\`\`\`\nSome tests failed. Fix it.`) + '<|im_end|>\n<|im_start|>assistant\n';
+  return (
+    (parentCode === undefined
+      ? head
+      : `${head}\n\nYour previous code:\n\`\`\`python\n${parentCode}\n\`\`\`\nSome tests failed. Fix it.`) +
+    '<|im_end|>\n<|im_start|>assistant\n'
+  );
 }

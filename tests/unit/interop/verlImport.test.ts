@@ -23,7 +23,13 @@ beforeEach(() => {
 });
 afterEach(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-type Line = Record<string, unknown> & { step: number; questionId: string; reward: number; advantage: number; question: string };
+type Line = Record<string, unknown> & {
+  step: number;
+  questionId: string;
+  reward: number;
+  advantage: number;
+  question: string;
+};
 const lines = (dir: string) => readJsonl<Line>(path.join(dir, 'trajectories.jsonl')).records;
 
 /** verl's GRPO advantage, written out: (r − mean) / (torch.std + 1e-6); a lone sample has mean 0 and std 1. */
@@ -37,7 +43,10 @@ function grpo(scores: number[]): number[] {
 describe('import verl', () => {
   it('rebuilds groups by identical prompt (balance_batch interleaves them) and recomputes GRPO advantages', async () => {
     const dump = path.join(tmp, 'rollouts');
-    const q = [chatPrompt('Natalia sold clips to 48 friends in April, and half as many in May. How many in all?'), chatPrompt('What is 6 × 7?')];
+    const q = [
+      chatPrompt('Natalia sold clips to 48 friends in April, and half as many in May. How many in all?'),
+      chatPrompt('What is 6 × 7?'),
+    ];
     const scores = [
       [1, 0, 0, 1],
       [0, 0, 0, 1],
@@ -48,7 +57,13 @@ describe('import verl', () => {
       for (let k = 0; k < 4; k++) {
         for (let p = 0; p < 2; p++) {
           const score = step === 2 ? 1 : scores[p]![k]!;
-          s.push({ input: q[p]!, output: `answer ${k} to ${p} #### ${score ? (p ? 42 : 72) : 0} — done`, gts: p ? '42' : '72', score: new PyFloat(score), extra: { acc: score === 1, pred: String(k), data_source: 'openai/gsm8k' } });
+          s.push({
+            input: q[p]!,
+            output: `answer ${k} to ${p} #### ${score ? (p ? 42 : 72) : 0} — done`,
+            gts: p ? '42' : '72',
+            score: new PyFloat(score),
+            extra: { acc: score === 1, pred: String(k), data_source: 'openai/gsm8k' },
+          });
         }
       }
       return s;
@@ -89,7 +104,9 @@ describe('import verl', () => {
     expect(meta.status).toBe('finished');
     expect(meta.imported['advantages']).toMatchObject({ recomputed: true, method: 'grpo', eps: 1e-6 });
     // the run layer the app uses lists it, with the per-step reward the charts draw
-    const listed = openRunIndex(home).list().find((x) => x.id === r.id);
+    const listed = openRunIndex(home)
+      .list()
+      .find((x) => x.id === r.id);
     expect(listed?.algorithm).toBe('verl');
     expect(listed?.steps).toBe(2);
     const metrics = readJsonl<Record<string, number>>(path.join(r.dir, 'metrics.jsonl')).records;
@@ -118,8 +135,12 @@ describe('import verl', () => {
   it("reads verl main's orjson file logger (compact, no elapsed_seconds)", async () => {
     const root = path.join(tmp, 'exp2');
     writeVerlStep(path.join(root, 'rollouts'), 1, [{ input: 'p', output: 'a', gts: 'x', score: 0 }]);
-    writeVerlFileLogger(path.join(root, 'logs', 'mars-lab', 'run.jsonl'), [{ step: 1, data: { 'critic/score/mean': 0, 'perf/throughput': 1234.5 } }]);
-    expect(fs.readFileSync(path.join(root, 'logs', 'mars-lab', 'run.jsonl'), 'utf8')).toBe('{"step":1,"data":{"critic/score/mean":0,"perf/throughput":1234.5}}\n');
+    writeVerlFileLogger(path.join(root, 'logs', 'mars-lab', 'run.jsonl'), [
+      { step: 1, data: { 'critic/score/mean': 0, 'perf/throughput': 1234.5 } },
+    ]);
+    expect(fs.readFileSync(path.join(root, 'logs', 'mars-lab', 'run.jsonl'), 'utf8')).toBe(
+      '{"step":1,"data":{"critic/score/mean":0,"perf/throughput":1234.5}}\n',
+    );
     const r = await importVerl({ home, dir: root });
     const metrics = readJsonl<Record<string, number>>(path.join(r.dir, 'metrics.jsonl')).records;
     expect(metrics[0]!['perf/throughput']).toBe(1234.5);
@@ -128,7 +149,11 @@ describe('import verl', () => {
 
   it('a damaged dump: one warning per bad line naming file and line, the rest imported (hand-made file)', async () => {
     const warnings: string[] = [];
-    const r = await importVerl({ home, dir: path.resolve('tests/fixtures/interop/verl-damaged'), onWarning: (w) => warnings.push(w) });
+    const r = await importVerl({
+      home,
+      dir: path.resolve('tests/fixtures/interop/verl-damaged'),
+      onWarning: (w) => warnings.push(w),
+    });
     expect(warnings).toHaveLength(4);
     expect(warnings[0]).toMatch(/^7\.jsonl:2: not JSON/);
     expect(warnings[1]).toMatch(/^7\.jsonl:3: not JSON/);

@@ -83,7 +83,11 @@ describe('joint pool (docs/algorithms.md §2.5, §6.6)', () => {
 
 describe('degenerate and non-degenerate pools (docs/algorithms.md §2.9, §7.10, §7.11)', () => {
   it('all-equal rewards give exactly 0 in both pools and in the joint pool', () => {
-    for (const r of [[1, 1, 1], [0, 0, 0], [0.1, 0.1, 0.1]]) {
+    for (const r of [
+      [1, 1, 1],
+      [0, 0, 0],
+      [0.1, 0.1, 0.1],
+    ]) {
       for (const pool of ['separate', 'joint'] as const) {
         const a = poolAdvantages(trajs(r, [2, 0, 3]), { pool });
         expect([...a.sys2, ...a.sys1.flat()].every((x) => x === 0)).toBe(true);
@@ -108,7 +112,10 @@ describe('degenerate and non-degenerate pools (docs/algorithms.md §2.9, §7.10,
     let checked = 0;
     for (let t = 0; t < 200; t++) {
       const G = 2 + rng.int(8);
-      const ts = Array.from({ length: G }, () => ({ reward: rng.next() < 0.5 ? rng.int(2) : rng.next(), sys1Count: rng.int(5) }));
+      const ts = Array.from({ length: G }, () => ({
+        reward: rng.next() < 0.5 ? rng.int(2) : rng.next(),
+        sys1Count: rng.int(5),
+      }));
       const sep = poolAdvantages(ts, { eps: 0 });
       const joint = poolAdvantages(ts, { pool: 'joint', eps: 0 });
       const a1 = sep.sys1.flat();

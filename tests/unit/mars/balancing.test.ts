@@ -92,9 +92,19 @@ describe('weighted draws (docs/algorithms.md §2.7, §7.8)', () => {
       for (const i of balanceSys1(adv, G, { mode: 'advWeighted', delta, rng }).slice(adv.length)) counts[i]!++;
     }
     expect(counts.reduce((a, b) => a + b, 0)).toBe(20_000 * (G - adv.length));
-    expect(chiSquare(counts, w.map((x) => x / W))).toBeLessThan(CHI2_999[4]!);
+    expect(
+      chiSquare(
+        counts,
+        w.map((x) => x / W),
+      ),
+    ).toBeLessThan(CHI2_999[4]!);
     // The test has power: uniform frequencies would be rejected.
-    expect(chiSquare(counts, w.map(() => 1 / w.length))).toBeGreaterThan(1000);
+    expect(
+      chiSquare(
+        counts,
+        w.map(() => 1 / w.length),
+      ),
+    ).toBeGreaterThan(1000);
   });
 
   it('uniform draws with replacement are uniform', () => {
@@ -103,14 +113,24 @@ describe('weighted draws (docs/algorithms.md §2.7, §7.8)', () => {
     for (let t = 0; t < 10_000; t++) {
       for (const i of balanceSys1(adv, 9, { mode: 'uniform', rng }).slice(adv.length)) counts[i]!++;
     }
-    expect(chiSquare(counts, adv.map(() => 1 / adv.length))).toBeLessThan(CHI2_999[4]!);
+    expect(
+      chiSquare(
+        counts,
+        adv.map(() => 1 / adv.length),
+      ),
+    ).toBeLessThan(CHI2_999[4]!);
   });
 
   it('advWeighted without replacement (M ≥ G = 1) picks sample i with probability w_i/Σw', () => {
     const rng = new Rng(102);
     const counts = adv.map(() => 0);
     for (let t = 0; t < 20_000; t++) counts[balanceSys1(adv, 1, { mode: 'advWeighted', delta, rng })[0]!]!++;
-    expect(chiSquare(counts, w.map((x) => x / W))).toBeLessThan(CHI2_999[4]!);
+    expect(
+      chiSquare(
+        counts,
+        w.map((x) => x / W),
+      ),
+    ).toBeLessThan(CHI2_999[4]!);
   });
 
   it('uniform without replacement includes each sample with probability G/M', () => {

@@ -133,7 +133,15 @@ describe('sys1Capacity (docs/algorithms.md §2.3)', () => {
 
   it('rejects malformed items', () => {
     expect(() => packFFD([{ index: 0, length: 1.5 }], 10)).toThrow(/length/);
-    expect(() => packFFD([{ index: 0, length: 1 }, { index: 0, length: 2 }], 10)).toThrow(/twice/);
+    expect(() =>
+      packFFD(
+        [
+          { index: 0, length: 1 },
+          { index: 0, length: 2 },
+        ],
+        10,
+      ),
+    ).toThrow(/twice/);
   });
 });
 
@@ -143,13 +151,35 @@ describe('FFD placement (docs/algorithms.md §7.1)', () => {
     const bins = packFFD(items([4, 4, 2, 5, 0, 12, 3]), 10, 1);
     expect(bins).toEqual([
       { items: [{ index: 5, take: 9 }], used: 10 },
-      { items: [{ index: 3, take: 5 }, { index: 6, take: 3 }], used: 10 },
-      { items: [{ index: 0, take: 4 }, { index: 1, take: 4 }], used: 10 },
+      {
+        items: [
+          { index: 3, take: 5 },
+          { index: 6, take: 3 },
+        ],
+        used: 10,
+      },
+      {
+        items: [
+          { index: 0, take: 4 },
+          { index: 1, take: 4 },
+        ],
+        used: 10,
+      },
       { items: [{ index: 2, take: 2 }], used: 3 },
     ]);
     checkFFD(items([4, 4, 2, 5, 0, 12, 3]), 10, 1, bins);
     expect(inOriginalOrder(bins)[1]!.items.map((x) => x.index)).toEqual([3, 6]);
-    expect(inOriginalOrder([{ items: [{ index: 6, take: 1 }, { index: 3, take: 1 }], used: 4 }])[0]!.items.map((x) => x.index)).toEqual([3, 6]);
+    expect(
+      inOriginalOrder([
+        {
+          items: [
+            { index: 6, take: 1 },
+            { index: 3, take: 1 },
+          ],
+          used: 4,
+        },
+      ])[0]!.items.map((x) => x.index),
+    ).toEqual([3, 6]);
   });
 
   it('several oversize items give several full bins, in original order', () => {
@@ -157,7 +187,13 @@ describe('FFD placement (docs/algorithms.md §7.1)', () => {
     expect(bins).toEqual([
       { items: [{ index: 0, take: 9 }], used: 10 },
       { items: [{ index: 2, take: 9 }], used: 10 },
-      { items: [{ index: 1, take: 2 }, { index: 3, take: 1 }], used: 5 },
+      {
+        items: [
+          { index: 1, take: 2 },
+          { index: 3, take: 1 },
+        ],
+        used: 5,
+      },
     ]);
     // ℓ = C − sepCost exactly fits (size = C) and is not truncated.
     expect(packFFD(items([9]), 10, 1)).toEqual([{ items: [{ index: 0, take: 9 }], used: 10 }]);
@@ -174,9 +210,17 @@ describe('FFD placement (docs/algorithms.md §7.1)', () => {
 
 describe('FFD determinism and bound (docs/algorithms.md §7.2)', () => {
   it('breaks ties by original index', () => {
-    expect(packFFD(items([3, 3, 3, 3, 3]), 10, 1).map((b) => b.items.map((x) => x.index))).toEqual([[0, 1], [2, 3], [4]]);
+    expect(packFFD(items([3, 3, 3, 3, 3]), 10, 1).map((b) => b.items.map((x) => x.index))).toEqual([
+      [0, 1],
+      [2, 3],
+      [4],
+    ]);
     // Equal sizes 3 at indices 1 and 2: index 1 is placed first, into the bin with index 0.
-    const its: PackItem[] = [{ index: 2, length: 3 }, { index: 0, length: 5 }, { index: 1, length: 3 }];
+    const its: PackItem[] = [
+      { index: 2, length: 3 },
+      { index: 0, length: 5 },
+      { index: 1, length: 3 },
+    ];
     expect(packFFD(its, 9, 0).map((b) => b.items.map((x) => x.index))).toEqual([[0, 1], [2]]);
   });
 
@@ -209,7 +253,9 @@ describe('FFD determinism and bound (docs/algorithms.md §7.2)', () => {
       // Sizes between C/5 and C/2 make several items share a bin, where FFD can go wrong.
       const lo = Math.max(1, Math.floor(C / 5) - sep);
       const hi = Math.max(lo, Math.floor(C / 2) - sep);
-      const lengths = Array.from({ length: n }, () => (rng.next() < 0.3 ? 1 + rng.int(C - sep) : lo + rng.int(hi - lo + 1)));
+      const lengths = Array.from({ length: n }, () =>
+        rng.next() < 0.3 ? 1 + rng.int(C - sep) : lo + rng.int(hi - lo + 1),
+      );
       const bins = packFFD(items(lengths), C, sep).length;
       const opt = optimalBins(
         lengths.map((l) => l + sep),
@@ -236,7 +282,12 @@ describe('empty results (docs/algorithms.md §7.3)', () => {
 
 describe('ablation packing modes (docs/algorithms.md §6.5)', () => {
   it("'perDoc' gives one bin per non-empty document, in original order, each truncated to C − sepCost", () => {
-    const its: PackItem[] = [{ index: 3, length: 2 }, { index: 0, length: 20 }, { index: 1, length: 0 }, { index: 2, length: 9 }];
+    const its: PackItem[] = [
+      { index: 3, length: 2 },
+      { index: 0, length: 20 },
+      { index: 1, length: 0 },
+      { index: 2, length: 9 },
+    ];
     expect(packPerDoc(its, 10, 1)).toEqual([
       { items: [{ index: 0, take: 9 }], used: 10 },
       { items: [{ index: 2, take: 9 }], used: 10 },
@@ -248,10 +299,25 @@ describe('ablation packing modes (docs/algorithms.md §6.5)', () => {
   it("'truncate' concatenates in original order and cuts to one window of C", () => {
     // Sizes 4+1, 0 dropped, 3+1, 6+1 → the third document gets the remaining 12 − 9 − 1 = 2 tokens.
     expect(packTruncate(items([4, 0, 3, 6, 5]), 12, 1)).toEqual([
-      { items: [{ index: 0, take: 4 }, { index: 2, take: 3 }, { index: 3, take: 2 }], used: 12 },
+      {
+        items: [
+          { index: 0, take: 4 },
+          { index: 2, take: 3 },
+          { index: 3, take: 2 },
+        ],
+        used: 12,
+      },
     ]);
     // Everything fits: nothing is cut.
-    expect(packTruncate(items([2, 3]), 12, 1)).toEqual([{ items: [{ index: 0, take: 2 }, { index: 1, take: 3 }], used: 7 }]);
+    expect(packTruncate(items([2, 3]), 12, 1)).toEqual([
+      {
+        items: [
+          { index: 0, take: 2 },
+          { index: 1, take: 3 },
+        ],
+        used: 7,
+      },
+    ]);
     // Only a separator's worth of room left: the next document is dropped rather than kept with 0 tokens.
     expect(packTruncate(items([9, 5]), 11, 1)).toEqual([{ items: [{ index: 0, take: 9 }], used: 10 }]);
     // A first document longer than the window is head-truncated.

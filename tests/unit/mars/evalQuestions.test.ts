@@ -43,7 +43,9 @@ describe('the MARS held-out set', () => {
       error = err;
     }
     expect(error).toBeInstanceOf(UserError);
-    expect((error as Error).message).toMatch(/^eval\.items: 240 held-out questions asked, but .*task\.evalWorlds have 164 questions.*at most 164/);
+    expect((error as Error).message).toMatch(
+      /^eval\.items: 240 held-out questions asked, but .*task\.evalWorlds have 164 questions.*at most 164/,
+    );
     // more held-out worlds hold enough
     expect(evalQuestions({ ...cfg, task: { ...cfg.task, evalWorlds: 3 } })).toHaveLength(240);
   });

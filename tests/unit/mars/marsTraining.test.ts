@@ -14,10 +14,17 @@ import { adamVariables, policyUpdate } from '../../../engine/rl/policyUpdate';
 import { tinyModel } from '../../helpers/tinyModel';
 import { useBackend } from '../../helpers/backends';
 
-const settings = (over: Record<string, unknown> = {}) => (parseRunConfig({ algorithm: 'mars', mars: over }) as MarsConfig).mars;
+const settings = (over: Record<string, unknown> = {}) =>
+  (parseRunConfig({ algorithm: 'mars', mars: over }) as MarsConfig).mars;
 
 function call(tag: number): Sys1Call {
-  return { pages: [{ id: `p${tag}`, take: 3 }], used: 4, prompt: [1, 5, 6, 7], output: [8 + (tag % 5), 2], logProbs: [-1, -0.5] };
+  return {
+    pages: [{ id: `p${tag}`, take: 3 }],
+    used: 4,
+    prompt: [1, 5, 6, 7],
+    output: [8 + (tag % 5), 2],
+    logProbs: [-1, -0.5],
+  };
 }
 
 /** A hand-made group: rewards and the number of System 1 calls of each trajectory. */
@@ -29,7 +36,19 @@ function group(rewards: number[], calls: number[]): Trajectory[] {
     lossMask: [0, 0, 1, 1, 1],
     behaviourLogProbs: [0, 0, -1, -1, -1],
     promptLength: 2,
-    turns: [{ tokens: [9, 10, 11], logProbs: [-1, -1, -1], query: 'q', purpose: null, answer: null, results: [], sys1: Array.from({ length: calls[k]! }, () => call(tag++)), capacity: 8, info: [] }],
+    turns: [
+      {
+        tokens: [9, 10, 11],
+        logProbs: [-1, -1, -1],
+        query: 'q',
+        purpose: null,
+        answer: null,
+        results: [],
+        sys1: Array.from({ length: calls[k]! }, () => call(tag++)),
+        capacity: 8,
+        info: [],
+      },
+    ],
     answer: null,
     end: 'answer',
     reward: r,
@@ -53,7 +72,11 @@ describe('MARS batch', () => {
     const ab = questionBatch(group([1, 0], [3, 1]), settings({ precompute: false }), 0, new Rng(3));
     const keptRewards = ab.sys1.map((s) => s.reward);
     if (new Set(keptRewards).size === 1) expect(ab.sys1.every((s) => s.advantage === 0)).toBe(true);
-    else expect(ab.sys1.map((s) => Math.abs(s.advantage))).toEqual([Math.SQRT1_2, Math.SQRT1_2].map((x) => expect.closeTo(x, 12)));
+    else {
+      expect(ab.sys1.map((s) => Math.abs(s.advantage))).toEqual(
+        [Math.SQRT1_2, Math.SQRT1_2].map((x) => expect.closeTo(x, 12)),
+      );
+    }
   });
 
   it('balancing off keeps all M; fewer than G System 1 samples are topped up to G with every original kept', () => {

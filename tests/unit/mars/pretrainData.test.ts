@@ -22,7 +22,9 @@ const examples = (seed: number, n: number) => pretrainExamples([env], cfg.task, 
 /** The word spans between each `open` tag and the next `close` tag. */
 function spans(words: readonly string[], open: string, close: string): string[][] {
   const out: string[][] = [];
-  for (let i = words.indexOf(open); i >= 0; i = words.indexOf(open, i + 1)) out.push(words.slice(i + 1, words.indexOf(close, i)));
+  for (let i = words.indexOf(open); i >= 0; i = words.indexOf(open, i + 1)) {
+    out.push(words.slice(i + 1, words.indexOf(close, i)));
+  }
   return out;
 }
 

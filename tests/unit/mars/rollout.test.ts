@@ -8,7 +8,12 @@ import { parseLlamaConfig } from '../../../engine/model/config';
 import { initHfTensors, modelFromHf } from '../../../engine/model/hfWeights';
 import type { LlamaModel } from '../../../engine/model/llama';
 import { MarsFormat, marsTokenizer } from '../../../engine/mars/format';
-import { rolloutBatch, type MarsRolloutSettings, type RolloutQuestion, type Trajectory } from '../../../engine/mars/rollout';
+import {
+  rolloutBatch,
+  type MarsRolloutSettings,
+  type RolloutQuestion,
+  type Trajectory,
+} from '../../../engine/mars/rollout';
 import { Rng } from '../../../engine/random/prng';
 import { policyLoss } from '../../../engine/rl/losses';
 import { padBatch, tokenLogProbs } from '../../../engine/model/logProbs';
@@ -22,20 +27,56 @@ const PAGES = [
   { id: 'p2', text: 'tessa city . tessa city . tessa city . tessa city .' },
   { id: 'p3', text: 'city .' },
 ];
-const question: RolloutQuestion = { id: 'q1', family: 'direct', text: 'alma born in', answers: ['tessa'], env: { search: (_q, k) => PAGES.slice(0, k) } };
+const question: RolloutQuestion = {
+  id: 'q1',
+  family: 'direct',
+  text: 'alma born in',
+  answers: ['tessa'],
+  env: { search: (_q, k) => PAGES.slice(0, k) },
+};
 const settings: MarsRolloutSettings = {
-  maxTurns: 3, topK: 3, sys1PromptMax: 24, sys1ResponseMax: 6, sys2PromptMax: 16, sys2ResponseMax: 200, sys2TurnMax: 12,
-  purposeMax: 4, sepCost: 1, rawInfoBudget: 10, packing: 'ffd', sys1: 'on', missingPurpose: 'query', temperature: 1, topP: 1,
+  maxTurns: 3,
+  topK: 3,
+  sys1PromptMax: 24,
+  sys1ResponseMax: 6,
+  sys2PromptMax: 16,
+  sys2ResponseMax: 200,
+  sys2TurnMax: 12,
+  purposeMax: 4,
+  sepCost: 1,
+  rawInfoBudget: 10,
+  packing: 'ffd',
+  sys1: 'on',
+  missingPurpose: 'query',
+  temperature: 1,
+  topP: 1,
 };
 
 let model: LlamaModel;
 let trajs: Trajectory[];
 beforeAll(async () => {
   await useBackend('wasm');
-  const cfg = parseLlamaConfig({ vocab_size: format.tokenizer.vocabSize, hidden_size: 16, intermediate_size: 32, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1, max_position_embeddings: 512 });
+  const cfg = parseLlamaConfig({
+    vocab_size: format.tokenizer.vocabSize,
+    hidden_size: 16,
+    intermediate_size: 32,
+    num_hidden_layers: 1,
+    num_attention_heads: 2,
+    num_key_value_heads: 1,
+    max_position_embeddings: 512,
+  });
   const rng = new Rng(4);
-  model = modelFromHf(cfg, initHfTensors(cfg, () => rng.normal(), 0.02));
-  trajs = await rolloutBatch({ sys2: model, sys1: model }, format, Array.from({ length: 48 }, () => question), settings, new Rng(11));
+  model = modelFromHf(
+    cfg,
+    initHfTensors(cfg, () => rng.normal(), 0.02),
+  );
+  trajs = await rolloutBatch(
+    { sys2: model, sys1: model },
+    format,
+    Array.from({ length: 48 }, () => question),
+    settings,
+    new Rng(11),
+  );
 });
 
 /** Spans of inserted <info>…</info> blocks in a System 2 sequence (environment tokens). */
@@ -85,10 +126,12 @@ describe('MARS rollout', () => {
   it("System 2's recorded log-probs (one KV cache across turns) equal a full forward over its whole sequence", async () => {
     const sample = trajs.filter((t) => t.turns.some((u) => u.info.length > 0)).slice(0, 6);
     const lp = tf.tidy(() => tokenLogProbs(model, padBatch(sample.map((t) => t.tokens))).logp);
-    const full = (await lp.array()) as number[][];
+    const full = await lp.array();
     lp.dispose();
     sample.forEach((t, b) => {
-      for (let i = 0; i < t.tokens.length; i++) if (t.lossMask[i]) expect(Math.abs(t.behaviourLogProbs[i]! - full[b]![i]!)).toBeLessThan(1e-4);
+      for (let i = 0; i < t.tokens.length; i++) {
+        if (t.lossMask[i]) expect(Math.abs(t.behaviourLogProbs[i]! - full[b]![i]!)).toBeLessThan(1e-4);
+      }
     });
   });
 
@@ -121,12 +164,22 @@ describe('MARS rollout', () => {
   });
 
   it('System 1 off: raw pages, truncated to rawInfoBudget, go straight into <info>', async () => {
-    const off = await rolloutBatch({ sys2: model, sys1: null }, format, Array.from({ length: 48 }, () => question), { ...settings, sys1: 'off' }, new Rng(11));
+    const off = await rolloutBatch(
+      { sys2: model, sys1: null },
+      format,
+      Array.from({ length: 48 }, () => question),
+      { ...settings, sys1: 'off' },
+      new Rng(11),
+    );
     const turns = off.flatMap((t) => t.turns.filter((u) => u.results.length > 0));
     expect(turns.length).toBeGreaterThan(0);
     for (const u of turns) {
       expect(u.sys1).toEqual([]);
-      expect(u.info).toEqual([format.ids.info, ...PAGES.flatMap((p) => format.encode(p.text)).slice(0, settings.rawInfoBudget), format.ids.infoEnd]);
+      expect(u.info).toEqual([
+        format.ids.info,
+        ...PAGES.flatMap((p) => format.encode(p.text)).slice(0, settings.rawInfoBudget),
+        format.ids.infoEnd,
+      ]);
     }
   });
 });

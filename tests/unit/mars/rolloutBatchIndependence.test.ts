@@ -14,7 +14,12 @@ import { parseLlamaConfig } from '../../../engine/model/config';
 import { initHfTensors, modelFromHf } from '../../../engine/model/hfWeights';
 import type { ForwardInput, LlamaModel } from '../../../engine/model/llama';
 import { MarsFormat, marsTokenizer } from '../../../engine/mars/format';
-import { rolloutBatch, type MarsRolloutSettings, type RolloutQuestion, type Trajectory } from '../../../engine/mars/rollout';
+import {
+  rolloutBatch,
+  type MarsRolloutSettings,
+  type RolloutQuestion,
+  type Trajectory,
+} from '../../../engine/mars/rollout';
 import { Rng } from '../../../engine/random/prng';
 import { tf } from '../../../engine/tensor/backend';
 import { useBackend } from '../../helpers/backends';
@@ -61,20 +66,54 @@ function scriptedPolicy(script: (question: number[], turn: number) => number[]):
 // "alma born in" searches once, reads a short page, then thinks a little and answers in 11 tokens.
 const LONG_PAGE = { id: 'long', text: Array.from({ length: 30 }, () => 'city').join(' ') };
 const SHORT_PAGE = { id: 'short', text: 'alma born in tessa .' };
-const longQ: RolloutQuestion = { id: 'long', family: 'direct', text: 'city', answers: ['city'], env: { search: (_q, k) => [LONG_PAGE].slice(0, k) } };
-const target: RolloutQuestion = { id: 'target', family: 'direct', text: 'alma born in', answers: ['tessa'], env: { search: (_q, k) => [SHORT_PAGE].slice(0, k) } };
+const longQ: RolloutQuestion = {
+  id: 'long',
+  family: 'direct',
+  text: 'city',
+  answers: ['city'],
+  env: { search: (_q, k) => [LONG_PAGE].slice(0, k) },
+};
+const target: RolloutQuestion = {
+  id: 'target',
+  family: 'direct',
+  text: 'alma born in',
+  answers: ['tessa'],
+  env: { search: (_q, k) => [SHORT_PAGE].slice(0, k) },
+};
 const policy = scriptedPolicy((question, turn) => {
-  if (question[0] === id('city')) return [I.think, ...Array(11).fill(id('city')), I.thinkEnd, I.search, id('city'), I.searchEnd];
+  if (question[0] === id('city')) {
+    return [I.think, ...Array(11).fill(id('city')), I.thinkEnd, I.search, id('city'), I.searchEnd];
+  }
   if (turn === 0) return [I.search, id('alma'), I.searchEnd];
   return [I.think, ...Array(5).fill(id('x')), I.thinkEnd, I.answer, id('tessa'), I.answerEnd];
 });
 // Budgets: a "city" row uses 16 turn tokens + a 22-token <info> = 38 of 45, leaving 7; the target's answer turn needs 11.
 const tight: MarsRolloutSettings = {
-  maxTurns: 3, topK: 1, sys1PromptMax: 24, sys1ResponseMax: 6, sys2PromptMax: 16, sys2ResponseMax: 45, sys2TurnMax: 16,
-  purposeMax: 4, sepCost: 1, rawInfoBudget: 20, packing: 'ffd', sys1: 'off', missingPurpose: 'query', temperature: 0, topP: 1,
+  maxTurns: 3,
+  topK: 1,
+  sys1PromptMax: 24,
+  sys1ResponseMax: 6,
+  sys2PromptMax: 16,
+  sys2ResponseMax: 45,
+  sys2TurnMax: 16,
+  purposeMax: 4,
+  sepCost: 1,
+  rawInfoBudget: 20,
+  packing: 'ffd',
+  sys1: 'off',
+  missingPurpose: 'query',
+  temperature: 0,
+  topP: 1,
 };
 
-const episode = (t: Trajectory) => ({ tokens: t.tokens, lossMask: t.lossMask, turns: t.turns.map((u) => u.tokens), answer: t.answer, end: t.end, reward: t.reward });
+const episode = (t: Trajectory) => ({
+  tokens: t.tokens,
+  lossMask: t.lossMask,
+  turns: t.turns.map((u) => u.tokens),
+  answer: t.answer,
+  end: t.end,
+  reward: t.reward,
+});
 
 beforeAll(async () => {
   await useBackend('wasm');
@@ -85,7 +124,13 @@ describe('a MARS trajectory does not depend on its batch (issue 17, fix 1)', () 
     const [alone] = await rolloutBatch({ sys2: policy, sys1: null }, format, [target], tight, new Rng(1));
     expect(alone!.end).toBe('answer');
     expect(alone!.reward).toBe(1);
-    const batch = await rolloutBatch({ sys2: policy, sys1: null }, format, [longQ, target, longQ, longQ, target], tight, new Rng(1));
+    const batch = await rolloutBatch(
+      { sys2: policy, sys1: null },
+      format,
+      [longQ, target, longQ, longQ, target],
+      tight,
+      new Rng(1),
+    );
     // the long rows really are near their budget (else the test would not test anything)
     expect(batch[0]!.end).toBe('overflow');
     expect(batch[0]!.turns[1]!.tokens.length).toBe(7);
@@ -93,16 +138,40 @@ describe('a MARS trajectory does not depend on its batch (issue 17, fix 1)', () 
   });
 
   it('sampled probe: at tight budgets no System 2 turn is cut by another row’s budget', async () => {
-    const cfg = parseLlamaConfig({ vocab_size: format.tokenizer.vocabSize, hidden_size: 16, intermediate_size: 32, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1, max_position_embeddings: 512 });
+    const cfg = parseLlamaConfig({
+      vocab_size: format.tokenizer.vocabSize,
+      hidden_size: 16,
+      intermediate_size: 32,
+      num_hidden_layers: 1,
+      num_attention_heads: 2,
+      num_key_value_heads: 1,
+      max_position_embeddings: 512,
+    });
     const rng = new Rng(4);
-    const model = modelFromHf(cfg, initHfTensors(cfg, () => rng.normal(), 0.02));
+    const model = modelFromHf(
+      cfg,
+      initHfTensors(cfg, () => rng.normal(), 0.02),
+    );
     const PAGES = [
       { id: 'p1', text: 'alma born in tessa . alma born in tessa .' },
       { id: 'p2', text: 'tessa city . tessa city . tessa city . tessa city .' },
     ];
     const q: RolloutQuestion = { ...target, env: { search: (_q, k) => PAGES.slice(0, k) } };
-    const s: MarsRolloutSettings = { ...tight, topK: 2, sys1: 'on', sys2ResponseMax: 30, sys2TurnMax: 12, temperature: 1 };
-    const trajs = await rolloutBatch({ sys2: model, sys1: model }, format, Array.from({ length: 48 }, () => q), s, new Rng(11));
+    const s: MarsRolloutSettings = {
+      ...tight,
+      topK: 2,
+      sys1: 'on',
+      sys2ResponseMax: 30,
+      sys2TurnMax: 12,
+      temperature: 1,
+    };
+    const trajs = await rolloutBatch(
+      { sys2: model, sys1: model },
+      format,
+      Array.from({ length: 48 }, () => q),
+      s,
+      new Rng(11),
+    );
     let turns = 0;
     let ownBudget = 0;
     let cutByOthers = 0;

@@ -12,7 +12,7 @@ function page(id: string, title: string, text: string): Page {
 }
 
 describe('SearchIndex', () => {
-  it('returns an entity\'s own page first when searching its name', () => {
+  it("returns an entity's own page first when searching its name", () => {
     let first = 0;
     let total = 0;
     worlds.forEach((w, i) => {
@@ -28,7 +28,9 @@ describe('SearchIndex', () => {
     worlds.forEach((w, i) => {
       const index = indexes[i]!;
       // Long-tail names are on only one or two pages by design (PopQA-like), so only popular names are held to it.
-      for (const e of w.entities.filter((x) => !x.longTail)) expect(tokens(index.search(e.name, 5)), e.name).toBeGreaterThan(128);
+      for (const e of w.entities.filter((x) => !x.longTail)) {
+        expect(tokens(index.search(e.name, 5)), e.name).toBeGreaterThan(128);
+      }
       for (const q of w.questions) {
         const top = index.search(q.text, 5);
         expect(top).toHaveLength(5);
@@ -37,7 +39,7 @@ describe('SearchIndex', () => {
     });
   });
 
-  it('finds a question\'s first support page in the top 5 for most questions', () => {
+  it("finds a question's first support page in the top 5 for most questions", () => {
     let hit = 0;
     let total = 0;
     worlds.forEach((w, i) => {

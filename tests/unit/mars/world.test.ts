@@ -1,8 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { pretokenise } from '../../../engine/model/wordNormalForm';
 import { NAME_POOL_SIZES, allPoolNames, namePool } from '../../../engine/mars/namePool';
-import { MULTI_HOP_FAMILIES, QUESTION_FAMILIES, SINGLE_HOP_FAMILIES, readFact, solveFromSupport, type Question } from '../../../engine/mars/questions';
-import { DEFAULT_WORLD_SPEC, generateWorld, marsVocabulary, tokenCount, type Fact, type World } from '../../../engine/mars/world';
+import {
+  MULTI_HOP_FAMILIES,
+  QUESTION_FAMILIES,
+  SINGLE_HOP_FAMILIES,
+  readFact,
+  solveFromSupport,
+  type Question,
+} from '../../../engine/mars/questions';
+import {
+  DEFAULT_WORLD_SPEC,
+  generateWorld,
+  marsVocabulary,
+  tokenCount,
+  type Fact,
+  type World,
+} from '../../../engine/mars/world';
 import { evalWorldSeeds, trainWorldSeeds } from '../../../engine/mars/worldSplits';
 import { RELATION_SCHEMA, templateWords } from '../../../engine/mars/worldTemplates';
 import { UserError } from '../../../engine/userError';
@@ -18,16 +32,15 @@ function factSet(w: World): Set<string> {
 }
 
 function allText(w: World): string[] {
-  return [
-    ...w.pages.flatMap((p) => [p.title, p.text]),
-    ...w.questions.flatMap((q) => [q.text, ...q.answers]),
-  ];
+  return [...w.pages.flatMap((p) => [p.title, p.text]), ...w.questions.flatMap((q) => [q.text, ...q.answers])];
 }
 
 describe('name pool', () => {
   it('is fixed, typed and collision-free: distinct single lowercase words, none a template word', () => {
     const pool = namePool();
-    for (const [type, size] of Object.entries(NAME_POOL_SIZES)) expect(pool[type as keyof typeof pool]).toHaveLength(size);
+    for (const [type, size] of Object.entries(NAME_POOL_SIZES)) {
+      expect(pool[type as keyof typeof pool]).toHaveLength(size);
+    }
     const names = allPoolNames();
     expect(new Set(names).size).toBe(names.length);
     for (const n of names) expect(n).toMatch(/^[a-z]{4,10}$/);
@@ -47,10 +60,12 @@ describe('generateWorld', () => {
     expect(world(0).questions.map((q) => q.text)).not.toEqual(world(1).questions.map((q) => q.text));
   });
 
-  it('has the spec\'s entity counts, unique names, one entity page per entity, and every entity-level invariant', () => {
+  it("has the spec's entity counts, unique names, one entity page per entity, and every entity-level invariant", () => {
     const w = world(0);
     const count = (t: string) => w.entities.filter((e) => e.type === t).length;
-    expect([count('person'), count('city'), count('country'), count('organisation'), count('work')]).toEqual([40, 16, 6, 12, 16]);
+    expect([count('person'), count('city'), count('country'), count('organisation'), count('work')]).toEqual([
+      40, 16, 6, 12, 16,
+    ]);
     expect(new Set(w.entities.map((e) => e.name)).size).toBe(w.entities.length);
     for (const e of w.entities) expect(w.pages.filter((p) => p.entityId === e.id)).toHaveLength(1);
     const facts = (s: string, r: string) => w.facts.filter((f) => f.subject === s && f.relation === r);
@@ -66,7 +81,7 @@ describe('generateWorld', () => {
     }
   });
 
-  it('states every fact on its subject\'s page, and each entity-valued fact also on its object\'s page', () => {
+  it("states every fact on its subject's page, and each entity-valued fact also on its object's page", () => {
     for (const seed of SEEDS.slice(0, 3)) {
       const w = world(seed);
       const name = new Map(w.entities.map((e) => [e.id, e.name]));
@@ -75,7 +90,11 @@ describe('generateWorld', () => {
         const yearObject = RELATION_SCHEMA[f.relation].object === 'year';
         const value = yearObject ? f.object.split('').join(' ') : name.get(f.object)!;
         expect(readFact(page.get(f.subject)!.text, f.relation, 'forward', name.get(f.subject)!)).toContain(value);
-        if (!yearObject) expect(readFact(page.get(f.object)!.text, f.relation, 'inverse', name.get(f.object)!)).toContain(name.get(f.subject)!);
+        if (!yearObject) {
+          expect(readFact(page.get(f.object)!.text, f.relation, 'inverse', name.get(f.object)!)).toContain(
+            name.get(f.subject)!,
+          );
+        }
       }
     }
   });
@@ -122,7 +141,7 @@ describe('vocabulary closure', () => {
     for (const d of '0123456789') expect(inVocab.has(d)).toBe(true);
   });
 
-  it('covers every token of every page, title, question and answer, already in the word tokenizer\'s cut', () => {
+  it("covers every token of every page, title, question and answer, already in the word tokenizer's cut", () => {
     const specs = [{}, { people: 120, cities: 40, countries: 12, organisations: 30, works: 50, distractorMentions: 3 }];
     for (const spec of specs) {
       for (const seed of [11, 12, 13]) {
@@ -186,7 +205,9 @@ describe('questions', () => {
         q.chain.forEach((fact: Fact, i) => {
           const known = pageEntity.get(q.support[i]!)!;
           const forward = fact.subject === known;
-          const matches = w.facts.filter((f) => f.relation === fact.relation && (forward ? f.subject === known : f.object === known));
+          const matches = w.facts.filter(
+            (f) => f.relation === fact.relation && (forward ? f.subject === known : f.object === known),
+          );
           expect(matches, `${q.text} hop ${i}`).toEqual([fact]);
         });
       }
@@ -255,7 +276,7 @@ describe('world splits', () => {
     expect(trainWorldSeeds(1, 0)).toEqual([]);
   });
 
-  it('gives held-out worlds whose facts differ from the training worlds\'', () => {
+  it("gives held-out worlds whose facts differ from the training worlds'", () => {
     const [t] = trainWorldSeeds(7, 1);
     const [e] = evalWorldSeeds(7, 1);
     const a = factSet(generateWorld(t!));

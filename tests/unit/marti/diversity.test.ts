@@ -19,7 +19,14 @@ import {
 } from '../../../engine/marti/diversity';
 import { addNode, forceExpansion, makeSearchConfig, newTree } from '../../../engine/marti/search/abmcts';
 
-const node = (problemId: string, agentId: string, program: string | null, privateScore = 0, publicScore = 0, id?: number): DiversityNode => ({
+const node = (
+  problemId: string,
+  agentId: string,
+  program: string | null,
+  privateScore = 0,
+  publicScore = 0,
+  id?: number,
+): DiversityNode => ({
   problemId,
   agentId,
   program,
@@ -30,7 +37,20 @@ const node = (problemId: string, agentId: string, program: string | null, privat
 
 describe('token edit distance', () => {
   it('tokenizes identifiers, numbers, strings and single symbols, dropping whitespace', () => {
-    expect(tokenizeProgram('map(x => x + 12)  |> "a b"')).toEqual(['map', '(', 'x', '=', '>', 'x', '+', '12', ')', '|', '>', '"a b"']);
+    expect(tokenizeProgram('map(x => x + 12)  |> "a b"')).toEqual([
+      'map',
+      '(',
+      'x',
+      '=',
+      '>',
+      'x',
+      '+',
+      '12',
+      ')',
+      '|',
+      '>',
+      '"a b"',
+    ]);
     expect(tokenizeProgram('   ')).toEqual([]);
   });
 
@@ -49,7 +69,13 @@ describe('token edit distance', () => {
 
 describe('diversity measures on hand-made program sets', () => {
   // p1: A writes "a b c" and "a b d", B writes "x y z". p2: A writes "q" only (no pair); B's program is unparsable.
-  const nodes = [node('p1', 'A', 'a b c'), node('p1', 'A', 'a b d'), node('p1', 'B', 'x y z'), node('p2', 'A', 'q'), node('p2', 'B', null)];
+  const nodes = [
+    node('p1', 'A', 'a b c'),
+    node('p1', 'A', 'a b d'),
+    node('p1', 'B', 'x y z'),
+    node('p2', 'A', 'q'),
+    node('p2', 'B', null),
+  ];
 
   it('mean pairwise edit distance within each agent, across agents and overall (pairs pooled, same problem only)', () => {
     const r = pairwiseEditDistance(nodes);
@@ -60,18 +86,32 @@ describe('diversity measures on hand-made program sets', () => {
   });
 
   it('distinct-program ratio after canonicalising whitespace (or a given canonical form)', () => {
-    const progs = [node('p', 'A', 'f  x'), node('p', 'A', 'f x'), node('p', 'B', 'g'), node('r', 'A', 'h'), node('r', 'B', 'h')];
+    const progs = [
+      node('p', 'A', 'f  x'),
+      node('p', 'A', 'f x'),
+      node('p', 'B', 'g'),
+      node('r', 'A', 'h'),
+      node('r', 'B', 'h'),
+    ];
     const r = distinctProgramRatio(progs);
     expect(r.perAgent.A).toBeCloseTo((1 / 2 + 1) / 2, 15); // p: 1 of 2; r: 1 of 1
     expect(r.perAgent.B).toBe(1);
     expect(r.all).toBeCloseTo((2 / 3 + 1 / 2) / 2, 15);
-    const renamed = distinctProgramRatio([node('p', 'A', 'f x'), node('p', 'A', 'f y')], { canonical: (s) => s.replace(/[xy]/g, 'v') });
+    const renamed = distinctProgramRatio([node('p', 'A', 'f x'), node('p', 'A', 'f y')], {
+      canonical: (s) => s.replace(/[xy]/g, 'v'),
+    });
     expect(renamed.all).toBe(1 / 2);
   });
 
   it('behavioural diversity counts distinct output signatures, so different programs with equal outputs count once', () => {
     const outputs: Record<string, string> = { 'a+1': '2,3', '1+a': '2,3', 'a*2': '2,4', 'a-1': '0,1' };
-    const progs = [node('p', 'A', 'a+1'), node('p', 'A', '1+a'), node('p', 'B', 'a*2'), node('p', 'B', 'a-1'), node('p', 'B', null)];
+    const progs = [
+      node('p', 'A', 'a+1'),
+      node('p', 'A', '1+a'),
+      node('p', 'B', 'a*2'),
+      node('p', 'B', 'a-1'),
+      node('p', 'B', null),
+    ];
     const seen: string[] = [];
     const r = behaviouralDiversity(progs, (prog, n) => (seen.push(`${n.problemId}:${prog}`), outputs[prog]!));
     expect(r.perAgent.A).toBe(1 / 2);
@@ -126,10 +166,18 @@ describe('diversity measures on hand-made program sets', () => {
     expect(entropy([])).toBe(0);
     expect(agentSelectionEntropy(nodes)).toBeCloseTo(-(3 / 5) * Math.log(3 / 5) - (2 / 5) * Math.log(2 / 5), 15);
     expect(agentSelectionEntropy([node('p', 'A', 'x')], ['A', 'B'])).toBe(0);
-    expect(tokenEntropyFromLogProbs([[Math.log(0.5), Math.log(0.25)], new Float32Array([])])).toBeCloseTo(1.5 * Math.LN2, 12);
+    expect(tokenEntropyFromLogProbs([[Math.log(0.5), Math.log(0.25)], new Float32Array([])])).toBeCloseTo(
+      1.5 * Math.LN2,
+      12,
+    );
     expect(tokenEntropyFromLogProbs([])).toBe(0);
     expect(() => tokenEntropyFromLogProbs([[0.1]])).toThrow(/≤ 0/);
-    expect(unigramEntropy([['a', 'b'], ['a', 'a']])).toBeCloseTo(-(0.75 * Math.log(0.75) + 0.25 * Math.log(0.25)), 15);
+    expect(
+      unigramEntropy([
+        ['a', 'b'],
+        ['a', 'a'],
+      ]),
+    ).toBeCloseTo(-(0.75 * Math.log(0.75) + 0.25 * Math.log(0.25)), 15);
   });
 
   it('reads a search tree and bundles the measures', () => {

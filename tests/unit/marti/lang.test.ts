@@ -64,7 +64,11 @@ describe('built-ins', () => {
 
   it('gives typed runtime errors with the failing position', () => {
     expect(error('sum', 'cat').error).toEqual({ kind: 'runtime', message: 'sum needs a list', position: 0 });
-    expect(error('map (x * 2) | max', []).error).toMatchObject({ kind: 'runtime', message: 'max needs a nonempty list', position: 14 });
+    expect(error('map (x * 2) | max', []).error).toMatchObject({
+      kind: 'runtime',
+      message: 'max needs a nonempty list',
+      position: 14,
+    });
     expect(error('apply (x div 0)', 3).error).toMatchObject({ kind: 'runtime', message: 'division by zero' });
     expect(error('filter (x + 1)', [1]).error).toMatchObject({ kind: 'runtime', message: 'filter needs a bool' });
     expect(error('sort', [1, 'a']).error.kind).toBe('runtime');
@@ -89,7 +93,10 @@ describe('bounds', () => {
     expect(error('while true ([x, x])', 1).error.kind).toBe('memory');
     expect(error('while true (x * x + 2)', 2).error).toMatchObject({ kind: 'memory', message: 'number too large' });
     expect(error('apply (range 100000)', 0).error).toMatchObject({ kind: 'memory', message: 'list too long' });
-    expect(error('while (len x < 2000) (x + x)', 'ab').error).toMatchObject({ kind: 'memory', message: 'text too long' });
+    expect(error('while (len x < 2000) (x + x)', 'ab').error).toMatchObject({
+      kind: 'memory',
+      message: 'text too long',
+    });
     expect(error('while true [x]', 1).error).toMatchObject({ kind: 'memory', message: 'nesting too deep' });
   });
 
@@ -105,13 +112,31 @@ describe('bounds', () => {
 
 describe('parser', () => {
   it('reports typed parse errors with their position', () => {
-    expect(parse('map (x')).toEqual({ ok: false, error: { kind: 'parse', message: 'expected ) found end of program', position: 6 } });
-    expect(parse('sum sum')).toEqual({ ok: false, error: { kind: 'parse', message: 'expected | or end of program found sum', position: 4 } });
-    expect(parse('frobnicate')).toEqual({ ok: false, error: { kind: 'parse', message: 'expected stage found unknown word', position: 0 } });
-    expect(parse('map (x % 2)')).toEqual({ ok: false, error: { kind: 'parse', message: 'unknown character', position: 7 } });
-    expect(parse('apply "ab')).toMatchObject({ ok: false, error: { kind: 'parse', message: 'expected closing quote', position: 6 } });
+    expect(parse('map (x')).toEqual({
+      ok: false,
+      error: { kind: 'parse', message: 'expected ) found end of program', position: 6 },
+    });
+    expect(parse('sum sum')).toEqual({
+      ok: false,
+      error: { kind: 'parse', message: 'expected | or end of program found sum', position: 4 },
+    });
+    expect(parse('frobnicate')).toEqual({
+      ok: false,
+      error: { kind: 'parse', message: 'expected stage found unknown word', position: 0 },
+    });
+    expect(parse('map (x % 2)')).toEqual({
+      ok: false,
+      error: { kind: 'parse', message: 'unknown character', position: 7 },
+    });
+    expect(parse('apply "ab')).toMatchObject({
+      ok: false,
+      error: { kind: 'parse', message: 'expected closing quote', position: 6 },
+    });
     expect(parse('')).toMatchObject({ ok: false, error: { kind: 'parse', position: 0 } });
-    expect(parse('map (if x then 1)')).toMatchObject({ ok: false, error: { message: 'expected else found )', position: 16 } });
+    expect(parse('map (if x then 1)')).toMatchObject({
+      ok: false,
+      error: { message: 'expected else found )', position: 16 },
+    });
   });
 
   it('prints a canonical form that parses back to the same program, whatever the spacing', () => {
@@ -138,6 +163,8 @@ describe('parser', () => {
   });
 
   it('is deterministic and reports the same error for the same input', () => {
-    expect(JSON.stringify(run('sort | take 2 | sum', [5, 1, 3]))).toBe(JSON.stringify(run('sort | take 2 | sum', [5, 1, 3])));
+    expect(JSON.stringify(run('sort | take 2 | sum', [5, 1, 3]))).toBe(
+      JSON.stringify(run('sort | take 2 | sum', [5, 1, 3])),
+    );
   });
 });

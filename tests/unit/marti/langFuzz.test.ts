@@ -23,7 +23,9 @@ describe('fuzzing run with random token strings', () => {
       if (!res.ok) {
         expect(['parse', 'timeout', 'memory', 'runtime']).toContain(res.error.kind);
         expect(res.error.message).not.toBe('internal');
-        for (const w of textTokens(res.error.message)) expect(vocab.has(w), `${w} in "${res.error.message}"`).toBe(true);
+        for (const w of textTokens(res.error.message)) {
+          expect(vocab.has(w), `${w} in "${res.error.message}"`).toBe(true);
+        }
         kinds.set(res.error.kind, (kinds.get(res.error.kind) ?? 0) + 1);
       } else {
         kinds.set('ok', (kinds.get('ok') ?? 0) + 1);

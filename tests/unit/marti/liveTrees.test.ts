@@ -22,7 +22,7 @@ function config(over: Record<string, unknown> = {}): MartiConfig {
     marti: { configuration: 'heterogeneous', problemsPerStep: 3, nodesPerTree: 5, trainBatch: 4, ...over },
     rl: { klCoef: 0 },
     eval: { items: 2 },
-  } as RunConfigInput) as MartiConfig;
+  }) as MartiConfig;
 }
 
 interface NodeRec {
@@ -39,7 +39,25 @@ interface TreeRec {
 }
 
 /** The fields a node has from the moment it is added (posteriors, advantage and trained change or come later). */
-const FIXED = ['id', 'parentId', 'depth', 'agent', 'paramId', 'prompt', 'completion', 'program', 'feedback', 'parseError', 'finish', 'public', 'private', 'score', 'genObservation', 'expansion', 'tokens'] as const;
+const FIXED = [
+  'id',
+  'parentId',
+  'depth',
+  'agent',
+  'paramId',
+  'prompt',
+  'completion',
+  'program',
+  'feedback',
+  'parseError',
+  'finish',
+  'public',
+  'private',
+  'score',
+  'genObservation',
+  'expansion',
+  'tokens',
+] as const;
 const fixed = (n: NodeRec) => Object.fromEntries(FIXED.map((k) => [k, n[k]]));
 
 describe('MARTI live trees', () => {
@@ -51,7 +69,9 @@ describe('MARTI live trees', () => {
       for (let step = 1; step <= 2; step++) {
         reports.length = 0;
         // copied as the run loop does (it writes them to live.json at once)
-        const out = await tr.trainStep({ live: (records) => reports.push(JSON.parse(JSON.stringify(records)) as TreeRec[]) });
+        const out = await tr.trainStep({
+          live: (records) => reports.push(JSON.parse(JSON.stringify(records)) as TreeRec[]),
+        });
         const finals = JSON.parse(JSON.stringify(out.trajectories)) as TreeRec[];
         expect(finals).toHaveLength(3);
         // one report per round; every tree gains one node per round, so there are as many rounds as nodes per tree
@@ -79,7 +99,8 @@ describe('MARTI live trees', () => {
   });
 
   it('watching changes nothing: the same steps with and without the hook give the same trees and metrics', async () => {
-    const strip = (m: Record<string, number>) => Object.fromEntries(Object.entries(m).filter(([k]) => !k.startsWith('timing.')));
+    const strip = (m: Record<string, number>) =>
+      Object.fromEntries(Object.entries(m).filter(([k]) => !k.startsWith('timing.')));
     const [watched, plain] = [await createMartiTrainer(config()), await createMartiTrainer(config())];
     try {
       let reports = 0;

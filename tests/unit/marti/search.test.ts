@@ -39,10 +39,12 @@ function runSearch(seed: number, input: Partial<SearchConfigInput> = {}): Search
   return tree;
 }
 
-const shape = (t: SearchTree<unknown>) => t.nodes.map((n) => [n.id, n.parentId, n.agentId, n.depth, n.program, n.score]);
+const shape = (t: SearchTree<unknown>) =>
+  t.nodes.map((n) => [n.id, n.parentId, n.agentId, n.depth, n.program, n.score]);
 
 /** Posterior state of every node, for before/after comparisons. */
-const stats = (t: SearchTree<unknown>) => t.nodes.map((n) => JSON.stringify({ gen: n.gen, cont: n.cont, child: n.childPosteriors }));
+const stats = (t: SearchTree<unknown>) =>
+  t.nodes.map((n) => JSON.stringify({ gen: n.gen, cont: n.cont, child: n.childPosteriors }));
 
 describe('AB-MCTS-A tree growth and budget (docs/algorithms.md §3.4, §7.16)', () => {
   it('expands the root first, adds exactly one node per step, depth(child) = depth(parent) + 1, respects the budget', () => {
@@ -155,7 +157,12 @@ describe('backpropagation (§3.6, §7.17)', () => {
     // Parent: gen observes s, a new child slot starts with s, cont unchanged.
     const p = tree.nodes[deep.id]!;
     const pb = beforeNodes[deep.id]!;
-    expect(p.gen).toEqual({ kind: 'beta', a: (pb.gen as { a: number }).a + 0.75, b: (pb.gen as { b: number }).b + 0.25, n: pb.gen.n + 1 });
+    expect(p.gen).toEqual({
+      kind: 'beta',
+      a: (pb.gen as { a: number }).a + 0.75,
+      b: (pb.gen as { b: number }).b + 0.25,
+      n: pb.gen.n + 1,
+    });
     expect(p.cont).toEqual(pb.cont);
     expect(p.childPosteriors.at(-1)).toEqual({ kind: 'beta', a: 1.25, b: 0.75, n: 1 });
     expect(p.childPosteriors.slice(0, -1)).toEqual(pb.childPosteriors);
@@ -203,7 +210,8 @@ describe('selection rules with a mocked sampler (§3.4, §7.18)', () => {
   /** A tree: root → 1 (A), 2 (B); 1 → 3 (A). */
   function small(agents = ['A', 'B'], agentSelect: 'thompson' | 'ucb' = 'thompson') {
     const tree = newTree('s', makeSearchConfig({ agents, nodesPerTree: 10, agentSelect }));
-    const add = (parent: number, agent: string, score: number) => addNode(tree, forceExpansion(tree, parent, agent), { program: `n${tree.nodes.length}`, score });
+    const add = (parent: number, agent: string, score: number) =>
+      addNode(tree, forceExpansion(tree, parent, agent), { program: `n${tree.nodes.length}`, score });
     add(0, agents[0]!, 1);
     add(0, agents[1 % agents.length]!, 0);
     add(1, agents[0]!, 1);
@@ -213,7 +221,11 @@ describe('selection rules with a mocked sampler (§3.4, §7.18)', () => {
 
   it('GEN wins ties (g = c) and is chosen when g > c', () => {
     const tree = small();
-    const e = selectExpansion(tree, new Rng(0), mock((w) => (w.site === 'gen' || w.site === 'cont' ? 0.5 : 0)));
+    const e = selectExpansion(
+      tree,
+      new Rng(0),
+      mock((w) => (w.site === 'gen' || w.site === 'cont' ? 0.5 : 0)),
+    );
     expect(e.parentId).toBe(0);
     expect(e.trace.path).toHaveLength(1);
     expect(e.trace.path[0]).toMatchObject({ nodeId: 0, decision: 'GEN', genDraw: 0.5, contDraw: 0.5 });
@@ -222,7 +234,11 @@ describe('selection rules with a mocked sampler (§3.4, §7.18)', () => {
   it('CONT moves to the child with the largest draw; ties go to the lowest slot; a leaf forces GEN', () => {
     const tree = small();
     // At the root: CONT; children draws tie → slot 0 (node 1). At node 1: CONT → its only child, node 3 (a leaf).
-    const e = selectExpansion(tree, new Rng(0), mock((w) => (w.site === 'gen' ? 0.1 : w.site === 'cont' ? 0.9 : w.site === 'child' ? 0.4 : 0)));
+    const e = selectExpansion(
+      tree,
+      new Rng(0),
+      mock((w) => (w.site === 'gen' ? 0.1 : w.site === 'cont' ? 0.9 : w.site === 'child' ? 0.4 : 0)),
+    );
     expect(e.parentId).toBe(3);
     expect(e.kind).toBe('refine');
     expect(e.depth).toBe(3);
@@ -233,7 +249,13 @@ describe('selection rules with a mocked sampler (§3.4, §7.18)', () => {
     ]);
     abandonExpansion(tree, e);
     // The larger child draw wins: node 2.
-    const e2 = selectExpansion(tree, new Rng(0), mock((w) => (w.site === 'gen' ? 0.1 : w.site === 'cont' ? 0.9 : w.site === 'child' ? (w.childId === 2 ? 0.8 : 0.3) : 0)));
+    const e2 = selectExpansion(
+      tree,
+      new Rng(0),
+      mock((w) =>
+        w.site === 'gen' ? 0.1 : w.site === 'cont' ? 0.9 : w.site === 'child' ? (w.childId === 2 ? 0.8 : 0.3) : 0,
+      ),
+    );
     expect(e2.parentId).toBe(2);
     expect(e2.trace.forcedGen).toBe(true);
     abandonExpansion(tree, e2);
@@ -241,7 +263,9 @@ describe('selection rules with a mocked sampler (§3.4, §7.18)', () => {
     const e3 = selectExpansion(
       tree,
       new Rng(0),
-      mock((w) => (w.site === 'gen' ? (w.nodeId === 1 ? 0.9 : 0.1) : w.site === 'cont' ? 0.5 : w.site === 'child' ? 0.4 : 0)),
+      mock((w) =>
+        w.site === 'gen' ? (w.nodeId === 1 ? 0.9 : 0.1) : w.site === 'cont' ? 0.5 : w.site === 'child' ? 0.4 : 0,
+      ),
     );
     expect(e3.parentId).toBe(1);
     expect(e3.trace.forcedGen).toBe(false);
@@ -249,17 +273,29 @@ describe('selection rules with a mocked sampler (§3.4, §7.18)', () => {
 
   it('the agent is the argmax of the draws, ties to the lowest index; K = 1 draws nothing', () => {
     const tree = small();
-    const e = selectExpansion(tree, new Rng(0), mock((w) => (w.site === 'agent' ? (w.agentId === 'B' ? 0.7 : 0.2) : w.site === 'gen' ? 1 : 0)));
+    const e = selectExpansion(
+      tree,
+      new Rng(0),
+      mock((w) => (w.site === 'agent' ? (w.agentId === 'B' ? 0.7 : 0.2) : w.site === 'gen' ? 1 : 0)),
+    );
     expect(e.agentId).toBe('B');
     expect(e.trace.agent.candidates.map((c) => c.value)).toEqual([0.2, 0.7]);
     abandonExpansion(tree, e);
-    const tie = selectExpansion(tree, new Rng(0), mock((w) => (w.site === 'agent' ? 0.5 : w.site === 'gen' ? 1 : 0)));
+    const tie = selectExpansion(
+      tree,
+      new Rng(0),
+      mock((w) => (w.site === 'agent' ? 0.5 : w.site === 'gen' ? 1 : 0)),
+    );
     expect(tie.agentId).toBe('A');
     abandonExpansion(tree, tie);
 
     const one = small(['solo']);
     const sites: string[] = [];
-    const e1 = selectExpansion(one, new Rng(0), mock((w) => (sites.push(w.site), w.site === 'gen' ? 1 : 0)));
+    const e1 = selectExpansion(
+      one,
+      new Rng(0),
+      mock((w) => (sites.push(w.site), w.site === 'gen' ? 1 : 0)),
+    );
     expect(e1.agentId).toBe('solo');
     expect(e1.trace.agent.method).toBe('only');
     expect(sites).not.toContain('agent');
@@ -267,7 +303,11 @@ describe('selection rules with a mocked sampler (§3.4, §7.18)', () => {
 
   it('UCB picks an untried agent first, then mean + √2·sqrt(ln N / n)', () => {
     const tree = small(['A', 'B', 'C'], 'ucb'); // A: [1, 1], B: [0], C untried
-    const e = selectExpansion(tree, new Rng(0), mock((w) => (w.site === 'gen' ? 1 : 0)));
+    const e = selectExpansion(
+      tree,
+      new Rng(0),
+      mock((w) => (w.site === 'gen' ? 1 : 0)),
+    );
     expect(e.agentId).toBe('C');
     expect(e.trace.agent.candidates.map((c) => c.value)).toEqual([
       1 + Math.SQRT2 * Math.sqrt(Math.log(3) / 2),
@@ -276,7 +316,13 @@ describe('selection rules with a mocked sampler (§3.4, §7.18)', () => {
     ]);
     addNode(tree, e, { program: 'c', score: 0 });
     // Now A: 1 + √2·sqrt(ln4/2) ≈ 2.18; B: √2·sqrt(ln4) ≈ 1.67; C: same as B → A.
-    expect(selectExpansion(tree, new Rng(0), mock((w) => (w.site === 'gen' ? 1 : 0))).agentId).toBe('A');
+    expect(
+      selectExpansion(
+        tree,
+        new Rng(0),
+        mock((w) => (w.site === 'gen' ? 1 : 0)),
+      ).agentId,
+    ).toBe('A');
   });
 });
 
@@ -330,7 +376,10 @@ describe('T+ depth-guided GEN credit (§3.10 b, §7.22)', () => {
 
   it('reweights only the GEN credit, counting the nodes already at that depth; under Beta on pseudo-counts (docs/algorithms/tplus.md)', () => {
     for (const kind of ['beta', 'gaussian'] as const) {
-      const tree = newTree('tp', makeSearchConfig({ agents: ['A'], nodesPerTree: 5, posterior: kind, depthWeighting: true }));
+      const tree = newTree(
+        'tp',
+        makeSearchConfig({ agents: ['A'], nodesPerTree: 5, posterior: kind, depthWeighting: true }),
+      );
       const n1 = addNode(tree, forceExpansion(tree, 0, 'A'), { program: 'a', score: 0.5 }); // d=1, c=0: ω = 1.5
       expect(n1.genObservation).toBeCloseTo(0.75, 15);
       const n2 = addNode(tree, forceExpansion(tree, 0, 'A'), { program: 'b', score: 0.5 }); // d=1, c=1: ω = 1.5/1.25 = 1.2

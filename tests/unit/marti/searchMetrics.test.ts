@@ -1,7 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../../engine/random/prng';
-import { addNode, forceExpansion, isComplete, makeSearchConfig, newTree, selectExpansion } from '../../../engine/marti/search/abmcts';
-import { avgPass1, chooseFinal, pass1, passN, treeMetrics, verifierMixedScore } from '../../../engine/marti/search/metrics';
+import {
+  addNode,
+  forceExpansion,
+  isComplete,
+  makeSearchConfig,
+  newTree,
+  selectExpansion,
+} from '../../../engine/marti/search/abmcts';
+import {
+  avgPass1,
+  chooseFinal,
+  pass1,
+  passN,
+  treeMetrics,
+  verifierMixedScore,
+} from '../../../engine/marti/search/metrics';
 
 const n = (id: number, publicScore: number, privateScore: number) => ({ id, publicScore, privateScore });
 

@@ -5,7 +5,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { checkRunConfig } from '../../../engine/runs/configSchema';
-import { DEFAULT_TASK_SPEC, TaskPoolExhaustedError, generateTasks, targetPoolBound } from '../../../engine/marti/tasks/generator';
+import {
+  DEFAULT_TASK_SPEC,
+  TaskPoolExhaustedError,
+  generateTasks,
+  targetPoolBound,
+} from '../../../engine/marti/tasks/generator';
 
 const issuesOf = (config: Record<string, unknown>): string[] => {
   const checked = checkRunConfig({ algorithm: 'marti', ...config });
@@ -16,14 +21,18 @@ describe('MARTI task pool bound in the config check', () => {
   it('refuses trainTasks past the pool of 1–2 operation targets, naming the field and the bound', () => {
     const issues = issuesOf({ task: { trainTasks: 100_000, minOps: 1, maxOps: 2 } });
     expect(issues).toHaveLength(1);
-    expect(issues[0]).toMatch(/^task\.trainTasks: at most \d+ distinct training targets of 1–2 operations exist .*raise task\.maxOps — 100000 asked for$/);
+    expect(issues[0]).toMatch(
+      /^task\.trainTasks: at most \d+ distinct training targets of 1–2 operations exist .*raise task\.maxOps — 100000 asked for$/,
+    );
     const bound = Number(/at most (\d+)/.exec(issues[0]!)![1]);
     expect(bound).toBeGreaterThan(2000);
     expect(bound).toBeLessThan(5000);
   });
 
-  it('refuses eval.items past the held-out pool, and accepts the presets\' sizes', () => {
-    expect(issuesOf({ task: { trainTasks: 40, minOps: 1, maxOps: 1 }, eval: { items: 300 } }).join('\n')).toMatch(/^eval\.items: at most \d+ distinct held-out targets of 1–1 operations/);
+  it("refuses eval.items past the held-out pool, and accepts the presets' sizes", () => {
+    expect(issuesOf({ task: { trainTasks: 40, minOps: 1, maxOps: 1 }, eval: { items: 300 } }).join('\n')).toMatch(
+      /^eval\.items: at most \d+ distinct held-out targets of 1–1 operations/,
+    );
     expect(issuesOf({ task: { trainTasks: 2000, minOps: 1, maxOps: 2 }, eval: { items: 256 } })).toEqual([]);
     expect(issuesOf({ task: { trainTasks: 100_000 } })).toEqual([]); // 2–5 operations: far more targets than the field's maximum
   });

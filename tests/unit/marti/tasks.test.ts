@@ -7,7 +7,14 @@ import { textTokens } from '../../../engine/marti/lang/text';
 import { valueEquals } from '../../../engine/marti/lang/values';
 import { extractProgram, problemText, refinePrompt, rootPrompt } from '../../../engine/marti/prompts';
 import { pretrainCorpus } from '../../../engine/marti/tasks/corpus';
-import { DEFAULT_TASK_SPEC, TaskPoolExhaustedError, generateTask, generateTasks, targetSide, type MartiTask } from '../../../engine/marti/tasks/generator';
+import {
+  DEFAULT_TASK_SPEC,
+  TaskPoolExhaustedError,
+  generateTask,
+  generateTasks,
+  targetSide,
+  type MartiTask,
+} from '../../../engine/marti/tasks/generator';
 import { opById } from '../../../engine/marti/tasks/ops';
 import { measureRepair } from '../../study/repairProbe';
 import { evaluateProgram, feedbackText } from '../../../engine/marti/tasks/scoring';
@@ -45,12 +52,14 @@ describe('generateTasks', () => {
     const found = (err as TaskPoolExhaustedError).found;
     expect(found).toBeGreaterThan(10);
     expect(found).toBeLessThan(500);
-    expect((err as Error).message).toMatch(new RegExp(`only ${found} distinct heldout targets of 1–1 operations exist \\(500 asked for`));
+    expect((err as Error).message).toMatch(
+      new RegExp(`only ${found} distinct heldout targets of 1–1 operations exist \\(500 asked for`),
+    );
     // Exactly that many is still a valid request.
     expect(new Set(generateTasks('heldout', 11, found, oneOp).map((t) => t.target)).size).toBe(found);
   });
 
-  it('puts every target on its split\'s side, so held-out targets never occur in training at any size', () => {
+  it("puts every target on its split's side, so held-out targets never occur in training at any size", () => {
     for (const t of train) expect(targetSide(t.target)).toBe(0);
     for (const t of heldout) expect(targetSide(t.target)).toBe(1);
     expect(new Set(heldout.map((t) => t.target)).size).toBe(heldout.length);
@@ -78,7 +87,10 @@ describe('generateTasks', () => {
       expect(new Set(t.publicTests.map((c) => JSON.stringify(c.expected))).size).toBeGreaterThan(1);
       const chain = t.ops.map(opById);
       for (let drop = 0; drop < chain.length; drop++) {
-        const shorter = chain.filter((_, i) => i !== drop).map((o) => o.spec.code(o.param)).join(' | ');
+        const shorter = chain
+          .filter((_, i) => i !== drop)
+          .map((o) => o.spec.code(o.param))
+          .join(' | ');
         const same = tests.every((c) => {
           const r = run(shorter, c.input);
           return r.ok && valueEquals(r.value, c.expected);
@@ -102,10 +114,15 @@ describe('generateTasks', () => {
     expect(train.some((t) => t.inputKind === 'text')).toBe(true);
   });
 
-  it('writes text in the word tokenizer\'s normal form, so decode(encode(text)) is the text', () => {
+  it("writes text in the word tokenizer's normal form, so decode(encode(text)) is the text", () => {
     const words = martiVocabulary();
     const specials = { pad: '<pad>', bos: '<bos>', eos: '<eos>', unk: '<unk>' };
-    const tok = new WordTokenizer({ type: 'word', version: 1, specials, tokens: [...Object.values(specials), ...words] });
+    const tok = new WordTokenizer({
+      type: 'word',
+      version: 1,
+      specials,
+      tokens: [...Object.values(specials), ...words],
+    });
     for (const t of train.slice(0, 40)) {
       const ev = evaluateProgram(t.target.replace('|', '| reverse |'), t);
       for (const text of [rootPrompt(t), refinePrompt(t, ev.program, feedbackText(ev, 'rich')), t.target]) {
@@ -127,7 +144,9 @@ describe('prompts', () => {
     const fb = feedbackText(evaluateProgram('sum', task));
     const refine = refinePrompt(task, 'sum', fb, { rolePrompt: 'you fix' });
     expect(refine).toBe(`you fix ${problemText(task)} previous program: sum feedback: ${fb} program:`);
-    expect(refinePrompt(task, null, 'no valid program.')).toContain('previous program: none feedback: no valid program.');
+    expect(refinePrompt(task, null, 'no valid program.')).toContain(
+      'previous program: none feedback: no valid program.',
+    );
     for (const t of task.privateTests) expect(problemText(task).includes(JSON.stringify(t.input))).toBe(false);
   });
 
@@ -161,7 +180,11 @@ describe('pretrainCorpus', () => {
     // Edit distance counted in pipeline stages ("filter (x > 3) | sum" has two).
     const stageDistance = (a: string, b: string) => {
       const ids = new Map<string, string>();
-      const enc = (p: string) => p.split(' | ').map((x) => ids.get(x) ?? (ids.set(x, String.fromCharCode(65 + ids.size)), ids.get(x)!)).join('');
+      const enc = (p: string) =>
+        p
+          .split(' | ')
+          .map((x) => ids.get(x) ?? (ids.set(x, String.fromCharCode(65 + ids.size)), ids.get(x)!))
+          .join('');
       return distance(enc(a), enc(b));
     };
     const parentDistances = (noisyParents: number) =>

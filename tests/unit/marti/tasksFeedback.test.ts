@@ -12,9 +12,9 @@ const task: MartiTask = {
   ops: ['evens', 'sum'],
   vague: [false, false],
   publicTests: [
-    { input: [1,2,4], expected: 6 },
-    { input: [3,5], expected: 0 },
-    { input: [2,3], expected: 2 },
+    { input: [1, 2, 4], expected: 6 },
+    { input: [3, 5], expected: 0 },
+    { input: [2, 3], expected: 2 },
   ],
   privateTests: [
     { input: [8], expected: 8 },
@@ -25,7 +25,12 @@ const task: MartiTask = {
 describe('node scores (§3.3)', () => {
   it('scores all-pass by default and the fraction on request; private tests only in privateScore', () => {
     const right = evaluateProgram('filter (x mod 2 = 0)|sum', task);
-    expect(right).toMatchObject({ program: 'filter (x mod 2 = 0) | sum', publicPassed: 3, publicScore: 1, privateScore: 1 });
+    expect(right).toMatchObject({
+      program: 'filter (x mod 2 = 0) | sum',
+      publicPassed: 3,
+      publicScore: 1,
+      privateScore: 1,
+    });
     const odd = evaluateProgram('filter (x mod 2 = 1) | sum', task);
     expect(odd.publicTests.map((t) => t.passed)).toEqual([false, false, false]);
     const partial = evaluateProgram('sum | apply (x - 1)', task);
@@ -52,8 +57,12 @@ describe('feedback (§3.2, §3.10 a)', () => {
   const maxed = evaluateProgram('filter (x > 2) | max', task);
 
   it('perTest: one line per public test, then the count', () => {
-    expect(feedbackText(half, 'perTest')).toBe('example 1: correct. example 2: wrong. example 3: wrong. correct for 1 of 3.');
-    expect(feedbackText(evaluateProgram(task.target, task))).toBe('example 1: correct. example 2: correct. example 3: correct. correct for 3 of 3.');
+    expect(feedbackText(half, 'perTest')).toBe(
+      'example 1: correct. example 2: wrong. example 3: wrong. correct for 1 of 3.',
+    );
+    expect(feedbackText(evaluateProgram(task.target, task))).toBe(
+      'example 1: correct. example 2: correct. example 3: correct. correct for 3 of 3.',
+    );
   });
 
   it('binary: a single verdict', () => {
@@ -69,7 +78,9 @@ describe('feedback (§3.2, §3.10 a)', () => {
       'example 1: wrong. input [1,2,4] expected 6 got 4. example 2: wrong. input [3,5] expected 0 got 5. example 3: wrong. input [2,3] expected 2 got 3. correct for 0 of 3.',
     );
     const err = evaluateProgram('filter (x > 9) | max', task);
-    expect(feedbackText(err, 'rich')).toContain('example 1: wrong. input [1,2,4] expected 6 got error runtime: max needs a nonempty list.');
+    expect(feedbackText(err, 'rich')).toContain(
+      'example 1: wrong. input [1,2,4] expected 6 got error runtime: max needs a nonempty list.',
+    );
     const loop = evaluateProgram('while true x', task);
     expect(feedbackText(loop, 'rich')).toContain('got error timeout: step budget used up.');
   });

@@ -6,12 +6,27 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../../engine/random/prng';
-import { addNode, forceExpansion, isComplete, makeSearchConfig, newTree, selectExpansion, type SearchTree } from '../../../engine/marti/search/abmcts';
-import { clonePosterior, defaultPosteriorConfig, observe, posteriorMean, type Posterior } from '../../../engine/marti/search/posterior';
+import {
+  addNode,
+  forceExpansion,
+  isComplete,
+  makeSearchConfig,
+  newTree,
+  selectExpansion,
+  type SearchTree,
+} from '../../../engine/marti/search/abmcts';
+import {
+  clonePosterior,
+  defaultPosteriorConfig,
+  observe,
+  posteriorMean,
+  type Posterior,
+} from '../../../engine/marti/search/posterior';
 
 const BETA = defaultPosteriorConfig('beta');
 const mean = (p: Posterior) => posteriorMean(p, BETA);
-const tree = (depthWeighting: boolean, nodes = 32): SearchTree => newTree('t', makeSearchConfig({ agents: ['A', 'B'], nodesPerTree: nodes, posterior: 'beta', depthWeighting }));
+const tree = (depthWeighting: boolean, nodes = 32): SearchTree =>
+  newTree('t', makeSearchConfig({ agents: ['A', 'B'], nodesPerTree: nodes, posterior: 'beta', depthWeighting }));
 
 describe('T+ GEN credit under the Beta posterior (issue 17, fix 3)', () => {
   it("a deep passing node raises its parent's GEN credit above no depth weighting", () => {
@@ -27,7 +42,9 @@ describe('T+ GEN credit under the Beta posterior (issue 17, fix 3)', () => {
 
   it('crowding still lowers: a passing node at a crowded depth (ω < 1) credits GEN less than an unweighted pass', () => {
     const [on, off] = [tree(true), tree(false)];
-    for (const t of [on, off]) for (let i = 0; i < 9; i++) addNode(t, forceExpansion(t, 0, 'A'), { program: `p${i}`, score: 1 });
+    for (const t of [on, off]) {
+      for (let i = 0; i < 9; i++) addNode(t, forceExpansion(t, 0, 'A'), { program: `p${i}`, score: 1 });
+    }
     // the 9th node at depth 1 has c = 8: ω = 1.5 / 3 = 0.5
     expect(on.nodes[9]!.genObservation).toBeCloseTo(0.5, 15);
     expect(mean(on.nodes[0]!.gen)).toBeLessThan(mean(off.nodes[0]!.gen));

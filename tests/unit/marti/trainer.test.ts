@@ -23,12 +23,18 @@ function config(over: Record<string, unknown>): MartiConfig {
     marti: { problemsPerStep: 3, nodesPerTree: 4, trainBatch: 1000, ...over },
     rl: { klCoef: 0 },
     eval: { items: 2 },
-  } as RunConfigInput) as MartiConfig;
+  }) as MartiConfig;
 }
 
 interface TreeRec {
   treeId: string;
-  nodes: { id: number; agent: string | null; paramId: string | null; trained: boolean | 'buffered'; advantage: number | null }[];
+  nodes: {
+    id: number;
+    agent: string | null;
+    paramId: string | null;
+    trained: boolean | 'buffered';
+    advantage: number | null;
+  }[];
 }
 
 describe('MARTI parameter sets', () => {
@@ -99,7 +105,9 @@ describe('MARTI routing of a real step', () => {
           expect(set.buffer.map((s) => [s.groupId, s.advantage])).toEqual(mine.map((n) => [n.treeId, n.advantage]));
           expect(mine.every((n) => n.trained === 'buffered')).toBe(true);
         }
-        expect(state.paramSets.map((s) => s.id)).toEqual(configuration === 'heterogeneous' ? ['alpha', 'beta'] : ['shared']);
+        expect(state.paramSets.map((s) => s.id)).toEqual(
+          configuration === 'heterogeneous' ? ['alpha', 'beta'] : ['shared'],
+        );
       } finally {
         tr.dispose();
       }

@@ -16,7 +16,15 @@ describe('marti config', () => {
     const c = parseRunConfig({ algorithm: 'marti' });
     if (c.algorithm !== 'marti') throw new Error('expected marti');
     expect(c.rl).toMatchObject({ loss: 'gspo', klCoef: 1e-3, zscoreEps: 1e-9, clipLow: 0.2, clipHigh: 0.2 });
-    expect(c.marti).toMatchObject({ nodesPerTree: 8, problemsPerStep: 16, trainBatch: 8, posterior: 'beta', agentSelect: 'thompson', agentUpdate: 'whenFull', evalNodes: 8 });
+    expect(c.marti).toMatchObject({
+      nodesPerTree: 8,
+      problemsPerStep: 16,
+      trainBatch: 8,
+      posterior: 'beta',
+      agentSelect: 'thompson',
+      agentUpdate: 'whenFull',
+      evalNodes: 8,
+    });
     expect(c.marti.tplus).toMatchObject({ nodes: 16, feedback: 'rich', depthWeighting: true, alpha: 0.5, beta: 0.25 });
     expect(c.task.feedback).toBe('perTest');
     // the shipped base's pretraining corpus: a quarter refine examples, all parents single edits of the answer
@@ -28,19 +36,33 @@ describe('marti config', () => {
 
   it('rejects a tree of one node, a heterogeneous team of one, repeated ids, unknown role words and per-agent models outside heterogeneous', () => {
     expect(issues({ marti: { nodesPerTree: 1 } }).join('\n')).toMatch(/marti\.nodesPerTree: .*no baseline/);
-    expect(issues({ marti: { configuration: 'heterogeneous', agents: [{ id: 'a' }] } }).join('\n')).toMatch(/marti\.agents: heterogeneous needs at least two agents/);
+    expect(issues({ marti: { configuration: 'heterogeneous', agents: [{ id: 'a' }] } }).join('\n')).toMatch(
+      /marti\.agents: heterogeneous needs at least two agents/,
+    );
     expect(issues({ marti: { agents: [{ id: 'a' }, { id: 'a' }] } }).join('\n')).toMatch(/agent ids must be distinct/);
-    expect(issues({ marti: { agents: [{ id: 'a', rolePrompt: 'you are a wizard' }] } }).join('\n')).toMatch(/marti\.agents\.0\.rolePrompt: unknown words "wizard"/);
-    expect(issues({ marti: { configuration: 'homogeneous', agents: [{ id: 'a', size: 'micro' }] } }).join('\n')).toMatch(/marti\.agents\.0: size and from are per-agent only/);
-    expect(issues({ marti: { configuration: 'heterogeneous', agents: [{ id: 'a', size: 'micro' }, { id: 'b' }] } })).toEqual([]);
+    expect(issues({ marti: { agents: [{ id: 'a', rolePrompt: 'you are a wizard' }] } }).join('\n')).toMatch(
+      /marti\.agents\.0\.rolePrompt: unknown words "wizard"/,
+    );
+    expect(
+      issues({ marti: { configuration: 'homogeneous', agents: [{ id: 'a', size: 'micro' }] } }).join('\n'),
+    ).toMatch(/marti\.agents\.0: size and from are per-agent only/);
+    expect(
+      issues({ marti: { configuration: 'heterogeneous', agents: [{ id: 'a', size: 'micro' }, { id: 'b' }] } }),
+    ).toEqual([]);
   });
 
-  it('a held-out set larger than the spec\'s pool of targets is an error that names eval.items', () => {
+  it("a held-out set larger than the spec's pool of targets is an error that names eval.items", () => {
     // (the config check refuses this at once, configSchema's targetPoolBound; the trainer's own guard is tested past it)
-    const c = parseRunConfig({ algorithm: 'marti', task: { trainTasks: 30, minOps: 1, maxOps: 1 }, eval: { items: 30 } });
+    const c = parseRunConfig({
+      algorithm: 'marti',
+      task: { trainTasks: 30, minOps: 1, maxOps: 1 },
+      eval: { items: 30 },
+    });
     if (c.algorithm !== 'marti') throw new Error('expected marti');
     c.eval.items = 300;
-    expect(() => heldoutTasks(c)).toThrow(/^eval\.items: only \d+ distinct heldout targets of 1–1 operations exist \(300 asked for.*\(task\.maxOps\)$/);
+    expect(() => heldoutTasks(c)).toThrow(
+      /^eval\.items: only \d+ distinct heldout targets of 1–1 operations exist \(300 asked for.*\(task\.maxOps\)$/,
+    );
   });
 
   it('every default role prompt and a task prompt encode without unknown words', () => {

@@ -1,12 +1,22 @@
 import { describe, expect, it } from 'vitest';
-import { addNode, forceExpansion, makeSearchConfig, newTree, type SearchTree } from '../../../engine/marti/search/abmcts';
+import {
+  addNode,
+  forceExpansion,
+  makeSearchConfig,
+  newTree,
+  type SearchTree,
+} from '../../../engine/marti/search/abmcts';
 import { routeTreeSamples, treeAdvantages } from '../../../engine/marti/treeAdvantage';
 
 /** Builds a tree from [parentId, agentId, score] rows, in id order (row i becomes node i + 1). */
 function handTree(id: string, rows: [number, string, number][], agents = ['A', 'B']): SearchTree<unknown> {
   const tree = newTree(id, makeSearchConfig({ agents, nodesPerTree: rows.length }));
   for (const [parent, agent, score] of rows) {
-    addNode(tree, forceExpansion(tree, parent, agent), { program: `${agent}${tree.nodes.length}`, score, privateScore: score });
+    addNode(tree, forceExpansion(tree, parent, agent), {
+      program: `${agent}${tree.nodes.length}`,
+      score,
+      privateScore: score,
+    });
   }
   return tree;
 }
@@ -80,7 +90,9 @@ describe('tree-group advantages (docs/algorithms.md §3.7)', () => {
       [0, 'A', 1],
     ]);
     const lens: Record<number, number> = { 1: 5, 2: 8, 3: 20 };
-    const ta = treeAdvantages(t, { overlongPenalty: { maxLen: 10, buffer: 4, factor: 1, lengthOf: (n) => lens[n.id]! } });
+    const ta = treeAdvantages(t, {
+      overlongPenalty: { maxLen: 10, buffer: 4, factor: 1, lengthOf: (n) => lens[n.id]! },
+    });
     // 1: exceed = −1 → 1; 2: exceed = 2 → 1 − 0.5; 3: exceed = min(14, 4) = 4 → 1 − 1
     expect(ta.nodes.map((n) => n.shapedReward)).toEqual([1, 0.5, 0]);
     expect(ta.degenerate).toBe(false);
@@ -88,7 +100,13 @@ describe('tree-group advantages (docs/algorithms.md §3.7)', () => {
 });
 
 describe('routing (§3.7, §7.19)', () => {
-  const trees = [handTree('t0', rows), handTree('t1', [[0, 'B', 1], [0, 'A', 0]])];
+  const trees = [
+    handTree('t0', rows),
+    handTree('t1', [
+      [0, 'B', 1],
+      [0, 'A', 0],
+    ]),
+  ];
 
   it('heterogeneous: each parameter set gets only its own agent’s nodes, with the tree-group advantages', () => {
     const buffers = routeTreeSamples(trees);

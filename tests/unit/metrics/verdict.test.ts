@@ -5,7 +5,14 @@
  * "does not hold" for differences well inside the seed spread.
  */
 import { describe, expect, it } from 'vitest';
-import { allOf, claimLine, itemsVerdict, pairedSeedsVerdict, seedsVerdict, shiftVerdict } from '../../../engine/metrics/verdict';
+import {
+  allOf,
+  claimLine,
+  itemsVerdict,
+  pairedSeedsVerdict,
+  seedsVerdict,
+  shiftVerdict,
+} from '../../../engine/metrics/verdict';
 
 /** Brute force: every permutation of the pooled values, the first |a| as the claimed group. */
 function bruteForceP(a: number[], b: number[]): number {
@@ -60,7 +67,10 @@ describe('study verdicts (issue 17)', () => {
     const r3 = pairedSeedsVerdict([2, 3, 4], [1, 1, 1]);
     expect(r3).toMatchObject({ verdict: 'inconclusive', pClaim: 1 / 8, minP: 1 / 8 });
     expect(r3.test).toMatch(/smallest p this design can reach is 0.125/);
-    expect(pairedSeedsVerdict([2, 3, 4, 5, 6, 7], [1, 1, 1, 1, 1, 1])).toMatchObject({ verdict: 'holds', pClaim: 1 / 64 });
+    expect(pairedSeedsVerdict([2, 3, 4, 5, 6, 7], [1, 1, 1, 1, 1, 1])).toMatchObject({
+      verdict: 'holds',
+      pClaim: 1 / 64,
+    });
     expect(pairedSeedsVerdict([1, 1, 1, 1, 1, 1], [2, 3, 4, 5, 6, 7]).verdict).toBe('does not hold');
     // mixed signs: p counts every assignment at least as extreme
     const r = shiftVerdict([3, 1, -1, 2]);
@@ -87,7 +97,9 @@ describe('study verdicts (issue 17)', () => {
     expect(allOf([yes, maybe]).verdict).toBe('inconclusive');
     expect(allOf([yes, maybe, no]).verdict).toBe('does not hold');
     const line = claimLine('Full MARS beats System 1 off', maybe, '0.200 vs 0.200');
-    expect(line).toMatch(/^- Full MARS beats System 1 off: \*\*inconclusive\*\* \(0\.200 vs 0\.200; exact permutation test over seeds \(3 vs 3\), one-sided p = .*α = 0\.05\)\.$/);
+    expect(line).toMatch(
+      /^- Full MARS beats System 1 off: \*\*inconclusive\*\* \(0\.200 vs 0\.200; exact permutation test over seeds \(3 vs 3\), one-sided p = .*α = 0\.05\)\.$/,
+    );
     expect(claimLine('x', null, 'variant not run')).toBe('- x: **not measurable here** (variant not run).');
   });
 });

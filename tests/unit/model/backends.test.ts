@@ -43,7 +43,13 @@ async function trainOn(backend: BackendName): Promise<Trained> {
   const gradNorms: number[] = [];
   for (let s = 0; s < STEPS; s++) {
     // Two epochs of two minibatches with a KL term: ℓold, ℓref and the clipped ratio all take part.
-    const st = await policyUpdate(model, opt, samples, { loss: { kind: 'ppoToken', klCoef: 0.05 }, epochs: 2, miniBatches: 2, rng, reference });
+    const st = await policyUpdate(model, opt, samples, {
+      loss: { kind: 'ppoToken', klCoef: 0.05 },
+      epochs: 2,
+      miniBatches: 2,
+      rng,
+      reference,
+    });
     losses.push(st.total);
     gradNorms.push(st.gradNorm);
   }
@@ -90,8 +96,12 @@ describe('training agrees across backends', () => {
       const used = backendReport()!.attempts.find((a) => a.status === 'chosen')!;
       console.info(`${probe.backend}: ${used.package}: ${used.detail}`);
       for (let s = 0; s < STEPS; s++) {
-        expect(Math.abs(r.losses[s]! - ref.losses[s]!), `${probe.backend} step ${s} loss`).toBeLessThan(1e-3 * Math.max(1, Math.abs(ref.losses[s]!)));
-        expect(Math.abs(r.gradNorms[s]! - ref.gradNorms[s]!), `${probe.backend} step ${s} grad norm`).toBeLessThan(1e-3 * Math.max(1, ref.gradNorms[s]!));
+        expect(Math.abs(r.losses[s]! - ref.losses[s]!), `${probe.backend} step ${s} loss`).toBeLessThan(
+          1e-3 * Math.max(1, Math.abs(ref.losses[s]!)),
+        );
+        expect(Math.abs(r.gradNorms[s]! - ref.gradNorms[s]!), `${probe.backend} step ${s} grad norm`).toBeLessThan(
+          1e-3 * Math.max(1, ref.gradNorms[s]!),
+        );
       }
       const worst = Math.max(...r.logits.map((x, i) => Math.abs(x - ref.logits[i]!)));
       expect(worst, `${probe.backend} final logits`).toBeLessThan(1e-2);
@@ -135,7 +145,11 @@ describe('doctor on a tensorflow GPU build without CUDA 11.2 / cuDNN 8.1 (simula
   it('a CUDA library that will not load: the attempt failed, and says what the GPU build needs and what is missing', async () => {
     const { code, stdout, stderr } = await cli(['doctor', '--json'], env('missing-cudnn'));
     expect(code, stderr).toBe(0);
-    const r = JSON.parse(stdout) as { chosen: string; attempts: { backend: string; package: string; status: string; detail: string }[]; gpu: { cuda: { missing: string[] } } };
+    const r = JSON.parse(stdout) as {
+      chosen: string;
+      attempts: { backend: string; package: string; status: string; detail: string }[];
+      gpu: { cuda: { missing: string[] } };
+    };
     const gpuBuild = r.attempts.find((a) => a.package === '@tensorflow/tfjs-node-gpu')!;
     expect(gpuBuild.status).toBe('failed');
     expect(gpuBuild.detail).toMatch(/^libcudnn\.so\.8: cannot open shared object file/);
@@ -148,7 +162,9 @@ describe('doctor on a tensorflow GPU build without CUDA 11.2 / cuDNN 8.1 (simula
   it('forced with --backend tensorflow: the error carries the same explanation', async () => {
     const { code, stderr } = await cli(['doctor', '--backend', 'tensorflow'], env('missing-cudnn'));
     expect(code).toBe(2);
-    expect(stderr).toMatch(/Backend 'tensorflow' is not available: @tensorflow\/tfjs-node-gpu: failed \(libcudnn\.so\.8: cannot open/);
+    expect(stderr).toMatch(
+      /Backend 'tensorflow' is not available: @tensorflow\/tfjs-node-gpu: failed \(libcudnn\.so\.8: cannot open/,
+    );
     expect(stderr).toMatch(/needs CUDA 11\.2 and cuDNN 8\.1/);
   });
 
@@ -157,7 +173,9 @@ describe('doctor on a tensorflow GPU build without CUDA 11.2 / cuDNN 8.1 (simula
     expect(code, stderr).toBe(0);
     expect(stdout).toMatch(/^backend: tensorflow\n/);
     const line = stdout.split('\n').find((l) => l.includes('@tensorflow/tfjs-node-gpu'))!;
-    expect(line).toMatch(/chosen +@tensorflow\/tfjs-node-gpu: libtensorflow through @tensorflow\/tfjs-node-gpu, but libtensorflow found no usable GPU and runs on the CPU/);
+    expect(line).toMatch(
+      /chosen +@tensorflow\/tfjs-node-gpu: libtensorflow through @tensorflow\/tfjs-node-gpu, but libtensorflow found no usable GPU and runs on the CPU/,
+    );
     expect(line).toMatch(/needs CUDA 11\.2 and cuDNN 8\.1/);
     expect(line).toMatch(missing);
   });

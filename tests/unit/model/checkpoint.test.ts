@@ -63,7 +63,12 @@ describe('checkpoints', () => {
     const dir = path.join(home, 'names');
     await saveCheckpoint(dir, model);
     const cfg = JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8'));
-    expect(cfg).toMatchObject({ model_type: 'llama', architectures: ['LlamaForCausalLM'], num_key_value_heads: 2, tie_word_embeddings: true });
+    expect(cfg).toMatchObject({
+      model_type: 'llama',
+      architectures: ['LlamaForCausalLM'],
+      num_key_value_heads: 2,
+      tie_word_embeddings: true,
+    });
     const st = decodeSafetensors(fs.readFileSync(path.join(dir, WEIGHTS_FILE)));
     expect(st.metadata.format).toBe('pt');
     expect(st.tensors['model.layers.1.self_attn.k_proj.weight']!.shape).toEqual([16, 32]);
@@ -78,8 +83,13 @@ describe('checkpoints', () => {
     const t = initHfTensors(cfg, () => rng.normal());
     t['model.layers.1.mlp.up_proj.weight'] = { shape: [47, 32], data: new Float32Array(47 * 32) };
     const dir = path.join(home, 'bad-shape');
-    writeFolderAtomic(dir, { 'config.json': JSON.stringify(toHfConfigJson(cfg)), [WEIGHTS_FILE]: encodeSafetensors(t) });
-    await expect(loadCheckpoint(dir)).rejects.toThrow(/model\.layers\.1\.mlp\.up_proj\.weight' has shape \[47,32\], expected \[48,32\]/);
+    writeFolderAtomic(dir, {
+      'config.json': JSON.stringify(toHfConfigJson(cfg)),
+      [WEIGHTS_FILE]: encodeSafetensors(t),
+    });
+    await expect(loadCheckpoint(dir)).rejects.toThrow(
+      /model\.layers\.1\.mlp\.up_proj\.weight' has shape \[47,32\], expected \[48,32\]/,
+    );
     await expect(loadCheckpoint(dir)).rejects.toThrow(new RegExp(`${dir}/model.safetensors`));
   });
 
@@ -88,13 +98,28 @@ describe('checkpoints', () => {
     const rng = new Rng(1);
     const good = initHfTensors(cfg, () => rng.normal());
     const cases: Array<[string, Record<string, { shape: number[]; data: Float32Array | Int32Array }>, RegExp]> = [
-      ['missing', Object.fromEntries(Object.entries(good).filter(([n]) => n !== 'model.norm.weight')), /'model\.norm\.weight' is missing/],
-      ['extra', { ...good, 'model.layers.2.input_layernorm.weight': { shape: [32], data: new Float32Array(32) } }, /unexpected tensor 'model\.layers\.2\.input_layernorm\.weight'/],
-      ['int', { ...good, 'model.norm.weight': { shape: [32], data: new Int32Array(32) } }, /'model\.norm\.weight' has dtype I32/],
+      [
+        'missing',
+        Object.fromEntries(Object.entries(good).filter(([n]) => n !== 'model.norm.weight')),
+        /'model\.norm\.weight' is missing/,
+      ],
+      [
+        'extra',
+        { ...good, 'model.layers.2.input_layernorm.weight': { shape: [32], data: new Float32Array(32) } },
+        /unexpected tensor 'model\.layers\.2\.input_layernorm\.weight'/,
+      ],
+      [
+        'int',
+        { ...good, 'model.norm.weight': { shape: [32], data: new Int32Array(32) } },
+        /'model\.norm\.weight' has dtype I32/,
+      ],
     ];
     for (const [name, tensors, re] of cases) {
       const dir = path.join(home, `bad-${name}`);
-      writeFolderAtomic(dir, { 'config.json': JSON.stringify(toHfConfigJson(cfg)), [WEIGHTS_FILE]: encodeSafetensors(tensors) });
+      writeFolderAtomic(dir, {
+        'config.json': JSON.stringify(toHfConfigJson(cfg)),
+        [WEIGHTS_FILE]: encodeSafetensors(tensors),
+      });
       await expect(loadCheckpoint(dir)).rejects.toThrow(re);
     }
   });
@@ -108,7 +133,10 @@ describe('checkpoints', () => {
       for (let i = 0; i < bits.length; i++) bits[i] = bits[i]! & 0xffff0000; // make the F32 copy bf16-exact
     }
     const dir = path.join(home, 'bf16');
-    writeFolderAtomic(dir, { 'config.json': JSON.stringify({ ...toHfConfigJson(cfg), torch_dtype: 'bfloat16' }), [WEIGHTS_FILE]: bf16File(t) });
+    writeFolderAtomic(dir, {
+      'config.json': JSON.stringify({ ...toHfConfigJson(cfg), torch_dtype: 'bfloat16' }),
+      [WEIGHTS_FILE]: bf16File(t),
+    });
     const { model } = await loadCheckpoint(dir);
     const direct = modelFromHf(cfg, t);
     expect(Array.from(await lastPositionLogits(model, IDS))).toEqual(Array.from(await lastPositionLogits(direct, IDS)));
@@ -120,7 +148,10 @@ describe('checkpoints', () => {
     const model = tinyModel(2);
     const dir = path.join(home, 'opt');
     const m = { shape: [2, 3], data: Float32Array.from([1, 2, 3, 4, 5, 6]) };
-    await saveCheckpoint(dir, model, { optimizer: { step: 17, tensors: { 'embed.m': m } }, trainerState: { rng: [1, 2, 3, 4] } });
+    await saveCheckpoint(dir, model, {
+      optimizer: { step: 17, tensors: { 'embed.m': m } },
+      trainerState: { rng: [1, 2, 3, 4] },
+    });
     const back = await loadCheckpoint(dir);
     expect(back.optimizer?.step).toBe(17);
     expect(back.optimizer?.tensors['embed.m']).toEqual(m);
@@ -140,6 +171,8 @@ describe('checkpoints', () => {
   });
 
   it('a folder that is not a checkpoint gives an error naming the file', async () => {
-    await expect(loadCheckpoint(path.join(home, 'nothing-here'))).rejects.toThrow(/nothing-here\/config\.json: cannot read/);
+    await expect(loadCheckpoint(path.join(home, 'nothing-here'))).rejects.toThrow(
+      /nothing-here\/config\.json: cannot read/,
+    );
   });
 });

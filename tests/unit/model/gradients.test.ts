@@ -35,17 +35,32 @@ describe.each(['cpu', 'wasm'] as const)('loss gradients on %s', (backend) => {
 
   it.each(['ppoToken', 'gspo'] as const)('%s: analytic gradients equal finite differences', async (kind) => {
     // float64 is not available in TF.js, so the model is small and the step moderate; tolerances reflect float32.
-    const model = tinyModel(12, { vocab_size: 10, hidden_size: 16, intermediate_size: 24, num_hidden_layers: 2, num_attention_heads: 2, num_key_value_heads: 1 }, 0.4);
+    const model = tinyModel(
+      12,
+      {
+        vocab_size: 10,
+        hidden_size: 16,
+        intermediate_size: 24,
+        num_hidden_layers: 2,
+        num_attention_heads: 2,
+        num_key_value_heads: 1,
+      },
+      0.4,
+    );
     const rng = new Rng(3);
     const samples = fixedSamples(10, 9);
     const probe = padBatch(samples.map((s) => s.tokens));
     const cur = tf.tidy(() => tokenLogProbs(model, probe).logp);
     // ℓold a little off the current policy (ratios inside the clip range, away from its kinks), ℓref further off.
-    const noise = (scale: number) => tf.tensor2d(Array.from({ length: cur.size }, () => (rng.next() - 0.5) * scale), cur.shape);
+    const noise = (scale: number) =>
+      tf.tensor2d(
+        Array.from({ length: cur.size }, () => (rng.next() - 0.5) * scale),
+        cur.shape,
+      );
     const oldLogp = tf.add(cur, noise(0.08)) as tf.Tensor2D;
     const refLogp = tf.add(cur, noise(1.0)) as tf.Tensor2D;
     const { f } = lossFn(model, kind, oldLogp, refLogp);
-    const { value, grads } = tf.variableGrads(f as () => tf.Scalar, model.variables());
+    const { value, grads } = tf.variableGrads(f, model.variables());
     expect(Number.isFinite((await value.data())[0]!)).toBe(true);
 
     let checked = 0;
@@ -66,7 +81,9 @@ describe.each(['cpu', 'wasm'] as const)('loss gradients on %s', (backend) => {
         };
         const fd = ((await at(H)) - (await at(-H))) / (2 * H);
         v.assign(tf.tensor(base, v.shape));
-        expect(Math.abs(fd - g[idx]!), `${name}[${idx}]: finite difference ${fd} vs analytic ${g[idx]}`).toBeLessThan(2e-3 + 0.03 * Math.abs(fd));
+        expect(Math.abs(fd - g[idx]!), `${name}[${idx}]: finite difference ${fd} vs analytic ${g[idx]}`).toBeLessThan(
+          2e-3 + 0.03 * Math.abs(fd),
+        );
         checked++;
         if (Math.abs(g[idx]!) > 1e-4) nonZero++;
       }

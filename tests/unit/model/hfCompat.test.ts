@@ -10,7 +10,12 @@ import { useBackend } from '../../helpers/backends';
 
 const variants = {
   'GQA (4 heads, 2 kv heads)': tinyConfig(),
-  'tied embeddings, multi-query, head_dim ≠ hidden/heads': tinyConfig({ tie_word_embeddings: true, num_key_value_heads: 1, head_dim: 6, rope_theta: 500 }),
+  'tied embeddings, multi-query, head_dim ≠ hidden/heads': tinyConfig({
+    tie_word_embeddings: true,
+    num_key_value_heads: 1,
+    head_dim: 6,
+    rope_theta: 500,
+  }),
   'plain multi-head, one layer': tinyConfig({ num_key_value_heads: 4, num_hidden_layers: 1 }),
 };
 
@@ -28,10 +33,12 @@ describe.each(['cpu', 'wasm'] as const)('Hugging Face Llama semantics on %s', (b
       const refLast = ref.at(-1)!;
       const scale = Math.max(...refLast.map(Math.abs));
       expect(scale).toBeGreaterThan(0.1);
-      for (let i = 0; i < cfg.vocab_size; i++) expect(Math.abs(ours[i]! - refLast[i]!)).toBeLessThan(1e-4 * Math.max(1, scale));
+      for (let i = 0; i < cfg.vocab_size; i++) {
+        expect(Math.abs(ours[i]! - refLast[i]!)).toBeLessThan(1e-4 * Math.max(1, scale));
+      }
       // every position, through the training path (one-hot embedding, log-softmax)
       const lp = tf.tidy(() => tokenLogProbs(model, padBatch([ids])).logp);
-      const got = ((await lp.array()) as number[][])[0]!;
+      const got = (await lp.array())[0]!;
       lp.dispose();
       for (let t = 1; t < ids.length; t++) {
         const row = ref[t - 1]!;

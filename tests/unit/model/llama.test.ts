@@ -31,7 +31,7 @@ describe.each(['cpu', 'wasm'] as const)('policy model on %s', (backend) => {
     const gens = await generate(model, prompts, { maxNewTokens: 16, rng: new Rng(11), stopTokens: [0] });
     const rows = prompts.map((p, i) => [...p, ...gens[i]!.tokens]);
     const logp = tf.tidy(() => tokenLogProbs(model, padBatch(rows)).logp);
-    const full = (await logp.array()) as number[][];
+    const full = await logp.array();
     logp.dispose();
     gens.forEach((g, i) => {
       expect(g.tokens.length).toBeGreaterThan(0);
@@ -42,7 +42,13 @@ describe.each(['cpu', 'wasm'] as const)('policy model on %s', (backend) => {
 
   it('caching does not change what is sampled: cache and recompute give the same tokens and log-probs', async () => {
     const a = await generate(model, prompts, { maxNewTokens: 12, rng: new Rng(5), temperature: 1.3, topP: 0.9 });
-    const b = await generate(model, prompts, { maxNewTokens: 12, rng: new Rng(5), temperature: 1.3, topP: 0.9, useCache: false });
+    const b = await generate(model, prompts, {
+      maxNewTokens: 12,
+      rng: new Rng(5),
+      temperature: 1.3,
+      topP: 0.9,
+      useCache: false,
+    });
     a.forEach((g, i) => {
       expect(g.tokens).toEqual(b[i]!.tokens);
       expect(maxAbsDiff(g.logProbs, b[i]!.logProbs)).toBeLessThan(TOL);
@@ -69,7 +75,12 @@ describe.each(['cpu', 'wasm'] as const)('policy model on %s', (backend) => {
   it('stops at a stop token (kept in the output) and at max new tokens', async () => {
     const gens = await generate(model, [[1, 2]], { maxNewTokens: 30, rng: new Rng(2), temperature: 0 });
     const first = gens[0]!.tokens[3]!; // make the 4th greedy token a stop token
-    const [g] = await generate(model, [[1, 2]], { maxNewTokens: 30, rng: new Rng(2), temperature: 0, stopTokens: [first] });
+    const [g] = await generate(model, [[1, 2]], {
+      maxNewTokens: 30,
+      rng: new Rng(2),
+      temperature: 0,
+      stopTokens: [first],
+    });
     expect(g!.finish).toBe('stop');
     expect(g!.tokens.at(-1)).toBe(first);
     expect(g!.tokens.indexOf(first)).toBe(g!.tokens.length - 1);
@@ -82,7 +93,13 @@ describe.each(['cpu', 'wasm'] as const)('policy model on %s', (backend) => {
     const decode = (ids: number[]) => ids.map((i) => `w${i}`).join(' ');
     const [g] = await generate(model, [[3]], { maxNewTokens: 20, rng: new Rng(4), temperature: 0 });
     const target = `w${g!.tokens[2]}`;
-    const [s] = await generate(model, [[3]], { maxNewTokens: 20, rng: new Rng(4), temperature: 0, stopStrings: [target], decode });
+    const [s] = await generate(model, [[3]], {
+      maxNewTokens: 20,
+      rng: new Rng(4),
+      temperature: 0,
+      stopStrings: [target],
+      decode,
+    });
     expect(s!.finish).toBe('stop');
     expect(decode(s!.tokens).endsWith(target)).toBe(true);
     expect(s!.tokens.length).toBeLessThanOrEqual(3);
@@ -101,7 +118,11 @@ describe.each(['cpu', 'wasm'] as const)('policy model on %s', (backend) => {
       nucleus.add(i);
       mass += p;
     }
-    const gens = await generate(model, Array.from({ length: 64 }, () => ids), { maxNewTokens: 1, rng: new Rng(8), topP: 0.5 });
+    const gens = await generate(
+      model,
+      Array.from({ length: 64 }, () => ids),
+      { maxNewTokens: 1, rng: new Rng(8), topP: 0.5 },
+    );
     for (const g of gens) expect(nucleus.has(g.tokens[0]!)).toBe(true);
   });
 
@@ -128,7 +149,11 @@ describe.each(['cpu', 'wasm'] as const)('policy model on %s', (backend) => {
     session.keep([2, 0]);
     await session.extend([[5], [6]]);
     const turn3 = await session.sample({ maxNewTokens: 3, rng: new Rng(1), temperature: 0 });
-    const ref3 = await generate(model, [[...session.tokens(0)], [...session.tokens(1)]].map((t) => t.slice(0, -3)), { maxNewTokens: 3, rng: new Rng(1), temperature: 0 });
+    const ref3 = await generate(
+      model,
+      [[...session.tokens(0)], [...session.tokens(1)]].map((t) => t.slice(0, -3)),
+      { maxNewTokens: 3, rng: new Rng(1), temperature: 0 },
+    );
     expect(turn3.map((g) => g.tokens)).toEqual(ref3.map((g) => g.tokens));
     session.dispose();
   });

@@ -23,8 +23,8 @@ function handBuilt(header: string, data: number[], pad = true): Uint8Array {
 
 /** Little-endian float32 bytes of 0, 1, 2, 3, 4, 5, written out by hand (1.0 = 0x3F800000). */
 const ZERO_TO_FIVE = [
-  0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x00, 0x40,
-  0x00, 0x00, 0x40, 0x40, 0x00, 0x00, 0x80, 0x40, 0x00, 0x00, 0xa0, 0x40,
+  0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x40, 0x40, 0x00, 0x00, 0x80,
+  0x40, 0x00, 0x00, 0xa0, 0x40,
 ];
 
 function u16le(values: number[]): number[] {
@@ -101,7 +101,7 @@ describe('safetensors round trip', () => {
       'ids.empty': { shape: [0, 5], data: new Int32Array(0) },
       counts: { shape: [2, 2], data: new Int32Array([-2147483648, 2147483647, 0, -1]) },
     };
-    const metadata = { format: 'pt', config: JSON.stringify({ d: 128, layers: 2 }), 'ünïcode': '日本' };
+    const metadata = { format: 'pt', config: JSON.stringify({ d: 128, layers: 2 }), ünïcode: '日本' };
     const decoded = decodeSafetensors(encodeSafetensors(tensors, metadata), SOURCE);
     expect(decoded.metadata).toEqual(metadata);
     expect(Object.keys(decoded.tensors).sort()).toEqual(Object.keys(tensors).sort());
@@ -126,7 +126,11 @@ describe('safetensors round trip', () => {
 
   it('reads tensors at unaligned addresses (unpadded header, and a view at an odd byte offset)', () => {
     // 65-byte header, no padding: data starts at byte 73.
-    const unpadded = handBuilt('{"attn0":{"dtype":"F32","shape":[1,1,2,3],"data_offsets":[0,24]}}', ZERO_TO_FIVE, false);
+    const unpadded = handBuilt(
+      '{"attn0":{"dtype":"F32","shape":[1,1,2,3],"data_offsets":[0,24]}}',
+      ZERO_TO_FIVE,
+      false,
+    );
     expect(unpadded[0]).toBe(65);
     expect([...decodeSafetensors(unpadded, SOURCE).tensors.attn0!.data]).toEqual([0, 1, 2, 3, 4, 5]);
 
@@ -190,12 +194,27 @@ describe('safetensors round trip', () => {
 describe('safetensors dtype conversion', () => {
   it('decodes F16 including subnormals, infinities, negative zero and NaN', () => {
     const halves = [0x3c00, 0xc000, 0x7bff, 0x0001, 0x03ff, 0x0400, 0x7c00, 0xfc00, 0x8000, 0x7e00, 0x3555, 0x8001];
-    const expected = [1, -2, 65504, 2 ** -24, 1023 * 2 ** -24, 2 ** -14, Infinity, -Infinity, -0, NaN, 0.333251953125, -(2 ** -24)];
+    const expected = [
+      1,
+      -2,
+      65504,
+      2 ** -24,
+      1023 * 2 ** -24,
+      2 ** -14,
+      Infinity,
+      -Infinity,
+      -0,
+      NaN,
+      0.333251953125,
+      -(2 ** -24),
+    ];
     const bytes = handBuilt(`{"h":{"dtype":"F16","shape":[12],"data_offsets":[0,24]}}`, u16le(halves));
     const t = decodeSafetensors(bytes, SOURCE).tensors.h!;
     expect(t.dtype).toBe('F16');
     expect(t.data).toBeInstanceOf(Float32Array);
-    expected.forEach((value, i) => expect(Object.is(t.data[i], value), `element ${i}: ${t.data[i]} vs ${value}`).toBe(true));
+    expected.forEach((value, i) =>
+      expect(Object.is(t.data[i], value), `element ${i}: ${t.data[i]} vs ${value}`).toBe(true),
+    );
   });
 
   it('decodes BF16 including subnormals, infinities, negative zero and NaN', () => {
@@ -205,7 +224,9 @@ describe('safetensors dtype conversion', () => {
     const t = decodeSafetensors(bytes, SOURCE).tensors.b!;
     expect(t.dtype).toBe('BF16');
     expect(t.shape).toEqual([2, 4]);
-    expected.forEach((value, i) => expect(Object.is(t.data[i], value), `element ${i}: ${t.data[i]} vs ${value}`).toBe(true));
+    expected.forEach((value, i) =>
+      expect(Object.is(t.data[i], value), `element ${i}: ${t.data[i]} vs ${value}`).toBe(true),
+    );
   });
 
   it('decodes F64 to the nearest float32 and I64 to int32', () => {
@@ -251,7 +272,12 @@ describe('safetensors validation', () => {
   });
 
   it('rejects offsets past the end of the data, naming the tensor', () => {
-    expectError(() => decodeSafetensors(handBuilt(good, ZERO_TO_FIVE.slice(0, 20)), SOURCE), SOURCE, "tensor 'w'", 'past the end');
+    expectError(
+      () => decodeSafetensors(handBuilt(good, ZERO_TO_FIVE.slice(0, 20)), SOURCE),
+      SOURCE,
+      "tensor 'w'",
+      'past the end',
+    );
   });
 
   it('rejects a byte length that does not match shape and dtype, naming the tensor', () => {
@@ -262,10 +288,20 @@ describe('safetensors validation', () => {
   it('rejects overlaps, holes and trailing bytes', () => {
     const overlap =
       '{"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"b":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}}';
-    expectError(() => decodeSafetensors(handBuilt(overlap, ZERO_TO_FIVE), SOURCE), SOURCE, "tensor 'b'", "overlap tensor 'a'");
+    expectError(
+      () => decodeSafetensors(handBuilt(overlap, ZERO_TO_FIVE), SOURCE),
+      SOURCE,
+      "tensor 'b'",
+      "overlap tensor 'a'",
+    );
     const hole =
       '{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[3],"data_offsets":[12,24]}}';
-    expectError(() => decodeSafetensors(handBuilt(hole, ZERO_TO_FIVE), SOURCE), SOURCE, "tensor 'b'", 'hole of 4 bytes');
+    expectError(
+      () => decodeSafetensors(handBuilt(hole, ZERO_TO_FIVE), SOURCE),
+      SOURCE,
+      "tensor 'b'",
+      'hole of 4 bytes',
+    );
     const short = '{"a":{"dtype":"F32","shape":[5],"data_offsets":[0,20]}}';
     expectError(() => decodeSafetensors(handBuilt(short, ZERO_TO_FIVE), SOURCE), SOURCE, 'trailing bytes');
   });
@@ -276,13 +312,22 @@ describe('safetensors validation', () => {
     const badShape = '{"w":{"dtype":"F32","shape":[2,-3],"data_offsets":[0,24]}}';
     expectError(() => decodeSafetensors(handBuilt(badShape, ZERO_TO_FIVE), SOURCE), SOURCE, "tensor 'w'", 'shape');
     const badOffsets = '{"w":{"dtype":"F32","shape":[6],"data_offsets":[24,0]}}';
-    expectError(() => decodeSafetensors(handBuilt(badOffsets, ZERO_TO_FIVE), SOURCE), SOURCE, "tensor 'w'", 'data_offsets');
+    expectError(
+      () => decodeSafetensors(handBuilt(badOffsets, ZERO_TO_FIVE), SOURCE),
+      SOURCE,
+      "tensor 'w'",
+      'data_offsets',
+    );
     const badMeta = '{"__metadata__":{"step":3},"w":{"dtype":"F32","shape":[6],"data_offsets":[0,24]}}';
     expectError(() => decodeSafetensors(handBuilt(badMeta, ZERO_TO_FIVE), SOURCE), SOURCE, '__metadata__.step');
   });
 
   it('refuses to encode inconsistent tensors, naming them', () => {
-    expectError(() => encodeSafetensors({ w: { shape: [2, 2], data: new Float32Array(3) } }), "tensor 'w'", 'holds 4 elements');
+    expectError(
+      () => encodeSafetensors({ w: { shape: [2, 2], data: new Float32Array(3) } }),
+      "tensor 'w'",
+      'holds 4 elements',
+    );
     expectError(() => encodeSafetensors({ __metadata__: { shape: [1], data: new Float32Array(1) } }), 'reserved');
     expectError(
       () => encodeSafetensors({ w: { shape: [1], data: new Float64Array(1) as unknown as Float32Array } }),

@@ -85,9 +85,15 @@ describe('reading a safetensors file', () => {
   it('refuses tensor offsets beyond the file size before reading any tensor data', { timeout: 10_000 }, async () => {
     // A 2^38-element F32 tensor needs 1 TiB; the file is 3 GiB (sparse).
     const n = 2 ** 38;
-    const file = sparseFile('past-end.safetensors', prefixAndHeader(`{"w":{"dtype":"F32","shape":[${n}],"data_offsets":[0,${4 * n}]}}`), 3 * GiB);
+    const file = sparseFile(
+      'past-end.safetensors',
+      prefixAndHeader(`{"w":{"dtype":"F32","shape":[${n}],"data_offsets":[0,${4 * n}]}}`),
+      3 * GiB,
+    );
     const err = await refusal(file);
-    expect(err.message).toMatch(/tensor 'w': data_offsets end 1099511627776 is past the end of the \d+-byte data buffer/);
+    expect(err.message).toMatch(
+      /tensor 'w': data_offsets end 1099511627776 is past the end of the \d+-byte data buffer/,
+    );
   });
 
   it('names the file when it ends before its header says', async () => {
@@ -108,7 +114,14 @@ describe('reading a safetensors file', () => {
 
   it('still reads good files whole, tensor by tensor, including a tensor named __proto__', async () => {
     const file = path.join(dir, 'good.safetensors');
-    await writeSafetensorsFile(file, { a: { shape: [2, 2], data: new Float32Array([1, 2, 3, 4]) }, ['__proto__']: { shape: [1], data: new Int32Array([7]) } }, { step: '3' });
+    await writeSafetensorsFile(
+      file,
+      {
+        a: { shape: [2, 2], data: new Float32Array([1, 2, 3, 4]) },
+        ['__proto__']: { shape: [1], data: new Int32Array([7]) },
+      },
+      { step: '3' },
+    );
     const r = await readSafetensorsFile(file);
     expect(Object.keys(r.tensors).sort()).toEqual(['__proto__', 'a']);
     expect([...r.tensors.a!.data]).toEqual([1, 2, 3, 4]);

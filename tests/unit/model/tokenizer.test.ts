@@ -81,7 +81,7 @@ describe('WordTokenizer: special tokens', () => {
     expect(tok.isSpecial(tok.idOf('capital'))).toBe(false);
   });
 
-  it('reads a special\'s literal text inside text as that single token', () => {
+  it("reads a special's literal text inside text as that single token", () => {
     expect(tok.encode('<think>the capital</think><search>veloria</search>')).toEqual(
       ids(tok, '<think>', 'the', 'capital', '</think>', '<search>', 'veloria', '</search>'),
     );
@@ -119,7 +119,9 @@ describe('WordTokenizer: out-of-vocabulary words', () => {
   it('spells them in UTF-8 byte tokens with byteFallback, and decodes them back', () => {
     const tok = buildWordVocab(CORPUS, { specials: SPECIALS, lowercase: true, byteFallback: true });
     const encoded = tok.encode('the capital of Zürich');
-    const bytes = [...new TextEncoder().encode('zürich')].map((b) => `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`);
+    const bytes = [...new TextEncoder().encode('zürich')].map(
+      (b) => `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`,
+    );
     expect(bytes).toEqual(['<0x7A>', '<0xC3>', '<0xBC>', '<0x72>', '<0x69>', '<0x63>', '<0x68>']);
     expect(encoded).toEqual(ids(tok, 'the', 'capital', 'of', ...bytes));
     expect(tok.decode(encoded)).toBe('the capital of zürich');
@@ -140,7 +142,9 @@ describe('WordTokenizer: out-of-vocabulary words', () => {
       specials: { pad: '<pad>', bos: '<bos>', eos: '<eos>', unk: '<unk>' },
       tokens: ['<pad>', '<bos>', '<eos>', '<unk>', '<0x00>', 'a'],
     };
-    expect(() => new WordTokenizer(file, 'vocab.json')).toThrow(/vocab\.json: field "tokens" lacks the byte token <0x01>/);
+    expect(() => new WordTokenizer(file, 'vocab.json')).toThrow(
+      /vocab\.json: field "tokens" lacks the byte token <0x01>/,
+    );
   });
 });
 
@@ -184,14 +188,61 @@ describe('WordTokenizer: round trip', () => {
   });
 
   it('re-encodes decoded text to the same ids, for random text (property)', () => {
-    const fragments = ['[', 'SEP', 'sep', ']', '<', '>', '/', 'think', 'a', 'the', '[SEP]', '</think>', '<unk>', '"', "'", '.', '3'];
-    const unicode = ['Zü', 'É', 'e\u0301', '\u0301', '\u0338', '=', 'ß', 'İ', 'Σ', '👍', '🏽', '\uFE0F', '日本', '½', 'ﬁ', '\uFEFF', '(', ')', '-', ',', '1', '0', 'city', 'X'];
+    const fragments = [
+      '[',
+      'SEP',
+      'sep',
+      ']',
+      '<',
+      '>',
+      '/',
+      'think',
+      'a',
+      'the',
+      '[SEP]',
+      '</think>',
+      '<unk>',
+      '"',
+      "'",
+      '.',
+      '3',
+    ];
+    const unicode = [
+      'Zü',
+      'É',
+      'e\u0301',
+      '\u0301',
+      '\u0338',
+      '=',
+      'ß',
+      'İ',
+      'Σ',
+      '👍',
+      '🏽',
+      '\uFE0F',
+      '日本',
+      '½',
+      'ﬁ',
+      '\uFEFF',
+      '(',
+      ')',
+      '-',
+      ',',
+      '1',
+      '0',
+      'city',
+      'X',
+    ];
     const specials = { pad: '<pad>', bos: '<bos>', eos: '<eos>', unk: '<unk>', sep: '[SEP]', think: '</think>' };
     const rand = prng(20240611);
     let checked = 0;
     for (const lowercase of [false, true]) {
       for (const byteFallback of [false, true]) {
-        const t = buildWordVocab(['a the city [ ] < > / " \' . , ( ) - 3 1 0 think'], { specials, lowercase, byteFallback });
+        const t = buildWordVocab(['a the city [ ] < > / " \' . , ( ) - 3 1 0 think'], {
+          specials,
+          lowercase,
+          byteFallback,
+        });
         for (const atoms of [fragments, unicode]) {
           for (let i = 0; i < 1500; i++) {
             const text = randomText(rand, atoms, 10);
@@ -227,8 +278,13 @@ describe('buildWordVocab', () => {
 
   it('puts specials, then byte tokens, then alwaysInclude first, and honours maxSize and minCount', () => {
     const specials = { pad: '<pad>', bos: '<bos>', eos: '<eos>', unk: '<unk>', sep: '<sep>' };
-    const t = buildWordVocab(['x x x y y z <sep> <sep>'], { specials, byteFallback: true, alwaysInclude: ['7'], maxSize: 5 + 256 + 1 + 2 });
-    const tokens = (t.toJSON() as WordTokenizerFile).tokens;
+    const t = buildWordVocab(['x x x y y z <sep> <sep>'], {
+      specials,
+      byteFallback: true,
+      alwaysInclude: ['7'],
+      maxSize: 5 + 256 + 1 + 2,
+    });
+    const tokens = t.toJSON().tokens;
     expect(tokens.slice(0, 5)).toEqual(['<pad>', '<bos>', '<eos>', '<unk>', '<sep>']);
     expect(tokens[5]).toBe('<0x00>');
     expect(tokens[260]).toBe('<0xFF>');
@@ -236,19 +292,30 @@ describe('buildWordVocab', () => {
     expect(t.vocabSize).toBe(264);
 
     const counted = buildWordVocab(['x x x y y z'], { specials, minCount: 2 });
-    expect((counted.toJSON() as WordTokenizerFile).tokens.slice(5)).toEqual(['x', 'y']);
+    expect(counted.toJSON().tokens.slice(5)).toEqual(['x', 'y']);
   });
 
   it('rejects options that cannot work, naming the option', () => {
     const specials = { pad: '<pad>', bos: '<bos>', eos: '<eos>', unk: '<unk>' };
-    expect(() => buildWordVocab([], { specials, byteFallback: true, maxSize: 100 })).toThrow(/"maxSize" is 100 .* need 260/);
+    expect(() => buildWordVocab([], { specials, byteFallback: true, maxSize: 100 })).toThrow(
+      /"maxSize" is 100 .* need 260/,
+    );
     expect(() => buildWordVocab([], { specials, alwaysInclude: ['new york'] })).toThrow(/"alwaysInclude"/);
-    expect(() => buildWordVocab([], { specials: { pad: '<pad>', bos: '<bos>', unk: '<unk>' } })).toThrow(/"specials\.eos" is missing/);
+    expect(() => buildWordVocab([], { specials: { pad: '<pad>', bos: '<bos>', unk: '<unk>' } })).toThrow(
+      /"specials\.eos" is missing/,
+    );
   });
 });
 
 describe('ByteTokenizer', () => {
-  const tok = ByteTokenizer.withSpecials({ pad: '<pad>', bos: '<bos>', eos: '<eos>', unk: '<unk>', think: '<think>', thinkEnd: '</think>' });
+  const tok = ByteTokenizer.withSpecials({
+    pad: '<pad>',
+    bos: '<bos>',
+    eos: '<eos>',
+    unk: '<unk>',
+    think: '<think>',
+    thinkEnd: '</think>',
+  });
 
   it('puts the specials after the 256 bytes, in declaration order', () => {
     expect(tok.vocabSize).toBe(262);
@@ -345,20 +412,48 @@ describe('tokenizer files', () => {
     throw new Error(`loading ${name} did not fail`);
   }
 
-  const base = { type: 'word', specials: { pad: '<pad>', bos: '<bos>', eos: '<eos>', unk: '<unk>' }, tokens: ['<pad>', '<bos>', '<eos>', '<unk>', 'a'] };
+  const base = {
+    type: 'word',
+    specials: { pad: '<pad>', bos: '<bos>', eos: '<eos>', unk: '<unk>' },
+    tokens: ['<pad>', '<bos>', '<eos>', '<unk>', 'a'],
+  };
 
   it('names the field in load errors', async () => {
     const cases: Array<[string, unknown, RegExp]> = [
       ['type.json', { ...base, type: 'bpe' }, /field "type" is "bpe"/],
-      ['missing-eos.json', { ...base, specials: { pad: '<pad>', bos: '<bos>', unk: '<unk>' } }, /field "specials\.eos" is missing/],
-      ['special-not-in-tokens.json', { ...base, specials: { ...base.specials, sep: '<sep>' } }, /field "specials\.sep" is "<sep>", which is not in "tokens"/],
+      [
+        'missing-eos.json',
+        { ...base, specials: { pad: '<pad>', bos: '<bos>', unk: '<unk>' } },
+        /field "specials\.eos" is missing/,
+      ],
+      [
+        'special-not-in-tokens.json',
+        { ...base, specials: { ...base.specials, sep: '<sep>' } },
+        /field "specials\.sep" is "<sep>", which is not in "tokens"/,
+      ],
       ['duplicate.json', { ...base, tokens: [...base.tokens, 'a'] }, /field "tokens\[5\]" repeats "a"/],
       ['typo.json', { ...base, lowerCase: true }, /field "lowerCase" is not a tokenizer field/],
       ['bool.json', { ...base, lowercase: 'yes' }, /field "lowercase" is "yes"/],
-      ['space.json', { ...base, specials: { ...base.specials, sep: '< sep >' } }, /field "specials\.sep" .* whitespace/],
-      ['wordlike.json', { ...base, specials: { ...base.specials, sep: 'sep' } }, /field "specials\.sep" .* not a letter or digit/],
-      ['contains.json', { ...base, tokens: [...base.tokens, 'a<eos>'] }, /field "tokens\[5\]" .* contains the special token "<eos>"/],
-      ['byte-extra.json', { type: 'byte', specials: base.specials, tokens: [] }, /field "tokens" is not a tokenizer field/],
+      [
+        'space.json',
+        { ...base, specials: { ...base.specials, sep: '< sep >' } },
+        /field "specials\.sep" .* whitespace/,
+      ],
+      [
+        'wordlike.json',
+        { ...base, specials: { ...base.specials, sep: 'sep' } },
+        /field "specials\.sep" .* not a letter or digit/,
+      ],
+      [
+        'contains.json',
+        { ...base, tokens: [...base.tokens, 'a<eos>'] },
+        /field "tokens\[5\]" .* contains the special token "<eos>"/,
+      ],
+      [
+        'byte-extra.json',
+        { type: 'byte', specials: base.specials, tokens: [] },
+        /field "tokens" is not a tokenizer field/,
+      ],
       ['version.json', { ...base, version: 2 }, /field "version" is 2/],
     ];
     for (const [name, obj, pattern] of cases) {

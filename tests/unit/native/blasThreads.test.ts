@@ -40,7 +40,9 @@ describe('BLAS threads', () => {
   it('reach openblas_set_num_threads: default 1, config, environment over config, flag over both', async (ctx) => {
     const missing = nativeMissing();
     if (missing) ctx.skip(missing);
-    if (built.loaded!.info.built !== 'openblas') ctx.skip('the addon was built with the own kernel, which has one thread');
+    if (built.loaded!.info.built !== 'openblas') {
+      ctx.skip('the addon was built with the own kernel, which has one thread');
+    }
     const at = (opts: Parameters<typeof configureNativeKernels>[1]) => {
       const r = configureNativeKernels('wasm', opts);
       return { reported: r.threads, from: r.threadsFrom, openblas: openblasThreads() };
@@ -49,7 +51,11 @@ describe('BLAS threads', () => {
     expect(at({ blasThreads: { threads: 2, from: 'config' } })).toEqual({ reported: 2, from: 'config', openblas: 2 });
     process.env.MARS_LAB_BLAS_THREADS = '3';
     try {
-      expect(at({ blasThreads: { threads: 2, from: 'config' } })).toEqual({ reported: 3, from: 'environment', openblas: 3 });
+      expect(at({ blasThreads: { threads: 2, from: 'config' } })).toEqual({
+        reported: 3,
+        from: 'environment',
+        openblas: 3,
+      });
       expect(at({ blasThreads: { threads: 4, from: 'flag' } })).toEqual({ reported: 4, from: 'flag', openblas: 4 });
     } finally {
       delete process.env.MARS_LAB_BLAS_THREADS;
@@ -60,7 +66,9 @@ describe('BLAS threads', () => {
   it('initBackend sets them again for a backend already chosen, and its report (run.json, doctor) follows', async (ctx) => {
     const missing = nativeMissing();
     if (missing) ctx.skip(missing);
-    if (built.loaded!.info.built !== 'openblas') ctx.skip('the addon was built with the own kernel, which has one thread');
+    if (built.loaded!.info.built !== 'openblas') {
+      ctx.skip('the addon was built with the own kernel, which has one thread');
+    }
     await initBackend({ force: 'wasm', blasThreads: { threads: 2, from: 'flag' } });
     expect(openblasThreads()).toBe(2);
     expect(backendReport()!.native).toMatchObject({ kernel: 'openblas', threads: 2, threadsFrom: 'flag', adam: true });

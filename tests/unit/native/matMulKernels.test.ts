@@ -24,7 +24,7 @@ const SIZES = [1, 5, 7, 13, 17, 33, 70, 131, 259];
 /** Random cases: operand shapes with their batch dims, transposes applied to the stored layout. */
 function cases(seed: number, count: number): Case[] {
   const rng = new Rng(seed);
-  const pick = <T,>(xs: T[]) => xs[rng.int(xs.length)]!;
+  const pick = <T>(xs: T[]) => xs[rng.int(xs.length)]!;
   const out: Case[] = [];
   const batchPairs: [number[], number[]][] = [
     [[], []],
@@ -33,10 +33,22 @@ function cases(seed: number, count: number): Case[] {
     [[1], [2]],
     [[3], []],
     [[], [2]],
-    [[2, 3], [2, 3]],
-    [[2, 3], [1, 3]],
-    [[2, 1], [1, 3]],
-    [[1, 3], [2, 1]],
+    [
+      [2, 3],
+      [2, 3],
+    ],
+    [
+      [2, 3],
+      [1, 3],
+    ],
+    [
+      [2, 1],
+      [1, 3],
+    ],
+    [
+      [1, 3],
+      [2, 1],
+    ],
     [[2, 3], [3]],
     [[3], [2, 1]],
   ];
@@ -50,11 +62,12 @@ function cases(seed: number, count: number): Case[] {
     out.push({ a: [...ba, ...(ta ? [k, m] : [m, k])], b: [...bb, ...(tb ? [n, k] : [k, n])], ta, tb });
   }
   // Every transpose pair on sizes past each blocking (MC 120, KC 256, 6×16 edges), and an empty inner dimension.
-  for (const ta of [false, true])
+  for (const ta of [false, true]) {
     for (const tb of [false, true]) {
       out.push({ a: ta ? [259, 131] : [131, 259], b: tb ? [37, 259] : [259, 37], ta, tb });
       out.push({ a: [2, ...(ta ? [0, 7] : [7, 0])], b: [2, ...(tb ? [5, 0] : [0, 5])], ta, tb });
     }
+  }
   return out;
 }
 
@@ -119,45 +132,72 @@ describe('native matMul kernels against the cpu backend', () => {
 
   afterAll(() => useProducts(null));
 
-  it.for(buildKernels())('%s: every case within float tolerance, through the native kernel, leaking nothing', async (kernel, ctx) => {
-    const missing = nativeMissing();
-    if (missing) ctx.skip(missing);
-    await useBackend('wasm');
-    useProducts(kernel);
-    const before = tf.memory();
-    const calls = nativeProductCount();
-    for (let i = 0; i < all.length; i++) {
-      const c = all[i]!;
-      const got = await take(tf.tidy(() => tf.matMul(tf.tensor(inputs[i]!.a, c.a), tf.tensor(inputs[i]!.b, c.b), c.ta, c.tb)));
-      const shape = planProduct(c.a, c.b, c.ta, c.tb).outShape;
-      expect(got.length, `case ${JSON.stringify(c)}`).toBe(shape.reduce((x, y) => x * y, 1));
-      // float32 sums of up to 259 products of unit normals, in another order: ~1e-6 relative each
-      expect(maxRelDiff(got, expected[i]!), `case ${JSON.stringify(c)}`).toBeLessThan(2e-5);
-    }
-    expect(nativeProductCount() - calls).toBe(all.length);
-    const after = tf.memory();
-    expect(after.numTensors).toBe(before.numTensors);
-    expect(after.numBytes).toBe(before.numBytes);
-  });
+  it.for(buildKernels())(
+    '%s: every case within float tolerance, through the native kernel, leaking nothing',
+    async (kernel, ctx) => {
+      const missing = nativeMissing();
+      if (missing) ctx.skip(missing);
+      await useBackend('wasm');
+      useProducts(kernel);
+      const before = tf.memory();
+      const calls = nativeProductCount();
+      for (let i = 0; i < all.length; i++) {
+        const c = all[i]!;
+        const got = await take(
+          tf.tidy(() => tf.matMul(tf.tensor(inputs[i]!.a, c.a), tf.tensor(inputs[i]!.b, c.b), c.ta, c.tb)),
+        );
+        const shape = planProduct(c.a, c.b, c.ta, c.tb).outShape;
+        expect(got.length, `case ${JSON.stringify(c)}`).toBe(shape.reduce((x, y) => x * y, 1));
+        // float32 sums of up to 259 products of unit normals, in another order: ~1e-6 relative each
+        expect(maxRelDiff(got, expected[i]!), `case ${JSON.stringify(c)}`).toBeLessThan(2e-5);
+      }
+      expect(nativeProductCount() - calls).toBe(all.length);
+      const after = tf.memory();
+      expect(after.numTensors).toBe(before.numTensors);
+      expect(after.numBytes).toBe(before.numBytes);
+    },
+  );
 
   it.for(buildKernels())('%s: fused bias + activation (PReLU included) equals the cpu backend', async (kernel, ctx) => {
     const missing = nativeMissing();
     if (missing) ctx.skip(missing);
     const rng = new Rng(99);
     const acts = ['linear', 'relu', 'relu6', 'sigmoid', 'leakyrelu', 'elu', 'prelu'] as const;
-    const runs: { act: (typeof acts)[number]; a: Float32Array; b: Float32Array; bias: Float32Array; ta: boolean; tb: boolean; biasLen: number }[] = [];
-    for (const act of acts)
-      for (const [ta, tb] of [[false, false], [true, true], [false, true], [true, false]] as const) {
+    const runs: {
+      act: (typeof acts)[number];
+      a: Float32Array;
+      b: Float32Array;
+      bias: Float32Array;
+      ta: boolean;
+      tb: boolean;
+      biasLen: number;
+    }[] = [];
+    for (const act of acts) {
+      for (const [ta, tb] of [
+        [false, false],
+        [true, true],
+        [false, true],
+        [true, false],
+      ] as const) {
         const biasLen = act === 'sigmoid' ? 1 : 19; // a single value broadcast, too
-        runs.push({ act, a: randomValues(rng, [3, 23, 29]), b: randomValues(rng, [3, 29, 19]), bias: randomValues(rng, [biasLen]).map((x) => 3 * x), ta, tb, biasLen });
+        runs.push({
+          act,
+          a: randomValues(rng, [3, 23, 29]),
+          b: randomValues(rng, [3, 29, 19]),
+          bias: randomValues(rng, [biasLen]).map((x) => 3 * x),
+          ta,
+          tb,
+          biasLen,
+        });
       }
+    }
     const fused = (r: (typeof runs)[number]) =>
       tf.tidy(() => {
         const a = tf.tensor(r.a, r.ta ? [3, 29, 23] : [3, 23, 29]);
         const b = tf.tensor(r.b, r.tb ? [3, 19, 29] : [3, 29, 19]);
         return tf.fused.matMul({
-          a: a as tf.Tensor3D,
-          b: b as tf.Tensor3D,
+          a: a,
+          b: b,
           transposeA: r.ta,
           transposeB: r.tb,
           bias: tf.tensor1d(r.bias),
@@ -173,27 +213,33 @@ describe('native matMul kernels against the cpu backend', () => {
     useProducts(kernel);
     const calls = nativeProductCount();
     for (let i = 0; i < runs.length; i++) {
-      expect(maxRelDiff(await take(fused(runs[i]!)), want[i]!), `${runs[i]!.act} ${runs[i]!.ta} ${runs[i]!.tb}`).toBeLessThan(2e-5);
+      expect(
+        maxRelDiff(await take(fused(runs[i]!)), want[i]!),
+        `${runs[i]!.act} ${runs[i]!.ta} ${runs[i]!.tb}`,
+      ).toBeLessThan(2e-5);
     }
     expect(nativeProductCount() - calls).toBe(runs.length);
   });
 
-  it.for(buildKernels())('%s: products stay right after the wasm heap grows (its ArrayBuffer is replaced)', async (kernel, ctx) => {
-    const missing = nativeMissing();
-    if (missing) ctx.skip(missing);
-    await useBackend('wasm');
-    useProducts(kernel);
-    const a = tf.tensor2d([1, 2, 3, 4, 5, 6], [2, 3]);
-    const b = tf.tensor2d([1, 0, 0, 1, 1, 1], [3, 2]);
-    expect(Array.from(await take(tf.matMul(a, b)))).toEqual([4, 5, 10, 11]);
-    const heap = (tf.backend() as unknown as { wasm: { HEAPU8: Uint8Array } }).wasm;
-    const sizeBefore = heap.HEAPU8.buffer.byteLength;
-    const big = tf.zeros([sizeBefore / 4 + 1_000_000]); // more than the whole heap: it must grow
-    expect(heap.HEAPU8.buffer.byteLength).toBeGreaterThan(sizeBefore);
-    // aᵀ = [[1,4],[2,5],[3,6]] and bᵀ = [[1,0,1],[0,1,1]]: each row (x, y) of aᵀ gives (x, y, x+y).
-    expect(Array.from(await take(tf.matMul(a, b, true, true)))).toEqual([1, 4, 5, 2, 5, 7, 3, 6, 9]);
-    big.dispose();
-    a.dispose();
-    b.dispose();
-  });
+  it.for(buildKernels())(
+    '%s: products stay right after the wasm heap grows (its ArrayBuffer is replaced)',
+    async (kernel, ctx) => {
+      const missing = nativeMissing();
+      if (missing) ctx.skip(missing);
+      await useBackend('wasm');
+      useProducts(kernel);
+      const a = tf.tensor2d([1, 2, 3, 4, 5, 6], [2, 3]);
+      const b = tf.tensor2d([1, 0, 0, 1, 1, 1], [3, 2]);
+      expect(Array.from(await take(tf.matMul(a, b)))).toEqual([4, 5, 10, 11]);
+      const heap = (tf.backend() as unknown as { wasm: { HEAPU8: Uint8Array } }).wasm;
+      const sizeBefore = heap.HEAPU8.buffer.byteLength;
+      const big = tf.zeros([sizeBefore / 4 + 1_000_000]); // more than the whole heap: it must grow
+      expect(heap.HEAPU8.buffer.byteLength).toBeGreaterThan(sizeBefore);
+      // aᵀ = [[1,4],[2,5],[3,6]] and bᵀ = [[1,0,1],[0,1,1]]: each row (x, y) of aᵀ gives (x, y, x+y).
+      expect(Array.from(await take(tf.matMul(a, b, true, true)))).toEqual([1, 4, 5, 2, 5, 7, 3, 6, 9]);
+      big.dispose();
+      a.dispose();
+      b.dispose();
+    },
+  );
 });

@@ -15,7 +15,12 @@ import { UserError } from '../../../engine/userError';
 import { useBackend } from '../../helpers/backends';
 import { maxRelDiff, nativeMissing, useProducts, buildKernels } from './nativeHelpers';
 
-const SHAPES: Record<string, number[]> = { 'layers.0.wq': [13, 7], 'layers.0.norm': [13], 'embed': [5, 3, 4], 'head.b': [1] };
+const SHAPES: Record<string, number[]> = {
+  'layers.0.wq': [13, 7],
+  'layers.0.norm': [13],
+  embed: [5, 3, 4],
+  'head.b': [1],
+};
 
 beforeAll(async () => {
   await useBackend('wasm');
@@ -40,7 +45,12 @@ function makeVars(seed: number): Record<string, tf.Variable> {
 function makeGrads(seed: number, steps: number, scale: number): Record<string, Float32Array>[] {
   const rng = new Rng(seed);
   return Array.from({ length: steps }, () =>
-    Object.fromEntries(Object.entries(SHAPES).map(([name, shape]) => [name, Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => scale * rng.normal())])),
+    Object.fromEntries(
+      Object.entries(SHAPES).map(([name, shape]) => [
+        name,
+        Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => scale * rng.normal()),
+      ]),
+    ),
   );
 }
 
@@ -51,12 +61,22 @@ interface Outcome {
 }
 
 /** `steps` updates with one implementation; `omit` names a variable that gets no gradient. */
-async function train(implementation: 'js' | 'native', opts: AdamOptions, grads: Record<string, Float32Array>[], omit?: string, trainingSteps?: number[]): Promise<Outcome> {
+async function train(
+  implementation: 'js' | 'native',
+  opts: AdamOptions,
+  grads: Record<string, Float32Array>[],
+  omit?: string,
+  trainingSteps?: number[],
+): Promise<Outcome> {
   const vars = makeVars(1);
   const opt = new Adam(vars, { ...opts, implementation });
   const results: Outcome['results'] = [];
   for (const [i, set] of grads.entries()) {
-    const g = Object.fromEntries(Object.entries(set).filter(([n]) => n !== omit).map(([n, d]) => [n, tf.tensor(d, SHAPES[n])]));
+    const g = Object.fromEntries(
+      Object.entries(set)
+        .filter(([n]) => n !== omit)
+        .map(([n, d]) => [n, tf.tensor(d, SHAPES[n])]),
+    );
     results.push(await opt.step(g, trainingSteps?.[i]));
     for (const t of Object.values(g)) t.dispose();
   }
@@ -85,8 +105,9 @@ function expectSame(native: Outcome, js: Outcome, tol: number): void {
   }
   for (const [k, t] of Object.entries(js.state.tensors)) {
     expect(native.state.tensors[k]!.shape).toEqual(t.shape);
-    if (tol === 0) expect(Buffer.from(native.state.tensors[k]!.data.buffer).equals(Buffer.from(t.data.buffer)), k).toBe(true);
-    else expect(maxRelDiff(native.state.tensors[k]!.data, t.data), k).toBeLessThan(tol);
+    if (tol === 0) {
+      expect(Buffer.from(native.state.tensors[k]!.data.buffer).equals(Buffer.from(t.data.buffer)), k).toBe(true);
+    } else expect(maxRelDiff(native.state.tensors[k]!.data, t.data), k).toBeLessThan(tol);
   }
 }
 
@@ -97,30 +118,55 @@ describe.each(buildKernels())('the fused native optimiser (products on the %s ke
     ['clipping on, never reached', { lr: 0.01, maxGradNorm: 1e6 }, { scale: 1, tol: 0 }],
     ['zero gradients', { lr: 0.01 }, { scale: 0, tol: 0 }],
     ['weight decay on every variable', { lr: 0.02, weightDecay: 0.1, maxGradNorm: null }, { scale: 1, tol: 0 }],
-    ['weight decay on some variables, clipped', { lr: 0.02, weightDecay: 0.1, decays: (n) => !n.endsWith('norm'), maxGradNorm: 0.5 }, { scale: 1, tol: 1e-6 }],
-    ['a cosine schedule by training step, betas and eps set', { lr: { kind: 'cosine', lr: 0.05, warmupSteps: 1, totalSteps: 4, minLr: 0.001 }, beta1: 0.8, beta2: 0.95, eps: 1e-6, scheduleUnit: 'trainingStep', maxGradNorm: null }, { scale: 1, tol: 0, trainingSteps: [0, 0, 1, 3] }],
-    ['a variable without a gradient keeps its value and moments', { lr: 0.01, maxGradNorm: null }, { scale: 1, tol: 0, omit: 'embed' }],
+    [
+      'weight decay on some variables, clipped',
+      { lr: 0.02, weightDecay: 0.1, decays: (n) => !n.endsWith('norm'), maxGradNorm: 0.5 },
+      { scale: 1, tol: 1e-6 },
+    ],
+    [
+      'a cosine schedule by training step, betas and eps set',
+      {
+        lr: { kind: 'cosine', lr: 0.05, warmupSteps: 1, totalSteps: 4, minLr: 0.001 },
+        beta1: 0.8,
+        beta2: 0.95,
+        eps: 1e-6,
+        scheduleUnit: 'trainingStep',
+        maxGradNorm: null,
+      },
+      { scale: 1, tol: 0, trainingSteps: [0, 0, 1, 3] },
+    ],
+    [
+      'a variable without a gradient keeps its value and moments',
+      { lr: 0.01, maxGradNorm: null },
+      { scale: 1, tol: 0, omit: 'embed' },
+    ],
     ['tiny gradients (eps dominates)', { lr: 0.01, maxGradNorm: null }, { scale: 1e-9, tol: 0 }],
   ];
-  for (const [name, opts, c] of cases) {it(name, async (ctx) => {
-    const missing = nativeMissing();
-    if (missing) ctx.skip(missing);
-    useProducts(kernel);
-    expect(nativeAdamStatus().optimiser).not.toBeNull();
-    const grads = makeGrads(7, 4, c.scale);
-    const before = tf.memory().numTensors;
-    const js = await train('js', opts, grads, c.omit, c.trainingSteps);
-    const native = await train('native', opts, grads, c.omit, c.trainingSteps);
-    expect(tf.memory().numTensors).toBe(before);
-    expectSame(native, js, c.tol);
-    if (c.scale === 0) expect(native.results.every((r) => r.gradNorm === 0 && !r.clipped)).toBe(true);
-    if (c.omit) {
-      const initial = makeVars(1);
-      expect(Buffer.from(native.weights[c.omit]!.buffer).equals(Buffer.from((await initial[c.omit]!.data() as Float32Array).buffer))).toBe(true);
-      for (const v of Object.values(initial)) v.dispose();
-      expect(native.state.tensors[`m/${c.omit}`]!.data.every((x) => x === 0)).toBe(true);
-    }
-  });}
+  for (const [name, opts, c] of cases) {
+    it(name, async (ctx) => {
+      const missing = nativeMissing();
+      if (missing) ctx.skip(missing);
+      useProducts(kernel);
+      expect(nativeAdamStatus().optimiser).not.toBeNull();
+      const grads = makeGrads(7, 4, c.scale);
+      const before = tf.memory().numTensors;
+      const js = await train('js', opts, grads, c.omit, c.trainingSteps);
+      const native = await train('native', opts, grads, c.omit, c.trainingSteps);
+      expect(tf.memory().numTensors).toBe(before);
+      expectSame(native, js, c.tol);
+      if (c.scale === 0) expect(native.results.every((r) => r.gradNorm === 0 && !r.clipped)).toBe(true);
+      if (c.omit) {
+        const initial = makeVars(1);
+        expect(
+          Buffer.from(native.weights[c.omit]!.buffer).equals(
+            Buffer.from(((await initial[c.omit]!.data()) as Float32Array).buffer),
+          ),
+        ).toBe(true);
+        for (const v of Object.values(initial)) v.dispose();
+        expect(native.state.tensors[`m/${c.omit}`]!.data.every((x) => x === 0)).toBe(true);
+      }
+    });
+  }
 });
 
 describe('the fused native optimiser: edges', () => {
@@ -132,7 +178,11 @@ describe('the fused native optimiser: edges', () => {
     grads[1]!['layers.0.wq']![4] = NaN;
     const js = await train('js', { lr: 0.01 }, grads);
     const native = await train('native', { lr: 0.01 }, grads);
-    expect(native.results.map((r) => [r.skipped, r.step])).toEqual([[false, 1], [true, 1], [false, 2]]);
+    expect(native.results.map((r) => [r.skipped, r.step])).toEqual([
+      [false, 1],
+      [true, 1],
+      [false, 2],
+    ]);
     expectSame(native, js, 1e-6);
   });
 
@@ -159,14 +209,19 @@ describe('the fused native optimiser: edges', () => {
     }
     for (const [n, v] of Object.entries(vars)) {
       // Unclipped: each path's update is the same to the bit, so the mixed run equals the JS run exactly.
-      expect(Buffer.from(((await v.data()) as Float32Array).buffer).equals(Buffer.from(whole.weights[n]!.buffer)), n).toBe(true);
+      expect(
+        Buffer.from(((await v.data()) as Float32Array).buffer).equals(Buffer.from(whole.weights[n]!.buffer)),
+        n,
+      ).toBe(true);
       v.dispose();
     }
     expect(state!.step).toBe(6);
-    for (const [k, t] of Object.entries(whole.state.tensors)) expect(Buffer.from(state!.tensors[k]!.data.buffer).equals(Buffer.from(t.data.buffer)), k).toBe(true);
+    for (const [k, t] of Object.entries(whole.state.tensors)) {
+      expect(Buffer.from(state!.tensors[k]!.data.buffer).equals(Buffer.from(t.data.buffer)), k).toBe(true);
+    }
   });
 
-  it('a tensor sharing a variable\'s data keeps the old values, as after the JS path\'s assign', async (ctx) => {
+  it("a tensor sharing a variable's data keeps the old values, as after the JS path's assign", async (ctx) => {
     const missing = nativeMissing();
     if (missing) ctx.skip(missing);
     useProducts(buildKernels()[0]!);

@@ -20,11 +20,15 @@ import { built, maxRelDiff, nativeMissing, take } from './nativeHelpers';
 const SCRIPT = path.resolve('scripts/buildNative.mjs');
 const exec = promisify(execFile);
 
-async function build(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; record: { kernel: string; reasons: string[] } }> {
+async function build(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number; stdout: string; record: { kernel: string; reasons: string[] } }> {
   let code = 0;
   let stdout = '';
   try {
-    stdout = (await exec(process.execPath, [SCRIPT, ...args], { env: { ...process.env, ...env }, timeout: 120_000 })).stdout;
+    stdout = (await exec(process.execPath, [SCRIPT, ...args], { env: { ...process.env, ...env }, timeout: 120_000 }))
+      .stdout;
   } catch (err) {
     const e = err as { code: number; stdout: string };
     code = e.code;
@@ -93,8 +97,16 @@ describe('the own-kernel fallback, built as its own addon', () => {
     expect(() => own!.setKernel('openblas')).toThrow(/no such kernel/);
     let seed = 1;
     const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
-    for (const [m, n, k] of [[1, 1, 1], [7, 33, 5], [131, 17, 300], [6, 16, 256], [5, 3100, 9], [0, 4, 3], [3, 4, 0]] as const)
-      for (const ta of [false, true])
+    for (const [m, n, k] of [
+      [1, 1, 1],
+      [7, 33, 5],
+      [131, 17, 300],
+      [6, 16, 256],
+      [5, 3100, 9],
+      [0, 4, 3],
+      [3, 4, 0],
+    ] as const) {
+      for (const ta of [false, true]) {
         for (const tb of [false, true]) {
           // two batches of A against one B (broadcast: B's stride 0)
           const heap = new ArrayBuffer(4 * (2 * m * k + k * n + 2 * m * n) + 32);
@@ -102,28 +114,39 @@ describe('the own-kernel fallback, built as its own addon', () => {
           const aOff = 32;
           const bOff = aOff + 8 * m * k;
           const cOff = bOff + 4 * k * n;
-          for (let i = 8; i < (cOff >> 2); i++) f[i] = rand();
+          for (let i = 8; i < cOff >> 2; i++) f[i] = rand();
           f.fill(NaN, cOff >> 2); // the product must overwrite, not add to, whatever the output held
           own!.gemm(heap, aOff, bOff, cOff, m, n, k, ta, tb, Int32Array.from([2, 1, 0]), -1, 0, 0, 0, -1, 0);
           const A = (b: number, i: number, p: number) => f[(aOff >> 2) + b * m * k + (ta ? p * m + i : i * k + p)]!;
           const B = (p: number, j: number) => f[(bOff >> 2) + (tb ? j * k + p : p * n + j)]!;
           const want: number[] = [];
-          for (let b = 0; b < 2; b++)
-            for (let i = 0; i < m; i++)
+          for (let b = 0; b < 2; b++) {
+            for (let i = 0; i < m; i++) {
               for (let j = 0; j < n; j++) {
                 let s = 0;
                 for (let p = 0; p < k; p++) s += A(b, i, p) * B(p, j);
                 want.push(s);
               }
-          expect(maxRelDiff(f.subarray(cOff >> 2, (cOff >> 2) + 2 * m * n), want), `${m}×${n}×${k} ${ta} ${tb}`).toBeLessThan(1e-5);
+            }
+          }
+          expect(
+            maxRelDiff(f.subarray(cOff >> 2, (cOff >> 2) + 2 * m * n), want),
+            `${m}×${n}×${k} ${ta} ${tb}`,
+          ).toBeLessThan(1e-5);
         }
+      }
+    }
   });
 
   it('refuses operands outside the heap instead of reading past it', (ctx) => {
     if (noCompiler) ctx.skip(noCompiler);
     const heap = new ArrayBuffer(64);
-    expect(() => own!.gemm(heap, 0, 0, 32, 4, 4, 4, false, false, null, -1, 0, 0, 0, -1, 0)).toThrow(/outside the heap/);
-    expect(() => own!.gemm(heap, 0, 0, 0, 2, 2, 2, false, false, Int32Array.from([5, 1, 1]), -1, 0, 0, 0, -1, 0)).toThrow(/outside the heap/);
+    expect(() => own!.gemm(heap, 0, 0, 32, 4, 4, 4, false, false, null, -1, 0, 0, 0, -1, 0)).toThrow(
+      /outside the heap/,
+    );
+    expect(() =>
+      own!.gemm(heap, 0, 0, 0, 2, 2, 2, false, false, Int32Array.from([5, 1, 1]), -1, 0, 0, 0, -1, 0),
+    ).toThrow(/outside the heap/);
   });
 });
 
@@ -145,7 +168,9 @@ describe('choosing the path: MARS_LAB_NATIVE, MARS_LAB_BLAS_THREADS, the backend
     expect(() => nativeRequest({ MARS_LAB_NATIVE: 'fast' })).toThrow(UserError);
     expect(blasThreads({})).toBe(1);
     expect(blasThreads({ MARS_LAB_BLAS_THREADS: '2' })).toBe(2);
-    expect(() => blasThreads({ MARS_LAB_BLAS_THREADS: 'two' })).toThrow(/MARS_LAB_BLAS_THREADS: 'two' is not a whole number/);
+    expect(() => blasThreads({ MARS_LAB_BLAS_THREADS: 'two' })).toThrow(
+      /MARS_LAB_BLAS_THREADS: 'two' is not a whole number/,
+    );
     expect(() => blasThreads({ MARS_LAB_BLAS_THREADS: '0' })).toThrow(UserError);
   });
 
@@ -154,7 +179,11 @@ describe('choosing the path: MARS_LAB_NATIVE, MARS_LAB_BLAS_THREADS, the backend
     if (missing) ctx.skip(missing);
     await useBackend('wasm');
     process.env.MARS_LAB_NATIVE = '0';
-    expect(configureNativeKernels('wasm')).toMatchObject({ kernel: 'none', active: false, detail: expect.stringMatching(/MARS_LAB_NATIVE=0/) });
+    expect(configureNativeKernels('wasm')).toMatchObject({
+      kernel: 'none',
+      active: false,
+      detail: expect.stringMatching(/MARS_LAB_NATIVE=0/),
+    });
     expect(nativeKernelsRegistered()).toBe(false);
     process.env.MARS_LAB_NATIVE = 'own';
     expect(configureNativeKernels('wasm')).toMatchObject({ kernel: 'own', active: true, threads: 1 });
@@ -170,7 +199,11 @@ describe('choosing the path: MARS_LAB_NATIVE, MARS_LAB_BLAS_THREADS, the backend
     delete process.env.MARS_LAB_BLAS_THREADS;
     expect(configureNativeKernels('wasm').threads).toBe(1);
     // another backend: the wasm registration is dropped and the report says why
-    expect(configureNativeKernels('cpu')).toMatchObject({ kernel: 'none', active: false, detail: expect.stringMatching(/wasm backend only; this process uses cpu/) });
+    expect(configureNativeKernels('cpu')).toMatchObject({
+      kernel: 'none',
+      active: false,
+      detail: expect.stringMatching(/wasm backend only; this process uses cpu/),
+    });
     expect(nativeKernelsRegistered()).toBe(false);
     configureNativeKernels('wasm');
     expect(nativeKernelsRegistered()).toBe(true);

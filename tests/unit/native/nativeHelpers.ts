@@ -5,7 +5,11 @@
  */
 import { expect } from 'vitest';
 import { loadAddon, type LoadedAddon } from '../../../engine/native/addon';
-import { registerNativeKernels, unregisterNativeKernels, nativeKernelsRegistered } from '../../../engine/native/kernels';
+import {
+  registerNativeKernels,
+  unregisterNativeKernels,
+  nativeKernelsRegistered,
+} from '../../../engine/native/kernels';
 import { tf } from '../../../engine/tensor/backend';
 
 /** The addon of native/build (MARS_LAB_NATIVE_PATH, when set, names another), loaded while the file is collected. */
@@ -17,8 +21,11 @@ export const built = loadAddon({ MARS_LAB_NATIVE_PATH: process.env.MARS_LAB_NATI
  */
 export function nativeMissing(): string {
   const expected = process.env.MARS_LAB_EXPECT_NATIVE;
-  if (expected === 'openblas' && built.loaded && built.loaded.info.built !== 'openblas')
-    throw new Error(`MARS_LAB_EXPECT_NATIVE=openblas but the addon was built with the ${built.loaded.info.built} kernel (build.json says why)`);
+  if (expected === 'openblas' && built.loaded && built.loaded.info.built !== 'openblas') {
+    throw new Error(
+      `MARS_LAB_EXPECT_NATIVE=openblas but the addon was built with the ${built.loaded.info.built} kernel (build.json says why)`,
+    );
+  }
   if (built.loaded) return '';
   if (expected) throw new Error(`MARS_LAB_EXPECT_NATIVE is set but the native addon is missing: ${built.reason}`);
   return `native addon not built: ${built.reason}`;

@@ -49,14 +49,25 @@ describe.each(buildKernels())('native %s kernel against the stock wasm kernels',
     const missing = nativeMissing();
     if (missing) ctx.skip(missing);
     // Equal batches: tfjs 4.22's MatMul gradient does not reduce broadcast batch dimensions (it throws on any backend).
-    const shapes: [number[], number[]][] = [[[], []], [[3], [3]], [[2, 3], [2, 3]]];
+    const shapes: [number[], number[]][] = [
+      [[], []],
+      [[3], [3]],
+      [
+        [2, 3],
+        [2, 3],
+      ],
+    ];
     const [m, k, n] = [7, 11, 5];
     const grads = async () => {
       const rng = new Rng(5); // the same inputs on both sides
-      const rand = (shape: number[]) => tf.tensor(Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => rng.normal()), shape);
+      const rand = (shape: number[]) =>
+        tf.tensor(
+          Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => rng.normal()),
+          shape,
+        );
       const out: Float32Array[] = [];
-      for (const [ba, bb] of shapes)
-        for (const ta of [false, true])
+      for (const [ba, bb] of shapes) {
+        for (const ta of [false, true]) {
           for (const tb of [false, true]) {
             const a = rand([...ba, ...(ta ? [k, m] : [m, k])]);
             const b = rand([...bb, ...(tb ? [n, k] : [k, n])]);
@@ -65,6 +76,8 @@ describe.each(buildKernels())('native %s kernel against the stock wasm kernels',
             a.dispose();
             b.dispose();
           }
+        }
+      }
       return out;
     };
     const before = tf.memory().numTensors;
@@ -79,12 +92,19 @@ describe.each(buildKernels())('native %s kernel against the stock wasm kernels',
     const missing = nativeMissing();
     if (missing) ctx.skip(missing);
     const model = tinyModel(3);
-    const rows = [[1, 2, 3, 4, 5, 6, 7, 8, 9], [10, 11, 12, 13], [14, 15, 16, 17, 18, 19]];
+    const rows = [
+      [1, 2, 3, 4, 5, 6, 7, 8, 9],
+      [10, 11, 12, 13],
+      [14, 15, 16, 17, 18, 19],
+    ];
     const batch = padBatch(rows);
     const { positions, keyMask } = rightPaddedLayout(batch.lengths, batch.width);
     const run = async () => {
       const logits = tf.tidy(() => model.forward({ ids: batch.ids, batch: rows.length, positions, keyMask }).logits);
-      const { value, grads } = tf.variableGrads(() => tf.sum(tokenLogProbs(model, batch).logp) as tf.Scalar, model.variables());
+      const { value, grads } = tf.variableGrads(
+        () => tf.sum(tokenLogProbs(model, batch).logp) as tf.Scalar,
+        model.variables(),
+      );
       value.dispose();
       const g: Float32Array[] = [];
       for (const v of model.variables()) g.push(await take(grads[v.name]!));
@@ -107,7 +127,11 @@ describe.each(buildKernels())('native %s kernel against the stock wasm kernels',
       const run = await startRun(home, config);
       expect(run.status).toBe('finished');
       const weights = await readSafetensorsFile(path.join(run.dir, 'checkpoints', '8', 'model.safetensors'));
-      return { lines: metricLines(runFilePaths(run.dir).metrics), weights: weights.tensors, meta: readRunMeta(run.dir) };
+      return {
+        lines: metricLines(runFilePaths(run.dir).metrics),
+        weights: weights.tensors,
+        meta: readRunMeta(run.dir),
+      };
     };
     const before = tf.memory().numTensors;
     const stock = await withProducts(null, train);
@@ -115,13 +139,20 @@ describe.each(buildKernels())('native %s kernel against the stock wasm kernels',
     expect(native.lines.length).toBe(8);
     expect(native.lines.map((l) => Object.keys(l))).toEqual(stock.lines.map((l) => Object.keys(l)));
     native.lines.forEach((line, i) => {
-      for (const [key, v] of Object.entries(line)) expect(Math.abs(v - stock.lines[i]![key]!) / (1 + Math.abs(v)), `step ${i + 1} ${key}`).toBeLessThan(1e-4);
+      for (const [key, v] of Object.entries(line)) {
+        expect(Math.abs(v - stock.lines[i]![key]!) / (1 + Math.abs(v)), `step ${i + 1} ${key}`).toBeLessThan(1e-4);
+      }
     });
     expect(Object.keys(native.weights)).toEqual(Object.keys(stock.weights));
-    for (const [name, t] of Object.entries(native.weights)) expect(maxRelDiff(t.data, stock.weights[name]!.data), name).toBeLessThan(1e-4);
+    for (const [name, t] of Object.entries(native.weights)) {
+      expect(maxRelDiff(t.data, stock.weights[name]!.data), name).toBeLessThan(1e-4);
+    }
     expect(tf.memory().numTensors).toBe(before);
     // run.json records the matrix-product path of the process (set when the backend was initialised), so a figure
     // can be traced to it.
-    expect(native.meta.backend).toMatchObject({ chosen: 'wasm', native: { kernel: built.loaded!.info.built, active: true, detail: expect.any(String) } });
+    expect(native.meta.backend).toMatchObject({
+      chosen: 'wasm',
+      native: { kernel: built.loaded!.info.built, active: true, detail: expect.any(String) },
+    });
   });
 });

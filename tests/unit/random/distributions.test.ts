@@ -58,7 +58,11 @@ describe('sampler moments (docs/algorithms.md §7.15)', () => {
   });
 
   it('Gamma(k, 1) has mean k and variance k for k = 0.5 (the k < 1 path), 1 and 3.5', () => {
-    for (const [k, seed] of [[0.5, 3], [1, 4], [3.5, 5]] as const) {
+    for (const [k, seed] of [
+      [0.5, 3],
+      [1, 4],
+      [3.5, 5],
+    ] as const) {
       const rng = new Rng(seed);
       const N = 40_000;
       const m = moments(() => gamma(rng, k), N);
@@ -141,14 +145,26 @@ describe('drawWithoutReplacementWeighted (Efraimidis–Spirakis, §2.7)', () => 
     const counts = [0, 0, 0, 0];
     const N = 40_000;
     for (let i = 0; i < N; i++) counts[drawWithoutReplacementWeighted(rng, w, 1)[0]!]!++;
-    expect(chiSquare(counts, w.map((x) => x / 10))).toBeLessThan(CHI2_999[3]!);
+    expect(
+      chiSquare(
+        counts,
+        w.map((x) => x / 10),
+      ),
+    ).toBeLessThan(CHI2_999[3]!);
   });
 
   it('with k = 2, ordered pairs follow successive weighted draws without replacement', () => {
     const rng = new Rng(14);
     const w = [1, 2, 3];
     const W = 6;
-    const pairs: [number, number][] = [[0, 1], [0, 2], [1, 0], [1, 2], [2, 0], [2, 1]];
+    const pairs: [number, number][] = [
+      [0, 1],
+      [0, 2],
+      [1, 0],
+      [1, 2],
+      [2, 0],
+      [2, 1],
+    ];
     const probs = pairs.map(([i, j]) => (w[i]! / W) * (w[j]! / (W - w[i]!)));
     const counts = pairs.map(() => 0);
     for (let n = 0; n < 30_000; n++) {
@@ -175,6 +191,8 @@ describe('drawWithoutReplacementWeighted (Efraimidis–Spirakis, §2.7)', () => 
 
   it('is reproducible from the seed', () => {
     const w = [3, 1, 4, 1, 5, 9, 2, 6];
-    expect(drawWithoutReplacementWeighted(new Rng(17), w, 5)).toEqual(drawWithoutReplacementWeighted(new Rng(17), w, 5));
+    expect(drawWithoutReplacementWeighted(new Rng(17), w, 5)).toEqual(
+      drawWithoutReplacementWeighted(new Rng(17), w, 5),
+    );
   });
 });

@@ -94,11 +94,19 @@ describe('Rng', () => {
       const n = 20_000;
       const x = root.split('a');
       const y = root.split('b');
-      let sx = 0, sy = 0, sxy = 0, sxx = 0, syy = 0;
+      let sx = 0,
+        sy = 0,
+        sxy = 0,
+        sxx = 0,
+        syy = 0;
       for (let i = 0; i < n; i++) {
         const u = x.next();
         const v = y.next();
-        sx += u; sy += v; sxy += u * v; sxx += u * u; syy += v * v;
+        sx += u;
+        sy += v;
+        sxy += u * v;
+        sxx += u * u;
+        syy += v * v;
       }
       const r = (sxy - (sx * sy) / n) / Math.sqrt((sxx - (sx * sx) / n) * (syy - (sy * sy) / n));
       expect(Math.abs(r)).toBeLessThan(5 / Math.sqrt(n));

@@ -6,7 +6,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { armsOf, meanBand } from '../../../renderer/src/lib/overlay';
-import { describeEvent, etaSeconds, failureReason, healthWarnings, stepOfTotal } from '../../../renderer/src/lib/runHealth';
+import {
+  describeEvent,
+  etaSeconds,
+  failureReason,
+  healthWarnings,
+  stepOfTotal,
+} from '../../../renderer/src/lib/runHealth';
 
 const s = (x: number[], y: number[]) => ({ x, min: y, max: y, last: y });
 
@@ -25,7 +31,7 @@ describe('overlay', () => {
     ]);
   });
 
-  it("draws seeds as their mean with a min–max band, interpolated on the union of x, each only within its range", () => {
+  it('draws seeds as their mean with a min–max band, interpolated on the union of x, each only within its range', () => {
     const m = meanBand([s([0, 10, 20], [0, 1, 2]), s([0, 5, 10], [2, 2, 2])], 'minmax');
     expect(m.x).toEqual([0, 5, 10, 20]);
     expect(m.n).toEqual([2, 2, 2, 1]);
@@ -52,7 +58,7 @@ describe('run health', () => {
     expect(etaSeconds(40, 200, null)).toBeNull();
   });
 
-  it("reads the reason of the last failure from the events, and says each event in words", () => {
+  it('reads the reason of the last failure from the events, and says each event in words', () => {
     const events = [
       { time: 1, type: 'status', status: 'running', pid: 7, step: 0 },
       { time: 2, type: 'status', status: 'failed', step: 3, error: 'out of memory' },
@@ -66,9 +72,13 @@ describe('run health', () => {
   it('warns of collapse only past the stated thresholds', () => {
     const st = (last: number | null, max: number | null = last) => ({ last, min: last, max });
     expect(healthWarnings({ zeroAdvantageShare: st(0.89) })).toEqual([]);
-    expect(healthWarnings({ zeroAdvantageShare: st(0.95) }).map((w) => [w.metric, w.threshold])).toEqual([['zeroAdvantageShare', 'last value ≥ 90 %']]);
+    expect(healthWarnings({ zeroAdvantageShare: st(0.95) }).map((w) => [w.metric, w.threshold])).toEqual([
+      ['zeroAdvantageShare', 'last value ≥ 90 %'],
+    ]);
     expect(healthWarnings({ 'eval.div.distinctPrograms': st(0.6, 0.9) })).toEqual([]);
-    expect(healthWarnings({ 'eval.div.distinctPrograms': st(0.4, 0.9) })[0]!.message).toMatch(/falling: distinct programs 40 %, down from 90 %/);
+    expect(healthWarnings({ 'eval.div.distinctPrograms': st(0.4, 0.9) })[0]!.message).toMatch(
+      /falling: distinct programs 40 %, down from 90 %/,
+    );
     expect(healthWarnings({ loss: st(null, 2) })[0]!.metric).toBe('loss');
     expect(healthWarnings({ loss: st(0.5) })).toEqual([]);
   });

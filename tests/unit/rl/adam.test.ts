@@ -51,7 +51,14 @@ describe.each(GRADIENT_BACKENDS)('Adam on %s', (backend) => {
     expect(w1[1]).toBeCloseTo(-1.9, 6);
     expect((await s.data())[0]).toBeCloseTo(0.4, 6);
     await stepWith(opt, { w: [0.2, 0.3], s: -1 });
-    const ref = adamReference([1, -2], [[0.5, -0.1], [0.2, 0.3]], { lr: 0.1 });
+    const ref = adamReference(
+      [1, -2],
+      [
+        [0.5, -0.1],
+        [0.2, 0.3],
+      ],
+      { lr: 0.1 },
+    );
     const refS = adamReference([0.5], [[3], [-1]], { lr: 0.1 });
     // Step 2 by hand for w[1]: m = 0.9·(−0.01) + 0.1·0.3 = 0.021, v = 0.999·1e-5 + 0.001·0.09 = 9.999e-5,
     // m̂ = 0.021/0.19, v̂ = 9.999e-5/0.001999, p = p1 − 0.1·m̂/(sqrt(v̂) + 1e-8), p1 = −2 + 0.1·0.1/(0.1 + 1e-8).
@@ -71,10 +78,22 @@ describe.each(GRADIENT_BACKENDS)('Adam on %s', (backend) => {
     const w = tf.variable(tf.tensor1d([1, -2]));
     const b = tf.variable(tf.tensor1d([3]));
     const opt = new Adam({ w, b }, { lr: 0.05, weightDecay: 0.1, decays: (n) => n !== 'b', maxGradNorm: null });
-    const gs = [[[0.3, -0.2], [0.1]], [[-0.1, 0.4], [0.2]], [[0.05, 0.05], [-0.3]]];
+    const gs = [
+      [[0.3, -0.2], [0.1]],
+      [[-0.1, 0.4], [0.2]],
+      [[0.05, 0.05], [-0.3]],
+    ];
     for (const [gw, gb] of gs) await stepWith(opt, { w: gw!, b: gb! });
-    const refW = adamReference([1, -2], gs.map((g) => g[0]!), { lr: 0.05, wd: 0.1 });
-    const refB = adamReference([3], gs.map((g) => g[1]!), { lr: 0.05 });
+    const refW = adamReference(
+      [1, -2],
+      gs.map((g) => g[0]!),
+      { lr: 0.05, wd: 0.1 },
+    );
+    const refB = adamReference(
+      [3],
+      gs.map((g) => g[1]!),
+      { lr: 0.05 },
+    );
     const wv = await w.data();
     expect(wv[0]).toBeCloseTo(refW.p[0]!, 6);
     expect(wv[1]).toBeCloseTo(refW.p[1]!, 6);
@@ -120,7 +139,10 @@ describe.each(GRADIENT_BACKENDS)('Adam on %s', (backend) => {
 
   it('export → import continues identically', async () => {
     const grads = Array.from({ length: 6 }, (_, k) => [Math.sin(k + 1), Math.cos(2 * k), 0.3 - 0.1 * k]);
-    const opts = { lr: { kind: 'cosine', lr: 0.05, minLr: 0.005, warmupSteps: 2, totalSteps: 6 } as const, weightDecay: 0.01 };
+    const opts = {
+      lr: { kind: 'cosine', lr: 0.05, minLr: 0.005, warmupSteps: 2, totalSteps: 6 } as const,
+      weightDecay: 0.01,
+    };
     const a = tf.variable(tf.tensor1d([0.5, -1, 2]));
     const optA = new Adam({ a }, opts);
     for (const g of grads.slice(0, 3)) await stepWith(optA, { a: g });
@@ -149,29 +171,49 @@ describe.each(GRADIENT_BACKENDS)('Adam on %s', (backend) => {
     const w = tf.variable(tf.zeros([2, 3]));
     const opt = new Adam({ 'layer0.w': w }, { lr: 0.1 });
     const good = await opt.exportState();
-    const bad: AdamState = { step: 5, tensors: { ...good.tensors, 'v/layer0.w': { shape: [3, 2], data: new Float32Array(6) } } };
-    expect(() => opt.importState(bad)).toThrow(/'v\/layer0\.w' has shape \[3, 2\] but variable 'layer0\.w' has \[2, 3\]/);
+    const bad: AdamState = {
+      step: 5,
+      tensors: { ...good.tensors, 'v/layer0.w': { shape: [3, 2], data: new Float32Array(6) } },
+    };
+    expect(() => opt.importState(bad)).toThrow(
+      /'v\/layer0\.w' has shape \[3, 2\] but variable 'layer0\.w' has \[2, 3\]/,
+    );
     expect(opt.stepCount).toBe(0);
     const missing: AdamState = { step: 1, tensors: { 'm/layer0.w': good.tensors['m/layer0.w']! } };
     expect(() => opt.importState(missing)).toThrow(/'v\/layer0\.w' is missing/);
-    const extra: AdamState = { step: 1, tensors: { ...good.tensors, 'm/layer9.w': { shape: [1], data: new Float32Array(1) } } };
+    const extra: AdamState = {
+      step: 1,
+      tensors: { ...good.tensors, 'm/layer9.w': { shape: [1], data: new Float32Array(1) } },
+    };
     expect(() => opt.importState(extra)).toThrow(/'m\/layer9\.w' belongs to no optimised variable/);
-    const short: AdamState = { step: 1, tensors: { ...good.tensors, 'm/layer0.w': { shape: [2, 3], data: new Float32Array(5) } } };
+    const short: AdamState = {
+      step: 1,
+      tensors: { ...good.tensors, 'm/layer0.w': { shape: [2, 3], data: new Float32Array(5) } },
+    };
     expect(() => opt.importState(short)).toThrow(/'m\/layer0\.w' holds 5 values/);
     opt.dispose();
     w.dispose();
   });
 
-
   it('splits the moments of the old fused wqkv / wgu variables column by column into wq, wk, wv / wg, wu', async () => {
     const shapes = { wq: [2, 3], wk: [2, 1], wv: [2, 1], wg: [2, 2], wu: [2, 2] } as const;
-    const vars = Object.fromEntries(Object.entries(shapes).map(([n, s]) => [`layers.0.${n}`, tf.variable(tf.zeros([...s]))]));
+    const vars = Object.fromEntries(
+      Object.entries(shapes).map(([n, s]) => [`layers.0.${n}`, tf.variable(tf.zeros([...s]))]),
+    );
     const opt = new Adam(vars, { lr: 0.1 });
     // fused [in=2, 3+1+1] with value 10·row + column, and [2, 2+2] likewise (+100 for v)
-    const fused = (cols: number, plus: number) => ({ shape: [2, cols], data: Float32Array.from({ length: 2 * cols }, (_, i) => 10 * Math.floor(i / cols) + (i % cols) + plus) });
+    const fused = (cols: number, plus: number) => ({
+      shape: [2, cols],
+      data: Float32Array.from({ length: 2 * cols }, (_, i) => 10 * Math.floor(i / cols) + (i % cols) + plus),
+    });
     opt.importState({
       step: 4,
-      tensors: { 'm/layers.0.wqkv': fused(5, 0), 'v/layers.0.wqkv': fused(5, 100), 'm/layers.0.wgu': fused(4, 0), 'v/layers.0.wgu': fused(4, 100) },
+      tensors: {
+        'm/layers.0.wqkv': fused(5, 0),
+        'v/layers.0.wqkv': fused(5, 100),
+        'm/layers.0.wgu': fused(4, 0),
+        'v/layers.0.wgu': fused(4, 100),
+      },
     });
     const got = (await opt.exportState()).tensors;
     expect(Array.from(got['m/layers.0.wq']!.data)).toEqual([0, 1, 2, 10, 11, 12]);
@@ -181,7 +223,9 @@ describe.each(GRADIENT_BACKENDS)('Adam on %s', (backend) => {
     expect(Array.from(got['v/layers.0.wu']!.data)).toEqual([102, 103, 112, 113]);
     expect(opt.stepCount).toBe(4);
     // a fused moment whose width does not add up is not guessed at
-    expect(() => opt.importState({ step: 1, tensors: { ...got, 'm/layers.0.wgu': fused(5, 0) } })).toThrow(/'m\/layers\.0\.wgu' belongs to no optimised variable/);
+    expect(() => opt.importState({ step: 1, tensors: { ...got, 'm/layers.0.wgu': fused(5, 0) } })).toThrow(
+      /'m\/layers\.0\.wgu' belongs to no optimised variable/,
+    );
     opt.dispose();
     tf.dispose(Object.values(vars));
   });
@@ -202,7 +246,10 @@ describe.each(GRADIENT_BACKENDS)('Adam on %s', (backend) => {
   it('keeps the tensor count flat over 200 steps', async () => {
     const w = tf.variable(tf.randomNormal([4, 5]));
     const b = tf.variable(tf.zeros([5]));
-    const opt = new Adam({ w, b }, { lr: { kind: 'cosine', lr: 1e-2, minLr: 1e-3, warmupSteps: 10, totalSteps: 200 }, weightDecay: 0.01 });
+    const opt = new Adam(
+      { w, b },
+      { lr: { kind: 'cosine', lr: 1e-2, minLr: 1e-3, warmupSteps: 10, totalSteps: 200 }, weightDecay: 0.01 },
+    );
     const loss = () => tf.sum(tf.square(tf.add(tf.matMul(tf.ones([2, 4]), w), b))) as tf.Scalar;
     const once = async () => {
       const { value, grads } = tf.variableGrads(loss, [w, b]);

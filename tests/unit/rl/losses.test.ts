@@ -2,7 +2,14 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { tf } from '../../../engine/tensor/backend';
 import { Rng } from '../../../engine/random/prng';
 import { groupZScore } from '../../../engine/rl/advantages';
-import { k3, policyLoss, tisWeights, type PolicyLoss, type PolicyLossOptions, type PolicyLossStats } from '../../../engine/rl/losses';
+import {
+  k3,
+  policyLoss,
+  tisWeights,
+  type PolicyLoss,
+  type PolicyLossOptions,
+  type PolicyLossStats,
+} from '../../../engine/rl/losses';
 import { GRADIENT_BACKENDS, isExactlyZero, useBackend } from '../../helpers/backends';
 
 type Mat = number[][];
@@ -47,12 +54,12 @@ async function run(d: Data, opts: PolicyLossOptions, use: { ref?: boolean; ent?:
   let entGrad: tf.Tensor | null = null;
   if (use.ent) {
     const r = tf.valueAndGrads((a: tf.Tensor, e: tf.Tensor) => build(a, e))([lp, ent]);
-    loss = r.value as tf.Scalar;
+    loss = r.value;
     grad = r.grads[0]!;
     entGrad = r.grads[1]!;
   } else {
     const r = tf.valueAndGrad((a: tf.Tensor) => build(a))(lp);
-    loss = r.value as tf.Scalar;
+    loss = r.value;
     grad = r.grad;
   }
   const out: Run = {
@@ -69,7 +76,14 @@ async function run(d: Data, opts: PolicyLossOptions, use: { ref?: boolean; ent?:
 /** Straight from docs/algorithms.md §1.3, in float64, for value checks and finite-difference gradients. */
 function reference(
   d: Data,
-  o: { kind: 'ppoToken' | 'gspo'; clipLow: number; clipHigh: number; klCoef: number; entCoef: number; tis: null | { cap: number; vetoBelow: number } },
+  o: {
+    kind: 'ppoToken' | 'gspo';
+    clipLow: number;
+    clipHigh: number;
+    klCoef: number;
+    entCoef: number;
+    tis: null | { cap: number; vetoBelow: number };
+  },
 ): number {
   const B = d.logp.length;
   const clip = (x: number): number => Math.min(Math.max(x, 1 - o.clipLow), 1 + o.clipHigh);
@@ -178,7 +192,7 @@ describe.each(GRADIENT_BACKENDS)('policy losses on %s (docs/algorithms.md §1.3)
       expect(r.loss).toBeCloseTo(reference(d, o), 5);
       const h = 1e-6;
       for (let i = 0; i < d.logp.length; i++) {
-        for (let t = 0; t < d.logp[0]!.length; t++) {
+        for (let t = 0; t < d.logp[0].length; t++) {
           const saved = d.logp[i]![t]!;
           d.logp[i]![t] = saved + h;
           const up = reference(d, o);
@@ -237,13 +251,22 @@ describe.each(GRADIENT_BACKENDS)('policy losses on %s (docs/algorithms.md §1.3)
 
   describe('clipping', () => {
     /** d loss/dδ for one sample with logp = old + δ on its two masked-in tokens. */
-    async function slope(kind: 'ppoToken' | 'gspo', delta: number, A: number, clip: { clipLow?: number; clipHigh?: number } = {}) {
+    async function slope(
+      kind: 'ppoToken' | 'gspo',
+      delta: number,
+      A: number,
+      clip: { clipLow?: number; clipHigh?: number } = {},
+    ) {
       const old = tf.tensor2d([[0, -1, -2]]);
       const mask = tf.tensor2d([[0, 1, 1]]);
       const adv = tf.tensor1d([A]);
       let pl: PolicyLoss | undefined;
-      const g = tf.grad((dl: tf.Tensor) =>
-        (pl = policyLoss({ logp: tf.add(old, tf.mul(dl, mask)), oldLogp: old, mask, advantages: adv }, { kind, ...clip })).loss,
+      const g = tf.grad(
+        (dl: tf.Tensor) =>
+          (pl = policyLoss(
+            { logp: tf.add(old, tf.mul(dl, mask)), oldLogp: old, mask, advantages: adv },
+            { kind, ...clip },
+          )).loss,
       )(tf.scalar(delta));
       const value = (await g.data())[0]!;
       const stats = await pl!.stats();
@@ -251,26 +274,29 @@ describe.each(GRADIENT_BACKENDS)('policy losses on %s (docs/algorithms.md §1.3)
       return { value, clipFraction: stats.clipFraction, ratioMean: stats.ratioMean };
     }
 
-    it.each(['ppoToken', 'gspo'] as const)('%s: the gradient is zero exactly when the clipped branch is active', async (kind) => {
-      // [δ, A, clipped?]: ratio e^0.3 ≈ 1.35 > 1.2 and e^−0.3 ≈ 0.74 < 0.8; e^±0.1 lies inside [0.8, 1.2].
-      const cases: [number, number, boolean][] = [
-        [0.3, 1, true],
-        [0.3, -1, false],
-        [-0.3, -1, true],
-        [-0.3, 1, false],
-        [0.1, 1, false],
-        [0.1, -1, false],
-        [-0.1, 1, false],
-        [-0.1, -1, false],
-      ];
-      for (const [delta, A, clipped] of cases) {
-        const s = await slope(kind, delta, A);
-        if (clipped) expect(isExactlyZero(s.value)).toBe(true);
-        else expect(s.value).toBeCloseTo(-A * Math.exp(delta), 5); // −A·ρ·dρ/dδ/ρ
-        expect(s.clipFraction).toBe(clipped ? 1 : 0);
-        expect(s.ratioMean).toBeCloseTo(Math.exp(delta), 5);
-      }
-    });
+    it.each(['ppoToken', 'gspo'] as const)(
+      '%s: the gradient is zero exactly when the clipped branch is active',
+      async (kind) => {
+        // [δ, A, clipped?]: ratio e^0.3 ≈ 1.35 > 1.2 and e^−0.3 ≈ 0.74 < 0.8; e^±0.1 lies inside [0.8, 1.2].
+        const cases: [number, number, boolean][] = [
+          [0.3, 1, true],
+          [0.3, -1, false],
+          [-0.3, -1, true],
+          [-0.3, 1, false],
+          [0.1, 1, false],
+          [0.1, -1, false],
+          [-0.1, 1, false],
+          [-0.1, -1, false],
+        ];
+        for (const [delta, A, clipped] of cases) {
+          const s = await slope(kind, delta, A);
+          if (clipped) expect(isExactlyZero(s.value)).toBe(true);
+          else expect(s.value).toBeCloseTo(-A * Math.exp(delta), 5); // −A·ρ·dρ/dδ/ρ
+          expect(s.clipFraction).toBe(clipped ? 1 : 0);
+          expect(s.ratioMean).toBeCloseTo(Math.exp(delta), 5);
+        }
+      },
+    );
 
     it.each(['ppoToken', 'gspo'] as const)('%s: clipLow and clipHigh bound their own sides', async (kind) => {
       // ρ = e^0.22 ≈ 1.246: outside 1+0.2, inside 1+0.28.
@@ -290,7 +316,12 @@ describe.each(GRADIENT_BACKENDS)('policy losses on %s (docs/algorithms.md §1.3)
         [0, 1, 0, 1, 0, 1],
       ];
       const base = randomData(51, 3, 6, masks);
-      const d = { ...base, old: base.logp.map((r) => [...r]), beh: base.logp.map((r) => [...r]), adv: [1.2, -0.4, 0.7] };
+      const d = {
+        ...base,
+        old: base.logp.map((r) => [...r]),
+        beh: base.logp.map((r) => [...r]),
+        adv: [1.2, -0.4, 0.7],
+      };
       const ppo = await run(d, { kind: 'ppoToken' });
       const gspo = await run(d, { kind: 'gspo' });
       const gspoTis = await run(d, { kind: 'gspo', tis: { enabled: true } });
@@ -339,7 +370,9 @@ describe.each(GRADIENT_BACKENDS)('policy losses on %s (docs/algorithms.md §1.3)
         .array()) as Mat;
       const n = [2, 3];
       g.forEach((row, i) =>
-        row.forEach((x, t) => expect(x).toBeCloseTo((-adv.arraySync()[i]! * w[i]![t]! * mask.arraySync()[i]![t]!) / n[i]! / 2, 6)),
+        row.forEach((x, t) =>
+          expect(x).toBeCloseTo((-adv.arraySync()[i]! * w[i]![t]! * mask.arraySync()[i]![t]!) / n[i]! / 2, 6),
+        ),
       );
       expect((await pl!.stats()).kl).toBe(0);
       tf.dispose([lp, beh, mask, adv]);
@@ -357,7 +390,9 @@ describe.each(GRADIENT_BACKENDS)('policy losses on %s (docs/algorithms.md §1.3)
       expect(Array.from(k).every((x) => x >= 0)).toBe(true);
       expect(Array.from(k).every((x, i) => (i % 4 === 0 ? isExactlyZero(x) : true))).toBe(true);
       expect(Array.from(k).filter((x, i) => i % 4 !== 0 && x > 0).length).toBeGreaterThan(200);
-      const g = await tf.grad((x: tf.Tensor) => tf.sum(k3(x, a)))(a).data();
+      const g = await tf
+        .grad((x: tf.Tensor) => tf.sum(k3(x, a)))(a)
+        .data();
       expect(Array.from(g).every(isExactlyZero)).toBe(true);
       tf.dispose([a, b]);
     });
@@ -394,7 +429,9 @@ describe.each(GRADIENT_BACKENDS)('policy losses on %s (docs/algorithms.md §1.3)
       expect(wv[0]!.every((x) => x > 0)).toBe(true);
       expect(wv[2]![1]).toBe(1);
 
-      const g = await tf.grad((o: tf.Tensor) => tf.sum(tf.mul(tisWeights(o, beh, mask), o)))(old).array();
+      const g = await tf
+        .grad((o: tf.Tensor) => tf.sum(tf.mul(tisWeights(o, beh, mask), o)))(old)
+        .array();
       // d/do Σ w·o with w constant is w itself.
       (g as Mat).forEach((row, i) => row.forEach((x, t) => expect(x).toBeCloseTo(w[i]![t]!, 6)));
       tf.dispose([old, beh, mask, behVeto]);
@@ -421,37 +458,52 @@ describe.each(GRADIENT_BACKENDS)('policy losses on %s (docs/algorithms.md §1.3)
   });
 
   describe('masking (§7.5)', () => {
-    it.each(['ppoToken', 'gspo'] as const)('%s: masked positions get exactly zero gradient, whatever they hold', async (kind) => {
-      const d = randomData(81, 4, 8); // garbage (large, positive log-probs) at masked positions
-      d.mask[2] = d.mask[2]!.map(() => 0);
-      const r = await run(d, { kind, klCoef: 0.1, entCoef: 0.05, tis: { enabled: true } }, { ref: true, ent: true });
-      expect(allFinite(r.grad)).toBe(true);
-      expect(Number.isFinite(r.loss)).toBe(true);
-      expect(allZeroAt(r.grad, (i, t) => d.mask[i]![t] === 0)).toBe(true);
-      expect(allZeroAt(r.entGrad!, (i, t) => d.mask[i]![t] === 0)).toBe(true);
-      expect(r.grad.some((row, i) => row.some((g, t) => d.mask[i]![t] === 1 && g !== 0))).toBe(true);
-    });
+    it.each(['ppoToken', 'gspo'] as const)(
+      '%s: masked positions get exactly zero gradient, whatever they hold',
+      async (kind) => {
+        const d = randomData(81, 4, 8); // garbage (large, positive log-probs) at masked positions
+        d.mask[2] = d.mask[2]!.map(() => 0);
+        const r = await run(d, { kind, klCoef: 0.1, entCoef: 0.05, tis: { enabled: true } }, { ref: true, ent: true });
+        expect(allFinite(r.grad)).toBe(true);
+        expect(Number.isFinite(r.loss)).toBe(true);
+        expect(allZeroAt(r.grad, (i, t) => d.mask[i]![t] === 0)).toBe(true);
+        expect(allZeroAt(r.entGrad!, (i, t) => d.mask[i]![t] === 0)).toBe(true);
+        expect(r.grad.some((row, i) => row.some((g, t) => d.mask[i]![t] === 1 && g !== 0))).toBe(true);
+      },
+    );
 
-    it.each(['ppoToken', 'gspo'] as const)('%s: a sample with no masked-in token contributes 0, never NaN', async (kind) => {
-      const d = randomData(82, 3, 5, [
-        [0, 1, 1, 0, 0],
-        [0, 0, 0, 0, 0],
-        [0, 1, 1, 1, 1],
-      ]);
-      const full = await run(d, { kind, klCoef: 0.1 }, { ref: true });
-      const without = await run(
-        { ...d, logp: [d.logp[0]!, d.logp[2]!], old: [d.old[0]!, d.old[2]!], beh: [d.beh[0]!, d.beh[2]!], ref: [d.ref[0]!, d.ref[2]!], mask: [d.mask[0]!, d.mask[2]!], ent: [d.ent[0]!, d.ent[2]!], adv: [d.adv[0]!, d.adv[2]!] },
-        { kind, klCoef: 0.1 },
-        { ref: true },
-      );
-      expect(full.loss).toBeCloseTo((without.loss * 2) / 3, 6);
-      expect(full.grad[1]!.every(isExactlyZero)).toBe(true);
-      expect(full.stats.emptySamples).toBe(1);
-      const allEmpty = await run({ ...d, mask: d.mask.map((r) => r.map(() => 0)) }, { kind });
-      expect(allEmpty.loss).toBe(0);
-      expect(allEmpty.stats.tokens).toBe(0);
-      expect(allEmpty.stats.ratioMean).toBe(1);
-    });
+    it.each(['ppoToken', 'gspo'] as const)(
+      '%s: a sample with no masked-in token contributes 0, never NaN',
+      async (kind) => {
+        const d = randomData(82, 3, 5, [
+          [0, 1, 1, 0, 0],
+          [0, 0, 0, 0, 0],
+          [0, 1, 1, 1, 1],
+        ]);
+        const full = await run(d, { kind, klCoef: 0.1 }, { ref: true });
+        const without = await run(
+          {
+            ...d,
+            logp: [d.logp[0]!, d.logp[2]!],
+            old: [d.old[0]!, d.old[2]!],
+            beh: [d.beh[0]!, d.beh[2]!],
+            ref: [d.ref[0]!, d.ref[2]!],
+            mask: [d.mask[0]!, d.mask[2]!],
+            ent: [d.ent[0]!, d.ent[2]!],
+            adv: [d.adv[0]!, d.adv[2]!],
+          },
+          { kind, klCoef: 0.1 },
+          { ref: true },
+        );
+        expect(full.loss).toBeCloseTo((without.loss * 2) / 3, 6);
+        expect(full.grad[1]!.every(isExactlyZero)).toBe(true);
+        expect(full.stats.emptySamples).toBe(1);
+        const allEmpty = await run({ ...d, mask: d.mask.map((r) => r.map(() => 0)) }, { kind });
+        expect(allEmpty.loss).toBe(0);
+        expect(allEmpty.stats.tokens).toBe(0);
+        expect(allEmpty.stats.ratioMean).toBe(1);
+      },
+    );
   });
 
   describe('statistics and inputs', () => {
@@ -475,12 +527,24 @@ describe.each(GRADIENT_BACKENDS)('policy losses on %s (docs/algorithms.md §1.3)
     it('rejects inputs it cannot use, naming them', () => {
       const x = tf.zeros([2, 3]);
       const a = tf.zeros([2]);
-      expect(() => policyLoss({ logp: x, oldLogp: tf.zeros([2, 4]), mask: x, advantages: a }, { kind: 'ppoToken' })).toThrow(/oldLogp has shape \[2, 4\]/);
-      expect(() => policyLoss({ logp: x, oldLogp: x, mask: x, advantages: tf.zeros([3]) }, { kind: 'gspo' })).toThrow(/advantages/);
-      expect(() => policyLoss({ logp: x, oldLogp: x, mask: x, advantages: a }, { kind: 'gspo', klCoef: 0.1 })).toThrow(/refLogp/);
-      expect(() => policyLoss({ logp: x, oldLogp: x, mask: x, advantages: a }, { kind: 'gspo', tis: { enabled: true } })).toThrow(/behLogp/);
-      expect(() => policyLoss({ logp: x, oldLogp: x, mask: x, advantages: a }, { kind: 'gspo', entCoef: 0.1 })).toThrow(/entropy/);
-      expect(() => policyLoss({ logp: x, oldLogp: x, mask: x, advantages: a }, { kind: 'ppoToken', clipLow: 1 })).toThrow(/clipLow/);
+      expect(() =>
+        policyLoss({ logp: x, oldLogp: tf.zeros([2, 4]), mask: x, advantages: a }, { kind: 'ppoToken' }),
+      ).toThrow(/oldLogp has shape \[2, 4\]/);
+      expect(() => policyLoss({ logp: x, oldLogp: x, mask: x, advantages: tf.zeros([3]) }, { kind: 'gspo' })).toThrow(
+        /advantages/,
+      );
+      expect(() => policyLoss({ logp: x, oldLogp: x, mask: x, advantages: a }, { kind: 'gspo', klCoef: 0.1 })).toThrow(
+        /refLogp/,
+      );
+      expect(() =>
+        policyLoss({ logp: x, oldLogp: x, mask: x, advantages: a }, { kind: 'gspo', tis: { enabled: true } }),
+      ).toThrow(/behLogp/);
+      expect(() => policyLoss({ logp: x, oldLogp: x, mask: x, advantages: a }, { kind: 'gspo', entCoef: 0.1 })).toThrow(
+        /entropy/,
+      );
+      expect(() =>
+        policyLoss({ logp: x, oldLogp: x, mask: x, advantages: a }, { kind: 'ppoToken', clipLow: 1 }),
+      ).toThrow(/clipLow/);
       tf.disposeVariables();
     });
   });

@@ -6,7 +6,12 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { sizedConfig } from '../../../engine/model/config';
 import { initHfTensors, modelFromHf, modelToHf } from '../../../engine/model/hfWeights';
 import { Adam } from '../../../engine/rl/adam';
-import { adamVariables, defaultTokensPerPass, policyUpdate, type PolicyUpdateOptions } from '../../../engine/rl/policyUpdate';
+import {
+  adamVariables,
+  defaultTokensPerPass,
+  policyUpdate,
+  type PolicyUpdateOptions,
+} from '../../../engine/rl/policyUpdate';
 import { tf } from '../../../engine/tensor/backend';
 import { useBackend } from '../../helpers/backends';
 import { fixedSamples } from '../../helpers/fixedSamples';
@@ -23,7 +28,9 @@ async function run(opts: Partial<PolicyUpdateOptions>) {
   const opt = new Adam(adamVariables(model), { lr: 1e-2, eps: 1 });
   const samples = fixedSamples(model.config.vocab_size, 3, 8);
   const stats = [];
-  for (let s = 0; s < STEPS; s++) stats.push(await policyUpdate(model, opt, samples, { loss: { kind: 'ppoToken', klCoef: 0 }, ...opts }));
+  for (let s = 0; s < STEPS; s++) {
+    stats.push(await policyUpdate(model, opt, samples, { loss: { kind: 'ppoToken', klCoef: 0 }, ...opts }));
+  }
   const weights = await modelToHf(model);
   const tensors = tf.memory().numTensors;
   model.dispose();
@@ -59,7 +66,10 @@ describe('policyUpdate in chunks', () => {
 describe('tokens per pass by default', () => {
   const model = (size: 'tiny' | 'medium') => {
     const c = sizedConfig(size);
-    return modelFromHf(c, initHfTensors(c, () => 0));
+    return modelFromHf(
+      c,
+      initHfTensors(c, () => 0),
+    );
   };
 
   it('keeps 4096 for small models and cuts passes for a 50M model so its activations fit the wasm heap', async () => {

@@ -20,11 +20,19 @@ describe('Sample (docs/algorithms.md §1.1)', () => {
   });
 
   it('names the field that breaks an invariant', () => {
-    expect(() => validateSample(sample({ lossMask: [0, 1, 1] }), 'sample 3')).toThrow(/sample 3: lossMask has length 3/);
+    expect(() => validateSample(sample({ lossMask: [0, 1, 1] }), 'sample 3')).toThrow(
+      /sample 3: lossMask has length 3/,
+    );
     expect(() => validateSample(sample({ lossMask: [0, 0, 2, 1] }))).toThrow(/lossMask\[2\] is 2/);
-    expect(() => validateSample(sample({ lossMask: [1, 0, 1, 1], behaviourLogProbs: [-1, 0, -0.5, -1] }))).toThrow(/lossMask\[0\]/);
-    expect(() => validateSample(sample({ behaviourLogProbs: [0, -0.1, -0.5, -1] }))).toThrow(/behaviourLogProbs\[1\].*mask is 0/);
-    expect(() => validateSample(sample({ behaviourLogProbs: [0, 0, Number.NaN, -1] }))).toThrow(/behaviourLogProbs\[2\]/);
+    expect(() => validateSample(sample({ lossMask: [1, 0, 1, 1], behaviourLogProbs: [-1, 0, -0.5, -1] }))).toThrow(
+      /lossMask\[0\]/,
+    );
+    expect(() => validateSample(sample({ behaviourLogProbs: [0, -0.1, -0.5, -1] }))).toThrow(
+      /behaviourLogProbs\[1\].*mask is 0/,
+    );
+    expect(() => validateSample(sample({ behaviourLogProbs: [0, 0, Number.NaN, -1] }))).toThrow(
+      /behaviourLogProbs\[2\]/,
+    );
     expect(() => validateSample(sample({ tokens: [1, 2.5, 3, 4] }))).toThrow(/tokens\[1\]/);
     expect(() => validateSample(sample({ advantage: Number.POSITIVE_INFINITY }))).toThrow(/advantage/);
   });

@@ -30,8 +30,12 @@ describe('lr schedules', () => {
   });
 
   it('validates its fields, naming them', () => {
-    expect(() => validateSchedule({ kind: 'cosine', lr: 1e-3, minLr: 1e-2, warmupSteps: 0, totalSteps: 10 })).toThrow(/minLr/);
-    expect(() => validateSchedule({ kind: 'cosine', lr: 1e-3, minLr: 0, warmupSteps: 20, totalSteps: 10 })).toThrow(/totalSteps/);
+    expect(() => validateSchedule({ kind: 'cosine', lr: 1e-3, minLr: 1e-2, warmupSteps: 0, totalSteps: 10 })).toThrow(
+      /minLr/,
+    );
+    expect(() => validateSchedule({ kind: 'cosine', lr: 1e-3, minLr: 0, warmupSteps: 20, totalSteps: 10 })).toThrow(
+      /totalSteps/,
+    );
     expect(() => validateSchedule({ kind: 'linearWarmup', lr: 1e-3, warmupSteps: 1.5 })).toThrow(/warmupSteps/);
     expect(() => validateSchedule({ kind: 'constant', lr: -1 })).toThrow(/lr must/);
     expect(() => lrAt({ kind: 'constant', lr: 1 }, -1)).toThrow(/step/);

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { applySet, applySets, InvalidSetError } from '../../../engine/runs/configOverrides';
 import { runConfigJsonSchema } from '../../../engine/runs/configJsonSchema';
-import { checkRunConfig, ConfigValidationError, parseRunConfig, type RunConfig } from '../../../engine/runs/configSchema';
+import {
+  checkRunConfig,
+  ConfigValidationError,
+  parseRunConfig,
+  type RunConfig,
+} from '../../../engine/runs/configSchema';
 import { UserError } from '../../../engine/userError';
 
 /** The thrown error's message, or a failure when nothing was thrown. */
@@ -49,7 +54,17 @@ describe('run config schema: defaults', () => {
       pretrain: { steps: 300, lr: 1e-3, batch: 32 },
       eval: { every: 50, items: 64, temperature: 0 },
       checkpoint: { every: 50, keep: 'all' },
-      task: { kind: 'reverse', pretrainKind: 'copy', symbols: 6, length: 3, groupSize: 16, promptsPerStep: 1, trainSeed: 1, evalSeed: 2, heldoutFraction: 0.2 },
+      task: {
+        kind: 'reverse',
+        pretrainKind: 'copy',
+        symbols: 6,
+        length: 3,
+        groupSize: 16,
+        promptsPerStep: 1,
+        trainSeed: 1,
+        evalSeed: 2,
+        heldoutFraction: 0.2,
+      },
     } satisfies RunConfig);
   });
 
@@ -66,39 +81,64 @@ describe('run config schema: defaults', () => {
   });
 
   it('accepts its own output again unchanged (run.json is re-read on resume)', () => {
-    const c = parseRunConfig({ algorithm: 'seqgrpo', model: { size: 'micro', hidden_size: 64 }, checkpoint: { keep: 3 } });
+    const c = parseRunConfig({
+      algorithm: 'seqgrpo',
+      model: { size: 'micro', hidden_size: 64 },
+      checkpoint: { keep: 3 },
+    });
     expect(parseRunConfig(JSON.parse(JSON.stringify(c)))).toEqual(c);
   });
 
   it('accepts a checkpoint as the model source', () => {
-    const c = parseRunConfig({ algorithm: 'seqgrpo', model: { from: { kind: 'checkpoint', path: 'runs/a/checkpoints/100' } } });
+    const c = parseRunConfig({
+      algorithm: 'seqgrpo',
+      model: { from: { kind: 'checkpoint', path: 'runs/a/checkpoints/100' } },
+    });
     expect(c.model.from).toEqual({ kind: 'checkpoint', path: 'runs/a/checkpoints/100' });
   });
 });
 
 describe('run config schema: error messages', () => {
   it('an enum names the path, the allowed values and the received value', () => {
-    expect(messageFor({ algorithm: 'seqgrpo', rl: { loss: 'ppo' } })).toBe('config: rl.loss: expected one of "ppoToken" | "gspo" — received "ppo"');
+    expect(messageFor({ algorithm: 'seqgrpo', rl: { loss: 'ppo' } })).toBe(
+      'config: rl.loss: expected one of "ppoToken" | "gspo" — received "ppo"',
+    );
   });
 
   it('a range names the bound and the received value', () => {
     expect(messageFor({ algorithm: 'seqgrpo', rl: { lr: -1 } })).toBe('config: rl.lr: must be > 0 — received -1');
-    expect(messageFor({ algorithm: 'seqgrpo', task: { symbols: 65 } })).toBe('config: task.symbols: must be ≤ 64 — received 65');
-    expect(messageFor({ algorithm: 'seqgrpo', seed: 2 ** 32 })).toBe('config: seed: must be ≤ 4294967295 — received 4294967296');
-    expect(messageFor({ algorithm: 'seqgrpo', task: { heldoutFraction: 1 } })).toBe('config: task.heldoutFraction: must be < 1 — received 1');
+    expect(messageFor({ algorithm: 'seqgrpo', task: { symbols: 65 } })).toBe(
+      'config: task.symbols: must be ≤ 64 — received 65',
+    );
+    expect(messageFor({ algorithm: 'seqgrpo', seed: 2 ** 32 })).toBe(
+      'config: seed: must be ≤ 4294967295 — received 4294967296',
+    );
+    expect(messageFor({ algorithm: 'seqgrpo', task: { heldoutFraction: 1 } })).toBe(
+      'config: task.heldoutFraction: must be < 1 — received 1',
+    );
   });
 
   it('a wrong type names the expected type and the received value', () => {
-    expect(messageFor({ algorithm: 'seqgrpo', budget: { steps: 2.5 } })).toBe('config: budget.steps: expected an integer from 1 to 10000000 — received 2.5');
-    expect(messageFor({ algorithm: 'seqgrpo', task: { length: '3' } })).toBe('config: task.length: expected an integer from 1 to 16 — received "3"');
-    expect(messageFor({ algorithm: 'seqgrpo', rl: { lr: '1e-4' } })).toBe('config: rl.lr: expected a number — received "1e-4"');
-    expect(messageFor({ algorithm: 'seqgrpo', rl: { tis: { enabled: 'yes' } } })).toBe('config: rl.tis.enabled: expected true or false — received "yes"');
+    expect(messageFor({ algorithm: 'seqgrpo', budget: { steps: 2.5 } })).toBe(
+      'config: budget.steps: expected an integer from 1 to 10000000 — received 2.5',
+    );
+    expect(messageFor({ algorithm: 'seqgrpo', task: { length: '3' } })).toBe(
+      'config: task.length: expected an integer from 1 to 16 — received "3"',
+    );
+    expect(messageFor({ algorithm: 'seqgrpo', rl: { lr: '1e-4' } })).toBe(
+      'config: rl.lr: expected a number — received "1e-4"',
+    );
+    expect(messageFor({ algorithm: 'seqgrpo', rl: { tis: { enabled: 'yes' } } })).toBe(
+      'config: rl.tis.enabled: expected true or false — received "yes"',
+    );
     expect(messageFor({ algorithm: 'seqgrpo', tags: 'a' })).toBe('config: tags: expected a list — received "a"');
     expect(messageFor({ algorithm: 'seqgrpo', eval: null })).toBe('config: eval: expected an object — received null');
   });
 
   it('names the source it is given', () => {
-    expect(messageFor({ algorithm: 'seqgrpo', rl: { lr: 0 } }, 'runs/x/run.json')).toBe('runs/x/run.json: rl.lr: must be > 0 — received 0');
+    expect(messageFor({ algorithm: 'seqgrpo', rl: { lr: 0 } }, 'runs/x/run.json')).toBe(
+      'runs/x/run.json: rl.lr: must be > 0 — received 0',
+    );
   });
 
   it('refuses a group of one with the §2.9 reason', () => {
@@ -112,24 +152,34 @@ describe('run config schema: error messages', () => {
       'config: task.evalSeed: must differ from task.trainSeed (7) so evaluation items are never trained on — received 7',
     );
     // The defaults differ, so only one of them needs to be given to collide.
-    expect(messageFor({ algorithm: 'seqgrpo', task: { evalSeed: 1 } })).toMatch(/^config: task\.evalSeed: must differ from task\.trainSeed \(1\)/);
+    expect(messageFor({ algorithm: 'seqgrpo', task: { evalSeed: 1 } })).toMatch(
+      /^config: task\.evalSeed: must differ from task\.trainSeed \(1\)/,
+    );
   });
 
   it('names an unknown field with the allowed ones and the nearest', () => {
     const m = messageFor({ algorithm: 'seqgrpo', rl: { lrr: 1e-3 } });
-    expect(m).toMatch(/^config: rl\.lrr: unknown field \(allowed: loss, clipLow, clipHigh, klCoef, entCoef, tis, lr, schedule, gradClip, /);
+    expect(m).toMatch(
+      /^config: rl\.lrr: unknown field \(allowed: loss, clipLow, clipHigh, klCoef, entCoef, tis, lr, schedule, gradClip, /,
+    );
     expect(m).toContain('did you mean "lr"?');
-    expect(messageFor({ algorithm: 'seqgrpo', budgett: {} })).toMatch(/^config: budgett: unknown field \(allowed: algorithm, seed, backend, .*task\); did you mean "budget"\?$/);
+    expect(messageFor({ algorithm: 'seqgrpo', budgett: {} })).toMatch(
+      /^config: budgett: unknown field \(allowed: algorithm, seed, backend, .*task\); did you mean "budget"\?$/,
+    );
   });
 
   it('finds the allowed fields inside a union member chosen by its tag', () => {
     const m = messageFor({ algorithm: 'seqgrpo', rl: { schedule: { kind: 'cosine', minlr: 0 } } });
-    expect(m).toBe('config: rl.schedule.minlr: unknown field (allowed: kind, warmupSteps, minLr); did you mean "minLr"?');
+    expect(m).toBe(
+      'config: rl.schedule.minlr: unknown field (allowed: kind, warmupSteps, minLr); did you mean "minLr"?',
+    );
   });
 
   it('names a missing or unknown algorithm and a missing field', () => {
     expect(messageFor({})).toBe('config: algorithm: expected one of "seqgrpo" | "mars" | "marti" — missing');
-    expect(messageFor({ algorithm: 'grpo' })).toBe('config: algorithm: expected one of "seqgrpo" | "mars" | "marti" — received "grpo"');
+    expect(messageFor({ algorithm: 'grpo' })).toBe(
+      'config: algorithm: expected one of "seqgrpo" | "mars" | "marti" — received "grpo"',
+    );
     expect(messageFor({ algorithm: 'seqgrpo', rl: { schedule: { kind: 'linearWarmup' } } })).toBe(
       'config: rl.schedule.warmupSteps: expected an integer from 0 to 10000000 — missing',
     );
@@ -150,7 +200,9 @@ describe('run config schema: error messages', () => {
   });
 
   it('lists every issue, one per line, and exposes them for inline display', () => {
-    const err = errorOf(() => parseRunConfig({ algorithm: 'seqgrpo', rl: { loss: 'ppo', lr: 0 }, budget: { steps: 0 }, extra: 1 }));
+    const err = errorOf(() =>
+      parseRunConfig({ algorithm: 'seqgrpo', rl: { loss: 'ppo', lr: 0 }, budget: { steps: 0 }, extra: 1 }),
+    );
     expect(err).toBeInstanceOf(UserError);
     expect(err.message.split('\n')).toHaveLength(4);
     expect(err.issues.map((i) => i.path).sort()).toEqual(['budget.steps', 'extra', 'rl.loss', 'rl.lr']);
@@ -163,26 +215,42 @@ describe('run config schema: error messages', () => {
     expect(messageFor({ algorithm: 'seqgrpo', rl: { lr: 1e-3, schedule: { kind: 'cosine', minLr: 1e-2 } } })).toBe(
       'config: rl.schedule.minLr: must be ≤ rl.lr (0.001): the cosine decays from rl.lr down to minLr — received 0.01',
     );
-    expect(messageFor({ algorithm: 'seqgrpo', budget: { steps: 10 }, rl: { schedule: { kind: 'linearWarmup', warmupSteps: 20 } } })).toBe(
+    expect(
+      messageFor({
+        algorithm: 'seqgrpo',
+        budget: { steps: 10 },
+        rl: { schedule: { kind: 'linearWarmup', warmupSteps: 20 } },
+      }),
+    ).toBe(
       'config: rl.schedule.warmupSteps: must be ≤ budget.steps (10): a longer warm-up never reaches rl.lr — received 20',
     );
-    expect(messageFor({ algorithm: 'seqgrpo', task: { groupSize: 4, promptsPerStep: 2 }, rl: { miniBatches: 9 } })).toMatch(
-      /^config: rl\.miniBatches: must be ≤ task\.groupSize × task\.promptsPerStep \(8\)/,
-    );
-    expect(parseRunConfig({ algorithm: 'seqgrpo', task: { groupSize: 4, promptsPerStep: 2 }, rl: { miniBatches: 8 } }).rl.miniBatches).toBe(8);
+    expect(
+      messageFor({ algorithm: 'seqgrpo', task: { groupSize: 4, promptsPerStep: 2 }, rl: { miniBatches: 9 } }),
+    ).toMatch(/^config: rl\.miniBatches: must be ≤ task\.groupSize × task\.promptsPerStep \(8\)/);
+    expect(
+      parseRunConfig({ algorithm: 'seqgrpo', task: { groupSize: 4, promptsPerStep: 2 }, rl: { miniBatches: 8 } }).rl
+        .miniBatches,
+    ).toBe(8);
   });
 
   it('refuses architecture overrides that do not fit together', () => {
     expect(messageFor({ algorithm: 'seqgrpo', model: { size: 'tiny', num_attention_heads: 3 } })).toMatch(
       /^config: model: inconsistent architecture: num_attention_heads \(3\) must be a multiple of num_key_value_heads \(2\)/,
     );
-    expect(parseRunConfig({ algorithm: 'seqgrpo', model: { size: 'micro', num_attention_heads: 2 } }).model.num_attention_heads).toBe(2);
+    expect(
+      parseRunConfig({ algorithm: 'seqgrpo', model: { size: 'micro', num_attention_heads: 2 } }).model
+        .num_attention_heads,
+    ).toBe(2);
   });
 
   it('accepts "all" or a positive count of checkpoints to keep, and says so otherwise', () => {
     expect(parseRunConfig({ algorithm: 'seqgrpo', checkpoint: { keep: 3 } }).checkpoint.keep).toBe(3);
-    expect(messageFor({ algorithm: 'seqgrpo', checkpoint: { keep: 'some' } })).toBe('config: checkpoint.keep: expected "all" or an integer ≥ 1 — received "some"');
-    expect(messageFor({ algorithm: 'seqgrpo', checkpoint: { keep: 0 } })).toMatch(/^config: checkpoint\.keep: .*1.* — received 0$/);
+    expect(messageFor({ algorithm: 'seqgrpo', checkpoint: { keep: 'some' } })).toBe(
+      'config: checkpoint.keep: expected "all" or an integer ≥ 1 — received "some"',
+    );
+    expect(messageFor({ algorithm: 'seqgrpo', checkpoint: { keep: 0 } })).toMatch(
+      /^config: checkpoint\.keep: .*1.* — received 0$/,
+    );
   });
 });
 
@@ -190,7 +258,13 @@ describe('--set overrides', () => {
   const base = { algorithm: 'seqgrpo', rl: { lr: 1e-4, loss: 'gspo' } };
 
   it('sets nested values, parsing JSON when it parses', () => {
-    const c = applySets(base, ['rl.lr=3e-4', 'task.groupSize=8', 'rl.tis.enabled=true', 'tags=["a","b"]', 'model.from={"kind":"checkpoint","path":"x"}']);
+    const c = applySets(base, [
+      'rl.lr=3e-4',
+      'task.groupSize=8',
+      'rl.tis.enabled=true',
+      'tags=["a","b"]',
+      'model.from={"kind":"checkpoint","path":"x"}',
+    ]);
     expect(c).toEqual({
       algorithm: 'seqgrpo',
       rl: { lr: 3e-4, loss: 'gspo', tis: { enabled: true } },
@@ -244,7 +318,9 @@ describe('--set overrides', () => {
 
   it('is validated like the field itself: an invalid value gets the same path message', () => {
     expect(messageFor(applySet(base, 'rl.lr=-1'))).toBe('config: rl.lr: must be > 0 — received -1');
-    expect(messageFor(applySet(base, 'task.kind=rev'))).toMatch(/^config: task\.kind: expected one of "copy" \| "reverse" .* — received "rev"$/);
+    expect(messageFor(applySet(base, 'task.kind=rev'))).toMatch(
+      /^config: task\.kind: expected one of "copy" \| "reverse" .* — received "rev"$/,
+    );
     expect(messageFor(applySet(base, 'rl.lrr=1'))).toMatch(/^config: rl\.lrr: unknown field/);
   });
 });
@@ -252,7 +328,8 @@ describe('--set overrides', () => {
 describe('JSON Schema for the launch form', () => {
   type Node = Record<string, unknown>;
   const schema = runConfigJsonSchema() as Node;
-  const member = (algorithm: string) => (schema.oneOf as Node[]).find((m) => ((m.properties as Node).algorithm as Node).const === algorithm)!;
+  const member = (algorithm: string) =>
+    (schema.oneOf as Node[]).find((m) => ((m.properties as Node).algorithm as Node).const === algorithm)!;
 
   /** Every property of every object anywhere in the schema, with its dotted path. */
   function properties(node: unknown, at = ''): Array<[string, Node]> {
@@ -263,7 +340,9 @@ describe('JSON Schema for the launch form', () => {
       const p = at ? `${at}.${k}` : k;
       out.push([p, v], ...properties(v, p));
     }
-    for (const key of ['oneOf', 'anyOf', 'allOf'] as const) for (const b of (n[key] as unknown[]) ?? []) out.push(...properties(b, at));
+    for (const key of ['oneOf', 'anyOf', 'allOf'] as const) {
+      for (const b of (n[key] as unknown[]) ?? []) out.push(...properties(b, at));
+    }
     if (n.items) out.push(...properties(n.items, `${at}[]`));
     return out;
   }
@@ -293,13 +372,15 @@ describe('JSON Schema for the launch form', () => {
     expect(p['rl.loss']).toMatchObject({ default: 'ppoToken', enum: ['ppoToken', 'gspo'] });
     expect(p['backend']).toMatchObject({ default: 'auto' });
     expect(p['model.size']).toMatchObject({ default: 'tiny' });
-    expect((p['model.size']!.enum as string[])).toContain('micro');
+    expect(p['model.size']!.enum as string[]).toContain('micro');
   });
 
   it('has a title and a description on every field, at every depth', () => {
     const all = properties(schema);
     expect(all.length).toBeGreaterThan(50);
-    const missing = all.filter(([, v]) => typeof v.description !== 'string' || (v.description as string).trim() === '').map(([p]) => p);
+    const missing = all
+      .filter(([, v]) => typeof v.description !== 'string' || v.description.trim() === '')
+      .map(([p]) => p);
     expect(missing).toEqual([]);
     const untitled = all.filter(([, v]) => typeof v.title !== 'string').map(([p]) => p);
     expect(untitled).toEqual([]);

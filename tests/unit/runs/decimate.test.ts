@@ -34,7 +34,11 @@ describe('decimate', () => {
   });
 
   it('returns each point as its own bucket when there are no more points than the width', () => {
-    const pts = [{ x: 1, y: 5 }, { x: 2, y: NaN }, { x: 4, y: -1 }];
+    const pts = [
+      { x: 1, y: 5 },
+      { x: 2, y: NaN },
+      { x: 4, y: -1 },
+    ];
     expect(decimate(pts, 200)).toEqual([
       { x: 1, min: 5, max: 5, last: 5, n: 1, nonFinite: 0 },
       { x: 4, min: -1, max: -1, last: -1, n: 1, nonFinite: 0 },
@@ -72,7 +76,10 @@ describe('metricSeries', () => {
     { step: 3, time: 103, loss: NaN },
   ];
   it('takes one metric by step, skipping lines without it', () => {
-    expect(metricSeries(records, 'loss')).toEqual([{ x: 1, y: 2 }, { x: 3, y: NaN }]);
+    expect(metricSeries(records, 'loss')).toEqual([
+      { x: 1, y: 2 },
+      { x: 3, y: NaN },
+    ]);
   });
   it('takes it by time on request', () => {
     expect(metricSeries(records, 'reward', { x: 'time' })).toEqual([{ x: 101, y: 1 }]);

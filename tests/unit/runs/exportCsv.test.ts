@@ -8,11 +8,15 @@ describe('metricsToCsv', () => {
       { time: 11, step: 2, 'eval.pass@1': 0.5, loss: 1.5 },
       { step: 3, time: 12, reward: null },
     ]);
-    expect(csv).toBe(['step,time,loss,reward,eval.pass@1', '1,10.5,2,0.25,', '2,11,1.5,,0.5', '3,12,,NaN,', ''].join('\n'));
+    expect(csv).toBe(
+      ['step,time,loss,reward,eval.pass@1', '1,10.5,2,0.25,', '2,11,1.5,,0.5', '3,12,,NaN,', ''].join('\n'),
+    );
   });
 
   it('quotes names and values with commas, quotes, newlines or edge spaces', () => {
-    const csv = metricsToCsv([{ step: 1, time: 1, 'a,b': 1, 'say "hi"': 2, 'two\nlines': 3, ' padded': 4, phase: 'warm, up' }]);
+    const csv = metricsToCsv([
+      { step: 1, time: 1, 'a,b': 1, 'say "hi"': 2, 'two\nlines': 3, ' padded': 4, phase: 'warm, up' },
+    ]);
     const [header, row] = csv.split(/\n(?=1,)/);
     expect(header).toBe('step,time,"a,b","say ""hi""","two\nlines"," padded",phase');
     expect(row).toBe('1,1,1,2,3,4,"warm, up"\n');

@@ -20,7 +20,9 @@ describe('resolveHome', () => {
 
 describe('runDir', () => {
   it('puts runs under runs/ and refuses ids that would leave it', () => {
-    expect(runDir('/h', '20261130-024512-toy-copy-3f9a')).toBe(path.join(runsDir('/h'), '20261130-024512-toy-copy-3f9a'));
+    expect(runDir('/h', '20261130-024512-toy-copy-3f9a')).toBe(
+      path.join(runsDir('/h'), '20261130-024512-toy-copy-3f9a'),
+    );
     for (const bad of ['..', '../x', 'a/b', '', '.hidden', 'a..b']) expect(() => runDir('/h', bad)).toThrow(UserError);
   });
 });

@@ -31,7 +31,10 @@ describe('JsonlAppender', () => {
     log.close();
     expect(end).toBe(fs.statSync(file).size);
     expect(log.byteLength).toBe(fs.statSync(file).size);
-    expect(readJsonl(file).records).toEqual([{ step: 1, text: 'a\nb "quoted"' }, { step: 2, loss: 0.5 }]);
+    expect(readJsonl(file).records).toEqual([
+      { step: 1, text: 'a\nb "quoted"' },
+      { step: 2, loss: 0.5 },
+    ]);
   });
 
   it('continues an existing file, ending a torn last line first so the new record survives', () => {
@@ -77,7 +80,9 @@ describe('readJsonl', () => {
     const read = readJsonl(file);
     expect(read.records).toEqual([{ step: 1 }, { step: 3 }]);
     expect(read.warnings).toHaveLength(1);
-    expect(read.warnings[0]).toMatch(new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: line 3 is not valid JSON \\(.*\\); skipped it$`));
+    expect(read.warnings[0]).toMatch(
+      new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: line 3 is not valid JSON \\(.*\\); skipped it$`),
+    );
   });
 
   it('names lines by number when tailing from a known line, by byte offset when the line number is unknown', () => {

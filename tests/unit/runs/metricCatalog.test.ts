@@ -36,22 +36,33 @@ async function loggedNames(config: RunConfigInput): Promise<string[]> {
 
 const undeclared = (algorithm: string, names: string[]) => names.filter((n) => !describeMetric(algorithm, n));
 
-const marti = (configuration: string): RunConfigInput => ({
-  algorithm: 'marti',
-  seed: 7,
-  backend: 'wasm',
-  model: { size: 'micro' },
-  task: { trainTasks: 10, maxProgramTokens: 8 },
-  marti: { configuration, problemsPerStep: 2, nodesPerTree: 3, trainBatch: 2, evalNodes: 2, tplus: { enabled: true, nodes: 3 } },
-  rl: { lr: 1e-2, klCoef: 1e-3 },
-  budget: { steps: 1 },
-  eval: { every: 1, items: 2 },
-  checkpoint: { every: 1 },
-} as RunConfigInput);
+const marti = (configuration: string): RunConfigInput =>
+  ({
+    algorithm: 'marti',
+    seed: 7,
+    backend: 'wasm',
+    model: { size: 'micro' },
+    task: { trainTasks: 10, maxProgramTokens: 8 },
+    marti: {
+      configuration,
+      problemsPerStep: 2,
+      nodesPerTree: 3,
+      trainBatch: 2,
+      evalNodes: 2,
+      tplus: { enabled: true, nodes: 3 },
+    },
+    rl: { lr: 1e-2, klCoef: 1e-3 },
+    budget: { steps: 1 },
+    eval: { every: 1, items: 2 },
+    checkpoint: { every: 1 },
+  }) as RunConfigInput;
 
 describe('metric catalog', () => {
   it('declares every metric of a seqgrpo run (with a KL reference)', async () => {
-    const names = await loggedNames({ ...quickConfig({ steps: 2, evalEvery: 2 }), rl: { lr: 3e-3, klCoef: 1e-3 } } as RunConfigInput);
+    const names = await loggedNames({
+      ...quickConfig({ steps: 2, evalEvery: 2 }),
+      rl: { lr: 3e-3, klCoef: 1e-3 },
+    });
     expect(names).toContain('eval.accuracy');
     expect(names).toContain('kl');
     expect(undeclared('seqgrpo', names)).toEqual([]);
@@ -69,7 +80,7 @@ describe('metric catalog', () => {
       budget: { steps: 1 },
       eval: { every: 1, items: 20 },
       checkpoint: { every: 1 },
-    } as RunConfigInput);
+    });
     expect(names).toContain('eval.exactMatch');
     expect(names.some((n) => n.startsWith('eval.exactMatch.'))).toBe(true);
     expect(undeclared('mars', names)).toEqual([]);
@@ -89,7 +100,11 @@ describe('metric catalog', () => {
     const agents = dashboard('marti', hetero).find((p) => p.id === 'agents')!;
     const reward = agents.charts.find((c) => c.key === 'agentReward.<agent>')!;
     expect(reward.names.length).toBeGreaterThan(1);
-    expect(dashboard('marti', hetero)[0]!.charts.slice(0, 2).map((c) => c.key)).toEqual(['reward', 'eval.pass1']);
+    expect(
+      dashboard('marti', hetero)[0]!
+        .charts.slice(0, 2)
+        .map((c) => c.key),
+    ).toEqual(['reward', 'eval.pass1']);
 
     const homo = await loggedNames(marti('homogeneous'));
     expect(undeclared('marti', homo)).toEqual([]);
@@ -97,8 +112,14 @@ describe('metric catalog', () => {
 
   it("puts each algorithm's headline metric right after reward in the first panel", () => {
     for (const [algorithm, headline] of Object.entries(HEADLINE_METRICS)) {
-      const names = metricCatalog(algorithm).map((d) => d.name).filter((n) => !n.includes('<'));
-      expect(dashboard(algorithm, names)[0]!.charts.slice(0, 2).map((c) => c.key)).toEqual(['reward', headline.key]);
+      const names = metricCatalog(algorithm)
+        .map((d) => d.name)
+        .filter((n) => !n.includes('<'));
+      expect(
+        dashboard(algorithm, names)[0]!
+          .charts.slice(0, 2)
+          .map((c) => c.key),
+      ).toEqual(['reward', headline.key]);
     }
   });
 

@@ -18,7 +18,6 @@ import { parsedColumn } from '../../helpers/metricReference';
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-columns-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-
 const LINES = [
   '{"step":1,"time":100,"reward":0.1,"loss":2}',
   '{"step":2,"time":101,"reward":null,"loss":1.5}',
@@ -34,7 +33,8 @@ const LINES = [
 describe('metric columns', () => {
   it('equal parsing every line, for every case the fast path skips or falls back on', () => {
     const file = path.join(dir, 'a.jsonl');
-    const text = LINES.slice(0, 6).join('\n') + '\n' + LINES[6] + LINES[7] + '\n' + LINES[8] + '\n' + '{"step":10,"time":109,"rew';
+    const text =
+      LINES.slice(0, 6).join('\n') + '\n' + LINES[6] + LINES[7] + '\n' + LINES[8] + '\n' + '{"step":10,"time":109,"rew';
     fs.writeFileSync(file, text);
     for (const key of ['reward', 'loss', 'eval.reward', 'x"reward', 'time']) {
       for (const x of ['step', 'time'] as const) {
@@ -77,12 +77,24 @@ describe('metric columns', () => {
 
   it('decimates to the same buckets as the host for a long log', () => {
     const file = path.join(dir, 'c.jsonl');
-    const lines = Array.from({ length: 5000 }, (_, i) => JSON.stringify({ step: i + 1, time: 1000 + i, reward: Math.sin(i / 7) + (i % 97 === 0 ? 5 : 0), loss: i % 13 === 0 ? null : 1 / (i + 1) }));
+    const lines = Array.from({ length: 5000 }, (_, i) =>
+      JSON.stringify({
+        step: i + 1,
+        time: 1000 + i,
+        reward: Math.sin(i / 7) + (i % 97 === 0 ? 5 : 0),
+        loss: i % 13 === 0 ? null : 1 / (i + 1),
+      }),
+    );
     fs.writeFileSync(file, lines.join('\n') + '\n');
     const points = lines.map((l) => toMetricPoint(JSON.parse(l) as Record<string, unknown>));
     for (const key of ['reward', 'loss']) {
       const c = metricColumn('c', file, key, 'step');
-      expect(decimate(c.x.map((x, i) => ({ x, y: c.y[i]! })), 300)).toEqual(decimate(metricSeries(points, key), 300));
+      expect(
+        decimate(
+          c.x.map((x, i) => ({ x, y: c.y[i]! })),
+          300,
+        ),
+      ).toEqual(decimate(metricSeries(points, key), 300));
     }
     // the progress reads the end of the log only (a window that cuts a line): the last steps and their pace
     expect(fs.statSync(file).size).toBeGreaterThan(256 << 10);

@@ -15,7 +15,6 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-columns-awkward-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 beforeEach(() => clearMetricColumns());
 
-
 /** Lines as the run loop writes them, with the awkward ones among them (every line starts `{"step":`). */
 const LINES = [
   '{"step":1,"time":100,"reward":0.5,"r":1,"reward2":2,"__proto__":3,"constructor":4}',

@@ -55,9 +55,9 @@ describe('metric columns across chunks', () => {
     expect({ x: grown!.x, y: grown!.y }).toEqual(parsedColumn(text + more, 'récompense·報酬', 'step'));
   });
 
-  it('decimateColumns gives decimate()\'s buckets, zoomed or not, with NaN and infinite values', () => {
+  it("decimateColumns gives decimate()'s buckets, zoomed or not, with NaN and infinite values", () => {
     let seed = 7;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const x: number[] = [];
     const y: number[] = [];
     for (let i = 0; i < 20_000; i++) {
@@ -67,7 +67,9 @@ describe('metric columns across chunks', () => {
     const points = x.map((xv, i) => ({ x: xv, y: y[i]! }));
     for (const width of [1, 7, 600, 19_999, 20_000, 30_000]) {
       for (const zoom of [{}, { xMin: 3000 }, { xMax: 9000.5 }, { xMin: 100, xMax: 150 }, { xMin: 5e9 }]) {
-        expect(decimateColumns({ x, y }, width, zoom), `${width} ${JSON.stringify(zoom)}`).toEqual(decimate(points, width, zoom));
+        expect(decimateColumns({ x, y }, width, zoom), `${width} ${JSON.stringify(zoom)}`).toEqual(
+          decimate(points, width, zoom),
+        );
       }
     }
   });

@@ -31,8 +31,16 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 /** Built-ins the old code wrote onto: nothing may have been added to them. */
 function builtInsUntouched(): void {
-  for (const target of [Object, Object.prototype, Object.prototype.toString, Object.prototype.hasOwnProperty, Object.prototype.valueOf]) {
-    for (const key of ['last', 'min', 'max']) expect(Object.hasOwn(target, key), `${String((target as { name?: string }).name)}.${key}`).toBe(false);
+  for (const target of [
+    Object,
+    Object.prototype,
+    Object.prototype.toString,
+    Object.prototype.hasOwnProperty,
+    Object.prototype.valueOf,
+  ]) {
+    for (const key of ['last', 'min', 'max']) {
+      expect(Object.hasOwn(target, key), `${String((target as { name?: string }).name)}.${key}`).toBe(false);
+    }
   }
   expect(Object.getPrototypeOf({})).toBe(Object.prototype);
 }
@@ -74,9 +82,18 @@ describe('metric names that are also names of built-ins', () => {
 
   it('give series of the logged values only (charts)', () => {
     const pts = points();
-    expect(metricSeries(pts, 'constructor')).toEqual([{ x: 1, y: 1 }, { x: 2, y: 5 }]);
-    expect(metricSeries(pts, 'toString')).toEqual([{ x: 1, y: 2 }, { x: 3, y: 6 }]);
-    expect(metricSeries(pts, '__proto__')).toEqual([{ x: 1, y: 3 }, { x: 3, y: 7 }]);
+    expect(metricSeries(pts, 'constructor')).toEqual([
+      { x: 1, y: 1 },
+      { x: 2, y: 5 },
+    ]);
+    expect(metricSeries(pts, 'toString')).toEqual([
+      { x: 1, y: 2 },
+      { x: 3, y: 6 },
+    ]);
+    expect(metricSeries(pts, '__proto__')).toEqual([
+      { x: 1, y: 3 },
+      { x: 3, y: 7 },
+    ]);
   });
 
   it('are listed in the run index (ls) with their statistics', () => {
@@ -85,7 +102,18 @@ describe('metric names that are also names of built-ins', () => {
     fs.mkdirSync(run, { recursive: true });
     fs.writeFileSync(
       path.join(run, 'run.json'),
-      JSON.stringify({ id: path.basename(run), createdAt: '2026-12-01T00:00:00Z', algorithm: 'seqgrpo', config: {}, engineVersion: 'test', seed: 1, status: 'finished', statusAt: '2026-12-01T00:00:00Z', tags: [], notes: '' }),
+      JSON.stringify({
+        id: path.basename(run),
+        createdAt: '2026-12-01T00:00:00Z',
+        algorithm: 'seqgrpo',
+        config: {},
+        engineVersion: 'test',
+        seed: 1,
+        status: 'finished',
+        statusAt: '2026-12-01T00:00:00Z',
+        tags: [],
+        notes: '',
+      }),
     );
     fs.writeFileSync(path.join(run, 'metrics.jsonl'), LINES.join('\n') + '\n');
     // Built from the folder, then read back from index.json (the cache a second listing uses).
@@ -94,7 +122,11 @@ describe('metric names that are also names of built-ins', () => {
       expect(summary!.metrics.constructor).toEqual({ last: 5, min: 1, max: 5 });
       expect(Object.hasOwn(summary!.metrics, 'toString')).toBe(true);
       expect(summary!.metrics.toString).toEqual({ last: 6, min: 2, max: 6 });
-      expect(Object.getOwnPropertyDescriptor(summary!.metrics, '__proto__')?.value).toEqual({ last: 7, min: 3, max: 7 });
+      expect(Object.getOwnPropertyDescriptor(summary!.metrics, '__proto__')?.value).toEqual({
+        last: 7,
+        min: 3,
+        max: 7,
+      });
     }
   });
 });

@@ -17,7 +17,15 @@ import { isRowsFile } from '../../../engine/runs/metricRows';
 import { SummaryKeeper } from '../../../engine/runs/summarySidecar';
 import { parsedColumn } from '../../helpers/metricReference';
 
-const META: NewRunMeta = { algorithm: 'seqgrpo', preset: 'toy', config: { budget: { steps: 100 } }, engineVersion: '0', seed: 1, tags: [], notes: '' };
+const META: NewRunMeta = {
+  algorithm: 'seqgrpo',
+  preset: 'toy',
+  config: { budget: { steps: 100 } },
+  engineVersion: '0',
+  seed: 1,
+  tags: [],
+  notes: '',
+};
 
 let home: string;
 beforeEach(() => {
@@ -50,16 +58,16 @@ function overlay(runId: string, dir: string, names: string[], x: 'step' | 'time'
   let bytes = 0;
   const realOpen = fs.openSync;
   const realRead = fs.readSync;
-  vi.spyOn(fs, 'openSync').mockImplementation(((p: fs.PathLike, ...rest: unknown[]) => {
+  vi.spyOn(fs, 'openSync').mockImplementation((p: fs.PathLike, ...rest: unknown[]) => {
     const fd = (realOpen as (...args: unknown[]) => number)(p, ...rest);
     fds.set(fd, String(p));
     return fd;
-  }));
-  vi.spyOn(fs, 'readSync').mockImplementation(((fd: number, ...rest: unknown[]) => {
+  });
+  vi.spyOn(fs, 'readSync').mockImplementation((fd: number, ...rest: unknown[]) => {
     const n = (realRead as (...args: unknown[]) => number)(fd, ...rest);
     if (fds.get(fd) === file) bytes += n;
     return n;
-  }));
+  });
   try {
     const answer = runsMetricSeries({ runIds: [runId], names, x, width: 50 }, { dirOf: () => dir });
     return { run: answer.runs[0]!, bytes };
@@ -71,7 +79,10 @@ function overlay(runId: string, dir: string, names: string[], x: 'step' | 'time'
 /** What parsing every line of the log gives, decimated as the overlay decimates. */
 function expected(dir: string, name: string, x: 'step' | 'time') {
   const c = parsedColumn(fs.readFileSync(path.join(dir, RUN_FILES.metrics), 'utf8'), name, x);
-  const b = decimate(c.x.map((xv, i) => ({ x: xv, y: c.y[i]! })), 50);
+  const b = decimate(
+    c.x.map((xv, i) => ({ x: xv, y: c.y[i]! })),
+    50,
+  );
   return { x: b.map((p) => p.x), min: b.map((p) => p.min), max: b.map((p) => p.max), last: b.map((p) => p.last) };
 }
 
@@ -80,8 +91,16 @@ describe('pre-parsed metric rows', () => {
     const { id, dir } = createRunFolder(home, META);
     // lines of awkward shapes among the run loop's: a string, a repeated key (JSON.parse keeps the last), an eval
     // metric every 50 steps, a torn line, a metric named __proto__
-    append(dir, steps(1, 15_000, (s) => (s % 50 === 0 ? { 'eval.accuracy': s / 15_000 } : s % 777 === 0 ? JSON.parse('{"__proto__": 3}') : {})));
-    fs.appendFileSync(path.join(dir, RUN_FILES.metrics), '{"step":15001,"reward":1,"reward":2}\n{"step":15002,"phase":"x","reward":0.5}\n{"step":15003,"rew');
+    append(
+      dir,
+      steps(1, 15_000, (s) =>
+        s % 50 === 0 ? { 'eval.accuracy': s / 15_000 } : s % 777 === 0 ? JSON.parse('{"__proto__": 3}') : {},
+      ),
+    );
+    fs.appendFileSync(
+      path.join(dir, RUN_FILES.metrics),
+      '{"step":15001,"reward":1,"reward":2}\n{"step":15002,"phase":"x","reward":0.5}\n{"step":15003,"rew',
+    );
     new SummaryKeeper(dir).flush();
     expect(rowsFiles(dir)).toHaveLength(1);
     expect(fs.statSync(path.join(dir, rowsFiles(dir)[0]!)).size).toBeGreaterThan(0);
@@ -91,7 +110,12 @@ describe('pre-parsed metric rows', () => {
     const size = fs.statSync(path.join(dir, RUN_FILES.metrics)).size;
     expect(size).toBeGreaterThan(1e6);
 
-    const cold = overlay(id, dir, ['reward', 'loss', 'eval.accuracy', '__proto__', 'missing', 'reward', 'step'], 'step');
+    const cold = overlay(
+      id,
+      dir,
+      ['reward', 'loss', 'eval.accuracy', '__proto__', 'missing', 'reward', 'step'],
+      'step',
+    );
     for (const name of ['reward', 'loss', 'eval.accuracy', '__proto__', 'step']) {
       expect(Object.hasOwn(cold.run.series, name), name).toBe(true);
       expect(cold.run.series[name], name).toEqual(expected(dir, name, 'step'));

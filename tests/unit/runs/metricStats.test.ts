@@ -53,7 +53,9 @@ function expectSame(a: MetricsSummary & { end: number }, b: MetricsSummary & { e
   for (const k of Object.keys(b.metrics)) {
     const x = Object.getOwnPropertyDescriptor(a.metrics, k)!.value as MetricStats;
     const y = Object.getOwnPropertyDescriptor(b.metrics, k)!.value as MetricStats;
-    for (const f of ['last', 'min', 'max'] as const) expect([k, f, Object.is(x[f], y[f]) ? 'same' : `${x[f]} vs ${y[f]}`]).toEqual([k, f, 'same']);
+    for (const f of ['last', 'min', 'max'] as const) {
+      expect([k, f, Object.is(x[f], y[f]) ? 'same' : `${x[f]} vs ${y[f]}`]).toEqual([k, f, 'same']);
+    }
   }
   expect({ steps: a.steps, lines: a.lines, end: a.end }).toEqual({ steps: b.steps, lines: b.lines, end: b.end });
 }
@@ -149,11 +151,35 @@ describe('scanMetricStats', () => {
       return seed % n;
     };
     const keys = ['step', 'time', 'reward', 'rew', 'reward2', '__proto__', 'constructor', 'a"b', 'x', '1'];
-    const values = ['0', '-0', '1', '0.1', '-2.5e-3', '1e308', '1e309', '123456789012345678', '9007199254740993', '0.8414709848078965', 'null', '"NaN"', 'true', '01', '.5', '1e', '-', '[1]', '{"a":1}', '4.35e-5', '17E2'];
+    const values = [
+      '0',
+      '-0',
+      '1',
+      '0.1',
+      '-2.5e-3',
+      '1e308',
+      '1e309',
+      '123456789012345678',
+      '9007199254740993',
+      '0.8414709848078965',
+      'null',
+      '"NaN"',
+      'true',
+      '01',
+      '.5',
+      '1e',
+      '-',
+      '[1]',
+      '{"a":1}',
+      '4.35e-5',
+      '17E2',
+    ];
     const lines: string[] = [];
     for (let i = 0; i < 3000; i++) {
       const members = [`"step":${rand(10) === 0 ? values[rand(values.length)] : i}`];
-      for (let m = rand(6); m > 0; m--) members.push(`${JSON.stringify(keys[rand(keys.length)])}:${values[rand(values.length)]}`);
+      for (let m = rand(6); m > 0; m--) {
+        members.push(`${JSON.stringify(keys[rand(keys.length)])}:${values[rand(values.length)]}`);
+      }
       if (rand(3) === 0) members.push(`"x":${values[rand(4)]}`);
       let line = `{${members.join(',')}}`;
       if (rand(40) === 0) line = line.slice(0, rand(line.length));

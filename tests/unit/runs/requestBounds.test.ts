@@ -11,12 +11,16 @@ describe('--set list indices', () => {
   it('refuses an index past the end of a list, naming the field and its length, without building the list', () => {
     const config = { algorithm: 'seqgrpo', tags: ['a', 'b'] };
     expect(() => applySets(config, ['tags.4294967294=x'])).toThrow(InvalidSetError);
-    expect(() => applySets(config, ['tags.4294967294=x'])).toThrow(/tags is a list of 2 items, so the index must be from 0 to 2 \(2 adds one at the end\), not 4294967294/);
+    expect(() => applySets(config, ['tags.4294967294=x'])).toThrow(
+      /tags is a list of 2 items, so the index must be from 0 to 2 \(2 adds one at the end\), not 4294967294/,
+    );
     expect(() => applySets(config, ['tags.3=x'])).toThrow(/tags is a list of 2 items/);
   }, 5_000);
 
   it('an index equal to the length appends; smaller ones replace', () => {
-    expect(applySets({ tags: ['a', 'b'] }, ['tags.2=c', 'tags.0=z', 'tags.3=d'])).toEqual({ tags: ['z', 'b', 'c', 'd'] });
+    expect(applySets({ tags: ['a', 'b'] }, ['tags.2=c', 'tags.0=z', 'tags.3=d'])).toEqual({
+      tags: ['z', 'b', 'c', 'd'],
+    });
   });
 });
 
@@ -37,7 +41,9 @@ describe('many --sets', () => {
   });
 
   it('a path deeper than any config is refused', () => {
-    expect(() => applySets({}, [`${Array.from({ length: 100 }, () => 'a').join('.')}=1`])).toThrow(/the path has 100 fields; a config is at most 32 deep/);
+    expect(() => applySets({}, [`${Array.from({ length: 100 }, () => 'a').join('.')}=1`])).toThrow(
+      /the path has 100 fields; a config is at most 32 deep/,
+    );
   });
 });
 
@@ -45,7 +51,15 @@ describe('config size and error messages', () => {
   it('a config over 256 KiB is refused before validation, naming the limit', () => {
     const huge = { algorithm: 'seqgrpo', notes: 'n'.repeat(1_700_000) };
     const checked = checkRunConfig(huge);
-    expect(checked).toEqual({ success: false, issues: [{ path: '', message: expect.stringMatching(/^the config is larger than 256 KiB as JSON; a config is at most 256 KiB/) }] });
+    expect(checked).toEqual({
+      success: false,
+      issues: [
+        {
+          path: '',
+          message: expect.stringMatching(/^the config is larger than 256 KiB as JSON; a config is at most 256 KiB/),
+        },
+      ],
+    });
   }, 5_000);
 
   it('a config nested thousands deep is refused, not a stack overflow', () => {
@@ -110,7 +124,16 @@ describe("errors never quote a file's content", () => {
 
 describe('memory check override for runs made elsewhere', () => {
   it('MARS_LAB_IGNORE_MEMORY_CHECK=1 lets a too-large config through (resume, evaluation)', () => {
-    const huge = { algorithm: 'seqgrpo', model: { hidden_size: 8192, intermediate_size: 32768, num_hidden_layers: 64, num_attention_heads: 128, num_key_value_heads: 128 } };
+    const huge = {
+      algorithm: 'seqgrpo',
+      model: {
+        hidden_size: 8192,
+        intermediate_size: 32768,
+        num_hidden_layers: 64,
+        num_attention_heads: 128,
+        num_key_value_heads: 128,
+      },
+    };
     expect(checkRunConfig(huge).success).toBe(false);
     process.env.MARS_LAB_IGNORE_MEMORY_CHECK = '1';
     try {

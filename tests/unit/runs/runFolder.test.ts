@@ -44,7 +44,9 @@ describe('createRunFolder', () => {
     const { id, dir, meta } = createRunFolder(home, META, { now });
     expect(id).toMatch(/^20261130-024512-toy-copy-[0-9a-f]{4}$/);
     expect(dir).toBe(path.join(runsDir(home), id));
-    for (const f of [RUN_FILES.metrics, RUN_FILES.trajectories, RUN_FILES.events]) expect(fs.statSync(path.join(dir, f)).size >= 0).toBe(true);
+    for (const f of [RUN_FILES.metrics, RUN_FILES.trajectories, RUN_FILES.events]) {
+      expect(fs.statSync(path.join(dir, f)).size >= 0).toBe(true);
+    }
     expect(fs.statSync(path.join(dir, RUN_FILES.checkpoints)).isDirectory()).toBe(true);
     expect(readRunMeta(dir)).toEqual(meta);
     expect(meta).toMatchObject({ id, status: 'created', createdAt: now.toISOString(), config: { lr: 1e-3 } });
@@ -67,14 +69,18 @@ describe('readRunMeta', () => {
     const dir = path.join(runsDir(home), 'not-a-run');
     fs.mkdirSync(dir, { recursive: true });
     expect(() => readRunMeta(dir)).toThrow(UserError);
-    expect(() => readRunMeta(dir)).toThrow(`${path.join(dir, 'run.json')} is missing: this folder is not a mars-lab run (or it was deleted)`);
+    expect(() => readRunMeta(dir)).toThrow(
+      `${path.join(dir, 'run.json')} is missing: this folder is not a mars-lab run (or it was deleted)`,
+    );
   });
 
   it('names the file when run.json is not JSON', () => {
     const dir = newRun();
     fs.writeFileSync(path.join(dir, 'run.json'), '{"id": "x", "stat');
     expect(() => readRunMeta(dir)).toThrow(UserError);
-    expect(() => readRunMeta(dir)).toThrow(new RegExp(`${path.join(dir, 'run.json').replaceAll('/', '\\/')} is not valid JSON`));
+    expect(() => readRunMeta(dir)).toThrow(
+      new RegExp(`${path.join(dir, 'run.json').replaceAll('/', '\\/')} is not valid JSON`),
+    );
   });
 
   it('names the missing and wrong fields', () => {
@@ -172,7 +178,9 @@ describe('acquireRunLock', () => {
     expect(lock).toMatchObject({ pid: process.pid, host: os.hostname() });
     expect(() => acquireRunLock(dir)).toThrow(UserError);
     expect(() => acquireRunLock(dir)).toThrow(
-      new RegExp(`run ${path.basename(dir)} is already being written by process ${process.pid} \\(since .*\\); stop it first, or wait for it to finish`),
+      new RegExp(
+        `run ${path.basename(dir)} is already being written by process ${process.pid} \\(since .*\\); stop it first, or wait for it to finish`,
+      ),
     );
     release();
     expect(fs.existsSync(path.join(dir, 'lock'))).toBe(false);
@@ -184,8 +192,13 @@ describe('acquireRunLock', () => {
     const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)'], { stdio: 'ignore' });
     try {
       await new Promise((r) => child.once('spawn', r));
-      fs.writeFileSync(path.join(dir, 'lock'), JSON.stringify({ pid: child.pid, host: os.hostname(), since: '2026-01-01T00:00:00.000Z' }));
-      expect(() => acquireRunLock(dir)).toThrow(`is already being written by process ${child.pid} (since 2026-01-01T00:00:00.000Z)`);
+      fs.writeFileSync(
+        path.join(dir, 'lock'),
+        JSON.stringify({ pid: child.pid, host: os.hostname(), since: '2026-01-01T00:00:00.000Z' }),
+      );
+      expect(() => acquireRunLock(dir)).toThrow(
+        `is already being written by process ${child.pid} (since 2026-01-01T00:00:00.000Z)`,
+      );
     } finally {
       child.kill('SIGKILL');
     }
@@ -193,8 +206,11 @@ describe('acquireRunLock', () => {
 
   it('takes over a lock whose process is gone, and notes it in events.jsonl', () => {
     const dir = newRun();
-    const dead = spawnSync(process.execPath, ['-e', '']).pid!;
-    fs.writeFileSync(path.join(dir, 'lock'), JSON.stringify({ pid: dead, host: os.hostname(), since: '2026-01-01T00:00:00.000Z' }));
+    const dead = spawnSync(process.execPath, ['-e', '']).pid;
+    fs.writeFileSync(
+      path.join(dir, 'lock'),
+      JSON.stringify({ pid: dead, host: os.hostname(), since: '2026-01-01T00:00:00.000Z' }),
+    );
     const release = acquireRunLock(dir);
     expect(JSON.parse(fs.readFileSync(path.join(dir, 'lock'), 'utf8')).pid).toBe(process.pid);
     const events = readJsonl<Record<string, unknown>>(path.join(dir, RUN_FILES.events)).records;
@@ -205,7 +221,10 @@ describe('acquireRunLock', () => {
 
   it('refuses a lock from another host, telling how to clear it', () => {
     const dir = newRun();
-    fs.writeFileSync(path.join(dir, 'lock'), JSON.stringify({ pid: 1, host: 'elsewhere', since: '2026-01-01T00:00:00.000Z' }));
+    fs.writeFileSync(
+      path.join(dir, 'lock'),
+      JSON.stringify({ pid: 1, host: 'elsewhere', since: '2026-01-01T00:00:00.000Z' }),
+    );
     expect(() => acquireRunLock(dir)).toThrow(/on host elsewhere .* delete .*lock/);
   });
 

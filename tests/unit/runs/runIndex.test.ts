@@ -7,7 +7,15 @@ import { JsonlAppender, truncateTo } from '../../../engine/runs/jsonl';
 import { createRunFolder, updateStatus, type NewRunMeta } from '../../../engine/runs/runFolder';
 import { openRunIndex } from '../../../engine/runs/runIndex';
 
-const META: NewRunMeta = { algorithm: 'mars', preset: 'toy', config: {}, engineVersion: '0.1.0', seed: 1, tags: ['x'], notes: 'n' };
+const META: NewRunMeta = {
+  algorithm: 'mars',
+  preset: 'toy',
+  config: {},
+  engineVersion: '0.1.0',
+  seed: 1,
+  tags: ['x'],
+  notes: 'n',
+};
 
 let home: string;
 beforeEach(() => {
@@ -61,7 +69,10 @@ describe('openRunIndex', () => {
   it('gives the same summaries after index.json is deleted or damaged', () => {
     for (let i = 0; i < 3; i++) {
       const { dir } = createRunFolder(home, META);
-      appendMetrics(dir, [{ step: 1, time: 1, loss: i }, { step: 2, time: 2, loss: i + 1 }]);
+      appendMetrics(dir, [
+        { step: 1, time: 1, loss: i },
+        { step: 2, time: 2, loss: i + 1 },
+      ]);
       if (i === 1) addCheckpoint(dir, 2);
     }
     const before = openRunIndex(home).list();
@@ -84,7 +95,10 @@ describe('openRunIndex', () => {
     const indexed = fs.statSync(metricsFile).size;
 
     const b = createRunFolder(home, { ...META, preset: 'other' }, { now: new Date(Date.UTC(2026, 0, 2)) });
-    appendMetrics(a.dir, [{ step: 2, time: 2, loss: 0.5 }, { step: 3, time: 3, loss: 4 }]);
+    appendMetrics(a.dir, [
+      { step: 2, time: 2, loss: 0.5 },
+      { step: 3, time: 3, loss: 4 },
+    ]);
     addCheckpoint(a.dir, 2);
 
     // Which file each read hits, at the time of the read (descriptors are reused).
@@ -92,20 +106,25 @@ describe('openRunIndex', () => {
     const metricReads: number[] = [];
     const realOpen = fs.openSync;
     const realRead = fs.readSync;
-    vi.spyOn(fs, 'openSync').mockImplementation(((p: fs.PathLike, ...rest: unknown[]) => {
+    vi.spyOn(fs, 'openSync').mockImplementation((p: fs.PathLike, ...rest: unknown[]) => {
       const fd = (realOpen as (...args: unknown[]) => number)(p, ...rest);
       fds.set(fd, String(p));
       return fd;
-    }) as typeof fs.openSync);
-    vi.spyOn(fs, 'readSync').mockImplementation(((fd: number, ...rest: unknown[]) => {
+    });
+    vi.spyOn(fs, 'readSync').mockImplementation((fd: number, ...rest: unknown[]) => {
       if (fds.get(fd) === metricsFile) metricReads.push(rest[3] as number);
       return (realRead as (...args: unknown[]) => number)(fd, ...rest);
-    }) as typeof fs.readSync);
+    });
     const list = index.list();
     vi.restoreAllMocks();
 
     expect(list.map((s) => s.id)).toEqual([a.id, b.id]);
-    expect(list[0]).toMatchObject({ steps: 3, checkpoints: 1, lastCheckpointStep: 2, metrics: { loss: { last: 4, min: 0.5, max: 4 } } });
+    expect(list[0]).toMatchObject({
+      steps: 3,
+      checkpoints: 1,
+      lastCheckpointStep: 2,
+      metrics: { loss: { last: 4, min: 0.5, max: 4 } },
+    });
     expect(list[1]).toMatchObject({ preset: 'other', steps: null, metrics: {} });
     // Continued from the recorded offset (less the 64 bytes it compares to notice a rewritten file).
     expect(metricReads.length).toBeGreaterThan(0);
@@ -128,7 +147,10 @@ describe('openRunIndex', () => {
     const index = openRunIndex(home);
     expect(index.list()[0]!.metrics.loss!.max).toBe(100);
     truncateTo(path.join(dir, RUN_FILES.metrics), mark);
-    appendMetrics(dir, [{ step: 3, time: 4, loss: 3 }, { step: 4, time: 5, loss: 0.1 }]);
+    appendMetrics(dir, [
+      { step: 3, time: 4, loss: 3 },
+      { step: 4, time: 5, loss: 0.1 },
+    ]);
     expect(index.list()[0]).toMatchObject({ steps: 4, metrics: { loss: { last: 0.1, min: 0.1, max: 3 } } });
   });
 

@@ -22,16 +22,34 @@ afterEach(() => {
 
 describe('RunIndex.get', () => {
   it('gives one run as list() does, with its metrics line count, and follows the log', () => {
-    const a = createRunFolder(home, { algorithm: 'seqgrpo', config: { budget: { steps: 10 } }, engineVersion: '0', seed: 1, tags: ['t'], notes: '' });
+    const a = createRunFolder(home, {
+      algorithm: 'seqgrpo',
+      config: { budget: { steps: 10 } },
+      engineVersion: '0',
+      seed: 1,
+      tags: ['t'],
+      notes: '',
+    });
     const file = path.join(a.dir, RUN_FILES.metrics);
-    fs.writeFileSync(file, '{"step":1,"reward":0.5,"__proto__":2}\n{"step":2,"reward":"x"}\nnot json\n{"step":3,"reward":-1e-3,"constructor":null}\n{"step":4,"rew');
+    fs.writeFileSync(
+      file,
+      '{"step":1,"reward":0.5,"__proto__":2}\n{"step":2,"reward":"x"}\nnot json\n{"step":3,"reward":-1e-3,"constructor":null}\n{"step":4,"rew',
+    );
     const index = openRunIndex(home);
     const got = index.get(a.id)!;
     expect(got.metricLines).toBe(3);
     expect(got.summary.steps).toBe(3);
     expect(got.summary.totalSteps).toBe(10);
-    expect(Object.getOwnPropertyDescriptor(got.summary.metrics, '__proto__')?.value).toEqual({ last: 2, min: 2, max: 2 });
-    expect(Object.getOwnPropertyDescriptor(got.summary.metrics, 'constructor')?.value).toEqual({ last: null, min: null, max: null });
+    expect(Object.getOwnPropertyDescriptor(got.summary.metrics, '__proto__')?.value).toEqual({
+      last: 2,
+      min: 2,
+      max: 2,
+    });
+    expect(Object.getOwnPropertyDescriptor(got.summary.metrics, 'constructor')?.value).toEqual({
+      last: null,
+      min: null,
+      max: null,
+    });
     expect(got.summary.metrics.reward).toEqual({ last: -1e-3, min: -1e-3, max: 0.5 });
     expect(openRunIndex(home).list()).toEqual([got.summary]);
 

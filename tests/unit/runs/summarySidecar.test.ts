@@ -14,7 +14,15 @@ import { openRunIndex, type RunSummary } from '../../../engine/runs/runIndex';
 import { readSummarySidecar, SUMMARY_SIDECAR, SummaryKeeper } from '../../../engine/runs/summarySidecar';
 import type { ReadAt } from '../../../engine/runs/metricStats';
 
-const META: NewRunMeta = { algorithm: 'seqgrpo', preset: 'toy', config: { budget: { steps: 50000 } }, engineVersion: '0', seed: 1, tags: [], notes: '' };
+const META: NewRunMeta = {
+  algorithm: 'seqgrpo',
+  preset: 'toy',
+  config: { budget: { steps: 50000 } },
+  engineVersion: '0',
+  seed: 1,
+  tags: [],
+  notes: '',
+};
 
 let home: string;
 beforeEach(() => {
@@ -25,7 +33,9 @@ afterEach(() => fs.rmSync(home, { recursive: true, force: true }));
 /** Appends metrics lines for steps from..to (as the run loop writes them: one JSON.stringify a line). */
 function appendSteps(dir: string, from: number, to: number, extra: (s: number) => object = () => ({})): void {
   const log = new JsonlAppender(path.join(dir, RUN_FILES.metrics));
-  for (let s = from; s <= to; s++) log.append({ step: s, time: 1e9 + s, reward: Math.sin(s) / 3 + s / to, loss: 1 / s, ...extra(s) });
+  for (let s = from; s <= to; s++) {
+    log.append({ step: s, time: 1e9 + s, reward: Math.sin(s) / 3 + s / to, loss: 1 / s, ...extra(s) });
+  }
   log.close();
 }
 
@@ -56,7 +66,10 @@ function coldList(read?: ReadAt): Shown[] {
 function fullScanList(): Shown[] {
   const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-sidecar-ref-'));
   try {
-    fs.cpSync(path.join(home, 'runs'), path.join(copy, 'runs'), { recursive: true, filter: (src) => path.basename(src) !== SUMMARY_SIDECAR && path.basename(src) !== INDEX_FILE });
+    fs.cpSync(path.join(home, 'runs'), path.join(copy, 'runs'), {
+      recursive: true,
+      filter: (src) => path.basename(src) !== SUMMARY_SIDECAR && path.basename(src) !== INDEX_FILE,
+    });
     return shown(openRunIndex(copy).list());
   } finally {
     fs.rmSync(copy, { recursive: true, force: true });
@@ -109,7 +122,10 @@ describe('metrics summary sidecar', () => {
 
   const broken: [string, (dir: string) => void][] = [
     ['not JSON', (dir) => fs.writeFileSync(path.join(dir, SUMMARY_SIDECAR), '{"version":1,"end":')],
-    ['another version', (dir) => fs.writeFileSync(path.join(dir, SUMMARY_SIDECAR), JSON.stringify({ version: 99, end: 0 }))],
+    [
+      'another version',
+      (dir) => fs.writeFileSync(path.join(dir, SUMMARY_SIDECAR), JSON.stringify({ version: 99, end: 0 })),
+    ],
     [
       'a log cut shorter than the part summarised (a resume)',
       (dir) => {
@@ -166,8 +182,13 @@ describe('metrics summary sidecar', () => {
     const small = endedRun(20, { sidecar: false, now: day(3) });
     // a torn last line and lines of other shapes: strings, NaN written as null, a metric named __proto__, a bad line
     const awkward = createRunFolder(home, META, { now: day(4) });
-    appendSteps(awkward.dir, 1, 3_000, (s) => (s % 7 === 0 ? { phase: 'warm', reward: null } : s % 11 === 0 ? JSON.parse('{"__proto__": 5}') : {}));
-    fs.appendFileSync(path.join(awkward.dir, RUN_FILES.metrics), 'not json\n{"step": 3001, "reward": 2}\n{"step":3002,"rew');
+    appendSteps(awkward.dir, 1, 3_000, (s) =>
+      s % 7 === 0 ? { phase: 'warm', reward: null } : s % 11 === 0 ? JSON.parse('{"__proto__": 5}') : {},
+    );
+    fs.appendFileSync(
+      path.join(awkward.dir, RUN_FILES.metrics),
+      'not json\n{"step": 3001, "reward": 2}\n{"step":3002,"rew',
+    );
     new SummaryKeeper(awkward.dir).flush();
     updateStatus(awkward.dir, 'failed', { step: 3001, error: 'x' });
     // a run being written by a live process (this one holds its lock): its sidecar is behind, and broken
@@ -175,7 +196,10 @@ describe('metrics summary sidecar', () => {
     appendSteps(live.dir, 1, 4_000);
     new SummaryKeeper(live.dir).flush();
     appendSteps(live.dir, 4_001, 4_100);
-    fs.writeFileSync(path.join(live.dir, RUN_FILES.lock), JSON.stringify({ pid: process.pid, host: os.hostname(), since: new Date().toISOString() }));
+    fs.writeFileSync(
+      path.join(live.dir, RUN_FILES.lock),
+      JSON.stringify({ pid: process.pid, host: os.hostname(), since: new Date().toISOString() }),
+    );
     updateStatus(live.dir, 'running', { pid: process.pid, step: 4_100 });
     const liveSidecar = fs.readFileSync(path.join(live.dir, SUMMARY_SIDECAR), 'utf8');
 

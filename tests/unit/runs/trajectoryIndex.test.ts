@@ -8,7 +8,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { linesOfStep, readTrajectoryLines, stepOfLine, updateTrajectoryIndex } from '../../../engine/runs/trajectoryIndex';
+import {
+  linesOfStep,
+  readTrajectoryLines,
+  stepOfLine,
+  updateTrajectoryIndex,
+} from '../../../engine/runs/trajectoryIndex';
 import { filterTrajectories, queryTrajectories, trajectoryFacts } from '../../../engine/runs/trajectoryQuery';
 import { marsPagesOf } from '../../../engine/runs/trajectoryPages';
 
@@ -33,7 +38,13 @@ const line = (r: unknown): string => `${JSON.stringify(r)}\n`;
 
 describe('trajectory index', () => {
   it('records each complete line’s byte range and step', () => {
-    const lines = [line({ step: 1, kind: 'x', a: 'é' }), line({ step: 1, kind: 'x' }), line({ kind: 'y', step: 3 }), 'not json\n', line({ step: 7 })];
+    const lines = [
+      line({ step: 1, kind: 'x', a: 'é' }),
+      line({ step: 1, kind: 'x' }),
+      line({ kind: 'y', step: 3 }),
+      'not json\n',
+      line({ step: 7 }),
+    ];
     fs.writeFileSync(file, lines.join(''));
     const index = updateTrajectoryIndex(file);
     let at = 0;
@@ -48,7 +59,10 @@ describe('trajectory index', () => {
     expect(index.ends).toEqual(ends);
     // the step from the prefix, from a parse when the step is not first, -1 for a line that is not JSON
     expect(index.steps).toEqual([1, 1, 3, -1, 7]);
-    expect(readTrajectoryLines(index, [2, 3])).toEqual([{ kind: 'y', step: 3 }, { unreadable: true, line: 4 }]);
+    expect(readTrajectoryLines(index, [2, 3])).toEqual([
+      { kind: 'y', step: 3 },
+      { unreadable: true, line: 4 },
+    ]);
   });
 
   it('finds lines longer than its read chunk, with their step', () => {
@@ -132,8 +146,12 @@ describe('trajectory queries', () => {
   it('filters by step range, reward, family, outcome, malformed, agent and text; newest first with a continuation', () => {
     const index = write([...episodes, ...trees]);
     const all = [...episodes, ...trees];
-    const ids = (rs: unknown[]): string[] => rs.map((r) => String((r as { questionId?: string; treeId?: string }).questionId ?? (r as { treeId: string }).treeId));
-    const q = (filter: Parameters<typeof filterTrajectories>[1], limit = 100) => filterTrajectories(index, filter, index.starts.length, limit);
+    const ids = (rs: unknown[]): string[] =>
+      rs.map((r) =>
+        String((r as { questionId?: string; treeId?: string }).questionId ?? (r as { treeId: string }).treeId),
+      );
+    const q = (filter: Parameters<typeof filterTrajectories>[1], limit = 100) =>
+      filterTrajectories(index, filter, index.starts.length, limit);
     expect(q({ stepMin: 2, stepMax: 2 }).records.every((r) => (r as { step: number }).step === 2)).toBe(true);
     expect(q({ stepMin: 2, stepMax: 2 }).records.length).toBe(all.filter((r) => r['step'] === 2).length);
     const solved = q({ outcome: 'solved' });
@@ -146,10 +164,19 @@ describe('trajectory queries', () => {
     expect(q({ agent: 'nobody' }).records.length).toBe(0);
     expect(ids(q({ malformed: true }).records).length).toBe(all.filter((r) => trajectoryFacts(r)!.malformed).length);
     expect(q({ malformed: true }).records.length).toBeLessThan(all.length);
-    expect(ids(q({ text: 'DOHOSTO' }).records)).toEqual(ids(episodes.filter((e) => JSON.stringify(e).includes('dohosto') && e['questionId'] === 'w2673879438:paraphrase-006')));
+    expect(ids(q({ text: 'DOHOSTO' }).records)).toEqual(
+      ids(
+        episodes.filter(
+          (e) => JSON.stringify(e).includes('dohosto') && e['questionId'] === 'w2673879438:paraphrase-006',
+        ),
+      ),
+    );
     // two at a time, newest first: the first page is the newest two matches, `next` continues before them
     const p1 = q({ stepMin: 1, stepMax: 1 }, 2);
-    const step1 = all.map((r, i) => ({ r, i })).filter((x) => x.r['step'] === 1).map((x) => x.i);
+    const step1 = all
+      .map((r, i) => ({ r, i }))
+      .filter((x) => x.r['step'] === 1)
+      .map((x) => x.i);
     expect(p1.positions).toEqual(step1.slice(-2));
     const p2 = filterTrajectories(index, { stepMin: 1, stepMax: 1 }, p1.next!, 2);
     expect(p2.positions).toEqual(step1.slice(-4, -2));
@@ -159,7 +186,15 @@ describe('trajectory queries', () => {
   });
 
   it('a byte budget stops a search early and says where to continue', () => {
-    const index = write(Array.from({ length: 50 }, (_, i) => ({ step: i, kind: 'mars.episode', questionId: `q${i}`, turns: [], reward: 0 })));
+    const index = write(
+      Array.from({ length: 50 }, (_, i) => ({
+        step: i,
+        kind: 'mars.episode',
+        questionId: `q${i}`,
+        turns: [],
+        reward: 0,
+      })),
+    );
     const page = filterTrajectories(index, { text: 'no such text' }, index.starts.length, 10, 200);
     expect(page.records).toEqual([]);
     expect(page.next).not.toBeNull();
@@ -168,7 +203,9 @@ describe('trajectory queries', () => {
   });
 
   it('the pages MARS episodes found come with their text, from their world', () => {
-    const config = JSON.parse(fs.readFileSync(path.resolve('tests/fixtures/mars-episodes.config.json'), 'utf8')) as unknown;
+    const config = JSON.parse(
+      fs.readFileSync(path.resolve('tests/fixtures/mars-episodes.config.json'), 'utf8'),
+    ) as unknown;
     const pages = marsPagesOf(episodes, config);
     const first = episodes[0] as { questionId: string; turns: { results: { id: string; length: number }[] }[] };
     const found = first.turns[0]!.results[0]!;

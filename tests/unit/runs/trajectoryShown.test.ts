@@ -15,15 +15,22 @@ const episodes = fs
   .readFileSync(path.resolve('tests/fixtures/mars-episodes.jsonl'), 'utf8')
   .split('\n')
   .filter(Boolean)
-  .map((l) => JSON.parse(l) as { turns: { query: string | null; purpose: string | null; capacity?: number; bins: { used: number }[] }[] });
-const config = JSON.parse(fs.readFileSync(path.resolve('tests/fixtures/mars-episodes.config.json'), 'utf8')) as { mars: { sys1PromptMax: number; purposeMax: number } };
+  .map(
+    (l) =>
+      JSON.parse(l) as {
+        turns: { query: string | null; purpose: string | null; capacity?: number; bins: { used: number }[] }[];
+      },
+  );
+const config = JSON.parse(fs.readFileSync(path.resolve('tests/fixtures/mars-episodes.config.json'), 'utf8')) as {
+  mars: { sys1PromptMax: number; purposeMax: number };
+};
 
 describe('capacities filled in by the host', () => {
   it('gives every search of an older record the capacity C = window − 3 − purpose tokens (capped), which its windows fit', () => {
     expect(episodes.every((e) => e.turns.every((t) => t.capacity === undefined))).toBe(true);
     const filled = withCapacities(episodes, config) as typeof episodes;
     let searches = 0;
-    for (const e of filled)
+    for (const e of filled) {
       for (const t of e.turns) {
         if (t.query === null) {
           expect(t.capacity).toBeUndefined();
@@ -34,6 +41,7 @@ describe('capacities filled in by the host', () => {
         expect(t.capacity).toBe(config.mars.sys1PromptMax - 3 - Math.min(purpose, config.mars.purposeMax));
         for (const b of t.bins) expect(b.used).toBeLessThanOrEqual(t.capacity!);
       }
+    }
     expect(searches).toBeGreaterThan(0);
     // a recorded capacity is kept, and the record itself is not changed
     const recorded = { kind: 'mars.episode', turns: [{ query: 'x', purpose: null, capacity: 7, bins: [] }] };
@@ -44,9 +52,14 @@ describe('capacities filled in by the host', () => {
 
 describe('gold answer marks', () => {
   it('marks whole-word occurrences, case-insensitively, the longest answer first', () => {
-    const pieces = markGold('Taistas is the capital . the city of taistas lies near taistasburg', ['taistas', 'the city of taistas']);
+    const pieces = markGold('Taistas is the capital . the city of taistas lies near taistasburg', [
+      'taistas',
+      'the city of taistas',
+    ]);
     expect(pieces.filter((p) => p.gold).map((p) => p.text)).toEqual(['Taistas', 'the city of taistas']);
-    expect(pieces.map((p) => p.text).join('')).toBe('Taistas is the capital . the city of taistas lies near taistasburg');
+    expect(pieces.map((p) => p.text).join('')).toBe(
+      'Taistas is the capital . the city of taistas lies near taistasburg',
+    );
     expect(hasGold('near taistasburg', ['taistas'])).toBe(false);
     expect(hasGold(null, ['taistas'])).toBe(false);
     expect(hasGold('born in 1 7 4 0 .', ['1 7 4 0'])).toBe(true);

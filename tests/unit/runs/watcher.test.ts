@@ -11,10 +11,25 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RUN_FILES, runsDir } from '../../../engine/runs/home';
 import { JsonlAppender, truncateTo } from '../../../engine/runs/jsonl';
 import { clearLiveTrajectories, writeLiveTrajectories } from '../../../engine/runs/liveTrajectories';
-import { createRunFolder, readRunMeta, updateStatus, writeRunLabels, writeRunMeta, type NewRunMeta } from '../../../engine/runs/runFolder';
+import {
+  createRunFolder,
+  readRunMeta,
+  updateStatus,
+  writeRunLabels,
+  writeRunMeta,
+  type NewRunMeta,
+} from '../../../engine/runs/runFolder';
 import { watchHome, type HomeWatcher, type RunEvent } from '../../../engine/runs/watcher';
 
-const META: NewRunMeta = { algorithm: 'mars', preset: 'toy-copy', config: {}, engineVersion: '0.1.0', seed: 1, tags: [], notes: '' };
+const META: NewRunMeta = {
+  algorithm: 'mars',
+  preset: 'toy-copy',
+  config: {},
+  engineVersion: '0.1.0',
+  seed: 1,
+  tags: [],
+  notes: '',
+};
 
 let home: string;
 let watcher: HomeWatcher | null = null;
@@ -36,7 +51,10 @@ function next(test: (e: RunEvent) => boolean, ms = 3000, since = 0): Promise<Run
   const seen = events.slice(since).find(test);
   if (seen) return Promise.resolve(seen);
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no matching event within ${ms} ms; got ${JSON.stringify(events.map((e) => e.type))}`)), ms);
+    const timer = setTimeout(
+      () => reject(new Error(`no matching event within ${ms} ms; got ${JSON.stringify(events.map((e) => e.type))}`)),
+      ms,
+    );
     waiters.push({ test, resolve: (e) => (clearTimeout(timer), resolve(e)) });
   });
 }
@@ -90,11 +108,13 @@ describe('watchHome', () => {
     for (let i = 0; i < 50; i++) log.append({ step: i, text: `episode ${i}` });
     log.close();
     await next((e) => e.type === 'trajectories' && (e.records.at(-1) as { step: number }).step === 49);
-    const got = events.flatMap((e) => (e.type === 'trajectories' && e.runId === id ? e.records.map((r) => (r as { step: number }).step) : []));
+    const got = events.flatMap((e) =>
+      e.type === 'trajectories' && e.runId === id ? e.records.map((r) => (r as { step: number }).step) : [],
+    );
     expect(got).toEqual(Array.from({ length: 50 }, (_, i) => i));
   });
 
-  it('sends an append that follows a burst inside chokidar\'s 50 ms change throttle', async () => {
+  it("sends an append that follows a burst inside chokidar's 50 ms change throttle", async () => {
     // chokidar reports a change, then hides the next ones for 50 ms. The pattern: A (reported at t=0), B at 30 (hidden),
     // C just after the window (reported), D at 75 (hidden again): D must still come, from the follow-up check.
     const { id, dir } = createRunFolder(home, META);
@@ -150,7 +170,11 @@ describe('watchHome', () => {
 
     truncateTo(file, atCheckpoint);
     await next((e) => e.type === 'fileReset');
-    expect(events.find((e) => e.type === 'fileReset')).toEqual({ type: 'fileReset', runId: id, file: RUN_FILES.metrics });
+    expect(events.find((e) => e.type === 'fileReset')).toEqual({
+      type: 'fileReset',
+      runId: id,
+      file: RUN_FILES.metrics,
+    });
     const again = await next((e) => e.type === 'metrics');
     expect(again.type === 'metrics' && again.points.map((p) => p.step)).toEqual([1, 2]);
 
@@ -171,7 +195,12 @@ describe('watchHome', () => {
     await delay(100);
     fs.renameSync(tmp, path.join(dir, RUN_FILES.checkpoints, '10'));
     const added = await next((e) => e.type === 'checkpointAdded');
-    expect(added).toEqual({ type: 'checkpointAdded', runId: id, step: 10, path: path.join(dir, RUN_FILES.checkpoints, '10') });
+    expect(added).toEqual({
+      type: 'checkpointAdded',
+      runId: id,
+      step: 10,
+      path: path.join(dir, RUN_FILES.checkpoints, '10'),
+    });
     expect(events.filter((e) => e.type === 'checkpointAdded')).toHaveLength(1);
 
     fs.rmSync(path.join(dir, RUN_FILES.checkpoints, '10'), { recursive: true });
@@ -200,10 +229,16 @@ describe('watchHome', () => {
     fs.appendFileSync(file, '{"step":2,"time":2}\n{"step":3,"ti');
     updateStatus(dir, 'interrupted', { message: 'killed' });
     await next((e) => e.type === 'runStatus');
-    const order = events.filter((e) => e.type === 'metrics' || e.type === 'runStatus').map((e) => (e.type === 'metrics' ? e.points.map((p) => p.step).join() : e.type));
+    const order = events
+      .filter((e) => e.type === 'metrics' || e.type === 'runStatus')
+      .map((e) => (e.type === 'metrics' ? e.points.map((p) => p.step).join() : e.type));
     expect(order).toEqual(['1', '2', 'runStatus']);
     const torn = await next((e) => e.type === 'warning');
-    expect(torn).toEqual({ type: 'warning', runId: id, message: `${file}: skipped a torn last line (13 bytes), probably from a crash` });
+    expect(torn).toEqual({
+      type: 'warning',
+      runId: id,
+      message: `${file}: skipped a torn last line (13 bytes), probably from a crash`,
+    });
   });
 
   it('warns about a damaged run.json and a corrupt metrics line, naming the file', async () => {
@@ -211,7 +246,9 @@ describe('watchHome', () => {
     watcher = await watchHome(home, onEvent);
     fs.appendFileSync(path.join(dir, RUN_FILES.metrics), '{"step":1,"time":1}\n{oops\n{"step":3,"time":3}\n');
     const bad = await next((e) => e.type === 'warning');
-    expect(bad.type === 'warning' && bad.message).toContain(`${path.join(dir, RUN_FILES.metrics)}: line 2 is not valid JSON`);
+    expect(bad.type === 'warning' && bad.message).toContain(
+      `${path.join(dir, RUN_FILES.metrics)}: line 2 is not valid JSON`,
+    );
     await next((e) => e.type === 'metrics' && e.points.length === 2);
 
     fs.writeFileSync(path.join(dir, RUN_FILES.meta), '{"id": "x", ');
@@ -253,8 +290,13 @@ describe('watchHome', () => {
     const { id, dir } = createRunFolder(home, META);
     const file = path.join(dir, RUN_FILES.live);
     watcher = await watchHome(home, onEvent);
-    const live = (n: number) => ({ step: 3, time: 1, records: [{ step: 3, treeId: 't', nodes: Array.from({ length: n }, (_, i) => ({ id: i })) }] });
-    const nodesOf = (e: RunEvent) => (e.type === 'liveTrajectories' && e.step !== null ? (e.records[0] as { nodes: unknown[] }).nodes.length : null);
+    const live = (n: number) => ({
+      step: 3,
+      time: 1,
+      records: [{ step: 3, treeId: 't', nodes: Array.from({ length: n }, (_, i) => ({ id: i })) }],
+    });
+    const nodesOf = (e: RunEvent) =>
+      e.type === 'liveTrajectories' && e.step !== null ? (e.records[0] as { nodes: unknown[] }).nodes.length : null;
     writeLiveTrajectories(file, live(2));
     expect(await next((e) => nodesOf(e) === 2)).toMatchObject({ type: 'liveTrajectories', runId: id, step: 3 });
     // two replacements closer together than chokidar reports changes: the last one still arrives

@@ -8,7 +8,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acquireRunLock, createRunFolder, updateStatus, writeRunMeta, readRunMeta, type NewRunMeta } from '../../../engine/runs/runFolder';
+import {
+  acquireRunLock,
+  createRunFolder,
+  updateStatus,
+  writeRunMeta,
+  readRunMeta,
+  type NewRunMeta,
+} from '../../../engine/runs/runFolder';
 import { openRunIndex } from '../../../engine/runs/runIndex';
 import { checkWriter, currentBootId, procStartTicks, runWriter } from '../../../engine/runs/writerProcess';
 
@@ -60,15 +67,34 @@ describe('checkWriter', () => {
     expect(alive(sleeper.pid!)).toBe(true);
   });
 
-  it.skipIf(!hasProc)('a lock naming the pid with another start time is another process; the exact start is the writer', () => {
-    const ticks = procStartTicks(sleeper.pid!) as number;
-    const bootId = currentBootId()!;
-    expect(checkWriter({ pid: sleeper.pid, host: os.hostname(), since: new Date().toISOString(), procStart: ticks + 7, bootId }).state).toBe('gone');
-    expect(checkWriter({ pid: sleeper.pid, host: os.hostname(), since: '2026-01-01T00:00:00.000Z', procStart: ticks, bootId })).toEqual({ state: 'alive', pid: sleeper.pid });
-  });
+  it.skipIf(!hasProc)(
+    'a lock naming the pid with another start time is another process; the exact start is the writer',
+    () => {
+      const ticks = procStartTicks(sleeper.pid!) as number;
+      const bootId = currentBootId()!;
+      expect(
+        checkWriter({
+          pid: sleeper.pid,
+          host: os.hostname(),
+          since: new Date().toISOString(),
+          procStart: ticks + 7,
+          bootId,
+        }).state,
+      ).toBe('gone');
+      expect(
+        checkWriter({
+          pid: sleeper.pid,
+          host: os.hostname(),
+          since: '2026-01-01T00:00:00.000Z',
+          procStart: ticks,
+          bootId,
+        }),
+      ).toEqual({ state: 'alive', pid: sleeper.pid });
+    },
+  );
 
   it('a dead pid is gone; this process, holding a lock it took, is alive', () => {
-    const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+    const dead = spawnSync(process.execPath, ['-e', '']).pid;
     expect(checkWriter({ pid: dead, host: os.hostname(), since: new Date().toISOString() }).state).toBe('gone');
     const { dir } = createRunFolder(home, META);
     const release = acquireRunLock(dir);
@@ -83,16 +109,24 @@ describe('checkWriter', () => {
 
 describe('listing a run whose writer is gone', () => {
   it('shows interrupted (not running forever), without rewriting run.json', () => {
-    const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+    const dead = spawnSync(process.execPath, ['-e', '']).pid;
     const deadRun = runningRun(dead, { pid: dead, host: os.hostname(), since: '2026-01-01T00:00:00.000Z' });
-    const reused = runningRun(sleeper.pid!, { pid: sleeper.pid, host: os.hostname(), since: '2026-01-01T00:00:00.000Z' });
+    const reused = runningRun(sleeper.pid!, {
+      pid: sleeper.pid,
+      host: os.hostname(),
+      since: '2026-01-01T00:00:00.000Z',
+    });
     const crafted = runningRun(0, { pid: 0, host: os.hostname(), since: '2026-01-01T00:00:00.000Z' });
     const before = fs.readFileSync(path.join(deadRun, 'run.json'), 'utf8');
     const { dir: live } = createRunFolder(home, META);
     const release = acquireRunLock(live);
     try {
       updateStatus(live, 'running');
-      const byId = new Map(openRunIndex(home).list().map((s) => [s.id, s.status]));
+      const byId = new Map(
+        openRunIndex(home)
+          .list()
+          .map((s) => [s.id, s.status]),
+      );
       expect(byId.get(path.basename(deadRun))).toBe('interrupted');
       expect(byId.get(path.basename(reused))).toBe('interrupted');
       expect(byId.get(path.basename(crafted))).toBe('interrupted');

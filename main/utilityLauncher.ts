@@ -11,7 +11,10 @@ export function utilityRunLauncher(bin: string): RunLauncher {
   return {
     launch(args, handlers) {
       const child = utilityProcess.fork(bin, [...args], { stdio: 'pipe', serviceName: 'mars-lab run' });
-      child.stdout?.on('data', lineSplitter(handlers.onStdoutLine));
+      child.stdout?.on(
+        'data',
+        lineSplitter((line) => handlers.onStdoutLine(line)),
+      );
       child.stderr?.on('data', (chunk: Buffer | string) => handlers.onStderr(String(chunk)));
       child.once('exit', (code: number) => handlers.onExit(code));
       return {

@@ -487,6 +487,8 @@ export type ApiEvent = z.infer<typeof apiEventSchema>;
 // ---- what window.api is --------------------------------------------------------------------------------------------
 
 type MethodOf<M extends ApiMethod> =
+  // Whether an empty request satisfies the method's request type (then the argument is optional): `{}` is that test.
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type
   {} extends ApiRequest<M>
     ? (request?: ApiRequest<M>) => Promise<ApiResponse<M>>
     : (request: ApiRequest<M>) => Promise<ApiResponse<M>>;

@@ -303,7 +303,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
         presets: listPresets(presetsDir).map((p) => ({
           name: p.name,
           description: p.description,
-          algorithm: String((p.config as { algorithm?: unknown }).algorithm ?? ''),
+          algorithm: presetAlgorithm(p.config),
           expectedRuntime: p.expectedRuntime,
           config: p.config,
           ...(p.recommended ? { recommended: true } : {}),
@@ -501,3 +501,9 @@ export async function createHost(opts: HostOptions): Promise<Host> {
 }
 
 export type { ConfigIssue };
+
+/** A preset's algorithm name ('' when its config names none: the listing still shows the preset). */
+function presetAlgorithm(config: unknown): string {
+  const a = (config as { algorithm?: unknown }).algorithm;
+  return typeof a === 'string' ? a : '';
+}

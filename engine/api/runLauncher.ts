@@ -66,7 +66,10 @@ export function nodeRunLauncher(opts: { bin?: string; env?: NodeJS.ProcessEnv } 
         env: { ...process.env, ...opts.env },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
-      child.stdout.on('data', lineSplitter(handlers.onStdoutLine));
+      child.stdout.on(
+        'data',
+        lineSplitter((line) => handlers.onStdoutLine(line)),
+      );
       child.stderr.on('data', (chunk: Buffer) => handlers.onStderr(chunk.toString('utf8')));
       let exited = false;
       const exit = (code: number | null): void => {
@@ -140,7 +143,7 @@ export function workerResult<S extends z.ZodType>(
       try {
         raw = JSON.parse(text);
       } catch (err) {
-        throw new Error(`the worker's result ${file} is not JSON (${(err as Error).message})`);
+        throw new Error(`the worker's result ${file} is not JSON (${(err as Error).message})`, { cause: err });
       }
       const parsed = schema.safeParse(raw);
       if (!parsed.success) {

@@ -23,7 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { z } from 'zod';
 import { UserError } from '../userError';
 import { ENGINE_VERSION } from '../version';
@@ -348,7 +348,7 @@ export async function startWebServer(opts: WebServerOptions): Promise<WebServer>
         clearTimeout(timer);
         let given: string | null = null;
         try {
-          const parsed = authSchema.safeParse(JSON.parse(data.toString()));
+          const parsed = authSchema.safeParse(JSON.parse(frameText(data)));
           if (parsed.success) given = parsed.data.token;
         } catch {
           // not JSON: refused below
@@ -361,7 +361,7 @@ export async function startWebServer(opts: WebServerOptions): Promise<WebServer>
       }
       let message: z.infer<typeof requestSchema>;
       try {
-        const parsed = requestSchema.safeParse(JSON.parse(data.toString()));
+        const parsed = requestSchema.safeParse(JSON.parse(frameText(data)));
         if (!parsed.success) throw new Error('expected {id, method, params}');
         message = parsed.data;
       } catch (err) {
@@ -407,4 +407,11 @@ export async function startWebServer(opts: WebServerOptions): Promise<WebServer>
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** A WebSocket message's text, whatever shape ws hands it in (a Buffer, fragments, or an ArrayBuffer). */
+function frameText(data: RawData): string {
+  return (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString(
+    'utf8',
+  );
 }

@@ -184,7 +184,10 @@ export class EndpointClient {
       text += c.text ?? '';
       tokens.push(...(c.logprobs?.tokens ?? []));
       logProbs.push(...(c.logprobs?.token_logprobs ?? []).map((x) => x ?? 0));
-      if (c.finish_reason) ((finish = c.finish_reason), (stopReason = c.stop_reason ?? null));
+      if (c.finish_reason) {
+        finish = c.finish_reason;
+        stopReason = c.stop_reason ?? null;
+      }
     }
     if (finish === null) {
       throw new EndpointError(

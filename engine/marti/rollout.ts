@@ -109,7 +109,7 @@ export async function growTrees(fmt: MartiFormat, o: GrowOptions): Promise<GrowR
       promptFor(treeOf.get(e.treeId)!, taskOf.get(e.treeId)!, e, agentOf.get(e.agentId)!),
     );
     const promptTokens = prompts.map((p) => fmt.prompt(p));
-    const outs: { tokens: number[]; logProbs: number[]; finish: string }[] = new Array(exps.length);
+    const outs = new Array<{ tokens: number[]; logProbs: number[]; finish: string }>(exps.length);
     // One call per parameter set per round, in a fixed order, so the token stream is consumed deterministically.
     for (const pid of paramOrder) {
       const idx = exps.map((e, i) => (agentOf.get(e.agentId)!.paramId === pid ? i : -1)).filter((i) => i >= 0);

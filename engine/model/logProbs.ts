@@ -71,10 +71,10 @@ export function tokenLogProbs(
   const rowsT = rows ? tf.tensor1d(rows, 'int32') : null;
   // Back to [B, T]: zero where nothing was computed (and at column 0, which nothing predicts).
   const full = (perRow: tf.Tensor1D) =>
-    tf.pad(tf.reshape(rowsT ? scatterRows(perRow, rowsT, B * (T - 1)) : perRow, [B, T - 1]), [
+    tf.pad<tf.Tensor2D>(tf.reshape(rowsT ? scatterRows(perRow, rowsT, B * (T - 1)) : perRow, [B, T - 1]), [
       [0, 0],
       [1, 0],
-    ]) as tf.Tensor2D;
+    ]);
   const logp = full(picked as tf.Tensor1D);
   if (!opts.entropy) return { logp };
   const ent = tf.neg(tf.sum(tf.mul(tf.exp(logSm), logSm), -1));

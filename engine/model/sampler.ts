@@ -153,10 +153,10 @@ export class DecodeSession {
         return [out.logits, ...out.cache.flatMap((c) => [c.k, c.v])];
       });
     }
-    if (past) for (const c of past) (c.k.dispose(), c.v.dispose());
+    if (past) for (const c of past) tf.dispose([c.k, c.v]);
     const join = <T extends tf.Tensor>(xs: T[]): T => {
       if (xs.length === 1) return xs[0]!;
-      const joined = tf.concat(xs, 0) as T;
+      const joined = tf.concat<T>(xs, 0);
       for (const x of xs) x.dispose();
       return joined;
     };
@@ -214,8 +214,8 @@ export class DecodeSession {
     if (this.cache) {
       const idx = tf.tensor1d(Int32Array.from(rows), 'int32');
       const old = this.cache;
-      this.cache = old.map((c) => ({ k: tf.gather(c.k, idx) as tf.Tensor4D, v: tf.gather(c.v, idx) as tf.Tensor4D }));
-      for (const c of old) (c.k.dispose(), c.v.dispose());
+      this.cache = old.map((c) => ({ k: tf.gather(c.k, idx), v: tf.gather(c.v, idx) }));
+      for (const c of old) tf.dispose([c.k, c.v]);
       idx.dispose();
     }
     const V = this.model.config.vocab_size;
@@ -304,9 +304,11 @@ export class DecodeSession {
   private async feed(tokens: number[], real: boolean[], opts: SampleOptions): Promise<void> {
     if (opts.useCache === false) {
       // Recompute everything from the start: the reference the cache is checked against, and a benchmark baseline.
-      tokens.forEach((t, b) => real[b] && this.seqs[b]!.push(t));
+      tokens.forEach((t, b) => {
+        if (real[b]) this.seqs[b]!.push(t);
+      });
       const seqs = this.seqs;
-      for (const c of this.cache ?? []) (c.k.dispose(), c.v.dispose());
+      for (const c of this.cache ?? []) tf.dispose([c.k, c.v]);
       this.cache = null;
       this.seqs = [];
       this.keyRows = [];
@@ -328,7 +330,7 @@ export class DecodeSession {
   }
 
   dispose(): void {
-    for (const c of this.cache ?? []) (c.k.dispose(), c.v.dispose());
+    for (const c of this.cache ?? []) tf.dispose([c.k, c.v]);
     this.cache = null;
   }
 }

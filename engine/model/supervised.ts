@@ -8,5 +8,5 @@ import { tokenLogProbs, type TokenBatch } from './logProbs';
  */
 export function maskedNll(model: LlamaModel, batch: TokenBatch, mask: tf.Tensor2D): tf.Scalar {
   const { logp } = tokenLogProbs(model, batch);
-  return tf.div(tf.neg(tf.sum(tf.mul(logp, mask))), tf.maximum(tf.sum(mask), 1)) as tf.Scalar;
+  return tf.div<tf.Scalar>(tf.neg(tf.sum(tf.mul(logp, mask))), tf.maximum(tf.sum(mask), 1));
 }

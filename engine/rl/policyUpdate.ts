@@ -150,7 +150,7 @@ export async function policyUpdate(
 
   /** ℓold (and ℓref) per sample, computed before any update; rows keep each sample's own length. */
   const before = async (m: LlamaModel): Promise<Float32Array[]> => {
-    const out: Float32Array[] = new Array(samples.length);
+    const out = new Array<Float32Array>(samples.length);
     for (const chunk of lengthChunks(all, lengthOf, maxTokens)) {
       const packed = packBatch(
         chunk.map((i) => samples[i]!),

@@ -91,7 +91,7 @@ export function applySet(config: object, assignment: string): object {
       `--set ${clip(assignment)}: the config is not a JSON object, so it has no field '${clip(parseAssignment(assignment).path[0]!, 40)}'`,
     );
   }
-  const root = structuredClone(config) as Record<string, unknown>;
+  const root = structuredClone<Record<string, unknown>>(config);
   setInPlace(root, assignment);
   return root;
 }
@@ -127,7 +127,7 @@ function setInPlace(root: Record<string, unknown>, assignment: string): void {
 export function applySets(config: object, assignments: readonly string[]): object {
   if (assignments.length === 0) return config;
   if (!isContainer(config) || Array.isArray(config)) return applySet(config, assignments[0]!);
-  const root = structuredClone(config) as Record<string, unknown>;
+  const root = structuredClone<Record<string, unknown>>(config);
   for (const a of assignments) setInPlace(root, a);
   return root;
 }

@@ -44,7 +44,7 @@ export function checkpointConfig(dir: string): RunConfig {
   }
   let state: { config?: unknown };
   try {
-    state = JSON.parse(fs.readFileSync(file, 'utf8'));
+    state = JSON.parse(fs.readFileSync(file, 'utf8')) as { config?: unknown };
   } catch (err) {
     throw new UserError(`${file}: not valid JSON (${jsonParseProblem(err)})`); // never the parser's message: it quotes the file
   }

@@ -45,7 +45,7 @@ export async function pretrain(
   const t0 = Date.now();
   let tokens = 0;
   let loss = NaN;
-  let step = 0;
+  let step: number;
   try {
     for (step = 1; step <= config.pretrain.steps; step++) {
       await yieldToEventLoop();

@@ -96,7 +96,7 @@ export function acquireRunLock(dir: string): () => void {
       if (released) return;
       released = true;
       // Only remove our own lock: after a takeover by someone else the file is theirs.
-      let current: LockInfo | null = null;
+      let current: LockInfo | null;
       try {
         current = parseLock(fs.readFileSync(file, 'utf8'));
       } catch {

@@ -98,7 +98,7 @@ export function withCapacities(records: readonly unknown[], config: unknown): un
     if (r['turns'].every((t) => !isRec(t) || typeof t['capacity'] === 'number' || t['query'] === null)) return r;
     return {
       ...r,
-      turns: r['turns'].map((t) => {
+      turns: r['turns'].map((t: unknown) => {
         if (!isRec(t) || typeof t['capacity'] === 'number' || t['query'] === null) return t;
         const purpose =
           typeof t['purpose'] === 'string'

@@ -52,7 +52,9 @@ export function trajectoryFacts(r: unknown): TrajectoryFacts | null {
       family: typeof r['family'] === 'string' ? r['family'] : null,
       agents: [],
       solved: reward === 1,
-      malformed: turns.some((t) => t['query'] === null && !String(t['text'] ?? '').includes('<answer>')),
+      malformed: turns.some(
+        (t) => t['query'] === null && !(typeof t['text'] === 'string' && t['text'].includes('<answer>')),
+      ),
       texts: [
         ...str(r['questionId']),
         ...str(r['question']),

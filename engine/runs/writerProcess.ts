@@ -148,7 +148,10 @@ export function checkWriter(claim: WriterClaim): WriterState {
     };
   }
   if (claim.host !== undefined && claim.host !== os.hostname()) {
-    return { state: 'unknown', reason: `it is held by process ${pid} on host ${String(claim.host).slice(0, 100)}` };
+    return {
+      state: 'unknown',
+      reason: `it is held by process ${pid} on host ${(typeof claim.host === 'string' ? claim.host : JSON.stringify(claim.host)).slice(0, 100)}`,
+    };
   }
   if (!pidExists(pid)) return { state: 'gone', reason: `process ${pid} is no longer running` };
   if (typeof claim.procStart === 'number' && typeof claim.bootId === 'string') {

@@ -117,8 +117,10 @@ export class GenerationQueue {
           r.logProbs.push(g.logProbs[0]!);
           req.onToken?.(id, g.logProbs[0]!);
           let done = true;
-          if (req.stopIds.includes(id)) ((r.finish = 'stop'), (r.stopReason = id));
-          else if (req.stopStrings.length && this.endsWithStop(r.tokens, req.stopStrings, r)) r.finish = 'stop';
+          if (req.stopIds.includes(id)) {
+            r.finish = 'stop';
+            r.stopReason = id;
+          } else if (req.stopStrings.length && this.endsWithStop(r.tokens, req.stopStrings, r)) r.finish = 'stop';
           else if (g.finish === 'context') r.finish = 'context';
           else if (r.tokens.length >= req.maxTokens) r.finish = 'length';
           else if (req.signal?.aborted) r.finish = 'length';

@@ -165,7 +165,7 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
     const ids: number[] = [];
     const strings: string[] = [];
     for (const s of stop) {
-      let id: number | null = null;
+      let id: number | null;
       try {
         id = tok.idOf(s);
       } catch {
@@ -216,7 +216,8 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
     let ids = g.tokens;
     let logProbs = g.logProbs;
     if (g.finish === 'stop' && typeof g.stopReason === 'number' && !job.includeStop) {
-      ((ids = ids.slice(0, -1)), (logProbs = logProbs.slice(0, -1)));
+      ids = ids.slice(0, -1);
+      logProbs = logProbs.slice(0, -1);
     }
     let text = decode(ids, job.skipSpecial);
     if (g.finish === 'stop' && typeof g.stopReason === 'string' && !job.includeStop && text.endsWith(g.stopReason)) {

@@ -6,8 +6,6 @@
  */
 import { tf } from './backend';
 
-type Op = (a: tf.Tensor, b: tf.Tensor) => tf.Tensor;
-
 const gatherImpl = tf.customGrad(((x: tf.Tensor, idx: tf.Tensor, save: tf.GradSaveFunc) => {
   save([idx]);
   const shape = x.shape;

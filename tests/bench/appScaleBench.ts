@@ -172,9 +172,7 @@ export async function benchAppScale(opts: { runs: number; lines: number; big: nu
         await cdp.send('Performance.enable');
         const heapMb = async () => {
           await cdp.send('HeapProfiler.collectGarbage').catch(() => undefined);
-          const { metrics } = (await cdp.send('Performance.getMetrics')) as {
-            metrics: { name: string; value: number }[];
-          };
+          const { metrics } = await cdp.send('Performance.getMetrics');
           return Math.round((metrics.find((m) => m.name === 'JSHeapUsedSize')?.value ?? 0) / 2 ** 20);
         };
         let t = performance.now();

@@ -33,7 +33,7 @@ import type { Sample } from '../../engine/rl/sample';
 import { BACKENDS, initBackend, tf, type BackendName } from '../../engine/tensor/backend';
 import { findTorchPython, runPeer, type PeerResult, type PeerSpec } from './peer';
 import { benchRunFolders, describeRunFolderBench, type RunFolderBench } from './runsBench';
-import { stat, msStat, num, table, timeRepeats, timeRepeatsCpu, type Stat } from './stats';
+import { msStat, num, table, timeRepeats, timeRepeatsCpu, type Stat } from './stats';
 import { benchTrainer, PHASES, type StepBreakdown } from './trainerBench';
 
 const PARTS = ['engine', 'peer', 'mars', 'marti', 'runs'] as const;

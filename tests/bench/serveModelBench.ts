@@ -14,9 +14,9 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { evaluateWithEndpoints } from '../../engine/endpoints/evaluateEndpoints';
 import { rootPrompt } from '../../engine/marti/prompts';
-import type { MartiConfig } from '../../engine/marti/configSchema';
 import { heldoutTasks } from '../../engine/marti/trainer';
-import { parseRunConfig, type RunConfig } from '../../engine/runs/configSchema';
+import { endpointSourceSchema } from '../../engine/endpoints/policySource';
+import { parseRunConfig, type Algorithm, type RunConfig } from '../../engine/runs/configSchema';
 import { checkpointConfig, evaluateCheckpoint } from '../../engine/runs/evaluation';
 import { initBackend } from '../../engine/tensor/backend';
 
@@ -43,10 +43,20 @@ function serve(checkpoint: string): Promise<{ baseUrl: string; model: string; to
 const pct = (xs: number[], p: number): number =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))]!;
 
-function edit(cfg: RunConfig, f: (c: Record<string, any>) => void): RunConfig {
-  const c = JSON.parse(JSON.stringify(cfg));
+type ConfigOf<A extends Algorithm> = Extract<RunConfig, { algorithm: A }>;
+
+function isAlgorithm<A extends Algorithm>(cfg: RunConfig, algorithm: A): cfg is ConfigOf<A> {
+  return cfg.algorithm === algorithm;
+}
+
+/** A copy of an `algorithm` config with `f` applied, validated again as a config file would be. */
+function edit<A extends Algorithm>(algorithm: A, cfg: RunConfig, f: (c: ConfigOf<A>) => void): ConfigOf<A> {
+  const c = structuredClone(cfg);
+  if (!isAlgorithm(c, algorithm)) throw new Error(`expected a ${algorithm} config, got ${c.algorithm}`);
   f(c);
-  return parseRunConfig(c);
+  const parsed = parseRunConfig(c);
+  if (!isAlgorithm(parsed, algorithm)) throw new Error(`expected a ${algorithm} config, got ${parsed.algorithm}`);
+  return parsed;
 }
 
 async function main(): Promise<void> {
@@ -70,9 +80,11 @@ async function main(): Promise<void> {
   const s = await serve(martiCk);
   const client = new OpenAI({ baseURL: s.baseUrl, apiKey: s.token, maxRetries: 0 });
   const martiCfg = checkpointConfig(martiCk);
-  const prompts = heldoutTasks(edit(martiCfg, (c) => (c.eval.items = 64)) as MartiConfig).map(
-    (t) => `<bos> ${rootPrompt(t, { rolePrompt: 'agent alpha :' })}`,
-  );
+  const prompts = heldoutTasks(
+    edit('marti', martiCfg, (c) => {
+      c.eval.items = 64;
+    }),
+  ).map((t) => `<bos> ${rootPrompt(t, { rolePrompt: 'agent alpha :' })}`);
   for (const n of [1, 4, 16, 64]) {
     const total = Math.max(n, 32);
     let next = 0;
@@ -111,9 +123,9 @@ async function main(): Promise<void> {
     ['marti', martiCk, arg('--items-marti', 8)],
     ['mars', marsCk, arg('--items-mars', 16)],
   ] as const) {
-    const base = edit(checkpointConfig(ck), (c) => {
+    const base = edit(algo, checkpointConfig(ck), (c) => {
       c.eval = { ...c.eval, items, temperature: 0 };
-      if (algo === 'marti') c.marti = { ...c.marti, evalSearchTemperature: 0 };
+      if (c.algorithm === 'marti') c.marti = { ...c.marti, evalSearchTemperature: 0 };
       else c.model.from = { kind: 'random' };
     });
     await evaluateCheckpoint(path.join(home, 'warm-up'), ck, base); // the first evaluation compiles kernels and builds the tasks
@@ -122,18 +134,17 @@ async function main(): Promise<void> {
     const tIn = (performance.now() - t0) / 1000;
     const srv = await serve(ck);
     for (const concurrency of [1, 16]) {
-      const source = {
+      const source = endpointSourceSchema.parse({
         kind: 'endpoint',
         baseUrl: srv.baseUrl,
         model: srv.model,
         apiKeyEnv: 'MEASURE_KEY',
         concurrency,
-      };
-      const cfg = edit(base, (c) =>
-        algo === 'marti'
-          ? c.marti.agents.forEach((a: Record<string, unknown>) => (a.policy = source))
-          : (c.mars.policies = { sys2: source }),
-      );
+      });
+      const cfg = edit(algo, base, (c) => {
+        if (c.algorithm === 'marti') for (const a of c.marti.agents) a.policy = source;
+        else c.mars.policies = { sys2: source };
+      });
       const t1 = performance.now();
       const via = await evaluateWithEndpoints(home, cfg, { env: { MEASURE_KEY: srv.token }, fresh: true });
       const tVia = (performance.now() - t1) / 1000;

@@ -84,7 +84,7 @@ describe.skipIf(!haveChromium)('metric chart', () => {
       name: 'eval.pass1',
       series: series(
         x,
-        x.map((i) => 0.5),
+        x.map(() => 0.5),
       ),
       version: 1,
       smoothing: 0,

@@ -390,7 +390,7 @@ describe.skipIf(!haveChromium)('charts, overlays and run health (issue 19)', () 
     }
     await expect.poll(() => page.getByTestId('overlay-chart').getAttribute('data-lines')).toBe('3');
     const overflow = () =>
-      page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth') as Promise<number>;
+      page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
     expect(await overflow()).toBeLessThanOrEqual(0);
     // the table fits its box: no column scrolled out of view
     expect(

@@ -59,7 +59,7 @@ async function runUntilKilled(runId: string | null, kill: Kill): Promise<string>
         resolveKilled();
       }
     }, 5);
-    exited.then(() => clearInterval(poll));
+    void exited.then(() => clearInterval(poll)); // exited only resolves (the exit code)
   }
   const code = await Promise.race([exited, killed.then(() => exited)]);
   expect(code, 'the run ended before it could be killed').toBeNull();

@@ -10,7 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evaluateWithEndpoints } from '../../engine/endpoints/evaluateEndpoints';
-import { parseRunConfig, type RunConfig } from '../../engine/runs/configSchema';
+import { endpointSourceSchema } from '../../engine/endpoints/policySource';
+import { parseRunConfig, type Algorithm, type RunConfig } from '../../engine/runs/configSchema';
 import { checkpointConfig, evaluateCheckpoint } from '../../engine/runs/evaluation';
 import { useBackend } from '../helpers/backends';
 import { spawnCli } from '../helpers/cli';
@@ -83,17 +84,27 @@ afterAll(async () => {
   fs.rmSync(home, { recursive: true, force: true });
 });
 
-function withSource(cfg: RunConfig, edit: (c: Record<string, any>) => void): RunConfig {
-  const c = JSON.parse(JSON.stringify(cfg));
+type ConfigOf<A extends Algorithm> = Extract<RunConfig, { algorithm: A }>;
+
+function isAlgorithm<A extends Algorithm>(cfg: RunConfig, algorithm: A): cfg is ConfigOf<A> {
+  return cfg.algorithm === algorithm;
+}
+
+/** A copy of an `algorithm` config with `edit` applied, validated again as a config file would be. */
+function withSource<A extends Algorithm>(algorithm: A, cfg: RunConfig, edit: (c: ConfigOf<A>) => void): ConfigOf<A> {
+  const c = structuredClone(cfg);
+  if (!isAlgorithm(c, algorithm)) throw new Error(`expected a ${algorithm} config, got ${c.algorithm}`);
   edit(c);
-  return parseRunConfig(c);
+  const parsed = parseRunConfig(c);
+  if (!isAlgorithm(parsed, algorithm)) throw new Error(`expected a ${algorithm} config, got ${parsed.algorithm}`);
+  return parsed;
 }
 
 describe('evaluation through serve-model equals in-process evaluation at temperature 0', () => {
   it('MARTI: the same pass@1 nodes, search trees, T+ trees and metrics', async () => {
     const s = await serve(MARTI_CK);
     servers.push(s);
-    const base = withSource(checkpointConfig(MARTI_CK), (c) => {
+    const base = withSource('marti', checkpointConfig(MARTI_CK), (c) => {
       c.eval = { ...c.eval, items: 4, temperature: 0 };
       c.marti = {
         ...c.marti,
@@ -103,8 +114,16 @@ describe('evaluation through serve-model equals in-process evaluation at tempera
       };
     });
     const inProcess = await evaluateCheckpoint(home, MARTI_CK, base);
-    const source = { kind: 'endpoint', baseUrl: s.baseUrl, model: s.model, apiKeyEnv: 'EQ_MARTI_KEY', concurrency: 4 };
-    const viaCfg = withSource(base, (c) => c.marti.agents.forEach((a: Record<string, unknown>) => (a.policy = source)));
+    const source = endpointSourceSchema.parse({
+      kind: 'endpoint',
+      baseUrl: s.baseUrl,
+      model: s.model,
+      apiKeyEnv: 'EQ_MARTI_KEY',
+      concurrency: 4,
+    });
+    const viaCfg = withSource('marti', base, (c) => {
+      for (const a of c.marti.agents) a.policy = source;
+    });
     const via = await evaluateWithEndpoints(home, viaCfg, { env: { EQ_MARTI_KEY: s.token } });
     expect(via.journal.fresh).toBeGreaterThan(20);
     expect(via.identity).toEqual(inProcess.identity);
@@ -117,18 +136,22 @@ describe('evaluation through serve-model equals in-process evaluation at tempera
   it('MARS: the same System 2 turns, searches, System 1 bins, answers and metrics', async () => {
     const s = await serve(MARS_CK);
     servers.push(s);
-    const base = withSource(checkpointConfig(MARS_CK), (c) => {
+    const base = withSource('mars', checkpointConfig(MARS_CK), (c) => {
       c.eval = { ...c.eval, items: 8, temperature: 0 };
       c.model.from = { kind: 'random' };
     });
     const inProcess = await evaluateCheckpoint(home, MARS_CK, base);
-    const viaCfg = withSource(
-      base,
-      (c) =>
-        (c.mars.policies = {
-          sys2: { kind: 'endpoint', baseUrl: s.baseUrl, model: s.model, apiKeyEnv: 'EQ_MARS_KEY', concurrency: 8 },
+    const viaCfg = withSource('mars', base, (c) => {
+      c.mars.policies = {
+        sys2: endpointSourceSchema.parse({
+          kind: 'endpoint',
+          baseUrl: s.baseUrl,
+          model: s.model,
+          apiKeyEnv: 'EQ_MARS_KEY',
+          concurrency: 8,
         }),
-    );
+      };
+    });
     const via = await evaluateWithEndpoints(home, viaCfg, { env: { EQ_MARS_KEY: s.token } });
     expect(via.identity).toEqual(inProcess.identity);
     expect(via.items.length).toBe(8);
@@ -141,7 +164,7 @@ describe('evaluation through serve-model equals in-process evaluation at tempera
   it('a heterogeneous MARTI team on two endpoints (one streaming) and MARS with System 1 on its own endpoint', async () => {
     const [a, b] = await Promise.all([serve(MARTI_CK, 'alpha-model'), serve(MARTI_CK, 'beta-model')]);
     servers.push(a, b);
-    const hetero = withSource(checkpointConfig(MARTI_CK), (c) => {
+    const hetero = withSource('marti', checkpointConfig(MARTI_CK), (c) => {
       c.eval = { ...c.eval, items: 3, temperature: 0 };
       c.marti = {
         ...c.marti,
@@ -152,15 +175,20 @@ describe('evaluation through serve-model equals in-process evaluation at tempera
       };
     });
     const inProcess = await evaluateCheckpoint(home, MARTI_CK, hetero);
-    const viaCfg = withSource(hetero, (c) => {
-      c.marti.agents[0].policy = { kind: 'endpoint', baseUrl: a.baseUrl, model: 'alpha-model', apiKeyEnv: 'KEY_A' };
-      c.marti.agents[1].policy = {
+    const viaCfg = withSource('marti', hetero, (c) => {
+      c.marti.agents[0]!.policy = endpointSourceSchema.parse({
+        kind: 'endpoint',
+        baseUrl: a.baseUrl,
+        model: 'alpha-model',
+        apiKeyEnv: 'KEY_A',
+      });
+      c.marti.agents[1]!.policy = endpointSourceSchema.parse({
         kind: 'endpoint',
         baseUrl: b.baseUrl,
         model: 'beta-model',
         apiKeyEnv: 'KEY_B',
         stream: true,
-      };
+      });
     });
     const via = await evaluateWithEndpoints(home, viaCfg, { env: { KEY_A: a.token, KEY_B: b.token } });
     expect(via.policies).toEqual({
@@ -171,21 +199,30 @@ describe('evaluation through serve-model equals in-process evaluation at tempera
 
     const [s2, s1] = await Promise.all([serve(MARS_CK, 'sys2-model'), serve(MARS_CK, 'sys1-model')]);
     servers.push(s2, s1);
-    const mars = withSource(checkpointConfig(MARS_CK), (c) => {
+    const mars = withSource('mars', checkpointConfig(MARS_CK), (c) => {
       c.eval = { ...c.eval, items: 6, temperature: 0 };
       c.model.from = { kind: 'random' };
     });
     const marsIn = await evaluateCheckpoint(home, MARS_CK, mars);
     const marsVia = await evaluateWithEndpoints(
       home,
-      withSource(
-        mars,
-        (c) =>
-          (c.mars.policies = {
-            sys2: { kind: 'endpoint', baseUrl: s2.baseUrl, model: 'sys2-model', apiKeyEnv: 'K2' },
-            sys1: { kind: 'endpoint', baseUrl: s1.baseUrl, model: 'sys1-model', apiKeyEnv: 'K1', stream: true },
+      withSource('mars', mars, (c) => {
+        c.mars.policies = {
+          sys2: endpointSourceSchema.parse({
+            kind: 'endpoint',
+            baseUrl: s2.baseUrl,
+            model: 'sys2-model',
+            apiKeyEnv: 'K2',
           }),
-      ),
+          sys1: endpointSourceSchema.parse({
+            kind: 'endpoint',
+            baseUrl: s1.baseUrl,
+            model: 'sys1-model',
+            apiKeyEnv: 'K1',
+            stream: true,
+          }),
+        };
+      }),
       { env: { K2: s2.token, K1: s1.token } },
     );
     expect(Object.keys(marsVia.policies)).toEqual(['MARS System 2', 'MARS System 1']);

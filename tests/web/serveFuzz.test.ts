@@ -14,6 +14,13 @@ import WebSocket from 'ws';
 import { BIN } from '../helpers/cli';
 import { rawExchange, statusOf, type Ending } from '../helpers/rawHttp';
 
+/** A WebSocket message's text, whatever shape ws hands it in (a Buffer, fragments, or an ArrayBuffer). */
+function frameText(data: WebSocket.RawData): string {
+  return (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString(
+    'utf8',
+  );
+}
+
 const CONNECTIONS = 400;
 const AT_ONCE = 16;
 
@@ -157,7 +164,7 @@ async function pingOverSocket(): Promise<unknown> {
       socket.once('error', reject);
       socket.once('close', (code) => reject(new Error(`closed ${code}`)));
       socket.on('message', (data) => {
-        const message = JSON.parse(data.toString()) as { id?: number; event?: { type: string } };
+        const message = JSON.parse(frameText(data)) as { id?: number; event?: { type: string } };
         if (message.event?.type === 'host-ready') socket.send(JSON.stringify({ id: 1, method: 'ping' }));
         if (message.id === 1) resolve(message);
       });

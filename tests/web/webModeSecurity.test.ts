@@ -18,6 +18,13 @@ import { CONTENT_SECURITY_POLICY_HEADER } from '../../engine/api/contentSecurity
 import { createRunFolder } from '../../engine/runs/runFolder';
 import { rawExchange, statusOf } from '../helpers/rawHttp';
 
+/** A WebSocket message's text, whatever shape ws hands it in (a Buffer, fragments, or an ArrayBuffer). */
+function frameText(data: WebSocket.RawData): string {
+  return (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString(
+    'utf8',
+  );
+}
+
 let home: string;
 let renderer: string;
 let host: Host;
@@ -69,7 +76,7 @@ function openSocket(query = '', headers: Record<string, string> = {}): Promise<O
   return new Promise((resolve) => {
     const socket = new WebSocket(`ws://127.0.0.1:${server.port}/api${query}`, { headers });
     const messages: Record<string, unknown>[] = [];
-    socket.on('message', (data) => messages.push(JSON.parse(data.toString()) as Record<string, unknown>));
+    socket.on('message', (data) => messages.push(JSON.parse(frameText(data)) as Record<string, unknown>));
     const closed = new Promise<{ code: number; reason: string }>((r) =>
       socket.once('close', (code, reason) => r({ code, reason: reason.toString() })),
     );
@@ -103,7 +110,7 @@ function call(
 ): Promise<{ id: number; ok: boolean; result?: unknown; error?: { message: string; issues?: unknown[] } }> {
   return new Promise((resolve) => {
     const onMessage = (data: WebSocket.RawData): void => {
-      const message = JSON.parse(data.toString()) as { id?: number };
+      const message = JSON.parse(frameText(data)) as { id?: number };
       if (message.id === id) {
         socket.off('message', onMessage);
         resolve(message as never);

@@ -22,20 +22,19 @@ const CK = path.resolve('resources/marti/base-tiny');
 let dir: string;
 let server: ModelServer;
 let file: string;
-let base: Record<string, any>;
+let base: MartiConfig;
 let sample: { statement: string; publicTests: unknown[]; privateTests: unknown[] };
 let otherTarget: string;
 
 beforeAll(async () => {
   await useBackend('wasm');
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-taskfile-'));
-  base = JSON.parse(JSON.stringify(checkpointConfig(CK)));
-  base.eval = { ...base.eval, items: 3, temperature: 0 };
-  base.marti = {
-    ...base.marti,
-    evalNodes: 3,
-    evalSearchTemperature: 0,
-    tplus: { ...base.marti.tplus, enabled: false },
+  const ck = checkpointConfig(CK);
+  if (ck.algorithm !== 'marti') throw new Error(`${CK}: expected a MARTI checkpoint, got ${ck.algorithm}`);
+  base = {
+    ...ck,
+    eval: { ...ck.eval, items: 3, temperature: 0 },
+    marti: { ...ck.marti, evalNodes: 3, evalSearchTemperature: 0, tplus: { ...ck.marti.tplus, enabled: false } },
   };
   // a user's file in the generated tasks' form: three problems of another seed, renamed
   const other = heldoutTasks(parseRunConfig({ ...base, task: { ...base.task, taskSeed: 77 } }) as MartiConfig);

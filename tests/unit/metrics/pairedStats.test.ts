@@ -7,7 +7,10 @@ function pairs(n01: number, n10: number, n11: number, n00: number): [boolean[], 
   const a: boolean[] = [];
   const b: boolean[] = [];
   const add = (k: number, x: boolean, y: boolean) => {
-    for (let i = 0; i < k; i++) (a.push(x), b.push(y));
+    for (let i = 0; i < k; i++) {
+      a.push(x);
+      b.push(y);
+    }
   };
   add(n01, false, true);
   add(n10, true, false);

@@ -40,7 +40,10 @@ function bf16File(tensors: Record<string, { shape: number[]; data: Float32Array 
   new DataView(out.buffer).setBigUint64(0, BigInt(json.length), true);
   out.set(new TextEncoder().encode(json), 8);
   let p = 8 + json.length;
-  for (const c of chunks) (out.set(c, p), (p += c.length));
+  for (const c of chunks) {
+    out.set(c, p);
+    p += c.length;
+  }
   return out;
 }
 

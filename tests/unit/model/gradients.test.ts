@@ -57,8 +57,8 @@ describe.each(['cpu', 'wasm'] as const)('loss gradients on %s', (backend) => {
         Array.from({ length: cur.size }, () => (rng.next() - 0.5) * scale),
         cur.shape,
       );
-    const oldLogp = tf.add(cur, noise(0.08)) as tf.Tensor2D;
-    const refLogp = tf.add(cur, noise(1.0)) as tf.Tensor2D;
+    const oldLogp = tf.add<tf.Tensor2D>(cur, noise(0.08));
+    const refLogp = tf.add<tf.Tensor2D>(cur, noise(1.0));
     const { f } = lossFn(model, kind, oldLogp, refLogp);
     const { value, grads } = tf.variableGrads(f, model.variables());
     expect(Number.isFinite((await value.data())[0]!)).toBe(true);

@@ -23,7 +23,7 @@ describe.each(['cpu', 'wasm'] as const)('masked head on %s', (backend) => {
     const run = (only: boolean) =>
       tf.variableGrads(() => {
         const { logp, entropy } = tokenLogProbs(model, batch, { entropy: true, only: only ? maskArr : undefined });
-        return tf.sum(tf.mul(tf.add(tf.mul(logp, weights), tf.mul(entropy!, 0.3)), mask)) as tf.Scalar;
+        return tf.sum<tf.Scalar>(tf.mul(tf.add(tf.mul(logp, weights), tf.mul(entropy!, 0.3)), mask));
       }, model.variables());
     const full = run(false);
     const part = run(true);

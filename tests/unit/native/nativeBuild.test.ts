@@ -25,7 +25,7 @@ async function build(
   env: NodeJS.ProcessEnv,
 ): Promise<{ code: number; stdout: string; record: { kernel: string; reasons: string[] } }> {
   let code = 0;
-  let stdout = '';
+  let stdout: string;
   try {
     stdout = (await exec(process.execPath, [SCRIPT, ...args], { env: { ...process.env, ...env }, timeout: 120_000 }))
       .stdout;

@@ -102,7 +102,7 @@ describe.each(buildKernels())('native %s kernel against the stock wasm kernels',
     const run = async () => {
       const logits = tf.tidy(() => model.forward({ ids: batch.ids, batch: rows.length, positions, keyMask }).logits);
       const { value, grads } = tf.variableGrads(
-        () => tf.sum(tokenLogProbs(model, batch).logp) as tf.Scalar,
+        () => tf.sum<tf.Scalar>(tokenLogProbs(model, batch).logp),
         model.variables(),
       );
       value.dispose();

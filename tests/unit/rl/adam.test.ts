@@ -250,7 +250,7 @@ describe.each(GRADIENT_BACKENDS)('Adam on %s', (backend) => {
       { w, b },
       { lr: { kind: 'cosine', lr: 1e-2, minLr: 1e-3, warmupSteps: 10, totalSteps: 200 }, weightDecay: 0.01 },
     );
-    const loss = () => tf.sum(tf.square(tf.add(tf.matMul(tf.ones([2, 4]), w), b))) as tf.Scalar;
+    const loss = () => tf.sum<tf.Scalar>(tf.square(tf.add(tf.matMul(tf.ones([2, 4]), w), b)));
     const once = async () => {
       const { value, grads } = tf.variableGrads(loss, [w, b]);
       await opt.step({ w: grads[w.name]!, b: grads[b.name]! });

@@ -21,6 +21,7 @@ const TOKEN_KEY = 'mars-lab-token';
 
 /** The token from the URL (then stored, and dropped from the URL), or the one stored by an earlier load of this tab. */
 function takeToken(): string | null {
+  // eslint-disable-next-line svelte/prefer-svelte-reactivity -- a local copy of the URL's query, not state: read, edited and written back at once
   const params = new URLSearchParams(location.search);
   const fromUrl = params.get('token');
   if (fromUrl) {

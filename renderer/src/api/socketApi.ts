@@ -13,6 +13,30 @@ export type ConnectionState = 'connecting' | 'open' | 'closed' | 'refused';
 /** engine/api/webServer.ts TOKEN_REFUSED (not imported: that module is Node's). */
 const TOKEN_REFUSED = 4401;
 
+/** One message from the server: a pushed event, or the answer to call `id`. */
+interface ServerMessage {
+  event?: ApiEvent;
+  id?: number;
+  ok?: boolean;
+  result?: unknown;
+  error?: { message: string; issues?: { path: string; message: string }[] };
+}
+
+/**
+ * A socket message read as a ServerMessage, or null where it is not JSON or not an object. The server is the one that
+ * checked this page's token, and builds its messages from the same contract (engine/api/webServer.ts); the page checks
+ * their shape, not every field's content (zod stays out of the page's bundle).
+ */
+function readMessage(text: string): ServerMessage | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? parsed : null;
+}
+
 interface Pending {
   resolve(value: unknown): void;
   reject(error: Error): void;
@@ -39,18 +63,8 @@ export function createSocketApi(token: string, onState: (state: ConnectionState)
       queue = [];
     };
     socket.onmessage = (message) => {
-      let data: {
-        event?: ApiEvent;
-        id?: number;
-        ok?: boolean;
-        result?: unknown;
-        error?: { message: string; issues?: { path: string; message: string }[] };
-      };
-      try {
-        data = JSON.parse(String(message.data));
-      } catch {
-        return;
-      }
+      const data = readMessage(String(message.data));
+      if (!data) return;
       if (data.event) {
         if (data.event.type === 'host-ready') {
           retryMs = 500;

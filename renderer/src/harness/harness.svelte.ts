@@ -6,7 +6,7 @@
  * window.__mount(name, props) mounts (replacing what was mounted); window.__update(props) changes some props in place,
  * as new records arriving would.
  */
-import { mount, unmount } from 'svelte';
+import { mount, unmount, type Component } from 'svelte';
 import EpisodeInspector from '../components/EpisodeInspector.svelte';
 import EpisodeView from '../components/EpisodeView.svelte';
 import MetricChart from '../components/MetricChart.svelte';
@@ -15,16 +15,20 @@ import TokenStrip from '../components/TokenStrip.svelte';
 import TreeExplorer from '../components/TreeExplorer.svelte';
 import TreeView from '../components/TreeView.svelte';
 
+/** A component that takes its props as JSON from the test: their types are the test's promise, not checked here. */
+type JsonPropsComponent = Component<Record<string, unknown>>;
+const withJsonProps = <P extends object>(component: Component<P>): JsonPropsComponent =>
+  component as unknown as JsonPropsComponent;
+
 // Each component's props are checked where it is used; here they arrive as JSON from the test.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-const components: Record<string, any> = {
-  EpisodeInspector,
-  EpisodeView,
-  MetricChart,
-  OverlayChart,
-  TokenStrip,
-  TreeExplorer,
-  TreeView,
+const components: Record<string, JsonPropsComponent> = {
+  EpisodeInspector: withJsonProps(EpisodeInspector),
+  EpisodeView: withJsonProps(EpisodeView),
+  MetricChart: withJsonProps(MetricChart),
+  OverlayChart: withJsonProps(OverlayChart),
+  TokenStrip: withJsonProps(TokenStrip),
+  TreeExplorer: withJsonProps(TreeExplorer),
+  TreeView: withJsonProps(TreeView),
 };
 
 let current: Record<string, unknown> | null = null;

@@ -6,7 +6,7 @@
  *
  * window.__mountTab(name, props) mounts EpisodesTab or TreeTab.
  */
-import { mount, unmount } from 'svelte';
+import { mount, unmount, type Component } from 'svelte';
 import type { ApiEvent, MarsLabApi } from '../../../engine/api/contract';
 import { API_METHODS } from '../../../engine/api/methods';
 
@@ -19,6 +19,7 @@ declare global {
   }
 }
 
+// eslint-disable-next-line svelte/prefer-svelte-reactivity -- the event listeners, never read by a template or an effect
 const listeners = new Set<(event: ApiEvent) => void>();
 const api: Record<string, unknown> = {
   onEvent(listener: (event: ApiEvent) => void) {
@@ -38,15 +39,19 @@ window.__hostEvent = (event) => {
   for (const l of listeners) l(event);
 };
 
+/** A component that takes its props as JSON from the test: their types are the test's promise, not checked here. */
+type JsonPropsComponent = Component<Record<string, unknown>>;
+const withJsonProps = <P extends object>(component: Component<P>): JsonPropsComponent =>
+  component as unknown as JsonPropsComponent;
+
 let current: Record<string, unknown> | null = null;
 window.__mountTab = async (name, props) => {
   // imported only now: the connection module reads window.api when it loads
   // the props arrive as JSON from the test; each tab checks its own where it is used in the app
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const component: any =
+  const component =
     name === 'EpisodesTab'
-      ? (await import('../views/EpisodesTab.svelte')).default
-      : (await import('../views/TreeTab.svelte')).default;
+      ? withJsonProps((await import('../views/EpisodesTab.svelte')).default)
+      : withJsonProps((await import('../views/TreeTab.svelte')).default);
   if (current) await unmount(current);
   current = mount(component, { target: document.getElementById('root')!, props });
 };

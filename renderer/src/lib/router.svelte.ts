@@ -43,6 +43,7 @@ window.addEventListener('hashchange', () => {
 
 /** The href of a route, for links: href(['run', id]) → '#/run/<id>'. */
 export function href(parts: readonly string[], query: Record<string, string> = {}): string {
+  // eslint-disable-next-line svelte/prefer-svelte-reactivity -- built and turned into text at once, never kept or changed
   const q = new URLSearchParams(query).toString();
   return `#/${parts.map(encodeURIComponent).join('/')}${q ? `?${q}` : ''}`;
 }

@@ -46,6 +46,20 @@ export function failureReason(
   return null;
 }
 
+/** A value from a JSON record as text: objects and arrays as JSON (never "[object Object]"), the rest as String() writes it. */
+export function valueText(v: unknown): string {
+  if (
+    typeof v === 'string' ||
+    typeof v === 'number' ||
+    typeof v === 'boolean' ||
+    typeof v === 'bigint' ||
+    v === undefined
+  ) {
+    return String(v);
+  }
+  return JSON.stringify(v) ?? typeof v;
+}
+
 /** One events.jsonl line in words, for the events table (what the raw JSON said, readable). */
 export function describeEvent(record: Record<string, unknown>): string {
   const { time: _time, type, ...rest } = record;
@@ -57,11 +71,11 @@ export function describeEvent(record: Record<string, unknown>): string {
     return `${String(rest.status)}${step}${pid}${why}`;
   }
   if (type === 'resumed') {
-    return `resumed from step ${String(rest.fromStep ?? '?')}${typeof rest.pid === 'number' ? ` (process ${rest.pid})` : ''}`;
+    return `resumed from step ${valueText(rest.fromStep ?? '?')}${typeof rest.pid === 'number' ? ` (process ${rest.pid})` : ''}`;
   }
   if (type === 'warning' && typeof rest.message === 'string') return rest.message;
   if (type === 'checkpoint' && typeof rest.step === 'number') return `checkpoint written${step}`;
-  const parts = Object.entries(rest).map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`);
+  const parts = Object.entries(rest).map(([k, v]) => `${k} ${valueText(v)}`);
   return parts.join(', ');
 }
 

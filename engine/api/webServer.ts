@@ -410,7 +410,7 @@ export async function startWebServer(opts: WebServerOptions): Promise<WebServer>
 }
 
 /** A WebSocket message's text, whatever shape ws hands it in (a Buffer, fragments, or an ArrayBuffer). */
-function frameText(data: RawData): string {
+export function frameText(data: RawData): string {
   return (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString(
     'utf8',
   );

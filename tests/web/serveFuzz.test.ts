@@ -11,15 +11,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { frameText } from '../../engine/api/webServer';
 import { BIN } from '../helpers/cli';
 import { rawExchange, statusOf, type Ending } from '../helpers/rawHttp';
-
-/** A WebSocket message's text, whatever shape ws hands it in (a Buffer, fragments, or an ArrayBuffer). */
-function frameText(data: WebSocket.RawData): string {
-  return (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString(
-    'utf8',
-  );
-}
 
 const CONNECTIONS = 400;
 const AT_ONCE = 16;

@@ -13,17 +13,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createHost, type Host } from '../../engine/api/host';
 import { nodeRunLauncher } from '../../engine/api/runLauncher';
-import { parseHostHeader, startWebServer, targetPath, TOKEN_REFUSED, type WebServer } from '../../engine/api/webServer';
+import {
+  frameText,
+  parseHostHeader,
+  startWebServer,
+  targetPath,
+  TOKEN_REFUSED,
+  type WebServer,
+} from '../../engine/api/webServer';
 import { CONTENT_SECURITY_POLICY_HEADER } from '../../engine/api/contentSecurityPolicy';
 import { createRunFolder } from '../../engine/runs/runFolder';
 import { rawExchange, statusOf } from '../helpers/rawHttp';
-
-/** A WebSocket message's text, whatever shape ws hands it in (a Buffer, fragments, or an ArrayBuffer). */
-function frameText(data: WebSocket.RawData): string {
-  return (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString(
-    'utf8',
-  );
-}
 
 let home: string;
 let renderer: string;

@@ -4,6 +4,7 @@
  * variant, seed, status and held-out score. `study status ID [--follow]` re-reads a study (re-attaching to its
  * cluster, submitting what never reached it) and `study ls` lists them (engine/studies/).
  */
+import fs from 'node:fs';
 import os from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { resolveHome } from '../runs/home';
@@ -51,7 +52,7 @@ function reporter(json: boolean | undefined) {
     const score =
       run.headline && run.headline.value !== null ? `, ${run.headline.label} ${run.headline.value.toFixed(3)}` : '';
     process.stderr.write(
-      `[${i}/${study.runs.length}] ${tt(run.runId)}: ${run.state}${step}${score}${run.message && run.state !== 'running' ? ` (${tt(run.message)})` : ''}\n`,
+      `[${i}/${study.runs.length}] ${tt(run.runId)}: ${run.state}${step}${score}${run.message && run.state !== 'running' ? ` (${tt(run.message)})` : ''}${run.fetch ? `; ${tt(run.fetch)}` : ''}\n`,
     );
   };
 }
@@ -82,6 +83,12 @@ function finish(study: StudyRecord, json: boolean | undefined, rayFlag: string):
   if (json) console.log(JSON.stringify({ type: 'study', ...study }));
   else console.log(studyTable(study));
   const notDone = study.runs.filter((r) => r.state !== 'finished');
+  const unfetched = study.runs.filter((r) => r.fetch?.startsWith('fetch failed')).length;
+  if (notDone.length === 0 && unfetched > 0) {
+    throw new UserError(
+      `study ${study.id}: ${unfetched} run folder(s) not fetched back; retry with: mars-lab study status ${study.id} --follow${rayFlag}`,
+    );
+  }
   if (notDone.length === 0) return;
   const count = (s: StudyRun['state']) => notDone.filter((r) => r.state === s).length;
   const parts = (['failed', 'stopped', 'unknown', 'pending', 'submitted', 'running'] as const)
@@ -123,6 +130,11 @@ export function registerStudyCommand(program: Command): void {
         "the project's folder on the cluster (a job image with it there, or '.' with a runtime_env working_dir); default: this one's path",
       )
       .option('--ray-node <path>', 'node on the cluster', 'node')
+      .option(
+        '--fetch',
+        "fetch each finished run's folder back into this home (the ray home is not shared; on by itself when --ray-home does not exist here)",
+      )
+      .option('--fetch-all', 'as --fetch, with every checkpoint (default: only the last)')
       .addOption(
         new Option('--ray-cpus <n>', 'CPUs Ray reserves for each job (entrypoint_num_cpus)')
           .argParser(nonNegative)
@@ -146,6 +158,8 @@ export function registerStudyCommand(program: Command): void {
         rayHome?: string;
         rayProject?: string;
         rayNode: string;
+        fetch?: boolean;
+        fetchAll?: boolean;
         rayCpus: number;
         raySetup?: string;
         rayRuntimeEnv?: string;
@@ -155,8 +169,11 @@ export function registerStudyCommand(program: Command): void {
       const home = resolveHome({ home: opts.home });
       const variants = parseVariants(opts.variants);
       const seeds = parseSeeds(opts.seeds);
-      if (!opts.ray && (opts.rayHome || opts.rayProject || opts.raySetup || opts.rayRuntimeEnv)) {
-        throw new UserError('--ray-home, --ray-project, --ray-setup and --ray-runtime-env need --ray URL');
+      if (
+        !opts.ray &&
+        (opts.rayHome || opts.rayProject || opts.raySetup || opts.rayRuntimeEnv || opts.fetch || opts.fetchAll)
+      ) {
+        throw new UserError('--ray-home, --ray-project, --ray-setup, --ray-runtime-env and --fetch need --ray URL');
       }
       const runtimeEnv = parseRuntimeEnv(opts.rayRuntimeEnv);
       if (!opts.ray) {
@@ -188,6 +205,13 @@ export function registerStudyCommand(program: Command): void {
           project: opts.rayProject ?? PROJECT_DIR,
           node: opts.rayNode,
           cpusPerJob: opts.rayCpus,
+          // not shared: asked for, or a --ray-home that this machine does not have (a path that exists here may be
+          // the same mount, so that takes --fetch)
+          ...(opts.fetchAll
+            ? { fetch: 'all' as const }
+            : opts.fetch || (opts.rayHome !== undefined && !fs.existsSync(opts.rayHome))
+              ? { fetch: 'last' as const }
+              : {}),
         },
       });
       const v = await client.version(); // unreachable or not Ray: one line, and nothing recorded or submitted
@@ -299,6 +323,7 @@ export function studyTable(study: StudyRecord): string {
       .trimEnd(),
   );
   for (const r of study.runs) if (r.message && r.state !== 'finished') lines.push(`  ${tt(r.runId)}: ${tt(r.message)}`);
+  for (const r of study.runs) if (r.fetch && r.fetch !== 'fetched') lines.push(`  ${tt(r.runId)}: ${tt(r.fetch)}`);
   const where =
     study.where.kind === 'local'
       ? `here (${study.where.parallel} at once)`

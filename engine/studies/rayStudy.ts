@@ -6,13 +6,15 @@
  *
  * Nothing is lost when the cluster becomes unreachable: submitted runs are in the record at once, a run whose
  * following broke off is marked 'unknown', and `mars-lab study status ID --follow` (attachStudy) picks up from the
- * record: pending runs are submitted, unknown and live ones followed again.
+ * record: pending runs are submitted, unknown and live ones followed again. Where the ray home is not shared, each
+ * finished run's folder is fetched back by a follow-up job (fetchBack.ts); a failed fetch is retried on re-attach.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { RayError, type RayJobsClient } from '../ray/jobsClient';
 import type { RayJobDetails } from '../ray/jobsSchemas';
 import { followJobLogs } from '../ray/logTail';
+import { fetchRun, wantsFetch } from './fetchBack';
 import type { RunningStudy, StudyEvents } from './localStudy';
 import { FINAL_STATES, studyLogFile, writeStudy, type StudyRecord, type StudyRun } from './studyRecord';
 import { rayEntrypoint } from './studyPlan';
@@ -101,6 +103,12 @@ export function runStudyOnRay(
     if (stopRequested) await client.stop(run.runId).catch(() => {}); // stop came while this submit was in flight
   };
 
+  /** The run folder back from a cluster without a shared home (fetchBack.ts); a fault is one line in run.fetch. */
+  const fetchBack = async (run: StudyRun) => {
+    await fetchRun(home, study, run, client, { signal: follows.signal, pollMs: opts.retryDelayMs });
+    save(run);
+  };
+
   const follow = async (run: StudyRun) => {
     const logFile = studyLogFile(home, study.id, run.runId);
     fs.mkdirSync(path.dirname(logFile), { recursive: true });
@@ -167,6 +175,7 @@ export function runStudyOnRay(
         );
       }
       save(run);
+      if (wantsFetch(study, run)) await fetchBack(run);
     } catch (err) {
       if (!(err instanceof RayError) || (err.kind !== 'unreachable' && err.kind !== 'not-found')) throw err;
       run.state = 'unknown';
@@ -181,6 +190,7 @@ export function runStudyOnRay(
     writeStudy(home, study);
     const following: Promise<void>[] = [];
     for (const run of study.runs) {
+      if (wantsFetch(study, run)) following.push(fetchBack(run)); // a fetch that failed before: again
       if (FINAL_STATES.has(run.state)) continue;
       if (run.state === 'pending') {
         if (stopRequested) continue;

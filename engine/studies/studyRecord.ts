@@ -32,6 +32,10 @@ export const studyRunSchema = z.object({
   headline: z.object({ key: z.string(), label: z.string(), value: z.number().nullable() }).nullable().optional(),
   startedAt: z.string().optional(),
   endedAt: z.string().optional(),
+  /** Fetch-back of the run folder from a cluster without a shared home: 'fetched', 'kept: …' or 'fetch failed: …'. */
+  fetch: z.string().optional(),
+  /** Fetch jobs submitted so far (each attempt has its own submission id). */
+  fetchAttempts: z.number().int().nonnegative().optional(),
 });
 export type StudyRun = z.infer<typeof studyRunSchema>;
 
@@ -47,6 +51,8 @@ export const studyWhereSchema = z.discriminatedUnion('kind', [
     project: z.string(),
     node: z.string(),
     cpusPerJob: z.number().nonnegative(),
+    /** Fetch each finished run's folder back here (the ray home is not shared): the last checkpoint, or all. */
+    fetch: z.enum(['last', 'all']).optional(),
   }),
 ]);
 export type StudyWhere = z.infer<typeof studyWhereSchema>;

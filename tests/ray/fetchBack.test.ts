@@ -3,9 +3,10 @@
  * does not have when the study starts (so it is taken as not shared), run from the CLI; the run's folder comes back
  * into this home through the follow-up fetch job, byte for byte equal to the cluster's copy (run.json,
  * metrics.jsonl), listed by `mars-lab ls`; a failed fetch retried by `study status --follow`; a second fetch never
- * overwrites the folder.
+ * overwrites the folder; an 8 MiB archive comes through Ray's log whole.
  */
 import { execFile } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -99,5 +100,14 @@ describe.runIf(expectRay || !missing)('fetch-back from a real Ray head', () => {
     const again = { ...study.runs[0]!, fetch: undefined };
     await fetchRun(home, study, again, client, { pollMs: 200 });
     expect(again.fetch).toMatch(/^kept: .* exists here already, not overwritten/);
+
+    // an archive of some size (8 MiB that gzip cannot shrink) survives Ray's log path whole
+    const blob = crypto.randomBytes(8 << 20);
+    fs.writeFileSync(path.join(there, 'blob.bin'), blob);
+    const home2 = path.join(root, 'here-2');
+    const big = { ...study.runs[0]!, fetch: undefined, fetchAttempts: 5 };
+    await fetchRun(home2, study, big, client, { pollMs: 200 });
+    expect(big.fetch).toBe('fetched');
+    expect(fs.readFileSync(path.join(home2, 'runs', runId, 'blob.bin')).equals(blob)).toBe(true);
   }, 240_000);
 });

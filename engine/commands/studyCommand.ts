@@ -169,11 +169,11 @@ export function registerStudyCommand(program: Command): void {
       const home = resolveHome({ home: opts.home });
       const variants = parseVariants(opts.variants);
       const seeds = parseSeeds(opts.seeds);
-      if (
-        !opts.ray &&
-        (opts.rayHome || opts.rayProject || opts.raySetup || opts.rayRuntimeEnv || opts.fetch || opts.fetchAll)
-      ) {
-        throw new UserError('--ray-home, --ray-project, --ray-setup, --ray-runtime-env and --fetch need --ray URL');
+      if (!opts.ray && (opts.rayHome || opts.rayProject || opts.raySetup || opts.rayRuntimeEnv)) {
+        throw new UserError('--ray-home, --ray-project, --ray-setup and --ray-runtime-env need --ray URL');
+      }
+      if (!opts.ray && (opts.fetch || opts.fetchAll)) {
+        throw new UserError('--fetch and --fetch-all bring runs back from a Ray cluster: they need --ray URL');
       }
       const runtimeEnv = parseRuntimeEnv(opts.rayRuntimeEnv);
       if (!opts.ray) {

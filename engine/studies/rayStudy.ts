@@ -157,14 +157,16 @@ export function runStudyOnRay(
       if (r.job.start_time) run.startedAt = new Date(r.job.start_time).toISOString();
       if (r.job.end_time) run.endedAt = new Date(r.job.end_time).toISOString();
       if (run.state === 'failed' || run.state === 'stopped') {
+        // The saved log is whole (the follower fills gaps from the full log) while Ray's job.message can be taken
+        // before the entrypoint's last stderr line reaches it: our own error line first, then (a failed job) the
+        // log's last line that is not one of train's JSON progress lines, then Ray's message.
+        const saved = fs.readFileSync(logFile, 'utf8').split('\n');
         run.message =
-          oneLine(
-            fs
-              .readFileSync(logFile, 'utf8')
-              .split('\n')
-              .filter((l) => l.startsWith('mars-lab: '))
-              .join('\n'),
-          ) ?? oneLine(r.job.message);
+          oneLine(saved.filter((l) => l.startsWith('mars-lab: ')).join('\n')) ??
+          (run.state === 'failed'
+            ? oneLine(saved.filter((l) => !l.trimStart().startsWith('{')).join('\n'))
+            : undefined) ??
+          oneLine(r.job.message);
       }
       if (run.state === 'finished' || run.state === 'stopped') {
         run.headline = runHeadline(

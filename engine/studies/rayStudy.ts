@@ -47,6 +47,26 @@ export function stateOfJob(job: RayJobDetails, doneStatus?: string): StudyRun['s
   }
 }
 
+/** A log line that can say why a job failed: not Ray's preamble, not one of train's JSON lines. */
+function isReasonLine(line: string): boolean {
+  const t = line.trim();
+  return t !== '' && !t.startsWith('{') && !t.startsWith('Running entrypoint for job ');
+}
+
+/** Re-reads a failed job's full log (up to ~10 s) until it holds a reason line, appending what the saved copy lacks. */
+async function settleFailedLog(client: RayJobsClient, id: string, logFile: string): Promise<void> {
+  for (let i = 0; i < 20; i++) {
+    const saved = fs.readFileSync(logFile, 'utf8');
+    if (saved.split('\n').some(isReasonLine)) return;
+    const full = await client.logs(id).catch(() => null);
+    if (full !== null && full.length > saved.length && full.startsWith(saved)) {
+      fs.appendFileSync(logFile, full.slice(saved.length));
+      continue;
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
 function oneLine(text: string | null | undefined): string | undefined {
   if (!text) return undefined;
   const lines = text
@@ -157,16 +177,15 @@ export function runStudyOnRay(
       if (r.job.start_time) run.startedAt = new Date(r.job.start_time).toISOString();
       if (r.job.end_time) run.endedAt = new Date(r.job.end_time).toISOString();
       if (run.state === 'failed' || run.state === 'stopped') {
-        // The saved log is whole (the follower fills gaps from the full log) while Ray's job.message can be taken
-        // before the entrypoint's last stderr line reaches it: our own error line first, then (a failed job) the
-        // log's last line that is not one of train's JSON progress lines, then Ray's message.
+        // Ray can mark a job FAILED before the entrypoint's last stderr line reaches the job's log (and its
+        // job.message, a copy of the log's tail): read the full log again, briefly, until a line other than Ray's
+        // own "Running entrypoint" preamble and train's JSON progress lines is there.
+        if (run.state === 'failed') await settleFailedLog(client, run.runId, logFile);
         const saved = fs.readFileSync(logFile, 'utf8').split('\n');
         run.message =
           oneLine(saved.filter((l) => l.startsWith('mars-lab: ')).join('\n')) ??
-          (run.state === 'failed'
-            ? oneLine(saved.filter((l) => !l.trimStart().startsWith('{')).join('\n'))
-            : undefined) ??
-          oneLine(r.job.message);
+          (run.state === 'failed' ? oneLine(saved.filter(isReasonLine).join('\n')) : undefined) ??
+          oneLine(r.job.message?.split('\n')[0]);
       }
       if (run.state === 'finished' || run.state === 'stopped') {
         run.headline = runHeadline(

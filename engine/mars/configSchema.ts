@@ -5,17 +5,10 @@
 import { z } from 'zod';
 import { checkCommon, commonFields, field, seedNumber } from '../training/configSections';
 import { policySourceSchema } from '../endpoints/policySource';
+import { MARS_FAMILIES } from '../shared/marsFamilies';
 import { NAME_POOL_SIZES } from './namePool';
 
-export const MARS_FAMILIES = [
-  'direct',
-  'paraphrase',
-  'longTail',
-  'bridge',
-  'comparison',
-  'threeHop',
-  'compositional',
-] as const;
+export { MARS_FAMILIES };
 
 const count = (min: number, max: number, dflt: number) => z.int().min(min).max(max).default(dflt);
 const range = (min: number, max: number, dflt: [number, number]) =>

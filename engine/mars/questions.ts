@@ -19,6 +19,7 @@
  * X", a year Y also "the year Y"; people, organisations and works have no alias (their names are single words).
  * Years are in token form ("1 9 5 2"); answerScoring.ts treats "1952" as the same answer.
  */
+import { MARS_FAMILIES } from '../shared/marsFamilies';
 import type { Rng } from '../random/prng';
 import type { Entity, Fact, Page } from './world';
 import {
@@ -36,15 +37,7 @@ import {
   type Relation,
 } from './worldTemplates';
 
-export const QUESTION_FAMILIES = [
-  'direct',
-  'paraphrase',
-  'longTail',
-  'bridge',
-  'comparison',
-  'threeHop',
-  'compositional',
-] as const;
+export const QUESTION_FAMILIES = MARS_FAMILIES;
 export type QuestionFamily = (typeof QUESTION_FAMILIES)[number];
 
 export const SINGLE_HOP_FAMILIES: readonly QuestionFamily[] = ['direct', 'paraphrase', 'longTail'];

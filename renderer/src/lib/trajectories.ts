@@ -116,16 +116,8 @@ export function byReward(episodes: readonly MarsEpisode[]): { episode: MarsEpiso
     .sort((a, b) => b.episode.reward - a.episode.reward || b.episode.f1 - a.episode.f1 || a.index - b.index);
 }
 
-/** The MARS question families (engine/mars/questions.ts QUESTION_FAMILIES; a unit test keeps the two lists equal). */
-export const MARS_FAMILIES = [
-  'direct',
-  'paraphrase',
-  'longTail',
-  'bridge',
-  'comparison',
-  'threeHop',
-  'compositional',
-] as const;
+/** The MARS question families: the engine's one list (engine/shared/marsFamilies.ts). */
+export { MARS_FAMILIES } from '../../../engine/shared/marsFamilies';
 
 /** The text of a page a search found, as the host sends it (getTrajectories `pages`, by `w<seed>:<page id>`). */
 export interface PageText {

@@ -7,9 +7,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { QUESTION_FAMILIES } from '../../../engine/mars/questions';
 import { withCapacities } from '../../../engine/runs/trajectoryPages';
-import { hasGold, MARS_FAMILIES, markGold, splitTaken } from '../../../renderer/src/lib/trajectories';
+import { hasGold, markGold, splitTaken } from '../../../renderer/src/lib/trajectories';
 
 const episodes = fs
   .readFileSync(path.resolve('tests/fixtures/mars-episodes.jsonl'), 'utf8')
@@ -68,9 +67,5 @@ describe('gold answer marks', () => {
   it('splits a page into what a window read and what it cut off', () => {
     expect(splitTaken('a b c d e', 3)).toEqual({ read: 'a b c', cut: 'd e' });
     expect(splitTaken('a b', 5)).toEqual({ read: 'a b', cut: '' });
-  });
-
-  it('the finder lists the engine’s question families', () => {
-    expect([...MARS_FAMILIES]).toEqual([...QUESTION_FAMILIES]);
   });
 });

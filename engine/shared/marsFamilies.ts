@@ -1,0 +1,13 @@
+/**
+ * The MARS question families, in the order the views list them: one list for the worlds (engine/mars/questions.ts),
+ * the config schema (task.families) and the Episodes tab's finder. Here because the renderer may import engine/shared/.
+ */
+export const MARS_FAMILIES = [
+  'direct',
+  'paraphrase',
+  'longTail',
+  'bridge',
+  'comparison',
+  'threeHop',
+  'compositional',
+] as const;

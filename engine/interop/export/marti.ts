@@ -17,26 +17,13 @@
 import type { MartiConfig } from '../../runs/configSchema';
 import { UserError } from '../../userError';
 import { ENGINE_VERSION } from '../../version';
-import {
-  lit,
-  sh,
-  type CommandWord,
-  type ExportContext,
-  type ExportPlan,
-  type MappedSetting,
-  type UnmappedSetting,
-} from './plan';
+import { lit, sh, type CommandWord, type ExportContext, type ExportPlan, settingsTables } from './plan';
 import { continued, envDefault, shArg } from './shell';
 
 const j = (v: unknown) => JSON.stringify(v);
 
 export function martiPlan(c: MartiConfig, ctx: ExportContext): ExportPlan {
-  const mapped: MappedSetting[] = [];
-  const unmapped: UnmappedSetting[] = [];
-  const map = (target: string, value: MappedSetting['value'] | null, from: string, note?: string) =>
-    mapped.push({ target, value: value ?? { literal: '' }, from, ...(note ? { note } : {}) });
-  const skip = (setting: string, value: unknown, why: string) =>
-    unmapped.push({ setting, value: typeof value === 'string' ? value : j(value), why });
+  const { mapped, unmapped, map, skip } = settingsTables();
   const m = c.marti;
   const rl = c.rl;
   const tree = !(m.configuration === 'single' && m.singleSearch === 'none');

@@ -24,6 +24,17 @@ export interface UnmappedSetting {
   why: string;
 }
 
+/** The two tables an export fills as it goes: `map` a target setting (null: an empty literal), `skip` one that has none. */
+export function settingsTables() {
+  const mapped: MappedSetting[] = [];
+  const unmapped: UnmappedSetting[] = [];
+  const map = (target: string, value: ArgValue | null, from: string, note?: string) =>
+    mapped.push({ target, value: value ?? { literal: '' }, from, ...(note ? { note } : {}) });
+  const skip = (setting: string, value: unknown, why: string) =>
+    unmapped.push({ setting, value: typeof value === 'string' ? value : JSON.stringify(value), why });
+  return { mapped, unmapped, map, skip };
+}
+
 export interface ExportContext {
   runId: string;
   algorithm: string;

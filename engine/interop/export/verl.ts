@@ -13,26 +13,11 @@
  */
 import type { RunConfig } from '../../runs/configSchema';
 import { ENGINE_VERSION } from '../../version';
-import {
-  groupShape,
-  lit,
-  sh,
-  type ExportContext,
-  type ExportPlan,
-  type MappedSetting,
-  type UnmappedSetting,
-} from './plan';
+import { groupShape, lit, sh, type ExportContext, type ExportPlan, settingsTables } from './plan';
 import { continued, envDefault, shArg } from './shell';
 
-const j = (v: unknown) => JSON.stringify(v);
-
 export function verlPlan(c: RunConfig, ctx: ExportContext): ExportPlan {
-  const mapped: MappedSetting[] = [];
-  const unmapped: UnmappedSetting[] = [];
-  const map = (target: string, value: MappedSetting['value'], from: string, note?: string) =>
-    mapped.push({ target, value, from, ...(note ? { note } : {}) });
-  const skip = (setting: string, value: unknown, why: string) =>
-    unmapped.push({ setting, value: typeof value === 'string' ? value : j(value), why });
+  const { mapped, unmapped, map, skip } = settingsTables();
   const { groupSize, promptsPerStep, groupFrom, promptsFrom } = groupShape(c);
   const rl = c.rl;
 

@@ -12,11 +12,12 @@
  *               the policy-endpoint pieces the algorithms use (endpoints/: endpointPolicy, endpointClient, policySource,
  *               journal)
  *   algorithms  seqgrpo/, mars/, marti/ (none imports another)
- *   run layer   runs/, algorithms.ts (the registry; it and the run layer share the config union's types)
+ *   run layer   runs/, algorithms.ts (the registry; it and the run layer share the config union's types), and
+ *               endpoints/evaluateEndpoints.ts (evaluation with endpoint agents: `eval` and the app's workers run it)
  *   tools       interop/ (export to and import from verl / MARTI), ray/ (the Ray jobs client), studies/ (variants ×
  *               seeds here or as Ray jobs: the command line and the app's cluster methods both start them)
  *   api         api/ (the contract, the host, the workers)
- *   top         cli.ts, bin/, commands/, serveModel/, endpoints/evaluateEndpoints.ts and evalCommand.ts
+ *   top         cli.ts, bin/, commands/, serveModel/, endpoints/evalCommand.ts
  * and the app: main/ (Electron main hosts the engine through the API: anything but the top floor); the windows,
  * preload/ and renderer/, take from the engine only engine/api/contract.ts and engine/records/ as types (import type,
  * so zod never reaches the page), engine/api/methods.ts and engine/shared/; what they show comes through the API.
@@ -50,7 +51,11 @@ const FLOORS = [
     path: '^engine/(training/|endpoints/(endpointPolicy|endpointClient|policySource|journal)\\.ts$)',
   },
   { name: 'algorithms', what: 'seqgrpo, MARS, MARTI', path: '^engine/(seqgrpo|mars|marti)/' },
-  { name: 'run layer', what: 'run folders, the run loop, the registry', path: '^engine/(runs/|algorithms\\.ts$)' },
+  {
+    name: 'run layer',
+    what: 'run folders, the run loop, the registry; evaluation with endpoint agents',
+    path: '^engine/(runs/|algorithms\\.ts$|endpoints/evaluateEndpoints\\.ts$)',
+  },
   {
     name: 'tools',
     what: 'export to and import from verl / MARTI; the Ray jobs client; studies',
@@ -59,8 +64,8 @@ const FLOORS = [
   { name: 'api', what: 'the contract, the host, the workers', path: '^engine/api/' },
   {
     name: 'top',
-    what: 'the command line and what only it starts (serve-model, endpoint evaluation)',
-    path: '^engine/(cli\\.ts$|bin/|commands/|serveModel/|endpoints/(evaluateEndpoints|evalCommand)\\.ts$)',
+    what: "the command line and what only it starts (serve-model, eval's endpoint branch)",
+    path: '^engine/(cli\\.ts$|bin/|commands/|serveModel/|endpoints/evalCommand\\.ts$)',
   },
 ];
 

@@ -427,6 +427,26 @@ export const apiSchemas = {
     }),
     response: z.object({ text: z.string(), from: z.number(), size: z.number() }),
   },
+  /**
+   * An evaluation with endpoint agents (MARS systems, MARTI agents) as `mars-lab eval` runs it, launched from the app:
+   * the launch's config through the run config schema, then every system or agent an endpoint, key variables that are
+   * names set in the app's environment, files inside the folders a window may name (endpointEvalMethods.ts).
+   */
+  validateEndpointEval: {
+    request: launchSchema.extend({ fresh: z.boolean().optional() }),
+    response: z.discriminatedUnion('ok', [
+      z.object({ ok: z.literal(true), config: rawConfigSchema }),
+      z.object({ ok: z.literal(false), issues: z.array(configIssueSchema) }),
+    ]),
+  },
+  /**
+   * Starts it as a run (its own process; answers once the folder exists): live in Runs, stopped by stopRun (requests in
+   * flight cancelled, answered ones kept), resumed by resumeRun; `fresh` asks every request again.
+   */
+  startEndpointEval: {
+    request: launchSchema.extend({ fresh: z.boolean().optional() }),
+    response: z.object({ runId: z.string() }),
+  },
 } as const satisfies Record<ApiMethod, { request: z.ZodType; response: z.ZodType }>;
 
 export type ApiRequest<M extends ApiMethod> = z.input<(typeof apiSchemas)[M]['request']>;

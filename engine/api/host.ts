@@ -36,6 +36,7 @@ import { UserError } from '../userError';
 import { ENGINE_VERSION } from '../version';
 import type { ApiEvent, ApiMethod, ApiMetricPoint, ApiParsedRequest, ApiResponse } from './contract';
 import { createClusterHost } from './clusterMethods';
+import { createEndpointEvalHost } from './endpointEvalMethods';
 import {
   allowedRoots,
   checkCheckpointDir,
@@ -261,6 +262,9 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       }
     });
 
+  // Evaluations with endpoint agents launched from the app: run folders written by a worker (endpointEvalMethods.ts).
+  const endpointEvals = createEndpointEvalHost({ home, roots, resolveLaunch, launchWorker });
+
   const checkpointDir = (ref: { runId: string; step: number }): string => {
     const dir = path.join(dirOf(ref.runId), RUN_FILES.checkpoints, String(ref.step));
     if (!isCompleteCheckpoint(dir)) {
@@ -481,6 +485,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     },
 
     ...cluster.handlers,
+    ...endpointEvals.handlers,
   };
 
   return {

@@ -26,6 +26,8 @@ export const API_METHODS = [
   'attachStudy',
   'stopClusterJob',
   'getClusterLog',
+  'validateEndpointEval',
+  'startEndpointEval',
 ] as const;
 
 export type ApiMethod = (typeof API_METHODS)[number];

@@ -17,6 +17,7 @@ import { readRunMeta } from '../runs/runFolder';
 import { resumeRun, startRun } from '../runs/runLoop';
 import { initBackend } from '../tensor/backend';
 import { UserError } from '../userError';
+import { isEndpointEvalRun, resumeEndpointEvalRun, startEndpointEvalRun } from './endpointEvalRun';
 import { workerResultsDir } from './runLauncher';
 
 export const workerJobSchema = z.discriminatedUnion('kind', [
@@ -24,6 +25,13 @@ export const workerJobSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('resume'), runDir: z.string() }),
   z.object({ kind: z.literal('evaluate'), home: z.string(), checkpoint: z.string() }),
   z.object({ kind: z.literal('compare'), home: z.string(), a: z.string(), b: z.string() }),
+  z.object({
+    kind: z.literal('endpointEval'),
+    home: z.string(),
+    config: z.unknown(),
+    preset: z.string().optional(),
+    fresh: z.boolean().optional(),
+  }),
 ]);
 export type WorkerJob = z.infer<typeof workerJobSchema>;
 
@@ -124,7 +132,9 @@ export async function runWorkerJob(jobText: string): Promise<void> {
       await backendFor(config);
       const stop = stopSignal();
       try {
-        const outcome = await resumeRun(job.runDir, { signal: stop.signal });
+        const outcome = isEndpointEvalRun(meta) // an evaluation with endpoint agents: its answered requests replay
+          ? await resumeEndpointEvalRun(job.runDir, { signal: stop.signal })
+          : await resumeRun(job.runDir, { signal: stop.signal });
         say({ type: 'done', runId: outcome.runId, status: outcome.status, step: outcome.step });
       } finally {
         stop.done();
@@ -138,6 +148,22 @@ export async function runWorkerJob(jobText: string): Promise<void> {
         type: 'result',
         file: writeWorkerResult(job.home, await evaluateCheckpoint(job.home, job.checkpoint, config)),
       });
+      return;
+    }
+    case 'endpointEval': {
+      await backendFor(parseRunConfig(job.config, 'the evaluation config'));
+      const stop = stopSignal();
+      try {
+        const outcome = await startEndpointEvalRun(job.home, job.config, {
+          preset: job.preset,
+          fresh: job.fresh,
+          signal: stop.signal,
+          onCreated: ({ runId, dir }) => say({ type: 'created', runId, dir }),
+        });
+        say({ type: 'done', runId: outcome.runId, status: outcome.status, step: outcome.step });
+      } finally {
+        stop.done();
+      }
       return;
     }
     case 'compare': {

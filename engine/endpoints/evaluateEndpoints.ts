@@ -37,6 +37,10 @@ export interface EndpointEvalOptions {
   /** Forget earlier answers (the journal) and ask every request again. */
   fresh?: boolean;
   onWarning?: (line: string) => void;
+  /** How a stopped or failed evaluation is continued, said after "N answers kept in FILE" (default: the CLI's way). */
+  resumeHint?: string;
+  /** After every answer (replayed from the journal or fresh from an endpoint): the counts so far. */
+  onProgress?: (answers: { replayed: number; fresh: number }) => void;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -100,6 +104,7 @@ export async function evaluateWithEndpoints(
   const journalFile = path.join(dir, 'requests.jsonl');
   if (o.fresh) fs.rmSync(journalFile, { force: true });
   const journal = new RequestJournal(journalFile);
+  journal.onAnswer = o.onProgress;
 
   // One failed request ends the evaluation: the requests still queued or in flight are cancelled with it.
   const inner = new AbortController();
@@ -125,7 +130,7 @@ export async function evaluateWithEndpoints(
           env: o.env,
         });
   const kept = (): string =>
-    `${journal.size} answer${journal.size === 1 ? '' : 's'} kept in ${journalFile}: run the same command again to resume`;
+    `${journal.size} answer${journal.size === 1 ? '' : 's'} kept in ${journalFile}: ${o.resumeHint ?? 'run the same command again to resume'}`;
   let result: EvalResult;
   try {
     if (config.algorithm === 'mars') {

@@ -29,6 +29,8 @@ export class RequestJournal {
   private readonly asked = new Map<string, number>();
   /** Answers replayed from the journal and asked of the endpoint in this evaluation. */
   readonly stats = { replayed: 0, fresh: 0 };
+  /** Called after every answer, replayed or fresh, with the counts so far (a run's live progress). */
+  onAnswer?: (stats: { replayed: number; fresh: number }) => void;
 
   constructor(readonly file: string) {
     fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -60,7 +62,10 @@ export class RequestJournal {
 
   lookup(key: string): CompletionAnswer | undefined {
     const a = this.answers.get(key);
-    if (a) this.stats.replayed++;
+    if (a) {
+      this.stats.replayed++;
+      this.onAnswer?.({ ...this.stats });
+    }
     return a;
   }
 
@@ -68,5 +73,6 @@ export class RequestJournal {
     this.stats.fresh++;
     this.answers.set(key, answer);
     fs.appendFileSync(this.file, JSON.stringify({ key, answer }) + '\n');
+    this.onAnswer?.({ ...this.stats });
   }
 }

@@ -261,7 +261,13 @@ function describeIssues(issues: readonly z.core.$ZodIssue[], input: unknown, sch
       continue;
     }
     const received = valueAt(input, issue.path);
-    const got = received === undefined ? 'missing' : `received ${jsonOf(received)}`;
+    // A key-variable field may hold a key typed by mistake: never repeat it (into a window, a terminal, a log).
+    const got =
+      received === undefined
+        ? 'missing'
+        : issue.path.at(-1) === 'apiKeyEnv'
+          ? 'what was typed is not repeated (it may be a key)'
+          : `received ${jsonOf(received)}`;
     const expected = clip(
       expectation(issue, issue.path.length === 0, () => schemaAt(schema, input, issue.path)),
       600,

@@ -47,6 +47,12 @@ export const marsWorldSchema = z.strictObject({
     'Distractor mentions',
     'Short pages that name an entity without stating its facts, per entity.',
   ),
+  // Optional, with no default, so that configs without it keep their world (and its evaluation identity) as it was.
+  mentionPageTokens: field(
+    z.int().min(0).max(10_000).optional(),
+    'Distractor page length',
+    'Pad each distractor (mention) page with filler sentences to at least this many tokens, so search results are long and mostly noise (mars-overflow); unset: as drawn, about 20–50 tokens.',
+  ),
 });
 
 export const marsTaskSchema = z
@@ -173,6 +179,11 @@ export const marsSchema = z
       z.enum(['query', 'empty']).default('query'),
       'Missing purpose',
       'What System 1 is told when System 2 gives no purpose (§2.1).',
+    ),
+    evalPurposeStripped: field(
+      z.boolean().default(false),
+      'Purpose-stripped evaluation',
+      'Evaluation also runs the held-out questions with System 1 prompted without System 2’s purpose, and logs purposeStripped.* beside the usual figures (issue 17: does the purpose change what System 1 writes?).',
     ),
     policies: field(
       z

@@ -24,6 +24,8 @@ export interface MarsRolloutSettings {
   /** 'off': no System 1; raw pages, concatenated in tool order, are truncated to rawInfoBudget inside <info> (§6.1). */
   sys1: 'on' | 'off';
   missingPurpose: 'query' | 'empty';
+  /** The purpose-stripped ablation (evaluation only): System 1's prompt without System 2's purpose, as if it were ''. */
+  stripPurpose?: boolean;
   temperature: number;
   topP: number;
 }
@@ -44,6 +46,8 @@ export interface RolloutQuestion {
   text: string;
   answers: string[];
   env: SearchEnv;
+  /** The sentences stating the question's support facts (sys1Measures.ts), where known: generated worlds only. */
+  supportSentences?: string[];
 }
 
 export interface Sys1Call {
@@ -239,7 +243,7 @@ async function runTools(
       continue;
     }
     const purposeText = turn.purpose ?? (s.missingPurpose === 'query' ? turn.query! : '');
-    const purpose = format.encode(purposeText).slice(0, s.purposeMax);
+    const purpose = s.stripPurpose ? [] : format.encode(purposeText).slice(0, s.purposeMax);
     const C = sys1Capacity(s.sys1PromptMax, format.sys1TemplateLength, purpose.length);
     turn.capacity = C;
     const bins: Bin[] = packItems(

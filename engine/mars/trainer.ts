@@ -41,6 +41,7 @@ import { SearchIndex } from './search';
 import { evalWorldSeeds, trainWorldSeeds } from './worldSplits';
 import { QUESTION_FAMILIES, SINGLE_HOP_FAMILIES } from './questions';
 import { pretrainExamples } from './pretrainData';
+import { supportSentences, sys1Metrics, sys1Stats } from './sys1Measures';
 
 const SYS1_WEIGHTS = 'sys1.safetensors';
 const SYS1_OPTIMIZER = 'sys1_optimizer.safetensors';
@@ -69,8 +70,10 @@ function worldEnv(seed: number, spec: MarsConfig['task']['world']): WorldEnv {
 }
 
 function questionsOf(envs: WorldEnv[], families: readonly string[]): RolloutQuestion[] {
-  return envs.flatMap(({ world, index }) =>
-    world.questions
+  return envs.flatMap(({ world, index }) => {
+    const pagesById = new Map(world.pages.map((p) => [p.id, p]));
+    const names = new Map(world.entities.map((e) => [e.id, e.name]));
+    return world.questions
       .filter((q) => families.includes(q.family))
       .map((q) => ({
         id: `w${world.seed}:${q.id}`,
@@ -78,8 +81,9 @@ function questionsOf(envs: WorldEnv[], families: readonly string[]): RolloutQues
         text: q.text,
         answers: q.answers,
         env: { search: (query: string, k: number) => index.search(query, k).map((p) => ({ id: p.id, text: p.text })) },
-      })),
-  );
+        supportSentences: supportSentences(q, pagesById, names).filter((x): x is string => x !== null),
+      }));
+  });
 }
 
 function trainQuestions(cfg: MarsConfig): RolloutQuestion[] {
@@ -320,6 +324,7 @@ class MarsTrainer implements Trainer {
     const e = episodeStats(trajs);
     const metrics: Record<string, number> = {
       ...e,
+      ...sys1Metrics(sys1Stats(trajs, (id) => format.decode([id]))),
       sys1SamplesBeforeBalance: before / picked.length,
       sys1DuplicateRatio: sys1.length ? 1 - unique / sys1.length : 0,
       zeroAdvantageShare: sys2.length ? zeroAdv / sys2.length : 1,
@@ -423,6 +428,25 @@ export async function evaluateMars(
   const byKind = (pred: (f: string) => boolean) => trajs.filter((t) => pred(t.question.family));
   const single = byKind((f) => (SINGLE_HOP_FAMILIES as readonly string[]).includes(f));
   const multi = byKind((f) => !(SINGLE_HOP_FAMILIES as readonly string[]).includes(f));
+  Object.assign(metrics, sys1Metrics(sys1Stats(trajs, (id) => format.decode([id]))));
+  if (cfg.mars.evalPurposeStripped && sys1 !== null) {
+    // The purpose-stripped ablation: the same questions, System 1 prompted without System 2's purpose.
+    const stripped = await rolloutBatch(
+      { sys2: policy, sys1 },
+      format,
+      qs,
+      { ...rolloutSettings(cfg, cfg.eval.temperature), stripPurpose: true },
+      new Rng(cfg.task.worldSeed).split('eval-tokens'),
+    );
+    metrics['purposeStripped.exactMatch'] = mean(stripped.map((t) => t.reward));
+    Object.assign(
+      metrics,
+      sys1Metrics(
+        sys1Stats(stripped, (id) => format.decode([id])),
+        'purposeStripped.',
+      ),
+    );
+  }
   if (single.length) metrics.singleHopExactMatch = mean(single.map((t) => t.reward));
   if (multi.length) metrics.multiHopExactMatch = mean(multi.map((t) => t.reward));
   for (const f of QUESTION_FAMILIES) {

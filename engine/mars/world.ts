@@ -10,8 +10,10 @@
  * any world can produce are listed by `marsVocabulary()`, the same for every seed.
  *
  * Pages: each entity has one page holding ALL facts it takes part in (as subject, and as object in the inverse
- * wording) among filler sentences, `pageTokens` long. Mention pages are short distractors that name several
- * entities without stating facts; every entity except the long-tail ones is named on `distractorMentions` of them.
+ * wording) among filler sentences, `pageTokens` long (a page longer than its type's fillers repeats them, drawn
+ * afresh, so long pages need no new words). Mention pages are distractors that name several entities without stating
+ * facts; every entity except the long-tail ones is named on `distractorMentions` of them, and `mentionPageTokens`
+ * pads them with filler to a page's length (the mars-overflow worlds, where search results are long and mostly noise).
  * Long-tail entities (PopQA-like) get no mentions, lead and write nothing, and are asked about only by the longTail
  * family.
  */
@@ -81,6 +83,9 @@ export interface WorldSpec {
   /** Target length of entity pages in tokens, [min, max]: fillers are added or dropped to land inside. A page
    * whose facts alone exceed max (a city with very many natives in a large world) stays longer. */
   pageTokens: [number, number];
+  /** Mention pages are padded with generic filler sentences to at least this many tokens (absent or 0: as drawn,
+   * about 20–50 tokens). Padding draws from its own stream, so worlds without it are unchanged. */
+  mentionPageTokens?: number;
   /** Share of people and of works that are long-tail (rounded down). */
   longTailFraction: number;
   /** At most this many questions per family (fewer where the world allows fewer). */
@@ -172,6 +177,10 @@ function checkSpec(spec: WorldSpec): void {
   }
   if (!(Number.isInteger(spec.distractorMentions) && spec.distractorMentions >= 0)) {
     throw new UserError(`world spec "distractorMentions" is ${spec.distractorMentions}; it must be an integer ≥ 0`);
+  }
+  const mentionMin = spec.mentionPageTokens ?? 0;
+  if (!(Number.isInteger(mentionMin) && mentionMin >= 0)) {
+    throw new UserError(`world spec "mentionPageTokens" is ${mentionMin}; it must be an integer ≥ 0`);
   }
   if (!(spec.longTailFraction >= 0 && spec.longTailFraction < 1)) {
     throw new UserError(`world spec "longTailFraction" is ${spec.longTailFraction}; it must be in [0, 1)`);
@@ -298,22 +307,40 @@ function entityPage(
     if (f.subject === entity.id) factSentences.push(factSentence(f, names, 'subject', rng));
     else if (f.object === entity.id) factSentences.push(factSentence(f, names, 'object', rng));
   }
-  const fillerPool = shuffle(rng, [...TYPED_FILLERS[entity.type], ...GENERIC_FILLERS]).map((t) =>
-    fillTemplate(t, { n }),
-  );
+  const ownFillers = [...TYPED_FILLERS[entity.type], ...GENERIC_FILLERS].map((t) => fillTemplate(t, { n }));
+  const fillerPool = shuffle(rng, ownFillers.slice());
   const [fMin, fMax] = spec.fillerSentencesPerPage;
   let fillers = fillerPool.splice(0, fMin + rng.int(fMax - fMin + 1));
   const intro = fillTemplate(INTRO_TEMPLATES[entity.type], { n });
   const length = () => tokenCount(intro) + [...factSentences, ...fillers].reduce((s, t) => s + tokenCount(t), 0);
-  while (length() < spec.pageTokens[0] && fillerPool.length > 0) fillers.push(fillerPool.shift()!);
+  while (length() < spec.pageTokens[0]) {
+    // A page longer than its type's fillers (the mars-overflow worlds) draws them again, in a fresh order; shorter
+    // pages never reach this, so their worlds are what they were.
+    if (fillerPool.length === 0) fillerPool.push(...shuffle(rng, ownFillers.slice()));
+    fillers.push(fillerPool.shift()!);
+  }
   while (length() > spec.pageTokens[1] && fillers.length > 0) fillers = fillers.slice(0, -1);
   // The facts sit at random places among the fillers, so a reader has to scan the page rather than its first lines.
   const body = shuffle(rng, [...factSentences, ...fillers]);
   return { id: `page-${entity.id}`, title: n, entityId: entity.id, kind: 'entity', text: [intro, ...body].join(' ') };
 }
 
+/** Inserts generic fillers at random places until the mention page has at least `min` tokens (0: nothing). */
+function padMention(sentences: string[], min: number, rng: Rng): void {
+  let length = sentences.reduce((s, t) => s + tokenCount(t), 0);
+  let pool: string[] = [];
+  while (length < min) {
+    if (pool.length === 0) pool = shuffle(rng, [...GENERIC_FILLERS]);
+    const f = pool.shift()!;
+    sentences.splice(rng.int(sentences.length + 1), 0, f);
+    length += tokenCount(f);
+  }
+}
+
 function mentionPages(entities: readonly Entity[], spec: WorldSpec, rng: Rng): Page[] {
   const popular = entities.filter((e) => !e.longTail);
+  // its own stream: worlds without padding draw exactly what they drew before it existed
+  const padRng = rng.split('padding');
   const pages: Page[] = [];
   for (let round = 0; round < spec.distractorMentions; round++) {
     // One round names every popular entity once, so each is on exactly `distractorMentions` pages.
@@ -333,7 +360,9 @@ function mentionPages(entities: readonly Entity[], spec: WorldSpec, rng: Rng): P
         }
       }
       const fillers = shuffle(rng, [...GENERIC_FILLERS]).slice(0, 1 + rng.int(3));
-      const text = shuffle(rng, [...sentences, ...fillers]).join(' ');
+      const sentencesOfPage = shuffle(rng, [...sentences, ...fillers]);
+      padMention(sentencesOfPage, spec.mentionPageTokens ?? 0, padRng);
+      const text = sentencesOfPage.join(' ');
       pages.push({
         id: `mention-${String(pages.length).padStart(3, '0')}`,
         title: pick(rng, MENTION_TITLES),

@@ -108,6 +108,39 @@ const SEQGRPO: MetricDecl[] = decls([
   ...OPTIMISATION,
 ]);
 
+/** What System 1's outputs and System 2's <info> hold (engine/mars/sys1Measures.ts), in training, evaluation and the
+ * purpose-stripped evaluation (mars.evalPurposeStripped). */
+function sys1Measures(prefix: string): D[] {
+  const where = prefix === '' ? '' : prefix === 'eval.' ? 'held-out ' : 'held-out, purpose stripped: ';
+  return [
+    [
+      `${prefix}sys1GoldAnswerShare`,
+      'fraction',
+      'sys1',
+      `${where}share of System 1 outputs containing the gold answer`,
+    ],
+    [
+      `${prefix}sys1SupportShare`,
+      'fraction',
+      'sys1',
+      `${where}share of System 1 outputs containing a support-fact sentence`,
+    ],
+    [`${prefix}sys1OutputTokens`, 'tokens', 'sys1', `${where}mean tokens of one System 1 output`],
+    [
+      `${prefix}infoGoldAnswerShare`,
+      'fraction',
+      'sys1',
+      `${where}share of searches whose <info> holds the gold answer`,
+    ],
+    [
+      `${prefix}infoSupportShare`,
+      'fraction',
+      'sys1',
+      `${where}share of searches whose <info> holds a support-fact sentence`,
+    ],
+  ];
+}
+
 const MARS: MetricDecl[] = decls([
   ['reward', 'score', 'headline', 'mean exact-match reward of the step’s episodes'],
   ['eval.exactMatch', 'fraction', 'headline', 'held-out exact match: share of held-out questions answered exactly'],
@@ -156,6 +189,15 @@ const MARS: MetricDecl[] = decls([
     'nats',
     'sys1',
     'mean per-token KL divergence of the separate System 1 model from the reference (initial) policy',
+  ],
+  ...sys1Measures(''),
+  ...sys1Measures('eval.'),
+  ...sys1Measures('eval.purposeStripped.'),
+  [
+    'eval.purposeStripped.exactMatch',
+    'fraction',
+    'eval',
+    'held-out exact match with System 1 prompted without the purpose',
   ],
   ['timing.sys2GenerationMs', 'ms', 'timing', 'wall-clock time System 2 spent generating'],
   ['timing.searchMs', 'ms', 'timing', 'wall-clock time spent searching the corpus'],

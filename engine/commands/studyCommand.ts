@@ -1,17 +1,20 @@
 /**
  * `mars-lab study --preset P [--variants a,b] --seeds N [--set k=v …] [--ray URL --ray-home PATH]`: a preset's
- * variants × seeds, run here (as many at once as cores allow) or as one Ray job per run; prints a table of run,
+ * variants × seeds, run here (as many at once as cores allow) or as one Ray job per run (`--ship`: with the project
+ * sent as the jobs' runtime_env working_dir, engine/studies/shipProject.ts); prints a table of run,
  * variant, seed, status and held-out score. `study status ID [--follow]` re-reads a study (re-attaching to its
  * cluster, submitting what never reached it) and `study ls` lists them (engine/studies/).
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { chooseEntry } from '../bin/builtEntry.mjs';
 import { resolveHome } from '../runs/home';
 import { runStudyHere, type RunningStudy } from '../studies/localStudy';
 import { runStudyOnRay } from '../studies/rayStudy';
 import { listStudyIds, readStudy, type StudyRecord, type StudyRun } from '../studies/studyRecord';
 import { parseSeeds, parseVariants, planStudy, PROJECT_DIR } from '../studies/studyPlan';
+import { shipCacheDir, shipProject } from '../studies/shipProject';
 import { refreshStudy } from '../studies/studyStatus';
 import { UserError } from '../userError';
 import { addRayConnectionOptions, rayClient, type RayFlags } from './jobsCommand';
@@ -131,6 +134,14 @@ export function registerStudyCommand(program: Command): void {
       )
       .option('--ray-node <path>', 'node on the cluster', 'node')
       .option(
+        '--ship',
+        'send the built engine, its packages and resources/ with the jobs (runtime_env working_dir): the cluster needs only Node.js 20, no copy of the project',
+      )
+      .option(
+        '--ship-native',
+        "with --ship, the native addon as built here too (only for a cluster of this machine's kind)",
+      )
+      .option(
         '--fetch',
         "fetch each finished run's folder back into this home (the ray home is not shared; on by itself when --ray-home does not exist here)",
       )
@@ -158,6 +169,8 @@ export function registerStudyCommand(program: Command): void {
         rayHome?: string;
         rayProject?: string;
         rayNode: string;
+        ship?: boolean;
+        shipNative?: boolean;
         fetch?: boolean;
         fetchAll?: boolean;
         rayCpus: number;
@@ -175,7 +188,30 @@ export function registerStudyCommand(program: Command): void {
       if (!opts.ray && (opts.fetch || opts.fetchAll)) {
         throw new UserError('--fetch and --fetch-all bring runs back from a Ray cluster: they need --ray URL');
       }
+      if (!opts.ray && (opts.ship || opts.shipNative)) {
+        throw new UserError('--ship sends the project to a Ray cluster: it needs --ray URL');
+      }
+      if (opts.shipNative && !opts.ship) throw new UserError('--ship-native adds to --ship: give both');
+      if (opts.ship && opts.rayProject !== undefined) {
+        throw new UserError(
+          '--ship and --ray-project: choose one (--ship runs the jobs from the copy it sends; --ray-project from a copy the cluster has)',
+        );
+      }
       const runtimeEnv = parseRuntimeEnv(opts.rayRuntimeEnv);
+      if (opts.ship && runtimeEnv?.working_dir !== undefined) {
+        throw new UserError(
+          "--ship sets the runtime_env's working_dir itself: drop working_dir from --ray-runtime-env, or drop --ship",
+        );
+      }
+      if (opts.ship) {
+        // the jobs run the build: one older than the sources would run code that is not this checkout's
+        const entry = chooseEntry(PROJECT_DIR, { ...process.env, MARS_LAB_DEV: undefined });
+        if (entry.kind === 'sources') {
+          throw new UserError(
+            `--ship sends the built engine, and it is not up to date (${entry.reason}): run npm run build`,
+          );
+        }
+      }
       if (!opts.ray) {
         const record = planStudy({
           preset: opts.preset,
@@ -202,7 +238,7 @@ export function registerStudyCommand(program: Command): void {
           kind: 'ray',
           url: client.where,
           rayHome: opts.rayHome ?? home,
-          project: opts.rayProject ?? PROJECT_DIR,
+          project: opts.ship ? '.' : (opts.rayProject ?? PROJECT_DIR),
           node: opts.rayNode,
           cpusPerJob: opts.rayCpus,
           // not shared: asked for, or a --ray-home that this machine does not have (a path that exists here may be
@@ -215,13 +251,34 @@ export function registerStudyCommand(program: Command): void {
         },
       });
       const v = await client.version(); // unreachable or not Ray: one line, and nothing recorded or submitted
+      let jobEnv = runtimeEnv;
+      if (opts.ship) {
+        const shipped = await shipProject(client, {
+          root: PROJECT_DIR,
+          cacheDir: shipCacheDir(home),
+          native: opts.shipNative,
+        });
+        jobEnv = { ...runtimeEnv, working_dir: shipped.uri };
+        if (opts.json) process.stdout.write(`${JSON.stringify({ type: 'ship', ...shipped })}\n`);
+        else {
+          const mb = (shipped.bytes / 2 ** 20).toFixed(1);
+          const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+          process.stderr.write(
+            `shipping the project as ${shipped.uri} (${mb} MiB, ${shipped.files} files; ${shipped.cached ? 'packed before' : `packed in ${s(shipped.packMs)}`}, ${shipped.uploaded ? `uploaded in ${s(shipped.uploadMs)}` : 'on the cluster already'})\n`,
+          );
+        }
+      }
+      if (record.where.kind === 'ray') {
+        if (jobEnv) record.where.runtimeEnv = jobEnv;
+        if (opts.raySetup) record.where.setup = opts.raySetup;
+      }
       if (!opts.json) {
         process.stderr.write(
           `study ${record.id}: ${record.runs.length} runs as jobs on Ray ${v.ray_version} at ${client.where}\n`,
         );
       }
       const done = await untilDone(
-        runStudyOnRay(home, record, client, { onRun: reporter(opts.json), runtimeEnv, setup: opts.raySetup }),
+        runStudyOnRay(home, record, client, { onRun: reporter(opts.json) }),
         `on ${client.where}`,
       );
       finish(done, opts.json, ` --ray ${client.where}`);

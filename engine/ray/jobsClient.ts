@@ -1,8 +1,10 @@
 /**
  * A client of the Ray Jobs REST API on a head node's dashboard port (default 8265): version, submit, status, list,
- * full logs, stop (docs/scale-out.md §1), over node:http/https. Not Node's fetch: it always sends `Sec-Fetch-Mode: cors`,
- * and Ray's dashboard refuses every POST that carries a Sec-Fetch-* header as "browser traffic" (405;
- * ray/dashboard/optional_utils.py is_browser_request), so fetch could never submit or stop a job.
+ * full logs, stop (docs/scale-out.md §1), and the package API a runtime_env working_dir is uploaded through
+ * (`GET`/`PUT /api/packages/gcs/_ray_pkg_<hash>.zip`, as Ray's own SDK does it), over node:http/https. Not Node's
+ * fetch: it always sends `Sec-Fetch-Mode: cors`, and Ray's dashboard refuses every POST that carries a Sec-Fetch-*
+ * header as "browser traffic" (405; ray/dashboard/optional_utils.py is_browser_request), so fetch could never submit
+ * or stop a job.
  * `Authorization: Bearer` when given a token (option, else env MARS_LAB_RAY_TOKEN: Ray ≥ 2.52 token mode), plus any
  * custom headers (an authenticating proxy's). Every response is parsed with zod (jobsSchemas.ts).
  *
@@ -100,7 +102,7 @@ function networkReason(err: unknown): string {
 /** One HTTP exchange; the body is read whole (Ray's answers are small, the full log aside). */
 function exchange(
   url: string,
-  opts: { method: string; headers: Record<string, string>; body?: string; ca?: Buffer; timeoutMs: number },
+  opts: { method: string; headers: Record<string, string>; body?: string | Buffer; ca?: Buffer; timeoutMs: number },
 ): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const u = new URL(url);
@@ -119,6 +121,14 @@ function exchange(
     req.on('error', reject);
     req.end(opts.body);
   });
+}
+
+/** `gcs://_ray_pkg_<hash>.zip` as the package API's route, `/api/packages/gcs/_ray_pkg_<hash>.zip` (Ray's
+ * uri_to_http_components). */
+export function packageRoute(uri: string): string {
+  const m = /^(gcs):\/\/([A-Za-z0-9_.-]+\.zip)$/.exec(uri);
+  if (!m) throw new Error(`not a gcs:// package URI: ${uri}`);
+  return `/api/packages/${m[1]}/${m[2]}`;
 }
 
 export class RayJobsClient {
@@ -159,21 +169,22 @@ export class RayJobsClient {
     return this.url(route).replace(/^http/, 'ws');
   }
 
-  private async request<T>(
-    method: 'GET' | 'POST' | 'DELETE',
+  /** One exchange; a network fault is an 'unreachable' RayError, any status comes back as it is. */
+  private async send(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
     route: string,
-    schema: z.ZodType<T>,
-    body?: unknown,
-    job?: string,
-  ): Promise<T> {
+    body?: { data: string | Buffer; type: string },
+  ): Promise<{ status: number; text: string }> {
     const headers: Record<string, string> = { accept: 'application/json', ...this.headers };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    let res: { status: number; text: string };
+    if (body !== undefined) {
+      headers['content-type'] = body.type;
+      headers['content-length'] = String(Buffer.byteLength(body.data));
+    }
     try {
-      res = await exchange(this.url(route), {
+      return await exchange(this.url(route), {
         method,
         headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
+        body: body?.data,
         ca: this.ca,
         timeoutMs: this.timeoutMs,
       });
@@ -183,43 +194,60 @@ export class RayJobsClient {
         'unreachable',
       );
     }
-    const text = res.text;
-    if (res.status < 200 || res.status > 299) {
-      const line = rayErrorLine(text);
-      if (res.status === 401 || res.status === 403) {
-        throw new RayError(
-          `Ray at ${this.where} refused the request (${res.status}: ${line}): ${this.headers.authorization ? 'the token is wrong' : 'it wants a token'}; set ${RAY_TOKEN_ENV} or --ray-token (ray get-auth-token prints it)`,
-          'auth',
-          res.status,
-        );
-      }
-      if (res.status === 404 && job !== undefined && /does not exist/i.test(text)) {
-        throw new RayError(
-          `no job '${job}' on the Ray cluster at ${this.where} (list them: mars-lab jobs ls --ray ${this.where})`,
-          'not-found',
-          404,
-        );
-      }
-      if (res.status === 404) {
-        throw new RayError(
-          `${this.where} has no ${method} ${route} (HTTP 404, "${line}"): is this a Ray dashboard's address (http://HEAD:8265)?`,
-          'not-ray',
-          404,
-        );
-      }
-      if (/submission_id \S+ already exists/.test(text)) {
-        throw new RayError(
-          `a job with submission id '${job}' already exists on ${this.where}: choose another run id, or follow that job (mars-lab jobs logs ${job} --ray ${this.where})`,
-          'duplicate',
-          res.status,
-        );
-      }
-      throw new RayError(
-        `Ray at ${this.where} answered ${res.status} to ${method} ${route}: ${line}`,
-        'http',
+  }
+
+  /** The RayError for a status outside 2xx (Ray's errors are plain text). */
+  private failure(res: { status: number; text: string }, method: string, route: string, job?: string): RayError {
+    const line = rayErrorLine(res.text);
+    if (res.status === 401 || res.status === 403) {
+      return new RayError(
+        `Ray at ${this.where} refused the request (${res.status}: ${line}): ${this.headers.authorization ? 'the token is wrong' : 'it wants a token'}; set ${RAY_TOKEN_ENV} or --ray-token (ray get-auth-token prints it)`,
+        'auth',
         res.status,
       );
     }
+    if (res.status === 404 && job !== undefined && /does not exist/i.test(res.text)) {
+      return new RayError(
+        `no job '${job}' on the Ray cluster at ${this.where} (list them: mars-lab jobs ls --ray ${this.where})`,
+        'not-found',
+        404,
+      );
+    }
+    if (res.status === 404) {
+      return new RayError(
+        `${this.where} has no ${method} ${route} (HTTP 404, "${line}"): is this a Ray dashboard's address (http://HEAD:8265)?`,
+        'not-ray',
+        404,
+      );
+    }
+    if (/submission_id \S+ already exists/.test(res.text)) {
+      return new RayError(
+        `a job with submission id '${job}' already exists on ${this.where}: choose another run id, or follow that job (mars-lab jobs logs ${job} --ray ${this.where})`,
+        'duplicate',
+        res.status,
+      );
+    }
+    return new RayError(
+      `Ray at ${this.where} answered ${res.status} to ${method} ${route}: ${line}`,
+      'http',
+      res.status,
+    );
+  }
+
+  private async request<T>(
+    method: 'GET' | 'POST' | 'DELETE',
+    route: string,
+    schema: z.ZodType<T>,
+    body?: unknown,
+    job?: string,
+  ): Promise<T> {
+    const res = await this.send(
+      method,
+      route,
+      body === undefined ? undefined : { data: JSON.stringify(body), type: 'application/json' },
+    );
+    if (res.status < 200 || res.status > 299) throw this.failure(res, method, route, job);
+    const text = res.text;
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -262,6 +290,22 @@ export class RayJobsClient {
 
   async logs(id: string): Promise<string> {
     return (await this.request('GET', `/api/jobs/${encodeURIComponent(id)}/logs`, logsSchema, undefined, id)).logs;
+  }
+
+  /** Whether a package (`gcs://_ray_pkg_<hash>.zip`) is in the cluster's store; asking pins it there for a while. */
+  async packageExists(uri: string): Promise<boolean> {
+    const route = packageRoute(uri);
+    const res = await this.send('GET', route);
+    if (res.status === 200) return true;
+    if (res.status === 404 && /does not exist/i.test(res.text)) return false;
+    throw this.failure(res, 'GET', route);
+  }
+
+  /** Uploads a package's zip bytes under its URI (the dashboard stores it in the GCS for runtime_env working_dir). */
+  async uploadPackage(uri: string, zip: Buffer): Promise<void> {
+    const route = packageRoute(uri);
+    const res = await this.send('PUT', route, { data: zip, type: 'application/zip' });
+    if (res.status !== 200) throw this.failure(res, 'PUT', route);
   }
 
   async stop(id: string): Promise<boolean> {

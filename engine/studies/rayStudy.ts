@@ -6,8 +6,10 @@
  *
  * Nothing is lost when the cluster becomes unreachable: submitted runs are in the record at once, a run whose
  * following broke off is marked 'unknown', and `mars-lab study status ID --follow` (attachStudy) picks up from the
- * record: pending runs are submitted, unknown and live ones followed again. Where the ray home is not shared, each
- * finished run's folder is fetched back by a follow-up job (fetchBack.ts); a failed fetch is retried on re-attach.
+ * record: pending runs are submitted (with the runtime_env and setup the record keeps), unknown and live ones followed
+ * again. Where the ray home is not shared, each finished run's folder is fetched back by a follow-up job
+ * (fetchBack.ts); a failed fetch is retried on re-attach. With a shipped project (shipProject.ts) the record's
+ * runtime_env has its working_dir and the entrypoint is relative to it (`node engine/bin/mars-lab.mjs …`).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -93,11 +95,15 @@ export function runStudyOnRay(
     opts.onRun?.(run, study);
   };
 
+  // as given, else as recorded when the study started (a re-attach submits its pending runs the same way)
+  const runtimeEnv = opts.runtimeEnv ?? study.where.runtimeEnv;
+  const setup = opts.setup ?? study.where.setup;
+
   const submit = async (run: StudyRun) => {
     const entry = rayEntrypoint(study, run);
     try {
       await client.submit({
-        entrypoint: opts.setup ? `${opts.setup} && ${entry}` : entry,
+        entrypoint: setup ? `${setup} && ${entry}` : entry,
         submission_id: run.runId,
         metadata: {
           mars_lab_study: study.id,
@@ -109,7 +115,7 @@ export function runStudyOnRay(
         ...(study.where.kind === 'ray' && study.where.cpusPerJob > 0
           ? { entrypoint_num_cpus: study.where.cpusPerJob }
           : {}),
-        ...(opts.runtimeEnv ? { runtime_env: opts.runtimeEnv } : {}),
+        ...(runtimeEnv ? { runtime_env: runtimeEnv } : {}),
       });
     } catch (err) {
       // Submitted before (a re-attach after an answer that never arrived): that job is this run's if its metadata says so.

@@ -53,6 +53,10 @@ export const studyWhereSchema = z.discriminatedUnion('kind', [
     cpusPerJob: z.number().nonnegative(),
     /** Fetch each finished run's folder back here (the ray home is not shared): the last checkpoint, or all. */
     fetch: z.enum(['last', 'all']).optional(),
+    /** The jobs' runtime_env (a shipped project's working_dir among it) and setup command, for runs submitted on a
+     * re-attach exactly as the first ones were. */
+    runtimeEnv: z.record(z.string(), z.unknown()).optional(),
+    setup: z.string().optional(),
   }),
 ]);
 export type StudyWhere = z.infer<typeof studyWhereSchema>;

@@ -14,6 +14,7 @@
  *   algorithms  seqgrpo/, mars/, marti/ (none imports another)
  *   run layer   runs/, algorithms.ts (the registry; it and the run layer share the config union's types), and
  *               endpoints/evaluateEndpoints.ts (evaluation with endpoint agents: `eval` and the app's workers run it)
+ *               with endpoints/chat/ (the MARS and MARTI instruction templates for chat models it gives them)
  *   tools       interop/ (export to and import from verl / MARTI), ray/ (the Ray jobs client), studies/ (variants ×
  *               seeds here or as Ray jobs: the command line and the app's cluster methods both start them)
  *   api         api/ (the contract, the host, the workers)
@@ -54,7 +55,7 @@ const FLOORS = [
   {
     name: 'run layer',
     what: 'run folders, the run loop, the registry; evaluation with endpoint agents',
-    path: '^engine/(runs/|algorithms\\.ts$|endpoints/evaluateEndpoints\\.ts$)',
+    path: '^engine/(runs/|algorithms\\.ts$|endpoints/evaluateEndpoints\\.ts$|endpoints/chat/)',
   },
   {
     name: 'tools',

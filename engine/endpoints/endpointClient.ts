@@ -1,6 +1,6 @@
 /**
  * One OpenAI-compatible endpoint, through the kept `openai` client: raw-prompt completions (/v1/completions) with
- * per-token log-probs, at most `concurrency` requests in flight (the rest wait: back-pressure on the rollout), the
+ * per-token log-probs, chat completions (/v1/chat/completions: the `"instructions": "chat"` template), the model list, at most `concurrency` requests in flight (the rest wait: back-pressure on the rollout), the
  * client's retries with exponential backoff on 408/409/429/5xx and lost connections (it honours Retry-After), a
  * timeout per request, and cancellation through an AbortSignal.
  *
@@ -19,6 +19,15 @@ export class EndpointStopped extends UserError {}
 
 export interface CompletionAsk {
   prompt: string;
+  maxTokens: number;
+  temperature: number;
+  topP: number;
+  stop: string[];
+}
+
+/** A chat request: the messages the instruction template built (engine/endpoints/chat/). */
+export interface ChatAsk {
+  messages: { role: 'system' | 'user' | 'assistant'; content: string }[];
   maxTokens: number;
   temperature: number;
   topP: number;
@@ -46,6 +55,24 @@ const choiceSchema = z.looseObject({
 });
 const completionSchema = z.looseObject({ choices: z.array(choiceSchema).min(1) });
 const chunkSchema = z.looseObject({ choices: z.array(choiceSchema.partial({ text: true })) });
+const chatChoiceSchema = z.looseObject({
+  message: z.looseObject({ content: z.string().nullish() }),
+  finish_reason: z.string().nullish(),
+  stop_reason: z.union([z.string(), z.number()]).nullish(),
+});
+const chatSchema = z.looseObject({ choices: z.array(chatChoiceSchema).min(1) });
+const chatChunkSchema = z.looseObject({
+  choices: z.array(
+    z.looseObject({
+      delta: z.looseObject({ content: z.string().nullish() }).nullish(),
+      finish_reason: z.string().nullish(),
+      stop_reason: z.union([z.string(), z.number()]).nullish(),
+    }),
+  ),
+});
+const modelListSchema = z.looseObject({
+  data: z.array(z.looseObject({ id: z.string(), owned_by: z.string().nullish() })),
+});
 
 /** A counting semaphore: at most `limit` holders; the rest wait in order. */
 export class Limiter {
@@ -121,6 +148,107 @@ export class EndpointClient {
         throw this.explain(err, signal);
       }
     });
+  }
+
+  /** One chat completion (no log-probs: a chat model's tokens are not the run's); errors as complete()'s. */
+  async chat(ask: ChatAsk, signal?: AbortSignal): Promise<CompletionAnswer> {
+    return this.limiter.run(async () => {
+      this.stats.maxInFlight = Math.max(this.stats.maxInFlight, this.limiter.inFlight);
+      if (signal?.aborted) throw new EndpointStopped(`${this.label}: stopped`);
+      try {
+        const answer = this.source.stream ? await this.chatStreamed(ask, signal) : await this.chatWhole(ask, signal);
+        this.stats.requests++;
+        return answer;
+      } catch (err) {
+        throw this.explain(err, signal);
+      }
+    });
+  }
+
+  /**
+   * GET /models once, without retries: the served models and who owns them (serve-model says "mars-lab"), or null
+   * when the server could not be asked or did not answer with OpenAI's list. A stopped evaluation throws.
+   */
+  async listModels(signal?: AbortSignal): Promise<{ id: string; ownedBy: string | null }[] | null> {
+    try {
+      const raw: unknown = await this.client.get('/models', {
+        signal,
+        maxRetries: 0,
+        timeout: Math.min(this.source.timeoutMs, 30_000),
+      });
+      const parsed = modelListSchema.safeParse(raw);
+      return parsed.success ? parsed.data.data.map((m) => ({ id: m.id, ownedBy: m.owned_by ?? null })) : null;
+    } catch (err) {
+      if (err instanceof OpenAI.APIUserAbortError || signal?.aborted) {
+        throw new EndpointStopped(`${this.label}: stopped; requests in flight were cancelled`);
+      }
+      return null;
+    }
+  }
+
+  private chatBody(ask: ChatAsk) {
+    const s = this.source.sampling;
+    return {
+      model: this.source.model,
+      messages: ask.messages,
+      max_tokens: ask.maxTokens,
+      temperature: s.temperature ?? ask.temperature,
+      top_p: s.topP ?? ask.topP,
+      ...(s.seed !== undefined ? { seed: s.seed } : {}),
+      ...(ask.stop.length ? { stop: ask.stop } : {}),
+    };
+  }
+
+  private async chatWhole(ask: ChatAsk, signal?: AbortSignal): Promise<CompletionAnswer> {
+    const raw: unknown = await this.client.chat.completions.create(
+      { ...this.chatBody(ask), stream: false } as OpenAI.ChatCompletionCreateParamsNonStreaming,
+      { signal },
+    );
+    const parsed = chatSchema.safeParse(raw);
+    if (!parsed.success) {
+      throw new EndpointError(
+        `${this.where()}: the answer is not a chat completion (${typeof raw === 'string' ? 'not JSON' : 'no choices[0].message'}); is baseUrl the server's OpenAI-compatible /v1?`,
+      );
+    }
+    const c = parsed.data.choices[0]!;
+    return {
+      text: c.message.content ?? '',
+      finish: c.finish_reason === 'length' ? 'length' : 'stop',
+      stopReason: c.stop_reason ?? null,
+      tokens: null,
+      logProbs: null,
+    };
+  }
+
+  private async chatStreamed(ask: ChatAsk, signal?: AbortSignal): Promise<CompletionAnswer> {
+    const stream = await this.client.chat.completions.create(
+      { ...this.chatBody(ask), stream: true } as OpenAI.ChatCompletionCreateParamsStreaming,
+      { signal },
+    );
+    let text = '';
+    let finish: string | null = null;
+    let stopReason: string | number | null = null;
+    for await (const chunk of stream) {
+      const parsed = chatChunkSchema.safeParse(chunk);
+      if (!parsed.success) {
+        throw new EndpointError(
+          `${this.where()}: a streamed chunk is not a chat completion chunk; is baseUrl the server's OpenAI-compatible /v1?`,
+        );
+      }
+      const c = parsed.data.choices[0];
+      if (!c) continue;
+      text += c.delta?.content ?? '';
+      if (c.finish_reason) {
+        finish = c.finish_reason;
+        stopReason = c.stop_reason ?? null;
+      }
+    }
+    if (finish === null) {
+      throw new EndpointError(
+        `${this.where()}: the stream ended before the answer finished (no finish_reason); the server stopped mid-answer`,
+      );
+    }
+    return { text, finish: finish === 'length' ? 'length' : 'stop', stopReason, tokens: null, logProbs: null };
   }
 
   private body(ask: CompletionAsk) {

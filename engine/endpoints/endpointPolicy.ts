@@ -3,11 +3,16 @@
  * (engine/model/sampler.ts, as always) or an EndpointPolicy, which sends the same prompt as text to an
  * OpenAI-compatible endpoint and reads the answer back into the run's tokenizer:
  *
- *   prompt ids ──decode──▶ raw prompt text ──/v1/completions──▶ text ──encode──▶ output ids (+ log-probs)
+ *   "none"  prompt ids ──decode──▶ raw prompt text ──/v1/completions──▶ text ──encode──▶ output ids (+ log-probs)
+ *   "chat"  prompt ids ──dialect──▶ system message + chat ──/v1/chat/completions──▶ text ──read──▶ turn ──encode──▶ ids
  *
- * For a mars-lab checkpoint behind `serve-model` both steps are exact (the word tokenizers re-encode their decoded
- * text to the same ids, specials included), so an evaluation through the endpoint is the in-process one. For another
- * model the text is whatever it wrote, read in the run's tokenizer (words it lacks become <unk>).
+ * For a mars-lab checkpoint behind `serve-model` the "none" steps are exact (the word tokenizers re-encode their
+ * decoded text to the same ids, specials included), so an evaluation through the endpoint is the in-process one. For
+ * another model the text is whatever it wrote: when the run's tokens cannot hold it exactly (words the tokenizer
+ * lacks), the generation also carries the text itself, which MARTI parses instead of the lossy tokens. A "chat"
+ * dialect (engine/endpoints/chat/: the algorithm's instruction template) builds the chat from the prompt's tokens and
+ * reads the answer tolerantly (fences and prose stripped, the first well-formed turn taken); what it had to repair is
+ * counted and named once in a warning line, and the raw answer stays in the generation (and in the request journal).
  *
  * The stop tokens of a turn are sent as stop strings (their texts) with vLLM's `include_stop_str_in_output`; a server
  * that drops the stop anyway is answered by its `stop_reason`, else by the tag the text left open, else the last stop
@@ -16,9 +21,48 @@
 import type { LlamaModel } from '../model/llama';
 import { DecodeSession, generate, type Generation, type SampleOptions } from '../model/sampler';
 import type { Tokenizer } from '../model/tokenizer';
-import { EndpointClient, type CompletionAnswer } from './endpointClient';
+import { EndpointClient, type ChatAsk, type CompletionAnswer } from './endpointClient';
 import type { RequestJournal } from './journal';
 import type { EndpointSource } from './policySource';
+
+/** A generation from an endpoint: the run's tokens, and what they cannot say. */
+export interface EndpointGeneration extends Generation {
+  /** The answer as the endpoint wrote it (without a dropped stop), when the run's tokens do not hold it exactly. */
+  text?: string;
+  /** The program a chat dialect read from it (MARTI), null when it found none; absent when not read by a dialect. */
+  program?: string | null;
+  /** What had to be repaired to read a chat answer, null when it was well-formed. */
+  repair?: string | null;
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+/** How a chat dialect read an answer. */
+export interface ChatReading {
+  /** The turn in the run's text form, its stop included when it ended on one: what is encoded into the run's tokens. */
+  text: string;
+  /** The program span (MARTI); absent for dialects without one. */
+  program?: string | null;
+  /** Each repair, named (empty: read as written). */
+  repairs: string[];
+}
+
+export interface ChatRequest {
+  messages: ChatMessage[];
+  stop: string[];
+  read(answer: string, finish: 'stop' | 'length'): ChatReading;
+}
+
+/** An algorithm's instruction template (engine/endpoints/chat/): the chat for a prompt, null for a prompt it does not know. */
+export interface ChatDialect {
+  chat(prompt: readonly number[]): ChatRequest | null;
+}
+
+/** Chat models write prose and fences around a turn: they get this many tokens beyond the turn's budget to do it in. */
+export const CHAT_SLACK_TOKENS = 64;
 
 export interface EndpointPolicyOptions {
   source: EndpointSource;
@@ -29,6 +73,8 @@ export interface EndpointPolicyOptions {
   journal?: RequestJournal;
   onWarning?: (line: string) => void;
   env?: NodeJS.ProcessEnv;
+  /** The algorithm's instruction template, for "chat" (and "auto" resolving to it). */
+  dialect?: ChatDialect;
 }
 
 export class EndpointPolicy {
@@ -36,6 +82,10 @@ export class EndpointPolicy {
   /** What the evaluations check of a model: the vocabulary is the run's tokenizer's. */
   readonly config: { vocab_size: number; max_position_embeddings: number };
   private warned = false;
+  private mode: Promise<'none' | 'chat'> | null = null;
+  private readonly repairsWarned = new Set<string>();
+  /** Chat answers read, and how many needed each kind of repair. */
+  readonly repairs = { answers: 0, repaired: 0, kinds: {} as Record<string, number> };
 
   constructor(private readonly o: EndpointPolicyOptions) {
     this.client = new EndpointClient(o.source, o.label, o.env);
@@ -46,17 +96,41 @@ export class EndpointPolicy {
     return this.o.label;
   }
 
+  /** "none" or "chat": the source's, or for "auto" what GET /models says (asked once). */
+  instructions(): Promise<'none' | 'chat'> {
+    this.mode ??= this.resolve();
+    return this.mode;
+  }
+
+  private async resolve(): Promise<'none' | 'chat'> {
+    const s = this.o.source;
+    if (s.instructions !== 'auto') return s.instructions;
+    if (!this.o.dialect) return 'none';
+    const models = await this.client.listModels(this.o.signal);
+    if (models === null) {
+      this.o.onWarning?.(
+        `${this.o.label}: GET ${s.baseUrl.replace(/\/$/, '')}/models did not answer with a model list, so "instructions": "auto" sends raw prompts ("none"); set "instructions": "chat" for a chat model`,
+      );
+      return 'none';
+    }
+    const served = models.find((m) => m.id === s.model);
+    return served?.ownedBy === 'mars-lab' ? 'none' : 'chat';
+  }
+
   /** One generation per prompt, asked concurrently (the client's limit holds the rest back). */
   async generate(
     prompts: readonly (readonly number[])[],
     opts: SampleOptions & { rowMaxNewTokens?: readonly number[] },
-  ): Promise<Generation[]> {
+  ): Promise<EndpointGeneration[]> {
     const tok = this.o.tokenizer;
     const stops = (opts.stopTokens ?? []).map((id) => tok.tokenOf(id));
+    const mode = prompts.length > 0 ? await this.instructions() : 'none';
     return Promise.all(
       prompts.map(async (p, b) => {
         const limit = Math.max(0, Math.min(opts.maxNewTokens, opts.rowMaxNewTokens?.[b] ?? Infinity));
         if (limit === 0) return { tokens: [], logProbs: [], finish: 'length' as const };
+        const chat = mode === 'chat' ? this.o.dialect?.chat(p) : null;
+        if (chat) return this.chatGeneration(chat, limit, opts);
         const ask = {
           prompt: tok.decode(p),
           maxTokens: limit,
@@ -70,23 +144,84 @@ export class EndpointPolicy {
     );
   }
 
-  private async ask(ask: Parameters<EndpointClient['complete']>[0]): Promise<CompletionAnswer> {
+  private async chatGeneration(chat: ChatRequest, limit: number, opts: SampleOptions): Promise<EndpointGeneration> {
+    const ask: ChatAsk = {
+      messages: chat.messages,
+      maxTokens: limit + CHAT_SLACK_TOKENS,
+      temperature: opts.temperature ?? 1,
+      topP: opts.topP ?? 1,
+      stop: chat.stop,
+    };
+    const answer = await this.journaled({ chat: ask }, () => this.client.chat(ask, this.o.signal));
+    const reading = chat.read(answer.text, answer.finish);
+    this.noteRepairs(reading.repairs);
+    const tok = this.o.tokenizer;
+    let tokens = tok.encode(reading.text);
+    let finish: Generation['finish'] = 'stop';
+    if (tokens.length > limit) {
+      this.warnCut(tokens.length, limit);
+      tokens = tokens.slice(0, limit);
+      finish = 'length';
+    }
+    const last = tokens.at(-1);
+    if (last === undefined || !tok.isSpecial(last)) finish = 'length';
+    return {
+      tokens,
+      logProbs: tokens.map(() => 0),
+      finish,
+      text: answer.text,
+      ...(reading.program !== undefined ? { program: reading.program } : {}),
+      repair: reading.repairs.length ? reading.repairs.join('; ') : null,
+    };
+  }
+
+  private noteRepairs(repairs: readonly string[]): void {
+    this.repairs.answers++;
+    if (repairs.length) this.repairs.repaired++;
+    for (const r of repairs) {
+      this.repairs.kinds[r] = (this.repairs.kinds[r] ?? 0) + 1;
+      if (this.repairsWarned.has(r)) continue;
+      this.repairsWarned.add(r);
+      this.o.onWarning?.(
+        `${this.o.label}: an answer needed repair (${r}); the raw answers are kept in the request journal (this repair is not reported again)`,
+      );
+    }
+  }
+
+  private warnCut(length: number, limit: number): void {
+    if (this.warned) return;
+    this.warned = true;
+    this.o.onWarning?.(
+      `${this.o.label}: an answer of ${length} tokens (in the run's tokenizer) is over the turn's budget of ${limit}: cut to ${limit} (further cuts are not reported)`,
+    );
+  }
+
+  private ask(ask: Parameters<EndpointClient['complete']>[0]): Promise<CompletionAnswer> {
+    return this.journaled({ ask }, () => this.client.complete(ask, this.o.signal));
+  }
+
+  /** An answer from the journal when it holds one (keys as before chats existed: `{ endpoint, ask }`), else asked. */
+  private async journaled(what: object, asking: () => Promise<CompletionAnswer>): Promise<CompletionAnswer> {
     const j = this.o.journal;
     const key = j?.keyOf({
       endpoint: { baseUrl: this.o.source.baseUrl, model: this.o.source.model, sampling: this.o.source.sampling },
-      ask,
+      ...what,
     });
     const kept = key ? j!.lookup(key) : undefined;
     if (kept) return kept;
-    const answer = await this.client.complete(ask, this.o.signal);
+    const answer = await asking();
     if (key) j!.record(key, answer);
     return answer;
   }
 
-  /** The answer in the run's tokens: the stop put back when the server dropped it, cut to the turn's budget. */
-  private read(a: CompletionAnswer, stops: string[], limit: number): Generation {
+  /**
+   * The answer in the run's tokens: the stop put back when the server dropped it, cut to the turn's budget; with the
+   * text itself when the tokens do not say it exactly.
+   */
+  private read(a: CompletionAnswer, stops: string[], limit: number): EndpointGeneration {
     const tok = this.o.tokenizer;
     let text = a.text;
+    const said = text;
     if (a.finish === 'stop' && stops.length && !stops.some((s) => text.endsWith(s))) {
       const named = typeof a.stopReason === 'string' && stops.includes(a.stopReason) ? a.stopReason : null;
       const open = stops.find((s) => {
@@ -99,12 +234,7 @@ export class EndpointPolicy {
     let logProbs = a.logProbs && a.logProbs.length === tokens.length ? a.logProbs.slice() : tokens.map(() => 0);
     let finish: Generation['finish'] = a.finish;
     if (tokens.length > limit) {
-      if (!this.warned) {
-        this.warned = true;
-        this.o.onWarning?.(
-          `${this.o.label}: an answer of ${tokens.length} tokens (in the run's tokenizer) is over the turn's budget of ${limit}: cut to ${limit} (further cuts are not reported)`,
-        );
-      }
+      this.warnCut(tokens.length, limit);
       tokens = tokens.slice(0, limit);
       logProbs = logProbs.slice(0, limit);
       finish = 'length';
@@ -116,6 +246,12 @@ export class EndpointPolicy {
       stops.length
     ) {
       finish = 'length';
+    }
+    // Lossless reading: words the tokenizer lacks became <unk> (or another spelling): keep what was said, without
+    // its stop, for the rollouts that can use text (MARTI parses it). Exact answers (serve-model's) carry nothing.
+    if (tok.decode(tok.encode(text)) !== text) {
+      const stop = stops.find((s) => said.trimEnd().endsWith(s));
+      return { tokens, logProbs, finish, text: stop ? said.trimEnd().slice(0, -stop.length).trimEnd() : said };
     }
     return { tokens, logProbs, finish };
   }

@@ -7,12 +7,22 @@
  *     "apiKeyEnv": "VLLM_KEY", "sampling": { "temperature": 0 }, "concurrency": 8 }
  *
  * The API key is named by an environment variable, never written in a config: configs are copied into run folders.
+ *
+ * `instructions` says how a prompt reaches the model: "none" sends the run's raw prompt text to /v1/completions (what a
+ * mars-lab checkpoint behind serve-model was trained on: the evaluation is the in-process one); "chat" sends a chat
+ * whose system message teaches the format (MARS's tags, System 1's distillation, MARTI's language) with one worked
+ * example from a training world, and reads the answer tolerantly (engine/endpoints/chat/). "auto", the default, asks
+ * the server's GET /v1/models once: a model serve-model owns ("owned_by": "mars-lab") gets "none", any other listed
+ * model "chat"; a server that cannot be asked gets "none" with a warning line.
  * Endpoint sources are for evaluation (`mars-lab eval`); training stays with the engine's own models.
  */
 import { z } from 'zod';
 import { field } from '../training/configSections';
 
 export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+
+export const INSTRUCTIONS = ['auto', 'none', 'chat'] as const;
+export type Instructions = (typeof INSTRUCTIONS)[number];
 
 export const endpointSamplingSchema = z.strictObject({
   temperature: field(
@@ -84,6 +94,11 @@ export const endpointSourceSchema = z.strictObject({
     'Retries with exponential backoff on 408/409/429/5xx and lost connections.',
   ),
   stream: field(z.boolean().default(false), 'Stream', 'Receive answers as server-sent events instead of whole.'),
+  instructions: field(
+    z.enum(INSTRUCTIONS).default('auto'),
+    'Instructions',
+    'How prompts reach the model: "none" (the raw prompt, for a mars-lab checkpoint behind serve-model), "chat" (a system message teaching the format with a worked example, for a real chat model), or "auto" (asks GET /v1/models: "none" for serve-model, "chat" for anything else).',
+  ),
 });
 
 export const modelPolicySchema = z.strictObject({
@@ -102,5 +117,11 @@ export type PolicySource = z.output<typeof policySourceSchema>;
 /** A source without anything secret or machine-local that changes its answers: what an evaluation's identity names. */
 export function sourceIdentity(s: PolicySource): string {
   if (s.kind === 'model') return 'model';
-  return JSON.stringify({ baseUrl: s.baseUrl, model: s.model, sampling: s.sampling });
+  // "auto" is left out, so evaluations named before instructions existed keep their folder (and journal)
+  return JSON.stringify({
+    baseUrl: s.baseUrl,
+    model: s.model,
+    sampling: s.sampling,
+    ...(s.instructions !== 'auto' ? { instructions: s.instructions } : {}),
+  });
 }

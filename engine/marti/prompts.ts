@@ -10,10 +10,12 @@
  * completion covers exactly the program. All text is in the word tokenizer's normal form; the words are in
  * martiVocabulary() except the role prompt's, which the trainer adds to its tokenizer.
  */
+import type { EndpointGeneration } from '../endpoints/endpointPolicy';
+import type { MartiFormat } from './format';
 import { joinTokens, textTokens } from './lang/text';
 import { valueTokens } from './lang/values';
 import type { MartiTask } from './tasks/generator';
-import { knownTextWord } from './tasks/scoring';
+import { evaluateProgram, knownTextWord, type EvaluateOptions, type ProgramEvaluation } from './tasks/scoring';
 
 export const PROMPT_WORDS = ['problem', 'examples', 'gives', 'program', 'previous', 'feedback', 'none'] as const;
 
@@ -75,4 +77,46 @@ export function refinePrompt(
 export function extractProgram(completion: string): string | null {
   const line = completion.split('\n')[0]!.trim();
   return line === '' ? null : line;
+}
+
+/**
+ * A node's completion and its evaluation. The run's own model (and serve-model, whose text its tokens say exactly) is
+ * read from its tokens, as always. An endpoint's answer that the tokens cannot hold is read from its text, losslessly:
+ * the text is the completion the node keeps, a chat dialect's program (endpointPolicy.ts) is what is parsed, and a
+ * program with a word MARTI's vocabulary lacks fails with that reason instead of running with the word dropped.
+ */
+export function readCompletion(
+  fmt: MartiFormat,
+  g: Pick<EndpointGeneration, 'tokens' | 'text' | 'program'>,
+  task: MartiTask,
+  opts: EvaluateOptions,
+): { completion: string; evaluation: ProgramEvaluation } {
+  const completion = g.text ?? fmt.decodeCompletion(g.tokens);
+  const program = g.program !== undefined ? g.program : extractProgram(completion);
+  const unknown = g.text !== undefined && program !== null ? unknownWord(fmt, program) : null;
+  if (unknown === null) return { completion, evaluation: evaluateProgram(program, task, opts) };
+  const failed = evaluateProgram(null, task, opts);
+  return {
+    completion,
+    evaluation: {
+      ...failed,
+      parseError: {
+        kind: 'parse',
+        message: `unknown word ${unknown.word}: not in the MARTI vocabulary`,
+        position: unknown.position,
+      },
+    },
+  };
+}
+
+/** The first letter run of `program` that MARTI's tokenizer does not have (its text would not survive a prompt). */
+function unknownWord(fmt: MartiFormat, program: string): { word: string; position: number } | null {
+  for (const m of program.matchAll(/[A-Za-z]+/g)) {
+    try {
+      fmt.tokenizer.idOf(m[0]);
+    } catch {
+      return { word: m[0], position: m.index };
+    }
+  }
+  return null;
 }

@@ -7,7 +7,7 @@
 import { generateWith, type PolicyModel } from '../endpoints/endpointPolicy';
 import type { Rng } from '../random/prng';
 import type { MartiFormat } from './format';
-import { extractProgram, refinePrompt, rootPrompt } from './prompts';
+import { readCompletion, refinePrompt, rootPrompt } from './prompts';
 import {
   addNode,
   forceExpansion,
@@ -19,7 +19,7 @@ import {
   type SearchTree,
 } from './search/abmcts';
 import type { MartiTask } from './tasks/generator';
-import { evaluateProgram, feedbackText, type FeedbackMode, type RewardMode } from './tasks/scoring';
+import { feedbackText, type FeedbackMode, type RewardMode } from './tasks/scoring';
 
 export interface AgentSpec {
   id: string;
@@ -135,8 +135,8 @@ export async function growTrees(fmt: MartiFormat, o: GrowOptions): Promise<GrowR
       const tree = treeOf.get(e.treeId)!;
       const task = taskOf.get(e.treeId)!;
       const g = outs[i]!;
-      const completion = fmt.decodeCompletion(g.tokens);
-      const ev = evaluateProgram(extractProgram(completion), task, { rewardMode: o.rewardMode });
+      // an endpoint's answer its tokens cannot hold is read from its text (prompts.ts readCompletion)
+      const { completion, evaluation: ev } = readCompletion(fmt, g, task, { rewardMode: o.rewardMode });
       addNode(tree, e, {
         program: ev.program,
         score: ev.publicScore,

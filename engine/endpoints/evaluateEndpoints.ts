@@ -22,6 +22,7 @@ import type { CheckpointEval } from '../runs/evaluation';
 import type { EvalResult } from '../training/trainer';
 import { UserError } from '../userError';
 import { EndpointError, EndpointStopped } from './endpointClient';
+import { chatDialectFor } from './chat';
 import { EndpointPolicy, type PolicyModel } from './endpointPolicy';
 import { RequestJournal } from './journal';
 import { corpusFormat, loadMarsCorpus } from '../mars/corpus';
@@ -128,6 +129,7 @@ export async function evaluateWithEndpoints(
           journal,
           onWarning: o.onWarning,
           env: o.env,
+          dialect: chatDialectFor(config.algorithm, tokenizer), // "instructions": "chat" (chat/)
         });
   const kept = (): string =>
     `${journal.size} answer${journal.size === 1 ? '' : 's'} kept in ${journalFile}: ${o.resumeHint ?? 'run the same command again to resume'}`;

@@ -12,7 +12,8 @@
  *  - the project's own blocked kernel (always compiled in): A and B packed into 6-row / 16-column strips, a 6×16
  *    AVX2+FMA micro-kernel when the CPU has both (checked at run time), a portable C micro-kernel otherwise. One thread.
  * An OpenBLAS build can be switched to the own kernel at run time (setKernel), which is how both are tested.
- * The optimiser's fused passes (sumSquares, adam) live in mars_adam.c and are registered here with the rest.
+ * The optimiser's fused passes (sumSquares, adam) live in mars_adam.c, the transformer's fused ops (rmsNorm, swiglu,
+ * rope, logSoftmaxPick, gatherRows, scatterAddRows and their gradients) in mars_fused.c; all are registered here.
  *
  * gemm(heap, aOff, bOff, cOff, m, n, k, transA, transB, batch, biasOff, biasLen, activation, alpha, preluOff, preluLen):
  *   C[b] = act(op(A[b]) · op(B[b]) + bias), row-major; op(A) is m×k, op(B) k×n, C m×n.
@@ -449,6 +450,16 @@ NAPI_MODULE_INIT() {
       /* mars_adam.c */
       {"sumSquares", NULL, mars_js_sum_squares, NULL, NULL, NULL, napi_default, NULL},
       {"adam", NULL, mars_js_adam, NULL, NULL, NULL, napi_default, NULL},
+      /* mars_fused.c */
+      {"rmsNorm", NULL, mars_js_rms_norm, NULL, NULL, NULL, napi_default, NULL},
+      {"rmsNormGrad", NULL, mars_js_rms_norm_grad, NULL, NULL, NULL, napi_default, NULL},
+      {"swiglu", NULL, mars_js_swiglu, NULL, NULL, NULL, napi_default, NULL},
+      {"swigluGrad", NULL, mars_js_swiglu_grad, NULL, NULL, NULL, napi_default, NULL},
+      {"rope", NULL, mars_js_rope, NULL, NULL, NULL, napi_default, NULL},
+      {"logSoftmaxPick", NULL, mars_js_log_softmax_pick, NULL, NULL, NULL, napi_default, NULL},
+      {"logSoftmaxPickGrad", NULL, mars_js_log_softmax_pick_grad, NULL, NULL, NULL, napi_default, NULL},
+      {"gatherRows", NULL, mars_js_gather_rows, NULL, NULL, NULL, napi_default, NULL},
+      {"scatterAddRows", NULL, mars_js_scatter_add_rows, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

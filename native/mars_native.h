@@ -1,6 +1,6 @@
 /*
  * mars-lab native kernels (issue 16): what the addon's source files share. mars_gemm.c holds the matrix products and
- * the module's registration; mars_adam.c the optimiser's fused passes.
+ * the module's registration; mars_adam.c the optimiser's fused passes; mars_fused.c the transformer's fused ops.
  */
 #ifndef MARS_NATIVE_H
 #define MARS_NATIVE_H
@@ -21,5 +21,14 @@ static inline int mars_in_heap(double off, double count, size_t len) {
 
 napi_value mars_js_sum_squares(napi_env env, napi_callback_info info);
 napi_value mars_js_adam(napi_env env, napi_callback_info info);
+napi_value mars_js_rms_norm(napi_env env, napi_callback_info info);
+napi_value mars_js_rms_norm_grad(napi_env env, napi_callback_info info);
+napi_value mars_js_swiglu(napi_env env, napi_callback_info info);
+napi_value mars_js_swiglu_grad(napi_env env, napi_callback_info info);
+napi_value mars_js_rope(napi_env env, napi_callback_info info);
+napi_value mars_js_log_softmax_pick(napi_env env, napi_callback_info info);
+napi_value mars_js_log_softmax_pick_grad(napi_env env, napi_callback_info info);
+napi_value mars_js_gather_rows(napi_env env, napi_callback_info info);
+napi_value mars_js_scatter_add_rows(napi_env env, napi_callback_info info);
 
 #endif

@@ -22,8 +22,11 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-/** The addon's C sources: the matrix products (with the module's registration) and the optimiser's fused passes. */
-const SOURCES = ['mars_gemm.c', 'mars_adam.c'].map((f) => path.join(ROOT, 'native', f));
+/**
+ * The addon's C sources: the matrix products (with the module's registration), the optimiser's fused passes and the
+ * transformer's fused ops.
+ */
+const SOURCES = ['mars_gemm.c', 'mars_adam.c', 'mars_fused.c'].map((f) => path.join(ROOT, 'native', f));
 export const ADDON_NAME = 'mars_native.node';
 const KERNELS = ['auto', 'openblas', 'own', 'off'];
 

@@ -10,7 +10,12 @@
  *
  * One code path serves training (full sequence, differentiable) and sampling (KV cache): the cache is just the
  * keys and values of earlier positions, concatenated in front of the new ones.
+ *
+ * While the native kernels are active on wasm (engine/native/fused.ts), RMSNorm, SwiGLU, RoPE and the row gathers run
+ * as fused native ops, and products with a transposed operand use matMul's transpose flags (the native product reads
+ * either layout) instead of explicit transposes; the maths is the same, within float rounding.
  */
+import { fusedOps, type FusedOps } from '../native/fused';
 import { tf } from '../tensor/backend';
 import { mm, transposeLast } from '../tensor/matMul';
 import { gatherRows } from '../tensor/rows';
@@ -58,6 +63,19 @@ interface Pass {
   sin: tf.Tensor4D;
   /** [B, 1, 1, Tn, Tk]: 0 where a query may attend, MASKED elsewhere. */
   bias: tf.Tensor;
+  /** The native fused ops, when they run in this pass (else the stock tensor ops). */
+  fused: FusedOps | null;
+}
+
+/** a·b, or a·bᵀ with `transposeB`, on the path of the pass: matMul's flags when fused, else explicit transposes. */
+function product<R extends tf.Rank>(
+  fused: FusedOps | null,
+  a: tf.Tensor<R>,
+  b: tf.Tensor<R>,
+  transposeB = false,
+): tf.Tensor<R> {
+  if (fused) return tf.matMul<tf.Tensor<R>>(a, b, false, transposeB);
+  return mm(a, transposeB ? (transposeLast(b) as tf.Tensor<R>) : b);
 }
 
 export class LlamaModel {
@@ -136,16 +154,20 @@ export class LlamaModel {
   }
 
   /** RMSNorm over the last axis: x / √(mean(x²) + ε) · weight, for x [rows, D] and weight [D]. */
-  private rmsNorm(x: tf.Tensor2D, weight: tf.Tensor): tf.Tensor2D {
+  private rmsNorm(x: tf.Tensor2D, weight: tf.Tensor, fused: FusedOps | null): tf.Tensor2D {
+    if (fused) return fused.rmsNorm(x, weight, this.config.rms_norm_eps);
     const ms = tf.mean(tf.mul(x, x), -1, true); // [rows, 1]
     return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, this.config.rms_norm_eps))), weight); // [rows, D]
   }
 
-  /** Rotary embedding, HF's rotate-half form: x·cos + rotate_half(x)·sin, for x [B, n, Tn, hd]. */
-  private applyRope(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): tf.Tensor4D {
+  /** Rotary embedding, HF's rotate-half form: (x·cos + rotate_half(x)·sin)·scale, for x [B, n, Tn, hd]. */
+  private applyRope(x: tf.Tensor4D, pass: Pass, scale = 1): tf.Tensor4D {
+    const { cos, sin, fused } = pass;
+    if (fused) return fused.rope(x, cos, sin, scale);
     const [b, h, t, hd] = x.shape;
     const rotated = tf.reshape(mm(tf.reshape<tf.Rank.R2>(x, [b * h * t, hd]), this.rotate), [b, h, t, hd]); // [B, n, Tn, hd]
-    return tf.add(tf.mul(x, cos), tf.mul(rotated, sin)); // [B, n, Tn, hd]
+    const roped: tf.Tensor4D = tf.add(tf.mul(x, cos), tf.mul(rotated, sin)); // [B, n, Tn, hd]
+    return scale === 1 ? roped : tf.mul(roped, scale);
   }
 
   /**
@@ -165,33 +187,39 @@ export class LlamaModel {
       throw new Error(`keyMask has ${input.keyMask.length} entries, expected ${B * tk}`);
     }
 
+    const fused = fusedOps();
     const ids = tf.tensor1d(input.ids, 'int32'); // [B·Tn]
     const embed = this.p('embed'); // [V, D]
-    let x: tf.Tensor2D = input.differentiable
-      ? gatherRows(embed as tf.Tensor2D, ids)
-      : (tf.gather(embed, ids) as tf.Tensor2D); // [B·Tn, D]
+    let x: tf.Tensor2D = fused
+      ? fused.gatherRows(embed as tf.Tensor2D, ids)
+      : input.differentiable
+        ? gatherRows(embed as tf.Tensor2D, ids)
+        : (tf.gather(embed, ids) as tf.Tensor2D); // [B·Tn, D]
 
     const [cos, sin] = this.ropeTables(input.positions, B, tn); // [B, 1, Tn, hd] each
     const bias = this.attentionBias(input.keyMask, B, tn, tk); // [B, 1, 1, Tn, Tk]
-    const pass: Pass = { batch: B, tn, tk, cos, sin, bias };
+    const pass: Pass = { batch: B, tn, tk, cos, sin, bias, fused };
     const cache: LayerCache[] = [];
 
     for (let l = 0; l < c.num_hidden_layers; l++) {
-      const attn = this.attention(l, this.rmsNorm(x, this.p(`layers.${l}.attn_norm`)), pass, input.cache?.[l]);
+      const attn = this.attention(l, this.rmsNorm(x, this.p(`layers.${l}.attn_norm`), fused), pass, input.cache?.[l]);
       cache.push(attn.cache);
       x = tf.add(x, attn.out); // [B·Tn, D]
-      x = tf.add(x, this.mlp(l, this.rmsNorm(x, this.p(`layers.${l}.mlp_norm`)))); // [B·Tn, D]
+      x = tf.add(x, this.mlp(l, this.rmsNorm(x, this.p(`layers.${l}.mlp_norm`), fused), fused)); // [B·Tn, D]
     }
 
     if (input.headRows) {
-      x = gatherRows(x, tf.tensor1d(input.headRows, 'int32')); // [M, D]
+      const rows = tf.tensor1d(input.headRows, 'int32');
+      x = fused ? fused.gatherRows(x, rows) : gatherRows(x, rows); // [M, D]
     } else if (input.lastOnly) {
       const rows = tf.reshape(x, [B, tn, c.hidden_size]); // [B, Tn, D]
       x = tf.reshape(tf.slice(rows, [0, tn - 1, 0], [B, 1, c.hidden_size]), [B, c.hidden_size]); // [B, D]
     }
-    x = this.rmsNorm(x, this.p('norm'));
-    const head = c.tie_word_embeddings ? transposeLast(embed) : this.p('lm_head'); // [D, V]
-    return { logits: mm(x, head as tf.Tensor2D), cache }; // [rows, V]
+    x = this.rmsNorm(x, this.p('norm'), fused);
+    const logits = c.tie_word_embeddings
+      ? product(fused, x, embed as tf.Tensor2D, true) // x·embedᵀ
+      : product(fused, x, this.p('lm_head') as tf.Tensor2D); // lm_head [D, V]
+    return { logits, cache }; // [rows, V]
   }
 
   /**
@@ -210,8 +238,8 @@ export class LlamaModel {
     const H = this.config.num_attention_heads;
     const Hkv = this.config.num_key_value_heads;
     const rep = H / Hkv;
-    const q = tf.mul(this.applyRope(this.heads(l, 'wq', h, H, pass), pass.cos, pass.sin), 1 / Math.sqrt(hd)); // [B, H, Tn, hd]
-    let k = this.applyRope(this.heads(l, 'wk', h, Hkv, pass), pass.cos, pass.sin); // [B, Hkv, Tn, hd]
+    const q = this.applyRope(this.heads(l, 'wq', h, H, pass), pass, 1 / Math.sqrt(hd)); // [B, H, Tn, hd]
+    let k = this.applyRope(this.heads(l, 'wk', h, Hkv, pass), pass); // [B, Hkv, Tn, hd]
     let v = this.heads(l, 'wv', h, Hkv, pass); // [B, Hkv, Tn, hd]
     if (past) {
       k = tf.concat([past.k, k], 2); // [B, Hkv, Tk, hd]
@@ -220,25 +248,26 @@ export class LlamaModel {
     // Grouped-query attention without copying keys: the `rep` query heads that share a kv head are stacked along
     // the query axis (HF's repeat_kv maps head h to kv head ⌊h / rep⌋, which is this memory order).
     const qg = tf.reshape(q, [B, Hkv, rep * tn, hd]); // [B, Hkv, rep·Tn, hd]
-    const scores = tf.add(tf.reshape(mm(qg, transposeLast(k) as tf.Tensor4D), [B, Hkv, rep, tn, tk]), pass.bias); // [B, Hkv, rep, Tn, Tk]
+    const scores = tf.add(tf.reshape(product(pass.fused, qg, k, true), [B, Hkv, rep, tn, tk]), pass.bias); // [B, Hkv, rep, Tn, Tk]
     const probs = tf.reshape(tf.softmax(scores), [B, Hkv, rep * tn, tk]); // [B, Hkv, rep·Tn, Tk]
-    const context = tf.reshape(mm(probs as tf.Tensor4D, v), [B, H, tn, hd]); // [B, H, Tn, hd]
+    const context = tf.reshape(product(pass.fused, probs as tf.Tensor4D, v), [B, H, tn, hd]); // [B, H, Tn, hd]
     const merged = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [B * tn, H * hd]); // [B·Tn, H·hd]
-    return { out: mm(merged as tf.Tensor2D, this.p(`layers.${l}.wo`) as tf.Tensor2D), cache: { k, v } }; // [B·Tn, D]
+    const out = product(pass.fused, merged as tf.Tensor2D, this.p(`layers.${l}.wo`) as tf.Tensor2D); // [B·Tn, D]
+    return { out, cache: { k, v } };
   }
 
   /** The projection `name` (wq, wk or wv) of layer `l` split into n heads: [B·Tn, D] → [B, n, Tn, hd]. */
   private heads(l: number, name: string, h: tf.Tensor2D, n: number, pass: Pass): tf.Tensor4D {
-    const projected = mm(h, this.p(`layers.${l}.${name}`) as tf.Tensor2D); // [B·Tn, n·hd]
+    const projected = product(pass.fused, h, this.p(`layers.${l}.${name}`) as tf.Tensor2D); // [B·Tn, n·hd]
     return tf.transpose(tf.reshape<tf.Rank.R4>(projected, [pass.batch, pass.tn, n, this.headDim]), [0, 2, 1, 3]); // [B, n, Tn, hd]
   }
 
   /** SwiGLU MLP of layer `l` on the normed input `h` [B·Tn, D]: wd(silu(wg·h) ⊙ wu·h), F = intermediate_size. */
-  private mlp(l: number, h: tf.Tensor2D): tf.Tensor2D {
-    const gate = mm(h, this.p(`layers.${l}.wg`) as tf.Tensor2D); // [B·Tn, F]
-    const up = mm(h, this.p(`layers.${l}.wu`) as tf.Tensor2D); // [B·Tn, F]
-    const act: tf.Tensor2D = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up); // [B·Tn, F]: silu(gate) ⊙ up
-    return mm(act, this.p(`layers.${l}.wd`) as tf.Tensor2D); // [B·Tn, D]
+  private mlp(l: number, h: tf.Tensor2D, fused: FusedOps | null): tf.Tensor2D {
+    const gate = product(fused, h, this.p(`layers.${l}.wg`) as tf.Tensor2D); // [B·Tn, F]
+    const up = product(fused, h, this.p(`layers.${l}.wu`) as tf.Tensor2D); // [B·Tn, F]
+    const act: tf.Tensor2D = fused ? fused.swiglu(gate, up) : tf.mul(tf.mul(gate, tf.sigmoid(gate)), up); // [B·Tn, F]: silu(gate) ⊙ up
+    return product(fused, act, this.p(`layers.${l}.wd`) as tf.Tensor2D); // [B·Tn, D]
   }
 }
 

@@ -1,6 +1,9 @@
 /**
  * Per-token log-probabilities of given sequences under the policy: the training forward pass of every RL loss.
+ * While the native kernels are active on wasm, the log-softmax, the target's pick and the entropy are one fused native
+ * op (engine/native/fused.ts) instead of ~20 tensor ops over [rows, V].
  */
+import { fusedOps } from '../native/fused';
 import { tf } from '../tensor/backend';
 import { oneHotF32 } from '../tensor/oneHot';
 import { scatterRows } from '../tensor/rows';
@@ -64,17 +67,24 @@ export function tokenLogProbs(
   }
   const { logits } = model.forward({ ids: inIds, batch: B, positions, keyMask, differentiable: true, headRows: rows });
   const temperature = opts.temperature ?? 1;
-  const scaled = temperature === 1 ? logits : tf.div(logits, temperature);
-  const logSm = tf.logSoftmax(scaled);
   const wanted = rows ? Int32Array.from(rows, (r) => targets[r]!) : targets;
-  const picked = tf.sum(tf.mul(logSm, oneHotF32(tf.tensor1d(wanted, 'int32'), V)), -1);
   const rowsT = rows ? tf.tensor1d(rows, 'int32') : null;
+  const fused = fusedOps();
   // Back to [B, T]: zero where nothing was computed (and at column 0, which nothing predicts).
-  const full = (perRow: tf.Tensor1D) =>
-    tf.pad<tf.Tensor2D>(tf.reshape(rowsT ? scatterRows(perRow, rowsT, B * (T - 1)) : perRow, [B, T - 1]), [
+  const full = (perRow: tf.Tensor1D) => {
+    const spread = rowsT ? (fused ?? { scatterRows }).scatterRows(perRow, rowsT, B * (T - 1)) : perRow;
+    return tf.pad<tf.Tensor2D>(tf.reshape(spread, [B, T - 1]), [
       [0, 0],
       [1, 0],
     ]);
+  };
+  if (fused) {
+    const r = fused.logSoftmaxPick(logits, tf.tensor1d(wanted, 'int32'), temperature, opts.entropy === true);
+    return r.entropy ? { logp: full(r.logp), entropy: full(r.entropy) } : { logp: full(r.logp) };
+  }
+  const scaled = temperature === 1 ? logits : tf.div(logits, temperature);
+  const logSm = tf.logSoftmax(scaled);
+  const picked = tf.sum(tf.mul(logSm, oneHotF32(tf.tensor1d(wanted, 'int32'), V)), -1);
   const logp = full(picked as tf.Tensor1D);
   if (!opts.entropy) return { logp };
   const ent = tf.neg(tf.sum(tf.mul(tf.exp(logSm), logSm), -1));

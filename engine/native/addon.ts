@@ -5,7 +5,9 @@
  * Environment: MARS_LAB_NATIVE=0 (or off) leaves the addon unloaded; MARS_LAB_NATIVE=own uses the project's own kernel
  * even in an OpenBLAS build; MARS_LAB_NATIVE_PATH names an addon file to load instead of native/build's;
  * MARS_LAB_BLAS_THREADS sets OpenBLAS's thread count for the process (over the run config's blasThreads; the CLI's
- * --blas-threads is over both); MARS_LAB_NATIVE_ADAM=0 keeps the optimiser on its tensor ops (engine/rl/nativeAdam.ts).
+ * --blas-threads is over both); MARS_LAB_NATIVE_ADAM=0 keeps the optimiser on its tensor ops (engine/rl/nativeAdam.ts);
+ * MARS_LAB_NATIVE_FUSED=0 keeps the transformer's RMSNorm, SwiGLU, RoPE, log-softmax and row gathers on the stock
+ * tensor ops (engine/native/fused.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -58,6 +60,60 @@ export interface NativeAddon {
     eps: number,
     lr: number,
   ): void;
+  /**
+   * The transformer's fused ops and their gradients (native/mars_fused.c; arguments are byte offsets into the heap,
+   * then sizes). Optional like the optimiser's: an older addon lacks them and the stock tensor ops run.
+   */
+  rmsNorm?(heap: ArrayBuffer, x: number, w: number, y: number, rows: number, d: number, eps: number): void;
+  rmsNormGrad?(
+    heap: ArrayBuffer,
+    x: number,
+    w: number,
+    dy: number,
+    dx: number,
+    dw: number,
+    rows: number,
+    d: number,
+    eps: number,
+  ): void;
+  swiglu?(heap: ArrayBuffer, gate: number, up: number, y: number, n: number): void;
+  swigluGrad?(heap: ArrayBuffer, gate: number, up: number, dy: number, dGate: number, dUp: number, n: number): void;
+  rope?(
+    heap: ArrayBuffer,
+    x: number,
+    cos: number,
+    sin: number,
+    y: number,
+    outer: number,
+    heads: number,
+    t: number,
+    hd: number,
+    scale: number,
+    adjoint: number,
+  ): void;
+  logSoftmaxPick?(
+    heap: ArrayBuffer,
+    logits: number,
+    targets: number,
+    logp: number,
+    entropy: number,
+    rows: number,
+    v: number,
+    temperature: number,
+  ): void;
+  logSoftmaxPickGrad?(
+    heap: ArrayBuffer,
+    logits: number,
+    targets: number,
+    dLogp: number,
+    dEntropy: number,
+    dLogits: number,
+    rows: number,
+    v: number,
+    temperature: number,
+  ): void;
+  gatherRows?(heap: ArrayBuffer, x: number, idx: number, y: number, n: number, m: number, width: number): void;
+  scatterAddRows?(heap: ArrayBuffer, v: number, idx: number, y: number, n: number, m: number, width: number): void;
 }
 
 const addonInfoSchema = z.object({
@@ -129,6 +185,16 @@ export function nativeAdamRequest(env: NodeJS.ProcessEnv = process.env): 'auto' 
   if (v === '0' || v === 'off' || v === 'false') return 'off';
   throw new UserError(
     `MARS_LAB_NATIVE_ADAM: '${v.slice(0, 20)}' is not one of 1, 0; unset it to fuse the optimiser natively when the native kernels are active.`,
+  );
+}
+
+/** What MARS_LAB_NATIVE_FUSED asks for: 'auto' (the default: fused ops when the native products are active) or 'off'. */
+export function nativeFusedRequest(env: NodeJS.ProcessEnv = process.env): 'auto' | 'off' {
+  const v = (env.MARS_LAB_NATIVE_FUSED ?? '').trim().toLowerCase();
+  if (v === '' || v === '1' || v === 'on' || v === 'auto') return 'auto';
+  if (v === '0' || v === 'off' || v === 'false') return 'off';
+  throw new UserError(
+    `MARS_LAB_NATIVE_FUSED: '${v.slice(0, 20)}' is not one of 1, 0; unset it to fuse the transformer's small ops natively when the native kernels are active.`,
   );
 }
 

@@ -252,6 +252,11 @@ export function unregisterNativeKernels(): void {
   swap([registration.stock.batchMatMul, registration.stock.fusedMatMul]);
 }
 
+/** The addon whose products are registered for the wasm backend right now, or null. */
+export function registeredAddon(): NativeAddon | null {
+  return nativeKernelsRegistered() ? registration!.addon : null;
+}
+
 /** Whether the wasm backend's BatchMatMul is the native one right now. */
 export function nativeKernelsRegistered(): boolean {
   return registration !== null && tf.getKernel('BatchMatMul', 'wasm') === registration.native[0];

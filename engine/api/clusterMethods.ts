@@ -1,7 +1,9 @@
 /**
- * The host's side of studies on a Ray cluster (issue 18): the launch form's "where: a Ray cluster" and the Runs view's
- * cluster jobs. Everything goes through the code the CLI uses (engine/studies/ planStudy, runStudyOnRay; engine/ray/
- * RayJobsClient), so `mars-lab study --ray` and the app submit, follow and record a study the same way.
+ * The host's side of studies (issue 18): the launch form's "where" (a Ray cluster, or this machine with variants ×
+ * seeds) and the Runs view's study jobs. Everything goes through the code the CLI uses (engine/studies/ planStudy,
+ * runStudyOnRay, runStudyHere; engine/ray/ RayJobsClient), so `mars-lab study [--ray]` and the app start, follow and
+ * record a study the same way. A study here starts its runs through the host's RunLauncher and worker slots
+ * (studyLauncher.ts), never as children of process.execPath (the Electron binary in the app).
  *
  * The host follows each study it started or re-attached (runStudyOnRay follows every job's log over the Jobs API's
  * WebSocket with followJobLogs and keeps it in <home>/studies/<id>/<runId>.log); the new bytes of those logs are pushed
@@ -19,6 +21,7 @@ import { applySets } from '../runs/configOverrides';
 import { checkRunConfig, ConfigValidationError } from '../runs/configSchema';
 import { loadPreset, resolvePresetConfig } from '../runs/presets';
 import { RayError, RayJobsClient } from '../ray/jobsClient';
+import { runStudyHere, type StudyLauncher } from '../studies/localStudy';
 import { runStudyOnRay } from '../studies/rayStudy';
 import {
   FINAL_STATES,
@@ -35,6 +38,8 @@ import { UserError } from '../userError';
 import type { ApiEvent, ApiParsedRequest, ApiStudyView } from './contract';
 import { configPathIssues } from './hostGuards';
 import type { ApiHandlers } from './host';
+import type { RunLauncher } from './runLauncher';
+import { hostStudyLauncher, type StudySlots } from './studyLauncher';
 
 /** What the jobs run, set where the host starts (a window cannot choose the command a cluster executes). */
 export const RAY_PROJECT_ENV = 'MARS_LAB_RAY_PROJECT';
@@ -63,6 +68,9 @@ export interface ClusterHostOptions {
   retryDelayMs?: number;
   /** How often the kept logs are read for new bytes; default 250 ms. */
   logPollMs?: number;
+  /** The host's launcher and worker slots, for studies on this machine (without them such a study is refused). */
+  launcher?: RunLauncher;
+  slots?: StudySlots;
 }
 
 export interface ClusterHost {
@@ -75,8 +83,11 @@ type Link = { link: ApiStudyView['link']; message?: string };
 
 interface Followed {
   record: StudyRecord;
-  client: RayJobsClient;
+  /** The cluster's client; none for a study on this machine. */
+  client?: RayJobsClient;
   stop: () => void;
+  /** A study here: stop one run (running: checkpoint and stop; waiting: never start). */
+  stopRun?: (runId: string) => boolean;
   detach: AbortController;
   done: Promise<void>;
 }
@@ -212,6 +223,31 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
     changed(record);
   };
 
+  /** Runs a study here through the host's launcher until every run ends; close() holds it (no new run starts). */
+  const followHere = (record: StudyRecord, launcher: StudyLauncher) => {
+    const detach = new AbortController();
+    links.delete(record.id);
+    const running = runStudyHere(home, record, { onRun: () => changed(record) }, launcher);
+    detach.signal.addEventListener('abort', () => running.hold(), { once: true });
+    const finish = (err?: unknown) => {
+      if (closed) return;
+      followed.delete(record.id);
+      if (err) {
+        links.set(record.id, {
+          link: 'error',
+          message: err instanceof Error ? err.message.split('\n')[0]! : 'the study ended without a reason',
+        });
+      }
+      changed(record);
+    };
+    const done = running.done.then(
+      () => finish(),
+      (err: unknown) => finish(err),
+    );
+    followed.set(record.id, { record, stop: running.stop, stopRun: running.stopRun, detach, done });
+    changed(record);
+  };
+
   const readView = (id: string): ApiStudyView => viewOf(followed.get(id)?.record ?? readStudy(home, id));
 
   const handlers: ClusterHost['handlers'] = {
@@ -222,7 +258,7 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
     async startStudy(req: ApiParsedRequest<'startStudy'>) {
       if (!req.preset) {
         throw new UserError(
-          'preset: a study on a cluster starts from a preset; pick one above (a cloned run without one cannot be a study)',
+          `preset: a study${req.ray ? ' on a cluster' : ''} starts from a preset; pick one above (a cloned run without one cannot be a study)`,
         );
       }
       const tooBig = req.config ? configSizeProblem(req.config) : undefined;
@@ -234,6 +270,21 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
       const pathIssues = configPathIssues(edited.data, opts.roots);
       if (pathIssues.length) throw new ConfigValidationError(pathIssues, `preset '${req.preset}'`);
       const sets = configDiffSets(base, edited.data).filter((s) => !s.startsWith('seed='));
+      if (!req.ray) {
+        // this machine: the runs start through the host's launcher and slots, as single runs do
+        if (!opts.launcher || !opts.slots) {
+          throw new UserError('ray: this host starts no runs itself; give a Ray cluster, or run mars-lab study here');
+        }
+        const record = planStudy({
+          preset: req.preset,
+          variants: req.variants?.length ? req.variants : [null],
+          seeds: [...new Set(req.seeds)],
+          sets,
+          where: { kind: 'local', parallel: opts.slots.max },
+        });
+        followHere(record, hostStudyLauncher(opts.launcher, opts.slots, emit));
+        return { study: viewOf(record) };
+      }
       const client = clientFor(req.ray.url, req.ray.tokenEnv);
       const record = planStudy({
         preset: req.preset,
@@ -296,17 +347,37 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
     async stopClusterJob({ studyId, runId }) {
       const live = followed.get(studyId);
       const record = live?.record ?? readStudy(home, studyId);
-      if (record.where.kind !== 'ray') {
-        throw new UserError(`study ${studyId} runs here: stop its runs from their own rows`);
-      }
       const going = record.runs.filter((r) => !FINAL_STATES.has(r.state) && (runId === undefined || r.runId === runId));
       if (runId !== undefined && !record.runs.some((r) => r.runId === runId)) {
         throw new UserError(`runId: study ${studyId} has no run '${runId}'`);
+      }
+      if (record.where.kind !== 'ray' && !live) {
+        throw new UserError(`study ${studyId} runs here, not from this app: stop its runs from their own rows`);
       }
       if (going.length === 0) {
         return {
           stopping: false,
           message: runId ? `run ${runId} has ended` : `every run of study ${studyId} has ended`,
+        };
+      }
+      if (record.where.kind !== 'ray') {
+        const waiting = going.filter((r) => r.state === 'pending').length;
+        if (runId !== undefined) {
+          const asked = live!.stopRun!(runId);
+          return {
+            stopping: asked,
+            message: !asked
+              ? `run ${runId} has ended`
+              : waiting
+                ? `run ${runId} will not start`
+                : `stopping run ${runId} after its current step (a checkpoint is written first)`,
+          };
+        }
+        live!.stop();
+        const runningNow = going.length - waiting;
+        return {
+          stopping: true,
+          message: `stopping ${runningNow} run${runningNow === 1 ? '' : 's'} after the current step (each checkpoints first)${waiting ? `; ${waiting} waiting will not start` : ''}`,
         };
       }
       if (live && runId === undefined) {
@@ -371,7 +442,8 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
       closed = true;
       const all = [...followed.values()];
       for (const f of all) f.detach.abort();
-      await Promise.all(all.map((f) => f.done));
+      // a study here is held (its running processes go on, in their run folders), not waited for
+      await Promise.all(all.filter((f) => f.client).map((f) => f.done));
       followed.clear();
     },
   };

@@ -373,10 +373,11 @@ export const apiSchemas = {
     response: z.object({ variants: z.array(z.string()) }),
   },
   /**
-   * Submits a study (the preset, its config as edited on the form, variants × seeds) as one Ray job per run through the
-   * same engine/studies code as `mars-lab study --ray`; answers once the cluster has answered and the study is recorded
-   * (its runs are submitted next, each change a studyChanged event). An unreachable cluster or a bad variant is refused
-   * in one line, with nothing recorded.
+   * Starts a study (the preset, its config as edited on the form, variants × seeds) through the same engine/studies code
+   * as `mars-lab study`: with `ray`, one Ray job per run (as `--ray`), answering once the cluster has answered and the
+   * study is recorded; without it, here, each run a process of the host's launcher within its worker limit (as a single
+   * run). Each change is a studyChanged event. An unreachable cluster or a bad variant is refused in one line, with
+   * nothing recorded.
    */
   startStudy: {
     request: launchSchema.extend({
@@ -391,7 +392,7 @@ export const apiSchemas = {
         )
         .min(1)
         .max(1000),
-      ray: rayTargetSchema,
+      ray: rayTargetSchema.optional(),
     }),
     response: z.object({ study: studyViewSchema }),
   },

@@ -147,8 +147,8 @@ export async function createHost(opts: HostOptions): Promise<Host> {
   const running = new Map<string, Launched>();
   const slots = new WorkerSlots(opts.maxWorkers ?? defaultMaxWorkers());
   const roots = allowedRoots(home);
-  // Studies on a Ray cluster (clusterMethods.ts): its methods, and its following of the jobs' logs.
-  const cluster = createClusterHost({ home, presetsDir, roots, broadcast });
+  // Studies (clusterMethods.ts): on a Ray cluster, its jobs' logs followed; here, its runs through this launcher and slots.
+  const cluster = createClusterHost({ home, presetsDir, roots, broadcast, launcher: opts.launcher, slots });
 
   const dirOf = (runId: string): string => {
     const dir = runDir(home, runId);

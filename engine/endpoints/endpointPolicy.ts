@@ -106,6 +106,11 @@ export class EndpointPolicy {
     const s = this.o.source;
     if (s.instructions !== 'auto') return s.instructions;
     if (!this.o.dialect) return 'none';
+    // The listing's verdict is journaled like an answer: a resumed evaluation asks the same way without asking again.
+    const j = this.o.journal;
+    const key = j?.keyOf({ endpoint: this.identity(), instructions: 'auto' });
+    const kept = key ? j!.lookup(key)?.text : undefined;
+    if (kept === 'none' || kept === 'chat') return kept;
     const models = await this.client.listModels(this.o.signal);
     if (models === null) {
       this.o.onWarning?.(
@@ -113,8 +118,13 @@ export class EndpointPolicy {
       );
       return 'none';
     }
-    const served = models.find((m) => m.id === s.model);
-    return served?.ownedBy === 'mars-lab' ? 'none' : 'chat';
+    const mode = models.find((m) => m.id === s.model)?.ownedBy === 'mars-lab' ? 'none' : 'chat';
+    if (key) j!.record(key, { text: mode, finish: 'stop', stopReason: null, tokens: null, logProbs: null });
+    return mode;
+  }
+
+  private identity() {
+    return { baseUrl: this.o.source.baseUrl, model: this.o.source.model, sampling: this.o.source.sampling };
   }
 
   /** One generation per prompt, asked concurrently (the client's limit holds the rest back). */
@@ -203,10 +213,7 @@ export class EndpointPolicy {
   /** An answer from the journal when it holds one (keys as before chats existed: `{ endpoint, ask }`), else asked. */
   private async journaled(what: object, asking: () => Promise<CompletionAnswer>): Promise<CompletionAnswer> {
     const j = this.o.journal;
-    const key = j?.keyOf({
-      endpoint: { baseUrl: this.o.source.baseUrl, model: this.o.source.model, sampling: this.o.source.sampling },
-      ...what,
-    });
+    const key = j?.keyOf({ endpoint: this.identity(), ...what });
     const kept = key ? j!.lookup(key) : undefined;
     if (kept) return kept;
     const answer = await asking();

@@ -174,6 +174,47 @@ describe('"none": the raw prompt, as before instructions existed', () => {
   });
 });
 
+describe('"auto"', () => {
+  it('asks GET /models once, journals the verdict, and a resumed evaluation does not ask again', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-chat-auto-'));
+    try {
+      const file = path.join(dir, 'requests.jsonl');
+      const s = await scripted('vllm', () => chatReply('sort'));
+      const opts = { maxNewTokens: 12, temperature: 0, stopTokens: [fmt.eos], rng: new Rng(1) };
+      const prompts = [fmt.prompt(rootPrompt(task)), fmt.prompt(rootPrompt(task))];
+      await policy(s.baseUrl, 'marti', {}, [], new RequestJournal(file)).generate(prompts, opts);
+      expect(s.seen.map((x) => `${x.method} ${x.path}`)).toEqual([
+        'GET /v1/models',
+        'POST /v1/chat/completions',
+        'POST /v1/chat/completions',
+      ]);
+      s.seen.length = 0;
+      const again = policy(s.baseUrl, 'marti', {}, [], new RequestJournal(file));
+      const [g] = await again.generate(prompts, opts);
+      expect(s.seen).toEqual([]); // all replayed, the verdict included
+      expect(await again.instructions()).toBe('chat');
+      expect(g!.program).toBe('sort');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a server without a model list gets raw prompts, with one warning line', async () => {
+    const s = await scripted('vllm', (q) =>
+      q.path === '/v1/completions' ? completionReply(said('sort <eos>')) : undefined,
+    );
+    s.seen.length = 0;
+    const warnings: string[] = [];
+    const p = policy(s.baseUrl.replace('/v1', '/v2'), 'marti', {}, warnings);
+    await expect(p.instructions()).resolves.toBe('none');
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /^MARTI agent alpha: GET .*\/v2\/models did not answer with a model list, so "instructions": "auto" sends raw prompts/,
+      ),
+    ]);
+  });
+});
+
 describe('"chat": MARTI with the language reference, answers read tolerantly', () => {
   it('asks with the reference and a training example, and reads the program out of prose and a fence', async () => {
     const target = task.target;

@@ -41,14 +41,17 @@ function formatGpu(g: GpuLibraries): string[] {
 }
 
 /**
- * Which GPU rung fits a current NVIDIA machine (issue 16). webgpu needs only the driver's Vulkan side; the tensorflow
- * GPU build is pinned to a CUDA generation that current GPUs and drivers have left behind.
+ * Which GPU rung fits a current NVIDIA machine (issue 16), and why the ladder tries webgpu before tensorflow. webgpu needs
+ * only the driver's Vulkan side; the tensorflow GPU build is pinned to a CUDA generation that current GPUs and drivers
+ * have left behind, and is no dependency of mars-lab (its installer downloads libtensorflow from outside the registry).
  */
 export const GPU_RUNG =
-  'GPU rung: webgpu (Dawn, inside the `webgpu` npm package, headless over the Vulkan driver) is the one for a current NVIDIA GPU: ' +
+  'GPU rung: webgpu (Dawn, inside the `webgpu` npm package, headless over the Vulkan driver) is the one for a current NVIDIA GPU, ' +
+  'and the ladder tries it before tensorflow: ' +
   "it needs the driver's Vulkan ICD (nvidia_icd.json) and libvulkan1, and in a container NVIDIA_DRIVER_CAPABILITIES including graphics. " +
   'The tensorflow GPU build (@tensorflow/tfjs-node-gpu 4.22, last released 2024-10) needs libtensorflow 2.9.1 with CUDA 11.2 and cuDNN 8.1 ' +
-  'and has no machine code for Hopper or Blackwell GPUs';
+  'and has no machine code for Hopper or Blackwell GPUs; it is no dependency of mars-lab: `npm install @tensorflow/tfjs-node-gpu@4.22.0` adds it ' +
+  "(its installer downloads libtensorflow from storage.googleapis.com). Without a GPU, `--backend webgpu` runs on Mesa's llvmpipe (software, slower than wasm)";
 
 /** A tensorflow attempt that failed because its install script never fetched libtensorflow: say so in plain words. */
 function explainAttempt(a: BackendReport['attempts'][number]): string {

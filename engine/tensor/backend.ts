@@ -1,8 +1,13 @@
 /**
  * The one place that chooses and initialises a TensorFlow.js backend (docs/architecture.md "Backends").
  *
- * Ladder, first that loads wins: tensorflow (tfjs-node-gpu, then tfjs-node) → webgpu (a hardware adapter) → wasm → cpu.
- * Every rung that was not taken is reported with the reason, so `doctor`, run.json and the UI can say why.
+ * Ladder, first that loads wins: webgpu (a hardware adapter) → tensorflow (tfjs-node-gpu, then tfjs-node) → wasm → cpu.
+ * webgpu ranks first: Dawn runs over the GPU driver's Vulkan side, while tfjs-node-gpu is tied to libtensorflow 2.9.1 with
+ * CUDA 11.2 / cuDNN 8.1, has no machine code for Hopper or Blackwell GPUs and has not been released since 2024-10 (issue
+ * 16); tfjs-node(-gpu) is no dependency of mars-lab, only used where a user installed it. Forced with --backend webgpu,
+ * a machine without a GPU gets Mesa's software rasteriser (llvmpipe) through Dawn's OpenGL backend, which is how the
+ * numerics tests run the webgpu kernels in CI. Every rung that was not taken is reported with the reason, so `doctor`,
+ * run.json and the UI can say why.
  */
 import * as tf from '@tensorflow/tfjs';
 import fs from 'node:fs';
@@ -14,7 +19,8 @@ import { configureNativeKernels, type NativeKernelReport, type NativeOptions } f
 
 export { tf };
 
-export const BACKENDS = ['tensorflow', 'webgpu', 'wasm', 'cpu'] as const;
+/** The ladder, in the order it is walked. */
+export const BACKENDS = ['webgpu', 'tensorflow', 'wasm', 'cpu'] as const;
 export type BackendName = (typeof BACKENDS)[number];
 
 export type AttemptStatus = 'chosen' | 'not-installed' | 'no-adapter' | 'software-adapter' | 'failed' | 'not-tried';
@@ -112,6 +118,17 @@ function cudaHint(): string {
     : ` — ${CUDA_REQUIREMENT}; all of them were found here, so the error lies elsewhere`;
 }
 
+/**
+ * Why tfjs-node(-gpu) is absent: mars-lab does not depend on it (its installer downloads libtensorflow from Google's
+ * storage, outside the npm registry, and failed every offline `npm ci`), and how a user who wants it adds it.
+ */
+export const TENSORFLOW_NOT_INSTALLED = (pkg: string) =>
+  `not installed: no dependency of mars-lab (its installer downloads libtensorflow from outside the npm registry). ` +
+  `Add it with 'npm install ${pkg}@4.22.0' where that download works` +
+  (pkg.endsWith('-gpu')
+    ? '; for a current NVIDIA GPU webgpu is the rung (this build needs CUDA 11.2 and cuDNN 8.1 and has no machine code for Hopper or Blackwell)'
+    : '');
+
 async function tryTensorflow(attempts: BackendAttempt[]): Promise<boolean> {
   for (const pkg of ['@tensorflow/tfjs-node-gpu', '@tensorflow/tfjs-node']) {
     try {
@@ -132,8 +149,7 @@ async function tryTensorflow(attempts: BackendAttempt[]): Promise<boolean> {
           backend: 'tensorflow',
           package: pkg,
           status: 'not-installed',
-          detail:
-            'not installed (an optional dependency whose installer downloads libtensorflow from outside the npm registry; absent where that download was not possible)',
+          detail: TENSORFLOW_NOT_INSTALLED(pkg),
         });
       } else {
         // A shared library that would not load (libtensorflow itself, or a CUDA/cuDNN library it links) is the usual
@@ -150,41 +166,81 @@ async function tryTensorflow(attempts: BackendAttempt[]): Promise<boolean> {
 
 const SOFTWARE_ADAPTER = /llvmpipe|lavapipe|swiftshader|softpipe|software/i;
 
+interface GpuLike {
+  requestAdapter: (opts?: { powerPreference?: string; featureLevel?: string }) => Promise<GpuAdapterLike | null>;
+}
+
 interface DawnModule {
-  create: (opts: string[]) => {
-    requestAdapter: (opts?: { powerPreference?: string }) => Promise<GpuAdapterLike | null>;
-  };
+  create: (opts: string[]) => GpuLike;
   globals: object;
 }
 
 interface DawnProbe {
-  gpu: unknown;
+  gpu: GpuLike;
   name: string;
   software: boolean;
+  /** How Dawn reached it: its default backend (Vulkan on Linux), or OpenGL in WebGPU's compatibility mode. */
+  via: 'native' | 'opengl';
+}
+
+/** Give up on an adapter request that hangs (a driver that never answers) after this long. */
+const ADAPTER_TIMEOUT_MS = 10_000;
+
+function withTimeout<T>(p: Promise<T | null>): Promise<T | null> {
+  return Promise.race([p, new Promise<null>((resolve) => setTimeout(() => resolve(null), ADAPTER_TIMEOUT_MS).unref())]);
+}
+
+function describeAdapter(adapter: GpuAdapterLike): string {
+  const info = adapter.info ?? {};
+  return [info.vendor, info.architecture, info.device, info.description].filter(Boolean).join(' ') || 'unknown adapter';
 }
 
 /**
- * One Dawn instance per process: tfjs keeps the device it made from the first one, and a second instance (when a
- * process switches back to webgpu) lets the first be garbage-collected under that device, which crashes Dawn's threads.
- * The probe is kept (and the instance with it) whatever its outcome.
+ * One Dawn instance per process and kind: tfjs keeps the device it made from the first one, and a second instance
+ * (when a process switches back to webgpu) lets the first be garbage-collected under that device, which crashes Dawn's
+ * threads. Each probe is kept (and its instance with it) whatever its outcome.
  */
-let dawnProbe: Promise<DawnProbe | null> | null = null;
+let nativeProbe: Promise<DawnProbe | null> | null = null;
+let openglProbe: Promise<DawnProbe | null> | null = null;
+/** Instances that found no adapter are kept too, so that nothing Dawn made is collected while its threads run. */
+const keptInstances: GpuLike[] = [];
 
+/** Dawn's default backend for the platform (Vulkan on Linux): the GPU rung proper. */
 function probeDawn(dawn: DawnModule): Promise<DawnProbe | null> {
-  dawnProbe ??= (async () => {
+  nativeProbe ??= (async () => {
     const gpu = dawn.create([]);
+    keptInstances.push(gpu);
     // The adapter tfjs-backend-webgpu will ask for (a discrete GPU before an integrated or software one).
-    const adapter = await Promise.race([
-      gpu.requestAdapter({ powerPreference: 'high-performance' }),
-      new Promise<null>((resolve) => setTimeout(() => resolve(null), 10_000).unref()),
-    ]);
+    const adapter = await withTimeout(gpu.requestAdapter({ powerPreference: 'high-performance' }));
     if (!adapter) return null;
-    const info = adapter.info ?? {};
-    const name =
-      [info.vendor, info.architecture, info.device, info.description].filter(Boolean).join(' ') || 'unknown adapter';
-    return { gpu, name, software: Boolean(adapter.isFallbackAdapter) || SOFTWARE_ADAPTER.test(name) };
+    const name = describeAdapter(adapter);
+    return { gpu, name, via: 'native', software: Boolean(adapter.isFallbackAdapter) || SOFTWARE_ADAPTER.test(name) };
   })();
-  return dawnProbe;
+  return nativeProbe;
+}
+
+/**
+ * The software adapter for machines without a GPU: Dawn's OpenGL backend over Mesa's llvmpipe, through EGL without a
+ * display (EGL_PLATFORM=surfaceless, unless the environment names another platform). Dawn offers its
+ * OpenGL backend only at WebGPU's compatibility feature level, so every adapter request of this instance (tfjs's own
+ * included) asks for that level. Dawn refuses Mesa's Vulkan rasteriser (lavapipe 22.3 in Debian 12: "Vulkan
+ * shaderUniform*ArrayDynamicIndexing required"), hence OpenGL.
+ */
+function probeDawnOpenGL(dawn: DawnModule): Promise<DawnProbe | null> {
+  openglProbe ??= (async () => {
+    if (process.platform === 'linux' && !findSharedLibrary('libEGL.so.1')) return null;
+    const gpu = dawn.create(['backend=opengl']);
+    keptInstances.push(gpu);
+    const request = gpu.requestAdapter.bind(gpu);
+    gpu.requestAdapter = (opts = {}) => request({ ...opts, featureLevel: 'compatibility' });
+    // Dawn opens the EGL display again for each device, so the variable stays set for the process once needed.
+    process.env.EGL_PLATFORM ??= 'surfaceless';
+    const adapter = await withTimeout(gpu.requestAdapter({ powerPreference: 'high-performance' }));
+    if (!adapter) return null;
+    const name = describeAdapter(adapter);
+    return { gpu, name, via: 'opengl', software: Boolean(adapter.isFallbackAdapter) || SOFTWARE_ADAPTER.test(name) };
+  })();
+  return openglProbe;
 }
 
 interface GpuAdapterLike {
@@ -302,6 +358,9 @@ function chunkWebgpuAddN(): void {
   tf.registerKernel({ ...kernel, kernelFunc, chunked: true } as tf.KernelConfig);
 }
 
+/** Whether the webgpu backend this process set up runs on a software adapter (its kernels then run on CPU threads). */
+let webgpuOnSoftware = false;
+
 async function tryWebgpu(attempts: BackendAttempt[], forced: boolean): Promise<boolean> {
   const record = (status: AttemptStatus, detail: string, pkg = 'webgpu') =>
     attempts.push({ backend: 'webgpu', package: pkg, status, detail });
@@ -310,14 +369,17 @@ async function tryWebgpu(attempts: BackendAttempt[], forced: boolean): Promise<b
     return false;
   }
   const vulkan = vulkanEnvironment();
-  if (process.platform === 'linux' && !vulkan.loader) {
+  const noLoader = process.platform === 'linux' && !vulkan.loader;
+  const hardwareWhy = noLoader
+    ? 'libvulkan.so.1 (the Vulkan loader) was not found, so Dawn can reach no GPU. Install the GPU ' +
+      "vendor's Vulkan driver (NVIDIA: libvulkan1 and the driver's nvidia_icd.json; in a container, " +
+      'NVIDIA_DRIVER_CAPABILITIES must include graphics)'
+    : `Dawn found no GPU adapter (${describeVulkan(vulkan)})`;
+  const softwareHint =
+    "; --backend webgpu also tries a software adapter (Mesa's llvmpipe through Dawn's OpenGL backend), slower than wasm";
+  if (noLoader && !forced) {
     // Loading Dawn anyway would only print a warning on every start.
-    record(
-      'no-adapter',
-      'no hardware adapter: libvulkan.so.1 (the Vulkan loader) was not found, so Dawn can reach no GPU. Install the GPU ' +
-        "vendor's Vulkan driver (NVIDIA: libvulkan1 and the driver's nvidia_icd.json; in a container, " +
-        'NVIDIA_DRIVER_CAPABILITIES must include graphics)',
-    );
+    record('no-adapter', `no hardware adapter: ${hardwareWhy}${softwareHint}`);
     return false;
   }
   let dawn: DawnModule;
@@ -330,12 +392,21 @@ async function tryWebgpu(attempts: BackendAttempt[], forced: boolean): Promise<b
     return false;
   }
   try {
-    const probe = await probeDawn(dawn);
-    if (!probe) {
-      record('no-adapter', `no hardware adapter: Dawn found no GPU adapter (${describeVulkan(vulkan)})`);
+    let probe = noLoader ? null : await probeDawn(dawn);
+    if (!probe && !forced) {
+      record('no-adapter', `no hardware adapter: ${hardwareWhy}${softwareHint}`);
       return false;
     }
-    const { gpu, name, software } = probe;
+    probe ??= await probeDawnOpenGL(dawn);
+    if (!probe) {
+      record(
+        'no-adapter',
+        `no adapter: ${hardwareWhy}; and no software adapter through OpenGL either (Mesa's llvmpipe over EGL needs ` +
+          'libEGL.so.1 and libgl1-mesa-dri: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri)',
+      );
+      return false;
+    }
+    const { gpu, name, software, via } = probe;
     if (!forced && software) {
       record(
         'software-adapter',
@@ -349,7 +420,13 @@ async function tryWebgpu(attempts: BackendAttempt[], forced: boolean): Promise<b
     await import('@tensorflow/tfjs-backend-webgpu');
     chunkWebgpuAddN();
     if (!(await tf.setBackend('webgpu'))) throw new Error('setBackend("webgpu") returned false');
-    record('chosen', `adapter: ${name}`, '@tensorflow/tfjs-backend-webgpu');
+    const how =
+      via === 'opengl'
+        ? ` (${software ? 'software, ' : ''}through Dawn's OpenGL backend at WebGPU's compatibility level, as no ` +
+          `hardware adapter was found: ${hardwareWhy.split(/(?<=[A-Za-z)])\. /)[0]})`
+        : '';
+    webgpuOnSoftware = software;
+    record('chosen', `adapter: ${name}${how}`, '@tensorflow/tfjs-backend-webgpu');
     return true;
   } catch (err) {
     if (isNotInstalled(err, '@tensorflow/tfjs-backend-webgpu')) {
@@ -474,7 +551,12 @@ function describeThreads(chosen: BackendName): { threads: number; threadsDetail:
     case 'tensorflow':
       return { threads: os.cpus().length, threadsDetail: 'libtensorflow uses its own intra-op thread pool' };
     case 'webgpu':
-      return { threads: 1, threadsDetail: 'kernels run on the GPU' };
+      return webgpuOnSoftware
+        ? {
+            threads: os.cpus().length,
+            threadsDetail: "a software adapter: the kernels run on the rasteriser's CPU threads",
+          }
+        : { threads: 1, threadsDetail: 'kernels run on the GPU' };
   }
 }
 

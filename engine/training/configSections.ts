@@ -350,7 +350,7 @@ export const commonFields = {
   backend: field(
     z.enum(BACKEND_CHOICES).default('auto'),
     'Backend',
-    'TensorFlow.js backend: auto takes the first that loads (tensorflow, webgpu, wasm, cpu); the others force one.',
+    'TensorFlow.js backend: auto takes the first that loads (webgpu on a GPU, tensorflow, wasm, cpu); the others force one.',
   ),
   blasThreads: field(
     z.int().min(1).max(256).default(1),

@@ -1,3 +1,4 @@
+/** Backends in tests: switch to one, probe which load here (and why the others do not), and which a run insists on. */
 import { BACKENDS, BackendUnavailableError, initBackend, tf, type BackendName } from '../../engine/tensor/backend';
 
 /** The backends every gradient test runs on (docs/architecture.md "Backends": wasm lacks some gradient kernels that cpu has). */
@@ -16,7 +17,10 @@ export interface BackendProbe {
   reason: string;
 }
 
-/** Try every backend of the ladder (forced, so a software webgpu adapter counts) and say why the absent ones are. */
+/**
+ * Try every backend of the ladder (forced, so a software webgpu adapter counts: Mesa's llvmpipe through Dawn's OpenGL
+ * backend, which CI installs) and say why the absent ones are.
+ */
 export async function probeBackends(): Promise<BackendProbe[]> {
   const probes: BackendProbe[] = [];
   for (const backend of BACKENDS) {
@@ -60,6 +64,22 @@ export function expectedBackends(env: NodeJS.ProcessEnv = process.env): BackendN
     }
   }
   return names as BackendName[];
+}
+
+/**
+ * For a test of one backend: skip it with the reason where the backend is absent, unless MARS_LAB_EXPECT_BACKENDS names
+ * it (CI names webgpu, on Mesa's software adapter): then the absence fails the test.
+ */
+export function requireBackend(
+  ctx: { skip: (note?: string) => void },
+  probe: BackendProbe,
+  expected: BackendName[] = expectedBackends(),
+): void {
+  if (probe.present) return;
+  if (expected.includes(probe.backend)) {
+    throw new Error(`${probe.backend} is absent but MARS_LAB_EXPECT_BACKENDS names it: ${probe.reason}`);
+  }
+  ctx.skip(probe.reason);
 }
 
 /** Exactly 0 (−0 included, which Object.is-based matchers would reject). */

@@ -1,8 +1,9 @@
 /**
  * The same tiny model trains on every backend present here, and the losses agree with the cpu backend's.
  * Each backend of the ladder has its own test; one that cannot initialise here (tensorflow without libtensorflow,
- * webgpu without an adapter) is skipped with the reason in the test's note, never silently dropped. Backends named in
- * MARS_LAB_EXPECT_BACKENDS (bench/gpu.sh sets webgpu where an NVIDIA Vulkan driver exists) fail instead of skipping.
+ * webgpu without an adapter) is skipped with the reason in the test's note, never silently dropped. webgpu runs here
+ * without a GPU on Mesa's llvmpipe through Dawn's OpenGL backend (libegl1, libegl-mesa0, libgl1-mesa-dri). Backends
+ * named in MARS_LAB_EXPECT_BACKENDS (CI and bench/gpu.sh set webgpu) fail instead of skipping.
  * Then webgpu's AddN past the storage-buffer limit, and `doctor` on a tensorflow GPU build that cannot use CUDA
  * (simulated by a stand-in package).
  */
@@ -20,7 +21,7 @@ import { backendReport, CUDA_LIBRARIES, findSharedLibrary, tf, type BackendName 
 import { cli } from '../../helpers/cli';
 import { fixedSamples } from '../../helpers/fixedSamples';
 import { tinyModel } from '../../helpers/tinyModel';
-import { expectedBackends, probeBackends, useBackend } from '../../helpers/backends';
+import { expectedBackends, probeBackends, requireBackend, useBackend } from '../../helpers/backends';
 
 const STEPS = 8;
 
@@ -90,7 +91,7 @@ describe('training agrees across backends', () => {
 
   for (const probe of probes.filter((p) => p.backend !== 'cpu')) {
     it(`${probe.backend} trains the same model to cpu's losses, gradient norms and logits within float32 tolerance`, async (ctx) => {
-      if (!probe.present) ctx.skip(probe.reason);
+      requireBackend(ctx, probe);
       const ref = await onCpu();
       const r = await trainOn(probe.backend);
       const used = backendReport()!.attempts.find((a) => a.status === 'chosen')!;
@@ -112,7 +113,7 @@ describe('training agrees across backends', () => {
 describe('webgpu kernels that tfjs-backend-webgpu gets wrong on its own', () => {
   const webgpu = probes.find((p) => p.backend === 'webgpu')!;
   it('addN of more tensors than a shader may bind (8 storage buffers by default) equals their sum', async (ctx) => {
-    if (!webgpu.present) ctx.skip(webgpu.reason);
+    requireBackend(ctx, webgpu);
     await useBackend('webgpu');
     for (const n of [7, 8, 20, 70]) {
       const xs = Array.from({ length: n }, (_, i) => tf.fill([3, 5], i + 1));
@@ -137,6 +138,9 @@ describe('doctor on a tensorflow GPU build without CUDA 11.2 / cuDNN 8.1 (simula
   const register = pathToFileURL(path.resolve('tests/helpers/fakeTfjsNodeGpu/register.mjs')).href;
   const env = (mode: 'missing-cudnn' | 'cpu-only') => ({
     MARS_LAB_FAKE_TFJS_NODE_GPU: mode,
+    // No Vulkan driver, so that a GPU on this machine does not take the ladder's first rung before tensorflow.
+    VK_ICD_FILENAMES: '/nonexistent/icd.json',
+    VK_DRIVER_FILES: '/nonexistent/icd.json',
     NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${register}`.trim(),
     LD_LIBRARY_PATH: [libDir, process.env.LD_LIBRARY_PATH].filter(Boolean).join(':'),
   });

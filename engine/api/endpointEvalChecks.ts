@@ -10,18 +10,8 @@
 import { ENV_NAME } from '../endpoints/policySource';
 import { configuredSources } from '../runs/configuredSources';
 import type { ConfigIssue, RunConfig } from '../runs/configSchema';
+import { looksLikeKey } from '../shared/apiKeyText';
 import { pathProblem } from './hostGuards';
-
-/**
- * Whether the text in a key-variable field looks like a key rather than the name of a variable: a known key prefix
- * (sk-, hf_, gsk_…), or long with digits in it and lower- and upper-case letters mixed (a name is one case, or
- * snake_case). Names with other characters than letters, digits and _ are refused by the schema already.
- */
-export function looksLikeKey(text: string): boolean {
-  if (/^(sk|pk|rk|hf|gsk|xai|ghp|gho|github_pat|glpat|AKIA|AIza|key|token)[-_]?[A-Za-z0-9]{8,}/.test(text)) return true;
-  if (text.length >= 20 && /\d/.test(text) && /[a-z]/.test(text) && /[A-Z]/.test(text)) return true;
-  return text.length >= 32 && /\d/.test(text) && /[A-Za-z]/.test(text) && !text.includes('_');
-}
 
 /** The field path of each configured policy source, as configuredSources labels them. */
 function sourceFields(

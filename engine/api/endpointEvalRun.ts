@@ -18,32 +18,28 @@
  */
 import path from 'node:path';
 import { EndpointStopped } from '../endpoints/endpointClient';
-import { evaluateWithEndpoints, type EndpointEval } from '../endpoints/evaluateEndpoints';
+import { evaluateWithEndpoints, usesEndpoints, type EndpointEval } from '../endpoints/evaluateEndpoints';
 import { parseRunConfig, type RunConfig } from '../runs/configSchema';
 import { RUN_FILES } from '../runs/home';
 import { JsonlAppender, truncateTo } from '../runs/jsonl';
-import {
-  acquireRunLock,
-  appendEvent,
-  createRunFolder,
-  readRunMeta,
-  updateStatus,
-  type RunMeta,
-} from '../runs/runFolder';
+import { acquireRunLock, appendEvent, createRunFolder, readRunMeta, updateStatus } from '../runs/runFolder';
 import { SummaryKeeper } from '../runs/summarySidecar';
 import { UserError } from '../userError';
 import { ENGINE_VERSION } from '../version';
 import { endpointEvalProblem } from './endpointEvalChecks';
 
-/** The tag that marks a run folder as an endpoint evaluation (the run page offers Resume without a checkpoint). */
+/** The tag an endpoint evaluation's run gets (the run page offers Resume without a checkpoint for it). */
 export const ENDPOINT_EVAL_TAG = 'endpoint-eval';
 
 /** The step an evaluation's records and metrics are logged at: an evaluation is one step. */
 const EVAL_STEP = 1;
 
-/** Whether a run folder holds an endpoint evaluation (resume goes through here, not through training). */
-export function isEndpointEvalRun(meta: Pick<RunMeta, 'tags'>): boolean {
-  return meta.tags.includes(ENDPOINT_EVAL_TAG);
+/**
+ * Whether a run folder's config is an endpoint evaluation (resume goes through here, not through training): training
+ * with endpoint policies is refused before a run folder exists, so a run whose config names them is an evaluation.
+ */
+export function isEndpointEvalRun(config: RunConfig): boolean {
+  return usesEndpoints(config);
 }
 
 export interface EndpointEvalRunOptions {

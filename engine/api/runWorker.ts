@@ -132,7 +132,7 @@ export async function runWorkerJob(jobText: string): Promise<void> {
       await backendFor(config);
       const stop = stopSignal();
       try {
-        const outcome = isEndpointEvalRun(meta) // an evaluation with endpoint agents: its answered requests replay
+        const outcome = isEndpointEvalRun(config) // an evaluation with endpoint agents: its answered requests replay
           ? await resumeEndpointEvalRun(job.runDir, { signal: stop.signal })
           : await resumeRun(job.runDir, { signal: stop.signal });
         say({ type: 'done', runId: outcome.runId, status: outcome.status, step: outcome.step });

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiSchemas } from '../../engine/api/contract';
+import { apiSchemas, type ApiMethod, type ApiResponse } from '../../engine/api/contract';
 import { callApi } from '../../engine/api/dispatch';
 import { createHost, type Host } from '../../engine/api/host';
 import { nodeRunLauncher } from '../../engine/api/runLauncher';
@@ -47,8 +47,8 @@ function sets(baseUrl: string): string[] {
   ];
 }
 
-async function call<M extends keyof typeof apiSchemas>(method: M, request: unknown) {
-  return apiSchemas[method].response.parse(await callApi(host.handlers, method, request));
+async function call<M extends ApiMethod>(method: M, request: unknown): Promise<ApiResponse<M>> {
+  return apiSchemas[method].response.parse(await callApi(host.handlers, method, request)) as ApiResponse<M>;
 }
 
 /** Polls the run until `pred` holds (bounded: about `seconds`). */

@@ -134,6 +134,8 @@ export function createSocketApi(token: string, onState: (state: ConnectionState)
     attachStudy: call('attachStudy'),
     stopClusterJob: call('stopClusterJob'),
     getClusterLog: call('getClusterLog'),
+    validateEndpointEval: call('validateEndpointEval'),
+    startEndpointEval: call('startEndpointEval'),
     onEvent(listener) {
       listeners.add(listener);
       return () => {

@@ -228,7 +228,8 @@ function probeDawn(dawn: DawnModule): Promise<DawnProbe | null> {
  */
 function probeDawnOpenGL(dawn: DawnModule): Promise<DawnProbe | null> {
   openglProbe ??= (async () => {
-    if (process.platform === 'linux' && !findSharedLibrary('libEGL.so.1')) return null;
+    // Dawn opens EGL by its unversioned name, which only the development package (libegl-dev) provides.
+    if (process.platform === 'linux' && !findSharedLibrary('libEGL.so')) return null;
     const gpu = dawn.create(['backend=opengl']);
     keptInstances.push(gpu);
     const request = gpu.requestAdapter.bind(gpu);
@@ -401,8 +402,8 @@ async function tryWebgpu(attempts: BackendAttempt[], forced: boolean): Promise<b
     if (!probe) {
       record(
         'no-adapter',
-        `no adapter: ${hardwareWhy}; and no software adapter through OpenGL either (Mesa's llvmpipe over EGL needs ` +
-          'libEGL.so.1 and libgl1-mesa-dri: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri)',
+        `no adapter: ${hardwareWhy}; and no software adapter through OpenGL either (Mesa's llvmpipe over EGL: Dawn ` +
+          "opens libEGL.so, the unversioned name, and Mesa's swrast driver: apt-get install libegl-dev libgl1-mesa-dri)",
       );
       return false;
     }

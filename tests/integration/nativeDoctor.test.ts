@@ -1,6 +1,6 @@
 /**
  * `doctor`'s words on the GPU rungs (issue 16), run as a user runs it: which rung suits a current NVIDIA GPU and what
- * it needs, and a tensorflow package that npm installed without its libtensorflow (its install script's download
+ * it needs, that the ladder tries it first, how to add the tensorflow build (no dependency of mars-lab), and a tensorflow package that npm installed without its libtensorflow (its install script's download
  * failed or was skipped, as on every offline `npm ci`) said in plain words rather than only as a missing file.
  */
 import fs from 'node:fs';
@@ -20,6 +20,8 @@ describe('doctor on the GPU rungs', () => {
     expect(line).toMatch(
       /tfjs-node-gpu 4\.22, last released 2024-10\) needs libtensorflow 2\.9\.1 with CUDA 11\.2 and cuDNN 8\.1 and has no machine code for Hopper or Blackwell/,
     );
+    expect(line).toMatch(/the ladder tries it before tensorflow/);
+    expect(line).toMatch(/no dependency of mars-lab: `npm install @tensorflow\/tfjs-node-gpu@4\.22\.0` adds it/);
   });
 
   it('a tensorflow package installed without its native binding is explained, where this machine has one', async (ctx) => {

@@ -2,7 +2,7 @@
  * The same tiny model trains on every backend present here, and the losses agree with the cpu backend's.
  * Each backend of the ladder has its own test; one that cannot initialise here (tensorflow without libtensorflow,
  * webgpu without an adapter) is skipped with the reason in the test's note, never silently dropped. webgpu runs here
- * without a GPU on Mesa's llvmpipe through Dawn's OpenGL backend (libegl1, libegl-mesa0, libgl1-mesa-dri). Backends
+ * without a GPU on Mesa's llvmpipe through Dawn's OpenGL backend (libegl-dev, libgl1-mesa-dri). Backends
  * named in MARS_LAB_EXPECT_BACKENDS (CI and bench/gpu.sh set webgpu) fail instead of skipping.
  * Then webgpu's AddN past the storage-buffer limit, and `doctor` on a tensorflow GPU build that cannot use CUDA
  * (simulated by a stand-in package).

@@ -91,8 +91,8 @@ if [[ -z "$VK_LOADER" || -z "$NV_ICD" ]]; then
   say "webgpu needs both (Dawn reaches the GPU through Vulkan); without them it will report no hardware adapter." \
       "In a container the NVIDIA runtime provides them only with NVIDIA_DRIVER_CAPABILITIES including 'graphics'."
 fi
-say "tensorflow backend: @tensorflow/tfjs-node-gpu is not in the kit: its installer downloads libtensorflow from outside" \
-    "the npm registry, which the kit's build machine cannot reach (and it wants CUDA 11.2 / cuDNN 8.1). Not tried here."
+say "tensorflow backend: @tensorflow/tfjs-node-gpu is no dependency of mars-lab and not in the kit: its installer downloads" \
+    "libtensorflow from outside the npm registry (and it wants CUDA 11.2 / cuDNN 8.1, no Hopper/Blackwell code). Not tried here."
 
 # --- Node.js and node_modules from the kit ---------------------------------------------------------------------
 KIT="$ROOT/bench/gpu-kit"
@@ -172,7 +172,7 @@ if (( REHEARSAL )); then
   say "CPU rehearsal: the bench runs on wasm, tiny only, one repeat: these are not GPU figures"
   bench wasm tiny 120 --repeats 1 --batch 4 --seq 16 --new-tokens 8 || FAILED=1
   BENCHED=wasm
-elif (( WEBGPU )) && grep -q '"status": "software-adapter"' "$OUT/doctor.json" && [[ -z "${GPU_SH_BENCH_SOFTWARE:-}" ]]; then
+elif (( WEBGPU )) && { grep -q '"status": "software-adapter"' "$OUT/doctor.json" || grep -q '(software, ' "$OUT/doctor-webgpu.json"; } && [[ -z "${GPU_SH_BENCH_SOFTWARE:-}" ]]; then
   say "webgpu loads only on a software adapter (see doctor.json): not benched (GPU_SH_BENCH_SOFTWARE=1 benches it anyway)"
 elif (( WEBGPU )); then
   for s in tiny:70 small:110 medium:170; do
@@ -197,7 +197,7 @@ fi
   echo "- GPU: $([[ $GPU == 1 ]] && timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1 || echo 'none (nvidia-smi absent or failed)')"
   echo "- Vulkan loader: ${VK_LOADER:-not found}; NVIDIA Vulkan manifest: ${NV_ICD:-not found}"
   echo "- webgpu: $( (( WEBGPU )) && node -p 'require(process.argv[1]).attempts.find(a=>a.status==="chosen").detail' "$OUT/doctor-webgpu.json" || grep -m1 -o "is not available: .*" "$OUT/doctor-webgpu.log" | sed 's/^is not available: //; s/ Run .npx mars-lab doctor.*//' || echo 'did not load')"
-  echo "- tensorflow: $( (( TENSORFLOW )) && echo loads || echo 'not in the kit (tfjs-node-gpu cannot be installed where the kit is made)')"
+  echo "- tensorflow: $( (( TENSORFLOW )) && echo loads || echo 'not in the kit (tfjs-node-gpu is no dependency; it cannot be installed where the kit is made)')"
   echo; echo "| step | status | seconds |"; echo "|---|---|---|"
   awk -F'\t' '{ printf "| %s | %s | %s |\n", $1, $2, $3 }' "$OUT/steps.tsv"
   echo; echo "## numerics tests"; echo; echo '```'

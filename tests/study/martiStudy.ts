@@ -9,28 +9,34 @@
  *                                      docs/results/marti.parts/<arm>.json and the report is rebuilt from every part
  *                                      there, so arms can run in parallel processes (wasm uses one core each)
  *   [--report]                         only rebuild the report from the parts
+ *   [--tplus 0]                        leave T+ out of the final evaluations (a pilot's shortcut)
+ *   [--parts DIR]                      where the parts go (default docs/results/marti.parts beside --out)
  *
- * The presets marti-single, marti-homo and marti-hetero give the configurations; only seed, budget, evaluation items
- * and cadences are changed here, and the command line written into the report says by how much.
+ * The presets marti-single, marti-homo and marti-hetero give the configurations (and, named with --arms,
+ * marti-hetero-bases: two agents from two different base models, marti-homo-updates: the update-count control); only
+ * seed, budget, evaluation items and cadences are changed here, and the command line written into the report says by
+ * how much. Each seed is trained by the trainer directly (no run folder) and evaluated once at the end.
+ *
+ * Issue 17: every evaluation keeps its per-problem outcomes (problem id, world, private score per mode; the base's
+ * too, and a random program's chance per problem: tests/study/martiItems.ts), and the claims are decided on seeds
+ * and on items together (engine/metrics/clustered.ts): seed-level exact permutation tests, and sign-flip tests over
+ * worlds on the paired per-problem differences, a claim holding only when both reject.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadCheckpoint } from '../../engine/model/checkpoint';
-import { marti } from '../../engine/marti/trainer';
+import {
+  createMartiTrainer,
+  evaluateMartiDetailed,
+  heldoutTasks,
+  taskSpec,
+  type MartiEvalDetail,
+} from '../../engine/marti/trainer';
 import type { MartiConfig } from '../../engine/marti/configSchema';
 import { resolvePresetConfig } from '../../engine/runs/presets';
-import { startRun } from '../../engine/runs/runLoop';
-import { runFilePaths } from '../../engine/runs/runFolder';
 import { initBackend } from '../../engine/tensor/backend';
-import {
-  allOf,
-  claimLine,
-  DEFAULT_ALPHA,
-  seedsVerdict,
-  shiftVerdict,
-  type VerdictResult,
-} from '../../engine/metrics/verdict';
+import { itemScores, martiWorld, randomProgramChance } from './martiItems';
+import { claimsTableLines, partSchema, pairedTableLines, perArmTableLines, type Part, type Row } from './martiReport';
 
 function arg(name: string, dflt: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -42,29 +48,24 @@ const seeds = Number(arg('seeds', '3'));
 const items = Number(arg('items', '32'));
 const basePath = arg('base', 'resources/marti/base-tiny');
 const out = arg('out', 'docs/results/marti.md');
+const tplusOn = arg('tplus', '1') !== '0';
 const ALL_ARMS = [
   { name: 'single (GRPO)', preset: 'marti-single' },
   { name: 'homogeneous', preset: 'marti-homo' },
   { name: 'heterogeneous', preset: 'marti-hetero' },
+  { name: 'heterogeneous, different bases', preset: 'marti-hetero-bases' },
+  { name: 'homogeneous, update-matched', preset: 'marti-homo-updates' },
 ] as const;
-const chosen = arg('arms', ALL_ARMS.map((a) => a.preset).join(',')).split(',');
+const DEFAULT_ARMS = ['marti-single', 'marti-homo', 'marti-hetero'];
+const chosen = arg('arms', DEFAULT_ARMS.join(',')).split(',');
+for (const c of chosen) {
+  if (!ALL_ARMS.some((a) => a.preset === c)) {
+    throw new Error(`--arms: ${c} is not one of ${ALL_ARMS.map((a) => a.preset).join(', ')}`);
+  }
+}
 const ARMS = ALL_ARMS.filter((a) => chosen.includes(a.preset));
 const reportOnly = process.argv.includes('--report');
-const partsDir = path.join(path.dirname(out), 'marti.parts');
-type Row = { name: string; metrics: Record<string, number[]>; seconds: number[] };
-interface Part {
-  arm: string;
-  cmd: string;
-  steps: number;
-  seeds: number;
-  items: number;
-  temperature?: number;
-  backend: string;
-  machine: string;
-  minutes: number;
-  base: Row;
-  trained: Row;
-}
+const partsDir = arg('parts', path.join(path.dirname(out), 'marti.parts'));
 
 const MAIN = ['pass1', 'pass1Greedy', 'pass1MCTS', 'bestOfTree', 'tplus.pass1', 'tplus.bestOfTree'] as const;
 const DIVERSITY = [
@@ -88,7 +89,7 @@ function sets(seed: number): string[] {
     `budget.steps=${steps}`,
     'eval.every=0',
     `eval.items=${items}`,
-    'marti.tplus.enabled=true',
+    `marti.tplus.enabled=${tplusOn}`,
     `checkpoint.every=${steps}`,
     'checkpoint.keep=1',
     `model.from={"kind":"checkpoint","path":"${basePath}"}`,
@@ -111,53 +112,79 @@ function machine(backend: string): string {
   return `${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}, Node ${process.version}, TensorFlow.js backend ${backend}`;
 }
 
-async function runArm(arm: (typeof ALL_ARMS)[number], home: string, backend: string, cmd: string): Promise<Part> {
+/** The figures of one evaluation: every metric as a one-value list, and the per-problem scores. */
+function evalFigures(detail: MartiEvalDetail): { metrics: Record<string, number>; items: Record<string, number[]> } {
+  return { metrics: detail.result.metrics, items: itemScores(detail) };
+}
+
+/** Evaluates the models a trainer holds (the base: every parameter set's initial weights; or after training). */
+async function evaluateTrainer(
+  cfg: MartiConfig,
+  trainer: Awaited<ReturnType<typeof createMartiTrainer>>,
+): Promise<ReturnType<typeof evalFigures>> {
+  const models = new Map(trainer.parameterSets.map((s) => [s.id, s.model]));
+  return evalFigures(await evaluateMartiDetailed(cfg, models, { tplus: cfg.marti.tplus.enabled }));
+}
+
+async function runArm(arm: (typeof ALL_ARMS)[number], backend: string, cmd: string): Promise<Part> {
   const t0 = Date.now();
-  // The base model, evaluated as this configuration evaluates (single = one agent; homo/hetero = two role prompts).
+  // The base, evaluated as this configuration evaluates (single = one agent; homo/hetero = two role prompts), with
+  // each parameter set's own initial weights (marti-hetero-bases: two different checkpoints).
   const cfg0 = resolvePresetConfig(arm.preset, sets(0)) as MartiConfig;
-  const { model } = await loadCheckpoint(basePath);
+  const tasks = heldoutTasks(cfg0);
   const s0 = Date.now();
-  const b = await marti.evaluate(cfg0, model);
-  model.dispose();
+  const fresh = await createMartiTrainer(cfg0);
+  let b: ReturnType<typeof evalFigures>;
+  try {
+    b = await evaluateTrainer(cfg0, fresh);
+  } finally {
+    fresh.dispose();
+  }
   const base: Row = {
     name: `base (evaluated as ${arm.preset})`,
     metrics: Object.fromEntries(Object.entries(b.metrics).map(([k, v]) => [k, [v]])),
     seconds: [(Date.now() - s0) / 1000],
   };
   console.log(
-    `base as ${arm.preset}: pass1 ${b.metrics.pass1} bestOfTree ${b.metrics.bestOfTree} tplus ${b.metrics['tplus.pass1']}`,
+    `base as ${arm.preset}: pass1 ${b.metrics.pass1} bestOfTree ${b.metrics.bestOfTree} tplus ${b.metrics['tplus.pass1']} (${base.seconds[0]} s)`,
   );
   const metrics: Record<string, number[]> = {};
   const seconds: number[] = [];
+  const seedItems: Record<string, number[]>[] = [];
+  const load: number[] = [];
   for (let seed = 1; seed <= seeds; seed++) {
-    const cfg = resolvePresetConfig(arm.preset, sets(seed));
+    const cfg = resolvePresetConfig(arm.preset, sets(seed)) as MartiConfig;
     const s = Date.now();
-    const r = await startRun(home, cfg);
+    const trainer = await createMartiTrainer(cfg);
+    const lines: Record<string, number>[] = [];
+    let ev: ReturnType<typeof evalFigures>;
+    try {
+      while (trainer.step < cfg.budget.steps) {
+        const st = Date.now();
+        const { metrics: m } = await trainer.trainStep();
+        lines.push({ ...m, stepSeconds: (Date.now() - st) / 1000 });
+        load.push(os.loadavg()[0]!);
+        console.log(
+          `${arm.preset} seed ${seed} step ${trainer.step}: reward ${m.reward?.toFixed(3)} (${lines.at(-1)!.stepSeconds} s, load ${load.at(-1)!.toFixed(1)})`,
+        );
+      }
+      ev = await evaluateTrainer(cfg, trainer);
+    } finally {
+      trainer.dispose();
+    }
     seconds.push((Date.now() - s) / 1000);
-    const lines = fs
-      .readFileSync(runFilePaths(r.dir).metrics, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as Record<string, number>);
-    const last = lines.at(-1)!;
-    for (const [k, v] of Object.entries(last)) if (k.startsWith('eval.')) (metrics[k.slice(5)] ??= []).push(v);
+    for (const [k, v] of Object.entries(ev.metrics)) (metrics[k] ??= []).push(v);
+    seedItems.push(ev.items);
     const k5 = Math.min(5, lines.length);
     (metrics['train.rewardFirst5'] ??= []).push(stats(lines.slice(0, k5).map((l) => l.reward!)).m);
     (metrics['train.rewardLast5'] ??= []).push(stats(lines.slice(-k5).map((l) => l.reward!)).m);
-    (metrics['train.stepSeconds'] ??= []).push(
-      stats(
-        lines.map(
-          (l) =>
-            ((l['timing.selectionMs'] ?? 0) +
-              (l['timing.generationMs'] ?? 0) +
-              (l['timing.testMs'] ?? 0) +
-              (l['timing.updateMs'] ?? 0)) /
-            1000,
-        ),
-      ).m,
-    );
+    (metrics['train.stepSeconds'] ??= []).push(stats(lines.map((l) => l.stepSeconds!)).m);
+    // optimiser steps per parameter set over the run (the update-count control compares these)
+    for (const key of Object.keys(lines[0] ?? {}).filter((k) => k.startsWith('optimizerSteps'))) {
+      (metrics[`train.${key}`] ??= []).push(lines.reduce((t, l) => t + (l[key] ?? 0), 0));
+    }
     console.log(
-      `${arm.preset} seed ${seed}: pass1 ${last['eval.pass1']} bestOfTree ${last['eval.bestOfTree']} tplus ${last['eval.tplus.pass1']} (${seconds.at(-1)} s)`,
+      `${arm.preset} seed ${seed}: pass1 ${ev.metrics.pass1} bestOfTree ${ev.metrics.bestOfTree} tplus ${ev.metrics['tplus.pass1']} (${seconds.at(-1)} s)`,
     );
   }
   return {
@@ -172,86 +199,59 @@ async function runArm(arm: (typeof ALL_ARMS)[number], home: string, backend: str
     minutes: (Date.now() - t0) / 60000,
     base,
     trained: { name: arm.name, metrics, seconds },
+    itemIds: tasks.map((t) => t.id),
+    worlds: tasks.map(martiWorld),
+    chance: randomProgramChance(tasks, taskSpec(cfg0)),
+    baseItems: b.items,
+    seedItems,
+    load,
   };
 }
 
-/**
- * The paper's claims, each decided by a one-sided test at α (engine/metrics/verdict.ts): arm against arm by an exact
- * permutation test over seeds; an arm against its base (one deterministic figure) by a sign-flip test on the seeds'
- * gains. Never a bare comparison of means.
- */
-function claimLines(parts: Part[]): string[] {
-  const arm = (preset: string) => parts.find((p) => p.arm === preset);
-  const seedsOf = (preset: string, k: string) => arm(preset)?.trained.metrics[k] ?? [];
-  const avg = (xs: number[]) => (xs.length ? stats(xs).m.toFixed(3) : '–');
-  /** `hi` beats `lo` on metric k for every consecutive pair of presets (an ordering lo < … < hi). */
-  const order = (text: string, presets: string[], k: string) => {
-    const have = presets.every((p) => seedsOf(p, k).length > 0);
-    const short = (p: string) => p.replace('marti-', '');
-    const pairs: (VerdictResult & { label: string })[] = have
-      ? presets.slice(1).map((p, i) => ({
-          ...seedsVerdict(seedsOf(p, k), seedsOf(presets[i]!, k)),
-          label: `${short(p)} > ${short(presets[i]!)}`,
-        }))
-      : [];
-    const figures = presets.map((p) => `${short(p)} ${avg(seedsOf(p, k))}`).join(', ');
-    return claimLine(
-      text,
-      have ? (pairs.length === 1 ? pairs[0]! : allOf(pairs)) : null,
-      have ? figures : 'arm not run',
-    );
-  };
-  const overBase = (preset: string) => {
-    const a = arm(preset);
-    const b = a?.base.metrics.pass1?.[0];
-    const xs = seedsOf(preset, 'pass1');
-    const text = `${preset} beats its base on held-out pass@1`;
-    if (!a || b === undefined || !xs.length) return claimLine(text, null, 'arm not run');
-    return claimLine(text, shiftVerdict(xs.map((x) => x - b)), `${b.toFixed(3)} → ${avg(xs)}`);
-  };
-  return [
-    "## The paper's claims, as measured",
-    '',
-    `Each claim is decided by a one-sided test at α = ${DEFAULT_ALPHA}: **holds** when the test in the claim's direction rejects, **does not hold** when the test against it rejects, **inconclusive** when neither does. An ordering holds only when each of its comparisons does.`,
-    '',
-    order(
-      'Heterogeneous beats homogeneous beats single-agent GRPO on held-out pass@1',
-      ['marti-single', 'marti-homo', 'marti-hetero'],
-      'pass1',
-    ),
-    order('The same order under T+ (T+ pass@1)', ['marti-single', 'marti-homo', 'marti-hetero'], 'tplus.pass1'),
-    order(
-      'Diversity rises from single to homogeneous to heterogeneous (within-tree edit distance)',
-      ['marti-single', 'marti-homo', 'marti-hetero'],
-      'div.editDistance',
-    ),
-    ...ALL_ARMS.map((a) => overBase(a.preset)),
-    '',
-  ];
-}
+const ITEM_TABLE_MODES = ['pass1', 'pass1MCTS', 'bestOfTree', 'tplus.pass1'];
+const PAIRS: [string, string][] = [
+  ['marti-homo', 'marti-single'],
+  ['marti-hetero', 'marti-homo'],
+  ['marti-hetero-bases', 'marti-homo'],
+  ['marti-hetero-bases', 'marti-homo-updates'],
+  ['marti-hetero-bases', 'marti-hetero'],
+  ['marti-homo', 'marti-homo-updates'],
+];
 
 function writeReport(): void {
   const parts = ALL_ARMS.map((a) => path.join(partsDir, `${a.preset}.json`))
     .filter((f) => fs.existsSync(f))
-    .map((f) => JSON.parse(fs.readFileSync(f, 'utf8')) as Part);
+    .map((f) => {
+      const r = partSchema.safeParse(JSON.parse(fs.readFileSync(f, 'utf8')));
+      if (!r.success) {
+        throw new Error(`${f}: not a study part (${r.error.issues[0]?.message ?? 'invalid'}); re-run its arm`);
+      }
+      return r.data;
+    });
   if (!parts.length) throw new Error(`no study parts in ${partsDir}`);
   const rows: Row[] = [...parts.map((p) => p.base), ...parts.map((p) => p.trained)];
   const cmds = [...new Set(parts.map((p) => p.cmd))];
   const p0 = parts[0]!;
+  const loads = parts.flatMap((p) => p.load ?? []);
+  const perArm = perArmTableLines(parts, ITEM_TABLE_MODES);
+  const paired = pairedTableLines(parts, PAIRS, ['pass1', 'bestOfTree']);
   const lines: string[] = [
     '# MARTI-MARS² study (`npm run study:marti`)',
     '',
     `Command${cmds.length > 1 ? 's (arms run as parallel processes, one core each)' : ''}: ${cmds.map((c) => `\`${c}\``).join('; ')}. Steps ${p0.steps}, seeds ${p0.seeds}, ${p0.items} held-out tasks, base ${basePath}.`,
-    `Machine: ${p0.machine}; shared with other jobs while it ran. Date: ${new Date().toISOString().slice(0, 10)}. Minutes per arm: ${parts.map((p) => `${p.arm} ${p.minutes.toFixed(1)}`).join(', ')}.`,
+    `Machine: ${p0.machine}; shared with other jobs while it ran${loads.length ? ` (1-minute load average during training ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}, mean ${stats(loads).m.toFixed(1)})` : ''}. Date: ${new Date().toISOString().slice(0, 10)}. Minutes per arm: ${parts.map((p) => `${p.arm} ${p.minutes.toFixed(1)}`).join(', ')}.`,
     '',
-    'Each configuration is its preset (marti-single = vanilla GRPO, no tree; marti-homo = two role prompts, one parameter set; marti-hetero = two parameter sets), trained from the same base checkpoint with only seed, steps and evaluation size changed. Figures are mean ± sample sd over seeds of the final evaluation; the base rows are one deterministic evaluation. All evaluation is on held-out tasks (targets never trained on), scored on private tests.',
+    'Each configuration is its preset (marti-single = vanilla GRPO, no tree; marti-homo = two role prompts, one parameter set; marti-hetero = two parameter sets; marti-hetero-bases = two parameter sets from two different base models; marti-homo-updates = marti-homo with half as many optimiser steps), trained with only seed, steps and evaluation size changed. Figures are mean ± sample sd over seeds of the final evaluation; the base rows are one deterministic evaluation. All evaluation is on held-out tasks (targets never trained on), scored on private tests.',
     '',
     `- **pass1**: one program per task, sampled at the presets' evaluation temperature (eval.temperature ${p0.temperature ?? 0}${(p0.temperature ?? 0) > 0 ? ', as training samples' : ', greedy'}), its private-test pass rate (§3.9 plain accuracy). **pass1Greedy**: the same, decoded greedily.`,
     '- **pass1MCTS**: an 8-node tree per task; the node with the best public score, its private score (§3.9).',
     '- **bestOfTree**: the best private score in the 8-node tree (§3.9 passN). For marti-single the 8 nodes are independent samples (no tree).',
     '- **tplus.***: T+ (§3.10 a, b): 16 nodes, rich feedback, depth weighting, final pick by public tests; the learned verifier (c) is not implemented.',
     '',
-    ...claimLines(parts),
+    "## The paper's claims, as measured",
+    '',
+    ...claimsTableLines(parts),
+    '',
     '| arm | pass1 | pass1Greedy | pass1MCTS | bestOfTree | T+ pass1 | T+ bestOfTree | train reward first 5 steps → last 5 | s/step |',
     '|---|---|---|---|---|---|---|---|---|',
     ...rows.map(
@@ -259,6 +259,26 @@ function writeReport(): void {
         `| ${r.name} | ${MAIN.map((k) => fmt(r.metrics[k])).join(' | ')} | ${r.metrics['train.rewardFirst5'] ? `${fmt(r.metrics['train.rewardFirst5'])} → ${fmt(r.metrics['train.rewardLast5'])}` : '–'} | ${fmt(r.metrics['train.stepSeconds'])} |`,
     ),
     '',
+    ...(perArm.length
+      ? [
+          '## Per-problem outcomes: standard errors over worlds, chance',
+          '',
+          "Problems are clustered in worlds (the family of the hidden target's first operation, tests/study/martiItems.ts); the cluster SE is CR1 over worlds of the seed-averaged per-problem scores, the naive SE treats problems as independent. Chance: the share of random generator programs of the problem's input kind that pass its private tests.",
+          '',
+          ...perArm,
+          '',
+        ]
+      : []),
+    ...(paired.length
+      ? [
+          '## Paired comparisons on the same problems',
+          '',
+          'Differences of seed-averaged per-problem scores (first arm − second). Item bootstrap: problems resampled (pairedStats.ts); world bootstrap: worlds resampled (clustered.ts). McNemar pairs seed i of one arm with seed i of the other on every problem and ignores worlds, so its p can be too small when worlds differ; the claims use the world sign-flip and seed tests.',
+          '',
+          ...paired,
+          '',
+        ]
+      : []),
     '## Diversity (§3.11, the 8-node evaluation trees; tplus.* on the T+ trees)',
     '',
     `| arm | ${DIVERSITY.join(' | ')} |`,
@@ -277,14 +297,12 @@ function writeReport(): void {
 async function main() {
   if (!reportOnly) {
     const backend = (await initBackend({ force: 'wasm' })).chosen;
-    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'marti-study-'));
     const cmd = `npm run study:marti -- ${process.argv.slice(2).join(' ')}`.trim();
     fs.mkdirSync(partsDir, { recursive: true });
     for (const arm of ARMS) {
-      const part = await runArm(arm, home, backend, cmd);
-      fs.writeFileSync(path.join(partsDir, `${arm.preset}.json`), JSON.stringify(part, null, 1) + '\n');
+      const part = await runArm(arm, backend, cmd);
+      fs.writeFileSync(path.join(partsDir, `${arm.preset}.json`), JSON.stringify(part) + '\n');
     }
-    fs.rmSync(home, { recursive: true, force: true });
   }
   writeReport();
 }

@@ -1,0 +1,316 @@
+/**
+ * The MARTI study's parts (one JSON per arm, docs/results/marti.parts/) and the tables built from them (issue 17):
+ * the claims table, a per-arm table with cluster-robust standard errors and the chance baseline, and the paired
+ * arm-vs-arm comparisons on the same problems. Statistics come from engine/metrics/ (verdict.ts, clustered.ts,
+ * pairedStats.ts, claims.ts), which tests/study/marsStudy.ts shares.
+ *
+ * A claim "arm A beats arm B" is decided on two levels that must agree (engine/metrics/clustered.ts `agreeing`):
+ * across seeds (exact permutation test of the per-seed means: training noise) and across problems (sign-flip test
+ * over worlds of the paired per-problem differences of seed-averaged scores: which problems were drawn, with problems
+ * of one world correlated). Parts written before issue 17 have no per-problem outcomes; their claims use seeds only.
+ */
+import { z } from 'zod';
+import { claimRow, claimsTable, type ClaimRow } from '../../engine/metrics/claims';
+import {
+  agreeing,
+  clusteredMean,
+  pairedClusterVerdict,
+  seedAveraged,
+  type ItemOutcome,
+} from '../../engine/metrics/clustered';
+import { mcnemar, pairedBootstrap } from '../../engine/metrics/pairedStats';
+import { DEFAULT_ALPHA, seedsVerdict, shiftVerdict, type VerdictResult } from '../../engine/metrics/verdict';
+import { Rng } from '../../engine/random/prng';
+
+const rowSchema = z.object({
+  name: z.string(),
+  metrics: z.record(z.string(), z.array(z.number())),
+  seconds: z.array(z.number()),
+});
+export type Row = z.infer<typeof rowSchema>;
+
+const scoresSchema = z.record(z.string(), z.array(z.number().finite()));
+
+/** One arm's figures; the per-problem fields are absent in parts written before issue 17. */
+export const partSchema = z
+  .object({
+    arm: z.string(),
+    cmd: z.string(),
+    steps: z.number(),
+    seeds: z.number(),
+    items: z.number(),
+    temperature: z.number().optional(),
+    backend: z.string(),
+    machine: z.string(),
+    minutes: z.number(),
+    base: rowSchema,
+    trained: rowSchema,
+    /** Held-out problem ids and their worlds (tests/study/martiItems.ts), in evaluation order. */
+    itemIds: z.array(z.string()).optional(),
+    worlds: z.array(z.string()).optional(),
+    /** Per problem: the share of random programs that pass (the chance baseline). */
+    chance: z.array(z.number()).optional(),
+    /** Per mode, per problem: the base's private score; and the same per trained seed. */
+    baseItems: scoresSchema.optional(),
+    seedItems: z.array(scoresSchema).optional(),
+    /** 1-minute load average sampled at every training step of every seed (the machine is shared). */
+    load: z.array(z.number()).optional(),
+  })
+  .superRefine((p, ctx) => {
+    const n = p.itemIds?.length;
+    if (n === undefined) return;
+    const lens = [
+      p.worlds?.length,
+      p.chance?.length,
+      ...Object.values(p.baseItems ?? {}).map((v) => v.length),
+      ...(p.seedItems ?? []).flatMap((s) => Object.values(s).map((v) => v.length)),
+    ];
+    if (lens.some((l) => l !== undefined && l !== n)) {
+      ctx.addIssue({ code: 'custom', message: `per-problem arrays must all have ${n} entries (one per problem)` });
+    }
+  });
+export type Part = z.infer<typeof partSchema>;
+
+const short = (p: string) => p.replace('marti-', '');
+const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '–');
+
+/** A part's per-problem outcomes for one mode: per seed, the base's, and chance; null when it has none. */
+export function outcomesOf(
+  part: Part,
+  mode: string,
+): { seeds: ItemOutcome[][]; base: ItemOutcome[] | null; chance: ItemOutcome[] | null } | null {
+  const ids = part.itemIds;
+  const worlds = part.worlds;
+  if (!ids || !worlds || !part.seedItems?.length || part.seedItems.some((s) => !s[mode])) return null;
+  const wrap = (scores: readonly number[]) => ids.map((item, i) => ({ item, world: worlds[i]!, score: scores[i]! }));
+  return {
+    seeds: part.seedItems.map((s) => wrap(s[mode]!)),
+    base: part.baseItems?.[mode] ? wrap(part.baseItems[mode]) : null,
+    chance: part.chance ? wrap(part.chance) : null,
+  };
+}
+
+/** Seeded draws for the bootstraps and Monte Carlo tests, so a rebuilt report repeats its figures. */
+const uniform = (label: string) => {
+  const r = new Rng(17).split(label);
+  return () => r.next();
+};
+
+/** "hi beats lo" on metric k: seeds and (when both parts have them) paired problems, which must agree. */
+export function armVerdict(
+  hi: Part,
+  lo: Part,
+  k: string,
+): { result: { verdict: VerdictResult['verdict']; test: string }; figures: string } {
+  const a = hi.trained.metrics[k] ?? [];
+  const b = lo.trained.metrics[k] ?? [];
+  const seeds = { ...seedsVerdict(a, b), label: 'seeds' };
+  const ia = outcomesOf(hi, k);
+  const ib = outcomesOf(lo, k);
+  const figures = `${short(hi.arm)} ${f3(mean(a))}, ${short(lo.arm)} ${f3(mean(b))}`;
+  if (!ia || !ib) return { result: seeds, figures };
+  const items = {
+    ...pairedClusterVerdict(seedAveraged(ia.seeds), seedAveraged(ib.seeds), {
+      rng: uniform(`${hi.arm}>${lo.arm}:${k}`),
+    }),
+    label: 'problems',
+  };
+  return { result: agreeing([seeds, items]), figures };
+}
+
+/** "the trained arm beats its base" on k: seed gains over the base figure, and paired problems against the base. */
+function overBase(
+  part: Part,
+  k: string,
+): { result: { verdict: VerdictResult['verdict']; test: string }; figures: string } | null {
+  const b = part.base.metrics[k]?.[0];
+  const xs = part.trained.metrics[k] ?? [];
+  if (b === undefined || !xs.length) return null;
+  const seeds = { ...shiftVerdict(xs.map((x) => x - b)), label: 'seeds' };
+  const o = outcomesOf(part, k);
+  const figures = `${f3(b)} → ${f3(mean(xs))}`;
+  if (!o?.base) return { result: seeds, figures };
+  const items = {
+    ...pairedClusterVerdict(seedAveraged(o.seeds), o.base, { rng: uniform(`${part.arm}>base:${k}`) }),
+    label: 'problems',
+  };
+  return { result: agreeing([seeds, items]), figures };
+}
+
+/** "the trained arm beats a random program" on pass@1: seed means over the chance mean, and paired problems. */
+function overChance(
+  part: Part,
+): { result: { verdict: VerdictResult['verdict']; test: string }; figures: string } | null {
+  const o = outcomesOf(part, 'pass1');
+  if (!o?.chance) return null;
+  const c = mean(o.chance.map((x) => x.score));
+  const xs = part.trained.metrics.pass1 ?? [];
+  const seeds = { ...shiftVerdict(xs.map((x) => x - c)), label: 'seeds' };
+  const items = {
+    ...pairedClusterVerdict(seedAveraged(o.seeds), o.chance, { rng: uniform(`${part.arm}>chance`) }),
+    label: 'problems',
+  };
+  return { result: agreeing([seeds, items]), figures: `chance ${f3(c)} → ${f3(mean(xs))}` };
+}
+
+/** The claims table: the paper's claims first, then the issue-17 arms' comparisons, each arm against base and chance. */
+export function claimsTableLines(parts: readonly Part[]): string[] {
+  const arm = (preset: string) => parts.find((p) => p.arm === preset);
+  const rows: ClaimRow[] = [];
+  const order = (text: string, presets: string[], k: string) => {
+    const ps = presets.map(arm);
+    if (ps.some((p) => !p?.trained.metrics[k]?.length)) {
+      rows.push(
+        claimRow(
+          text,
+          null,
+          `arm not run (${
+            presets
+              .filter((_, i) => !ps[i])
+              .map(short)
+              .join(', ') || k
+          })`,
+        ),
+      );
+      return;
+    }
+    const pairs = presets.slice(1).map((_, i) => {
+      const v = armVerdict(ps[i + 1]!, ps[i]!, k);
+      return { ...v, label: `${short(presets[i + 1]!)} > ${short(presets[i]!)}` };
+    });
+    const verdict = pairs.every((p) => p.result.verdict === 'holds')
+      ? 'holds'
+      : pairs.some((p) => p.result.verdict === 'does not hold')
+        ? 'does not hold'
+        : 'inconclusive';
+    rows.push({
+      claim: text,
+      verdict,
+      figures: presets.map((p) => `${short(p)} ${f3(mean(arm(p)!.trained.metrics[k]!))}`).join(', '),
+      test: pairs.map((p) => `${p.label} (${p.result.verdict}): ${p.result.test}`).join('; '),
+    });
+  };
+  const three = ['marti-single', 'marti-homo', 'marti-hetero'];
+  if (three.some(arm)) {
+    order('Heterogeneous beats homogeneous beats single-agent GRPO on held-out pass@1', three, 'pass1');
+    order('The same order under T+ (T+ pass@1)', three, 'tplus.pass1');
+    order(
+      'Diversity rises from single to homogeneous to heterogeneous (within-tree edit distance)',
+      three,
+      'div.editDistance',
+    );
+  }
+  const pair = (text: string, hi: string, lo: string, k: string) => {
+    const a = arm(hi);
+    const b = arm(lo);
+    if (!a || !b || !a.trained.metrics[k]?.length || !b.trained.metrics[k]?.length) return;
+    const v = armVerdict(a, b, k);
+    rows.push(claimRow(text, v.result, v.figures));
+  };
+  pair(
+    'Heterogeneous from different bases beats homogeneous (held-out pass@1)',
+    'marti-hetero-bases',
+    'marti-homo',
+    'pass1',
+  );
+  pair('… and with search (best of an 8-node tree)', 'marti-hetero-bases', 'marti-homo', 'bestOfTree');
+  pair(
+    'Heterogeneous from different bases beats the update-matched homogeneous control (pass@1)',
+    'marti-hetero-bases',
+    'marti-homo-updates',
+    'pass1',
+  );
+  pair(
+    'Two different bases beat two copies of one base (heterogeneous, pass@1)',
+    'marti-hetero-bases',
+    'marti-hetero',
+    'pass1',
+  );
+  pair(
+    'Homogeneous beats its update-matched control (more updates help, pass@1)',
+    'marti-homo',
+    'marti-homo-updates',
+    'pass1',
+  );
+  for (const p of parts) {
+    const v = overBase(p, 'pass1');
+    rows.push(claimRow(`${p.arm} beats its base on held-out pass@1`, v?.result ?? null, v?.figures ?? 'arm not run'));
+  }
+  for (const p of parts) {
+    const v = overChance(p);
+    if (v) rows.push(claimRow(`${p.arm} beats a random program (pass@1)`, v.result, v.figures));
+  }
+  return claimsTable(rows, {
+    alpha: DEFAULT_ALPHA,
+    rule: 'A comparison of arms, or of an arm with its base or with chance, holds only when the test across seeds and the test across problems (sign flips over worlds on the paired per-problem differences of seed-averaged scores) both reject, and does not hold only when both reject against it; an ordering holds when each of its comparisons holds.',
+  });
+}
+
+/** Per arm and mode: mean over seeds, its naive and cluster-robust SE over problems (seed-averaged), the base, chance. */
+export function perArmTableLines(parts: readonly Part[], modes: readonly string[]): string[] {
+  const lines = [
+    '| arm | mode | seeds | trained mean | naive SE | cluster SE (worlds) | base | chance |',
+    '|---|---|---|---|---|---|---|---|',
+  ];
+  for (const p of parts) {
+    for (const k of modes) {
+      const o = outcomesOf(p, k);
+      if (!o) continue;
+      const t = clusteredMean(seedAveraged(o.seeds));
+      const b = o.base ? clusteredMean(o.base).mean : NaN;
+      const c = k === 'pass1' && o.chance ? clusteredMean(o.chance).mean : NaN;
+      lines.push(
+        `| ${p.arm} | ${k} | ${o.seeds.length} | ${f3(t.mean)} | ${f3(t.naiveSe)} | ${f3(t.clusterSe)} (${t.worlds}) | ${f3(b)} | ${f3(c)} |`,
+      );
+    }
+  }
+  return lines.length > 2 ? lines : [];
+}
+
+/**
+ * Paired comparisons on the same problems, every statistic side by side: mean difference, naive and cluster SE,
+ * item-bootstrap and world-bootstrap intervals, exact McNemar (solved / not, seed i against seed i, pooled; ignores
+ * worlds), the world sign-flip p, and the seed permutation p.
+ */
+export function pairedTableLines(
+  parts: readonly Part[],
+  pairs: readonly [string, string][],
+  modes: readonly string[],
+): string[] {
+  const lines = [
+    '| comparison | mode | difference | naive SE | cluster SE | 95% item bootstrap | 95% world bootstrap | McNemar solved by first only / second only, p (two-sided) | worlds sign-flip p (one-sided) | seeds permutation p (one-sided) |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const [hi, lo] of pairs) {
+    const a = parts.find((p) => p.arm === hi);
+    const b = parts.find((p) => p.arm === lo);
+    if (!a || !b) continue;
+    for (const k of modes) {
+      const oa = outcomesOf(a, k);
+      const ob = outcomesOf(b, k);
+      if (!oa || !ob) continue;
+      const sa = seedAveraged(oa.seeds);
+      const sb = seedAveraged(ob.seeds);
+      const w = pairedClusterVerdict(sa, sb, { rng: uniform(`${hi}>${lo}:${k}`) });
+      const ib = pairedBootstrap(
+        sb.map((x) => x.score),
+        sa.map((x) => x.score),
+        { rng: uniform(`${hi}>${lo}:${k}:items`) },
+      );
+      const n = Math.min(oa.seeds.length, ob.seeds.length);
+      const solved = (xs: ItemOutcome[][]) => xs.slice(0, n).flatMap((s) => s.map((x) => x.score === 1));
+      const mc = mcnemar(solved(ob.seeds), solved(oa.seeds));
+      const sp = seedsVerdict(a.trained.metrics[k] ?? [], b.trained.metrics[k] ?? []);
+      lines.push(
+        `| ${short(hi)} − ${short(lo)} | ${k} | ${f3(w.effect)} | ${f3(w.naiveSe)} | ${f3(w.clusterSe)} | ${f3(ib.low)} to ${f3(ib.high)} | ${f3(w.low)} to ${f3(w.high)} | ${mc.n01}/${mc.n10}, ${f3(mc.pValue)} | ${f3(w.pClaim)} | ${f3(sp.pClaim)} |`,
+      );
+    }
+  }
+  return lines.length > 2 ? lines : [];
+}
+
+/** Rows of the main tables: every part's base, then every part's trained arm. */
+export function martiRowsOf(parts: readonly Part[]): Row[] {
+  return [...parts.map((p) => p.base), ...parts.map((p) => p.trained)];
+}

@@ -4,7 +4,10 @@
  * never trained on): exact match and F1 per question family, tokens per system, search calls per question, System 1
  * calls per search. Writes docs/results/mars.md (and the raw figures as JSON beside it).
  *
- *   npm run study:mars -- [--steps 40] [--seeds 3] [--items 60] [--variants full,sys1-off,…] [--base resources/mars/base-tiny] [--out docs/results/mars.md]
+ *   npm run study:mars -- [--preset mars-ablations] [--set k=v …] [--steps 40] [--seeds 3] [--items 60] [--variants full,sys1-off,…] [--base resources/mars/base-tiny] [--out docs/results/mars.md]
+ *
+ * `--preset mars-overflow` (or mars-overflow-long) runs the arms of the worlds where raw pages overflow System 2's
+ * context (issue 17); the System 1 table then shows what System 1's outputs and System 2's <info> hold.
  *
  * Only seed, budget, evaluation size and cadences are changed from the preset, and the report's command line says by
  * how much.
@@ -25,7 +28,7 @@ function arg(name: string, dflt: string): string {
   return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : dflt;
 }
 
-const PRESET = 'mars-ablations';
+const PRESET = arg('preset', 'mars-ablations');
 const preset = loadPreset(PRESET);
 const steps = Number(arg('steps', '40'));
 const seeds = Number(arg('seeds', '3'));
@@ -33,6 +36,8 @@ const items = Number(arg('items', '60'));
 const basePath = arg('base', 'resources/mars/base-tiny');
 const out = arg('out', 'docs/results/mars.md');
 const variants = arg('variants', Object.keys(preset.variants ?? {}).join(',')).split(',');
+/** Extra `--set k=v` overrides (repeatable) for every run, e.g. mars.evalPurposeStripped=true; the report names them. */
+const extraSets = process.argv.flatMap((a, i) => (a === '--set' && process.argv[i + 1] ? [process.argv[i + 1]!] : []));
 
 function sets(seed: number): string[] {
   return [
@@ -43,6 +48,7 @@ function sets(seed: number): string[] {
     `checkpoint.every=${steps}`,
     'checkpoint.keep=1',
     `model.from={"kind":"checkpoint","path":"${basePath}"}`,
+    ...extraSets,
   ];
 }
 
@@ -97,6 +103,14 @@ async function main() {
       push(metrics, 'train.rewardLast', window(lines.slice(-k), 'reward'));
       push(metrics, 'train.searchesFirst', window(lines.slice(0, k), 'searchesPerQuestion'));
       push(metrics, 'train.searchesLast', window(lines.slice(-k), 'searchesPerQuestion'));
+      // what System 1 writes, over training (absent with System 1 off)
+      for (const key of ['sys1SupportShare', 'sys1GoldAnswerShare', 'infoSupportShare']) {
+        const has = lines.filter((l) => l[key] !== undefined);
+        if (has.length) {
+          push(metrics, `train.${key}First`, window(has.slice(0, k), key));
+          push(metrics, `train.${key}Last`, window(has.slice(-k), key));
+        }
+      }
       push(
         metrics,
         'train.stepSeconds',
@@ -195,6 +209,17 @@ async function main() {
     ),
     '',
     'System 1 calls per search differ by packing: FFD fills each window with as many pages as fit, `perdoc` gives each page its own window, `truncate` cuts everything into one window.',
+    '',
+    '## What System 1 writes and System 2 reads (held-out evaluation; engine/mars/sys1Measures.ts)',
+    '',
+    '| variant | System 1 outputs with the gold answer | with a support-fact sentence | tokens per output | <info> with a support-fact sentence | <info> with the gold answer | train: System 1 outputs with a support sentence, first → last fifth | purpose stripped: outputs with a support sentence | purpose stripped: exact match |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${fmt(r.metrics.sys1GoldAnswerShare)} | ${fmt(r.metrics.sys1SupportShare)} | ${fmt(r.metrics.sys1OutputTokens, 1)} | ${fmt(r.metrics.infoSupportShare)} | ${fmt(r.metrics.infoGoldAnswerShare)} | ${r.metrics['train.sys1SupportShareFirst'] ? `${fmt(r.metrics['train.sys1SupportShareFirst'])} → ${fmt(r.metrics['train.sys1SupportShareLast'])}` : '–'} | ${fmt(r.metrics['purposeStripped.sys1SupportShare'])} | ${fmt(r.metrics['purposeStripped.exactMatch'])} |`,
+    ),
+    '',
+    'With System 1 off, <info> is the raw pages cut to mars.rawInfoBudget tokens, so its columns say how often the fact survived the cut. A support-fact sentence is the sentence of a support page that states one hop of the question (its gold reasoning chain).',
     '',
   ];
   fs.mkdirSync(path.dirname(out), { recursive: true });

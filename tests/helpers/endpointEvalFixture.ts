@@ -12,6 +12,7 @@ import path from 'node:path';
 import { cli, spawnCli } from './cli';
 
 export const MARS_CK = path.resolve('resources/mars/base-tiny');
+export const MARTI_CK = path.resolve('resources/marti/base-tiny');
 
 export interface Served {
   baseUrl: string;

@@ -6,6 +6,7 @@
  *   config, its episodes in trajectories.jsonl for the Episodes tab, its held-out score in the run list;
  * - stopped mid-evaluation (stopRun) it cancels the requests in flight (the proxy sees clients go away), keeps the
  *   answered ones, and is `stopped`; resumed (resumeRun) it replays exactly those and finishes with the CLI's items;
+ * - MARTI too: the run's trajectories are the CLI's search trees (the Tree tab's records);
  * - a key typed into the key-variable field is refused, on its field, before anything is written: no run, no file
  *   under the home holds it, and the error does not repeat it.
  */
@@ -20,6 +21,7 @@ import { nodeRunLauncher } from '../../engine/api/runLauncher';
 import {
   cliEval,
   MARS_CK,
+  MARTI_CK,
   serveModel,
   slowProxy,
   splitLogProbs,
@@ -192,5 +194,36 @@ describe('an endpoint evaluation launched from the app', () => {
     // only the requests not kept went to the endpoint again
     expect(proxy.counts.answered - before).toBe(series.series['requests.answered']!.last[0]! - kept);
     expectCliEpisodes(await records(runId));
+  }, 300_000);
+
+  it("MARTI: the run's trajectories are the search trees mars-lab eval gives", async () => {
+    const marti = await serveModel(MARTI_CK);
+    try {
+      const martiSets = [
+        'eval.items=3',
+        'eval.temperature=0',
+        'marti.evalNodes=4',
+        'marti.evalSearchTemperature=0',
+        'marti.tplus.enabled=false',
+        `marti.agents.0.policy=${JSON.stringify({ kind: 'endpoint', baseUrl: marti.baseUrl, model: marti.model, apiKeyEnv: 'H3_MARTI_KEY' })}`,
+      ];
+      process.env.H3_MARTI_KEY = marti.token;
+      const ref = await cliEval('marti-single-small', martiSets, { H3_MARTI_KEY: marti.token });
+      const { runId } = await call('startEndpointEval', { preset: 'marti-single-small', sets: martiSets });
+      const run = await until(runId, (r) => r.meta.status === 'finished' || r.meta.status === 'failed');
+      expect(run.meta.status).toBe('finished');
+      const recs = await records(runId);
+      expect(recs).toHaveLength(3);
+      const ours = splitLogProbs(recs.map((r) => ({ ...(r as object), step: undefined })));
+      const cli = splitLogProbs(ref.items.map((i) => ({ ...(i.record as object), step: undefined })));
+      expect(ours.rest).toEqual(cli.rest);
+      expect(worstDiff(ours.lps, cli.lps)).toBeLessThan(1e-4);
+      for (const r of recs) expect((r as { nodes: unknown[] }).nodes.length).toBeGreaterThanOrEqual(4);
+      const series = await call('getMetricSeries', { runId, names: ['eval.pass1'] });
+      expect(series.series['eval.pass1']!.last).toEqual([ref.metrics.pass1]);
+    } finally {
+      delete process.env.H3_MARTI_KEY;
+      await marti.stop();
+    }
   }, 300_000);
 });

@@ -7,6 +7,7 @@
  * - stopped mid-evaluation (stopRun) it cancels the requests in flight (the proxy sees clients go away), keeps the
  *   answered ones, and is `stopped`; resumed (resumeRun) it replays exactly those and finishes with the CLI's items;
  * - MARTI too: the run's trajectories are the CLI's search trees (the Tree tab's records);
+ * - an unreachable endpoint fails the run with one line;
  * - a key typed into the key-variable field is refused, on its field, before anything is written: no run, no file
  *   under the home holds it, and the error does not repeat it.
  */
@@ -226,4 +227,22 @@ describe('an endpoint evaluation launched from the app', () => {
       await marti.stop();
     }
   }, 300_000);
+
+  it('an unreachable endpoint: the run fails with one line that says so', async () => {
+    const closed = await slowProxy(served.baseUrl, 0);
+    const url = closed.baseUrl;
+    await closed.close(); // a loopback port nothing listens on now
+    const unreachable = [
+      'eval.items=2',
+      `mars.policies=${JSON.stringify({ sys2: { kind: 'endpoint', baseUrl: url, model: served.model, maxRetries: 0 } })}`,
+    ];
+    const { runId } = await call('startEndpointEval', { preset: PRESET, sets: unreachable });
+    const run = await until(runId, (r) => r.meta.status !== 'running' && r.meta.status !== 'created');
+    expect(run.meta.status).toBe('failed');
+    const failed = run.events.find((e) => e.type === 'status' && e.status === 'failed');
+    expect(String(failed?.error)).toMatch(
+      /^MARS System 2 \(.*\): cannot reach the server \(ECONNREFUSED\) after 0 retries/,
+    );
+    expect(String(failed?.error).split('\n')).toHaveLength(1);
+  }, 120_000);
 });

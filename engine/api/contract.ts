@@ -367,6 +367,49 @@ export const apiSchemas = {
       scoreDiff: z.object({ meanDiff: z.number(), low: z.number(), high: z.number() }),
     }),
   },
+  /** The steps at which a run logged rollouts (trajectories.jsonl) and their kind: what compareRollouts can pair. */
+  rolloutSteps: {
+    request: z.strictObject({ runId: runIdSchema }),
+    response: z.object({
+      kind: z.string().nullable(),
+      steps: z.array(z.number()),
+      records: z.number(),
+      skipped: z.number(),
+    }),
+  },
+  /**
+   * Two runs (or two steps of one; a side without a step: every step pooled) compared on the rollouts they logged,
+   * paired by prompt, no evaluation (rolloutCompare.ts): what runs imported from verl or MARTI, which have no
+   * checkpoints, can be compared on. Per shared prompt each side's mean sample score; McNemar when they are all 0/1,
+   * the paired bootstrap always; the prompts listed largest difference first (at most 500).
+   */
+  compareRollouts: {
+    request: z.strictObject({
+      a: z.strictObject({ runId: runIdSchema, step: z.number().int().nonnegative().optional() }),
+      b: z.strictObject({ runId: runIdSchema, step: z.number().int().nonnegative().optional() }),
+    }),
+    response: z.object({
+      kind: z.string(),
+      a: z.object({ runId: z.string(), step: z.number().nullable(), prompts: z.number(), samples: z.number() }),
+      b: z.object({ runId: z.string(), step: z.number().nullable(), prompts: z.number(), samples: z.number() }),
+      shared: z.number(),
+      onlyA: z.number(),
+      onlyB: z.number(),
+      meanA: z.number().nullable(),
+      meanB: z.number().nullable(),
+      outcome: z.enum(['binary', 'real']),
+      mcnemar: z.object({ n01: z.number(), n10: z.number(), pValue: z.number() }).nullable(),
+      scoreDiff: z.object({ meanDiff: z.number(), low: z.number(), high: z.number() }).nullable(),
+      prompts: z.array(
+        z.object({
+          key: z.string(),
+          text: z.string(),
+          a: z.object({ mean: z.number(), n: z.number() }),
+          b: z.object({ mean: z.number(), n: z.number() }),
+        }),
+      ),
+    }),
+  },
   /** A preset's variants (the names a study may run). */
   studyOptions: {
     request: z.strictObject({ preset: z.string().min(1).max(100) }),

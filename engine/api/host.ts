@@ -46,6 +46,7 @@ import {
   WorkerSlots,
 } from './hostGuards';
 import { metricColumns } from './metricColumns';
+import { createRolloutCompare } from './rolloutCompare';
 import { runsMetricSeries } from './runsSeries';
 import {
   workerComparisonSchema,
@@ -157,6 +158,8 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     }
     return dir;
   };
+
+  const rollouts = createRolloutCompare({ dirOf });
 
   const trajectoryLines = (runId: string): TrajectoryIndex => {
     const index = updateTrajectoryIndex(path.join(dirOf(runId), RUN_FILES.trajectories), trajectoryIndexes.get(runId));
@@ -484,6 +487,8 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       };
     },
 
+    // Rollouts compared by prompt, without evaluating (imported runs have no checkpoints): rolloutCompare.ts.
+    ...rollouts.handlers,
     ...cluster.handlers,
     ...endpointEvals.handlers,
   };

@@ -20,6 +20,8 @@ export const API_METHODS = [
   'setRunLabels',
   'evaluateCheckpoint',
   'compareCheckpoints',
+  'rolloutSteps',
+  'compareRollouts',
   'studyOptions',
   'startStudy',
   'listStudies',

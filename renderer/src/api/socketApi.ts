@@ -128,6 +128,8 @@ export function createSocketApi(token: string, onState: (state: ConnectionState)
     setRunLabels: call('setRunLabels'),
     evaluateCheckpoint: call('evaluateCheckpoint'),
     compareCheckpoints: call('compareCheckpoints'),
+    rolloutSteps: call('rolloutSteps'),
+    compareRollouts: call('compareRollouts'),
     studyOptions: call('studyOptions'),
     startStudy: call('startStudy'),
     listStudies: call('listStudies'),

@@ -15,7 +15,8 @@ import type { z } from 'zod';
 import { isLoopbackHost, parseHostHeader, resolveBindHost, targetPath } from '../api/webServer';
 import type { LlamaModel } from '../model/llama';
 import type { Tokenizer } from '../model/tokenizer';
-import { GenerationQueue, type GenerationResult } from './batcher';
+import { GenerationQueue, type GenerationResult, type TopToken } from './batcher';
+import { chatLogprobs, completionLogprobs } from './logprobs';
 import {
   chatPromptText,
   chatRequestSchema,
@@ -186,9 +187,18 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
     stop: { ids: number[]; strings: string[] };
     includeStop: boolean;
     skipSpecial: boolean;
+    /** The request's own random stream, when it sent `seed`. */
+    seed: number | undefined;
+    /** Alternatives per token asked for (top_logprobs; the legacy completions' `logprobs: k`). */
+    topK: number;
   }
 
-  const jobOf = (r: CompletionRequest | ChatRequest, prompt: number[], maxTokens: number | null | undefined): Job => {
+  const jobOf = (
+    r: CompletionRequest | ChatRequest,
+    prompt: number[],
+    maxTokens: number | null | undefined,
+    topK: number,
+  ): Job => {
     if (prompt.length >= maxCtx) {
       throw new HttpError(
         400,
@@ -205,6 +215,8 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
       stop: stops(stopList(r.stop), (r as { ignore_eos?: unknown }).ignore_eos === true),
       includeStop: r.include_stop_str_in_output ?? false,
       skipSpecial: r.skip_special_tokens ?? false,
+      seed: r.seed ?? undefined,
+      topK,
     };
   };
 
@@ -212,39 +224,49 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
   const visible = (
     job: Job,
     g: GenerationResult,
-  ): { ids: number[]; logProbs: number[]; text: string; finish: 'stop' | 'length' } => {
+  ): { ids: number[]; logProbs: number[]; tops: TopToken[][]; text: string; finish: 'stop' | 'length' } => {
     let ids = g.tokens;
     let logProbs = g.logProbs;
+    let tops = g.top ?? [];
     if (g.finish === 'stop' && typeof g.stopReason === 'number' && !job.includeStop) {
       ids = ids.slice(0, -1);
       logProbs = logProbs.slice(0, -1);
+      tops = tops.slice(0, -1);
     }
     let text = decode(ids, job.skipSpecial);
     if (g.finish === 'stop' && typeof g.stopReason === 'string' && !job.includeStop && text.endsWith(g.stopReason)) {
       text = text.slice(0, -g.stopReason.length);
     }
-    return { ids, logProbs, text, finish: g.finish === 'stop' ? 'stop' : 'length' };
+    return { ids, logProbs, tops, text, finish: g.finish === 'stop' ? 'stop' : 'length' };
   };
 
   const run = async (
     job: Job,
     res: http.ServerResponse,
     stream: boolean,
-    chunk: (piece: string, ids: number[], lps: number[], finish: string | null, stopReason: unknown) => unknown,
+    chunk: (
+      piece: string,
+      ids: number[],
+      lps: number[],
+      tops: TopToken[][],
+      finish: string | null,
+      stopReason: unknown,
+    ) => unknown,
   ): Promise<GenerationResult> => {
     const abort = new AbortController();
     res.on('close', () => abort.abort());
-    if (!stream) {
-      return queue.submit({
-        prompt: job.prompt,
-        maxTokens: job.maxTokens,
-        temperature: job.temperature,
-        topP: job.topP,
-        stopIds: job.stop.ids,
-        stopStrings: job.stop.strings,
-        signal: abort.signal,
-      });
-    }
+    const ask = {
+      prompt: job.prompt,
+      maxTokens: job.maxTokens,
+      temperature: job.temperature,
+      topP: job.topP,
+      stopIds: job.stop.ids,
+      stopStrings: job.stop.strings,
+      seed: job.seed,
+      topLogprobs: job.topK,
+      signal: abort.signal,
+    };
+    if (!stream) return queue.submit(ask);
     res.writeHead(200, {
       'Content-Type': 'text/event-stream; charset=utf-8',
       'Cache-Control': 'no-store',
@@ -256,30 +278,36 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
     // stop strings everything waits for the end (a stop string's first tokens must not have been sent).
     const sent: number[] = [];
     let sentText = '';
-    const flush = (ids: number[], lps: number[], upTo: number, finish: string | null, stopReason: unknown): void => {
+    const flush = (
+      ids: number[],
+      lps: number[],
+      tops: TopToken[][],
+      upTo: number,
+      finish: string | null,
+      stopReason: unknown,
+    ): void => {
       const newIds = ids.slice(sent.length, upTo);
       const newLps = lps.slice(sent.length, upTo);
+      const newTops = tops.slice(sent.length, upTo);
       const full = decode(ids.slice(0, upTo), job.skipSpecial);
       const piece = full.startsWith(sentText) ? full.slice(sentText.length) : '';
       if (newIds.length === 0 && finish === null) return;
       sent.push(...newIds);
       sentText = full.startsWith(sentText) ? full : sentText;
-      write(chunk(piece, newIds, newLps, finish, stopReason));
+      write(chunk(piece, newIds, newLps, newTops, finish, stopReason));
     };
     const all: number[] = [];
     const allLps: number[] = [];
+    const allTops: TopToken[][] = [];
     const g = await queue.submit({
-      prompt: job.prompt,
-      maxTokens: job.maxTokens,
-      temperature: job.temperature,
-      topP: job.topP,
-      stopIds: job.stop.ids,
-      stopStrings: job.stop.strings,
-      signal: abort.signal,
-      onToken: (id, lp) => {
+      ...ask,
+      onToken: (id, lp, top) => {
         all.push(id);
         allLps.push(lp);
-        if (job.stop.strings.length === 0 && !job.stop.ids.includes(id)) flush(all, allLps, all.length, null, null);
+        if (top) allTops.push(top);
+        if (job.stop.strings.length === 0 && !job.stop.ids.includes(id)) {
+          flush(all, allLps, allTops, all.length, null, null);
+        }
       },
     });
     const v = visible(job, g);
@@ -288,28 +316,20 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
       // the stop string is cut from the text: send the text, then the last chunk
       const text = v.text;
       const piece = text.startsWith(sentText) ? text.slice(sentText.length) : '';
-      write(chunk(piece, v.ids.slice(sent.length), v.logProbs.slice(sent.length), v.finish, g.stopReason));
-    } else flush(v.ids, v.logProbs, upTo, v.finish, g.stopReason);
+      write(
+        chunk(
+          piece,
+          v.ids.slice(sent.length),
+          v.logProbs.slice(sent.length),
+          v.tops.slice(sent.length),
+          v.finish,
+          g.stopReason,
+        ),
+      );
+    } else flush(v.ids, v.logProbs, v.tops, upTo, v.finish, g.stopReason);
     res.write('data: [DONE]\n\n');
     res.end();
     return g;
-  };
-
-  const tokenLogprobs = (ids: number[], lps: number[], k: number | null | undefined, textStart: number) => {
-    if (k == null) return null;
-    const tokens = ids.map((i) => tok.tokenOf(i));
-    const full = decode(ids);
-    return {
-      tokens,
-      token_logprobs: lps,
-      // Only the drawn token's log-prob is computed; top alternatives are not (top_logprobs holds the drawn token).
-      top_logprobs: k > 0 ? tokens.map((t, i) => ({ [t]: lps[i]! })) : null,
-      // where each token's text starts: after the text of the tokens before it and the space that joins them, if any
-      text_offset: ids.map((_, i) => {
-        const before = i === 0 ? 0 : decode(ids.slice(0, i)).length;
-        return textStart + before + (i > 0 && full[before] === ' ' ? 1 : 0);
-      }),
-    };
   };
 
   const completions = async (body: unknown, res: http.ServerResponse): Promise<void> => {
@@ -318,17 +338,17 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
     const r = parsed.data;
     checkModel(r.model);
     const prompt = promptIds(r.prompt);
-    const job = jobOf(r, prompt, r.max_tokens ?? 16);
+    const job = jobOf(r, prompt, r.max_tokens ?? 16, r.logprobs ?? 0);
     const id = `cmpl-${randomUUID()}`;
     const base = { id, object: 'text_completion', created: Math.floor(Date.now() / 1000), model: o.modelName };
     if (r.stream) {
-      await run(job, res, true, (piece, ids, lps, finish, stopReason) => ({
+      await run(job, res, true, (piece, ids, lps, tops, finish, stopReason) => ({
         ...base,
         choices: [
           {
             index: 0,
             text: piece,
-            logprobs: tokenLogprobs(ids, lps, r.logprobs, 0),
+            logprobs: completionLogprobs(tok, ids, lps, tops, r.logprobs),
             finish_reason: finish,
             stop_reason: finish ? (stopReason ?? null) : null,
           },
@@ -347,7 +367,7 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
           {
             index: 0,
             text: v.text,
-            logprobs: tokenLogprobs(v.ids, v.logProbs, r.logprobs, 0),
+            logprobs: completionLogprobs(tok, v.ids, v.logProbs, v.tops, r.logprobs),
             finish_reason: v.finish,
             stop_reason: g.stopReason,
           },
@@ -361,30 +381,18 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
     );
   };
 
-  const chatLogprobs = (ids: number[], lps: number[], on: boolean | null | undefined) =>
-    on
-      ? {
-          content: ids.map((i, k) => ({
-            token: tok.tokenOf(i),
-            logprob: lps[k]!,
-            bytes: [...Buffer.from(tok.tokenOf(i))],
-            top_logprobs: [],
-          })),
-        }
-      : null;
-
   const chat = async (body: unknown, res: http.ServerResponse): Promise<void> => {
     const parsed = chatRequestSchema.safeParse(body);
     if (!parsed.success) throw new HttpError(400, zodProblem(parsed.error));
     const r = parsed.data;
     checkModel(r.model);
     const prompt = promptIds(chatPromptText(r.messages, bosText));
-    const job = jobOf(r, prompt, r.max_completion_tokens ?? r.max_tokens);
+    const job = jobOf(r, prompt, r.max_completion_tokens ?? r.max_tokens, r.logprobs ? (r.top_logprobs ?? 0) : 0);
     const id = `chatcmpl-${randomUUID()}`;
     const base = { id, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: o.modelName };
     if (r.stream) {
       let first = true;
-      await run(job, res, true, (piece, ids, lps, finish, stopReason) => {
+      await run(job, res, true, (piece, ids, lps, tops, finish, stopReason) => {
         const delta = first ? { role: 'assistant', content: piece } : { content: piece };
         first = false;
         return {
@@ -394,7 +402,7 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
             {
               index: 0,
               delta,
-              logprobs: chatLogprobs(ids, lps, r.logprobs),
+              logprobs: chatLogprobs(tok, ids, lps, tops, r.logprobs),
               finish_reason: finish,
               stop_reason: finish ? (stopReason ?? null) : null,
             },
@@ -414,7 +422,7 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
           {
             index: 0,
             message: { role: 'assistant', content: v.text },
-            logprobs: chatLogprobs(v.ids, v.logProbs, r.logprobs),
+            logprobs: chatLogprobs(tok, v.ids, v.logProbs, v.tops, r.logprobs),
             finish_reason: v.finish,
             stop_reason: g.stopReason,
           },

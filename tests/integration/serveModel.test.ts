@@ -2,7 +2,9 @@
  * `serve-model`'s OpenAI-compatible server (engine/serveModel/): the token rule and Host check of web mode, models,
  * completions and chat with per-token log-probs equal to the in-process sampler's at temperature 0, SSE streaming
  * that adds up to the whole answer, stops (special tokens and strings, kept or cut), concurrent requests batched
- * into one wave without changing any answer, and OpenAI-style errors. Loopback only.
+ * without changing any answer (continuous batching: a request that arrives mid-generation joins the running batch),
+ * real top-k alternatives in top_logprobs, a request's seed honoured whatever it is batched with, and OpenAI-style
+ * errors. Loopback only.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -211,7 +213,7 @@ describe('serve-model', () => {
     expect(short.choices[0]!.logprobs!.tokens).toHaveLength(2);
   });
 
-  it('concurrent requests are batched into waves, and every answer is the one it gets alone', async () => {
+  it('concurrent requests are batched, and every answer is the one it gets alone', async () => {
     const alone = await Promise.all(PROMPTS.map((p) => inProcess(p)));
     const before = { ...server.queue.stats };
     const asks = Array.from({ length: 12 }, (_, i) => PROMPTS[i % PROMPTS.length]!);
@@ -229,6 +231,83 @@ describe('serve-model', () => {
     answers.forEach((a, i) => expect(tok.encode(a.choices[0]!.text)).toEqual(alone[i % PROMPTS.length]!.tokens));
     expect(server.queue.stats.waves - before.waves).toBeLessThan(12);
     expect(server.queue.stats.maxRows).toBeGreaterThan(1);
+  });
+
+  it('continuous batching: requests that arrive mid-generation join the running batch, and answer as alone', async () => {
+    const q = server.queue;
+    const opts = { maxNewTokens: 20, temperature: 0, rng: new Rng(0) };
+    const prompts = PROMPTS.map((p) => fmt.prompt(p));
+    // no stop: every row runs its full length, so the later ones surely join while the first is still decoding
+    const alone = await Promise.all(prompts.map((p) => generate(model, [p], opts).then((g) => g[0]!)));
+    const before = { ...q.stats };
+    const ask = (prompt: number[], onToken?: () => void) =>
+      q.submit({ prompt, maxTokens: 20, temperature: 0, topP: 1, stopIds: [], stopStrings: [], onToken });
+    let drawn = 0;
+    let joined!: () => void;
+    const third = new Promise<void>((r) => (joined = r));
+    const first = ask(prompts[0]!, () => ++drawn === 3 && joined());
+    await third; // the first request has 3 of its 20 tokens: the batch is running
+    const later = prompts.slice(1).map((p) => ask(p));
+    const all = await Promise.all([first, ...later]);
+    all.forEach((g, i) => {
+      expect(g.tokens).toEqual(alone[i]!.tokens);
+      g.logProbs.forEach((lp, k) => expect(lp).toBeCloseTo(alone[i]!.logProbs[k]!, 4));
+    });
+    expect(q.stats.waves - before.waves).toBe(1); // one batch, never drained in between
+    expect(q.stats.joins - before.joins).toBe(prompts.length - 1);
+    expect(q.stats.maxRows).toBeGreaterThanOrEqual(prompts.length);
+  });
+
+  it('top_logprobs: the k most likely tokens of each step, in both shapes', async () => {
+    const r = await client.completions.create({
+      model: 'tiny',
+      prompt: `<bos> ${PROMPTS[0]}`,
+      max_tokens: 6,
+      temperature: 0,
+      logprobs: 5,
+    });
+    const lp = r.choices[0]!.logprobs!;
+    expect(lp.top_logprobs).toHaveLength(lp.tokens!.length);
+    lp.top_logprobs!.forEach((top, i) => {
+      // (a JSON object's digit keys come first whatever the order written: sort by log-prob to read it)
+      const entries = Object.entries(top).sort((a, b) => b[1] - a[1]);
+      expect(entries).toHaveLength(5);
+      // greedy: the drawn token is the most likely, with its own log-prob; the rest are real alternatives
+      expect(entries[0]).toEqual([lp.tokens![i], lp.token_logprobs![i]]);
+      expect(entries[1]![1]).toBeLessThan(entries[0]![1]);
+      expect(entries.reduce((sum, [, v]) => sum + Math.exp(v), 0)).toBeLessThanOrEqual(1 + 1e-6);
+    });
+    const chat = await client.chat.completions.create({
+      model: 'tiny',
+      messages: [{ role: 'user', content: PROMPTS[1]! }],
+      max_tokens: 4,
+      temperature: 0,
+      logprobs: true,
+      top_logprobs: 3,
+    });
+    for (const t of chat.choices[0]!.logprobs!.content!) {
+      expect(t.top_logprobs.map((x) => x.token)).toHaveLength(3);
+      expect(t.top_logprobs[0]).toMatchObject({ token: t.token, logprob: t.logprob });
+      expect(new Set(t.top_logprobs.map((x) => x.token)).size).toBe(3);
+    }
+  });
+
+  it('a request’s seed gives the same sampled answer again, alone or batched with others', async () => {
+    const ask = (seed: number) =>
+      client.completions.create({
+        model: 'tiny',
+        prompt: `<bos> ${PROMPTS[3]}`,
+        max_tokens: 16,
+        temperature: 1.5,
+        seed,
+      });
+    const a = (await ask(7)).choices[0]!.text;
+    const b = (await ask(7)).choices[0]!.text;
+    expect(b).toBe(a);
+    const crowd = await Promise.all([ask(1), ask(7), ask(2), ask(3)]);
+    expect(crowd[1].choices[0]!.text).toBe(a);
+    const others = new Set(crowd.map((c) => c.choices[0]!.text));
+    expect(others.size).toBeGreaterThan(1); // different seeds sample differently (temperature 1.5)
   });
 
   it('errors as OpenAI servers give them: unknown model 404, unsupported n 400, bad JSON 400, unknown path 404', async () => {

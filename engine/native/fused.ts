@@ -8,11 +8,13 @@
  * on the wasm heap (`makeOutput`) and hands the addon (native/mars_fused.c) the heap's current ArrayBuffer and byte
  * offsets: nothing is copied. `fusedOps()` returns the ops only while the native matrix products are registered for
  * the wasm backend in use and MARS_LAB_NATIVE_FUSED is not 0; otherwise null, and callers (engine/model/llama.ts,
- * engine/model/logProbs.ts) keep their stock tensor ops unchanged.
+ * engine/model/logProbs.ts) keep their stock tensor ops unchanged. While they run, the wasm backend's Identity (which
+ * TensorFlow.js runs to save every tensor a gradient needs) shares data instead of copying it (kernels.ts,
+ * `useSharedIdentity`).
  */
 import * as tf from '@tensorflow/tfjs';
 import { nativeFusedRequest, type NativeAddon } from './addon';
-import { registeredAddon } from './kernels';
+import { registeredAddon, useSharedIdentity } from './kernels';
 
 /** The addon's fused ops, all present. */
 type FusedAddon = Required<
@@ -393,7 +395,10 @@ const OPS: FusedOps = {
 
 /** The fused ops when they can run now (see the module comment), else null: use the stock tensor ops then. */
 export function fusedOps(): FusedOps | null {
-  if (fusedInactiveReason() !== '') return null;
+  const active = fusedInactiveReason() === '';
+  // The saved-for-gradient copies go with the fused ops (and come back with the stock path).
+  if (tf.getBackend() === 'wasm') useSharedIdentity(active);
+  if (!active) return null;
   ensureRegistered(registeredAddon() as FusedAddon);
   return OPS;
 }

@@ -248,8 +248,46 @@ export function registerNativeKernels(addon: NativeAddon): void {
 
 /** Puts the stock wasm kernels back (the native ones stay loaded for a later `registerNativeKernels`). */
 export function unregisterNativeKernels(): void {
+  useSharedIdentity(false);
   if (!registration) return;
   swap([registration.stock.batchMatMul, registration.stock.fusedMatMul]);
+}
+
+let stockIdentity: tf.KernelConfig | undefined;
+let sharedIdentity: tf.KernelConfig | null = null;
+
+/**
+ * The wasm backend's Identity copies its input; TensorFlow.js runs it for every tensor it saves for a gradient (~200
+ * copies per training step of the tiny model, some of [rows, V]). With `on`, Identity shares the input's data as the cpu
+ * and WebGL backends' do (a reference count, like the wasm backend's own Reshape); `off` puts the stock kernel back.
+ * Safe because nothing writes into a wasm tensor's memory in place except the native optimiser, which gives a
+ * parameter whose data is shared a private copy first (engine/rl/nativeAdam.ts). Used with the fused ops (fused.ts).
+ */
+export function useSharedIdentity(on: boolean): void {
+  const current = tf.getKernel('Identity', 'wasm');
+  if (on) {
+    if (sharedIdentity && current === sharedIdentity) return;
+    stockIdentity ??= current;
+    const stock = stockIdentity;
+    sharedIdentity ??= {
+      kernelName: 'Identity',
+      backendName: 'wasm',
+      kernelFunc: ((args: { inputs: { x: tf.TensorInfo }; backend: { incRef(dataId: object): void } }) => {
+        const { x } = args.inputs;
+        if (x.dtype === 'string' || !stock) return stock!.kernelFunc(args as unknown as Parameters<tf.KernelFunc>[0]);
+        args.backend.incRef(x.dataId);
+        return { dataId: x.dataId, shape: x.shape, dtype: x.dtype };
+      }) as unknown as tf.KernelFunc,
+    };
+    swap([sharedIdentity]);
+  } else if (sharedIdentity && current === sharedIdentity) {
+    swap([stockIdentity]);
+  }
+}
+
+/** Whether the wasm backend's Identity shares data right now (`useSharedIdentity`). */
+export function sharedIdentityRegistered(): boolean {
+  return sharedIdentity !== null && tf.getKernel('Identity', 'wasm') === sharedIdentity;
 }
 
 /** The addon whose products are registered for the wasm backend right now, or null. */

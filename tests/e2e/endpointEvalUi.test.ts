@@ -177,6 +177,10 @@ describe.skipIf(!haveChromium)('Evaluate with endpoints, from the Launch view (w
     await expect.poll(status, { timeout: 120_000, interval: 500 }).toBe('stopped');
     expect(proxy.counts.cancelled).toBeGreaterThan(0);
     proxy.delay.ms = 0;
+    // the worker has ended (run.json says 'stopped' just before its process exits; the host resumes only then)
+    await expect
+      .poll(async () => apiSchemas.getRun.response.parse(await callApi(host.handlers, 'getRun', { runId })).hostProcess)
+      .toBe(false);
     await expect.poll(() => page.getByTestId('resume-run').isEnabled()).toBe(true);
     await page.getByTestId('resume-run').click();
     await expect.poll(status, { timeout: 240_000, interval: 500 }).toBe('finished');

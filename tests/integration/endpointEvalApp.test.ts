@@ -174,7 +174,8 @@ describe('an endpoint evaluation launched from the app', () => {
     await until(runId, (r) => answered(r) >= 3);
     const stop = await call('stopRun', { runId });
     expect(stop.stopping).toBe(true);
-    const stopped = await until(runId, (r) => r.meta.status !== 'running');
+    // stopped, and its process gone (run.json says 'stopped' just before the process exits)
+    const stopped = await until(runId, (r) => r.meta.status !== 'running' && !r.hostProcess);
     expect(stopped.meta.status).toBe('stopped');
     expect(proxy.counts.cancelled).toBeGreaterThan(0);
     const said = stopped.events.find((e) => e.type === 'status' && e.status === 'stopped');

@@ -82,12 +82,18 @@ export function registerImportCommand(program: Command): void {
     .action((dir: string, opts: ImportFlags) => run('verl', dir, opts));
   cmd
     .command('marti')
-    .description("MARTI's tree-search logs (workflow save_path: <prompt>/llm_logs/log_<time>_<agent>.txt, score CSVs)")
+    .description(
+      "MARTI's tree-search logs (workflow save_path: <prompt>/llm_logs/log_<time>_<agent>.txt, score CSVs) and TensorBoard metrics",
+    )
     .argument('<dir>', "the workflow's save_path (workflow_args.save_path)")
     .option(
       '--nodes <n>',
       "nodes per tree (workflow_args.max_num_nodes): cuts each prompt folder's calls into trees, one per step",
       positiveInt,
+    )
+    .option(
+      '--metrics <path>',
+      "MARTI's TensorBoard folder (--use_tensorboard …/<run name>) or event file, when it is not under DIR",
     )
     .option('--id <runId>', "the new run's id (default: date, time and the folder's name)")
     .option('--json', 'progress and the result as JSON lines on stdout')

@@ -18,7 +18,7 @@ export interface ImportOptions {
   dir: string;
   /** The new run's id (else one is made up from the date and the folder's name). */
   id?: string;
-  /** verl: the file logger's JSONL, when it is not under `dir`. */
+  /** verl: the file logger's JSONL; MARTI: a TensorBoard event file or folder; when it is not under `dir`. */
   metricsFile?: string;
   /** MARTI: nodes per search tree (workflow_args.max_num_nodes), to cut a prompt folder's calls into trees. */
   nodesPerTree?: number;

@@ -12,8 +12,12 @@
  *   without --enable_vllm_is_correction), `agent_id`, `sequence_ids`. The node's score is not in it.
  * - get_coverage_and_passk (evaluation only): `<save_path>/all_public_scores.csv` and `all_private_scores.csv`
  *   (`prompt_id,node_idx,public_score|private_score`, node_idx = the node's expansion index from 0).
- * - The in-memory workflow result ({prompt, label, trajectory:[…{reward}…]}) and training metrics (wandb/TensorBoard
- *   only) are not written as files; the search tree is pickled in evaluation only (Python-only, not read here).
+ * - Training metrics go to wandb or, with --use_tensorboard, to TensorBoard event files in
+ *   `<use_tensorboard>/<wandb_run_name>/` (tfevents.ts): they are read when found under DIR or given with
+ *   `--metrics PATH`, their scalars by global step into metrics.jsonl under their own tags (`train/agent_0/reward`,
+ *   `eval/…`); MARTI's per-agent copies on each agent's own step axis (`agent_<i>_step/…`) are left out.
+ * - The in-memory workflow result ({prompt, label, trajectory:[…{reward}…]}) is not written as a file; the search
+ *   tree is pickled in evaluation only (Python-only, not read here).
  *
  * So a tree is rebuilt from a prompt folder's calls in time order: `--nodes N` (workflow_args.max_num_nodes) cuts the
  * folder's calls into consecutive trees of N, the k-th tree being taken as step k (without it, a folder is one tree at
@@ -32,6 +36,7 @@ import { findFiles, type ImportOptions, type ImportResult, ProblemLog, ProgressM
 import { MARTI_GROUP_NORM, recomputeAdvantages } from './groups';
 import { ImportedRunWriter } from './importedRun';
 import { parsePythonJson } from './jsonLines';
+import { EVENT_FILE, scalarsByStep } from './tfevents';
 
 const LOG_NAME = /^log_(\d{8}_\d{6}_\d{3})_(.+)\.txt$/;
 /** A log file larger than this is skipped with a warning (a call's JSON is kilobytes to a few megabytes). */
@@ -162,6 +167,25 @@ export function treeScores(
   return { pass1, passN, avgPass1, gap: passN - pass1 };
 }
 
+/** The TensorBoard event files to read: `--metrics` (a file or a folder), else any under DIR. */
+function eventFiles(dir: string, metrics: string | undefined): string[] {
+  if (metrics === undefined) return findFiles(dir, (n) => EVENT_FILE.test(n), 4);
+  const p = path.resolve(metrics);
+  if (!fs.existsSync(p)) {
+    throw new UserError(
+      `import marti: --metrics ${metrics} does not exist: give MARTI's TensorBoard folder (--use_tensorboard/<run name>) or an events.out.tfevents file`,
+    );
+  }
+  if (fs.statSync(p).isFile()) return [p];
+  const found = findFiles(p, (n) => EVENT_FILE.test(n), 3);
+  if (found.length === 0) {
+    throw new UserError(
+      `import marti: --metrics ${metrics} holds no events.out.tfevents.* files: give the folder MARTI's --use_tensorboard wrote (…/<run name>)`,
+    );
+  }
+  return found;
+}
+
 function taskIdOf(statement: string): string {
   return `marti:${createHash('sha1').update(statement).digest('hex').slice(0, 12)}`;
 }
@@ -174,14 +198,21 @@ export async function importMarti(opts: ImportOptions): Promise<ImportResult> {
     );
   }
   const logs = findFiles(dir, (n) => LOG_NAME.test(n), 3).filter((f) => path.basename(path.dirname(f)) === 'llm_logs');
-  if (logs.length === 0) {
+  const events = eventFiles(dir, opts.metricsFile);
+  if (logs.length === 0 && events.length === 0) {
     throw new UserError(
-      `import marti: no llm_logs/log_<time>_<agent>.txt files under ${dir}: give the workflow save_path of a MARTI tree-search run (workflow_args.save_path)`,
+      `import marti: no llm_logs/log_<time>_<agent>.txt files (nor TensorBoard event files) under ${dir}: give the workflow save_path of a MARTI tree-search run (workflow_args.save_path)`,
     );
   }
   const rel = (f: string) => path.relative(dir, f);
   const problems = new ProblemLog(opts.onWarning);
-  const meter = new ProgressMeter(logs, opts.onProgress);
+  const meter = new ProgressMeter([...events, ...logs], opts.onProgress);
+  // TensorBoard scalars by global step (a damaged record: one warning naming file, record and byte; the rest read)
+  const tb = scalarsByStep(
+    events.map((file) => ({ file, name: rel(file) })),
+    (m) => problems.add(m),
+  );
+  for (const f of events) meter.read(f, fs.statSync(f).size);
   const publicScores = readScores(path.join(dir, 'all_public_scores.csv'), problems, rel);
   const privateScores = readScores(path.join(dir, 'all_private_scores.csv'), problems, rel);
 
@@ -218,7 +249,13 @@ export async function importMarti(opts: ImportOptions): Promise<ImportResult> {
   const run = new ImportedRunWriter(opts.home, `marti-${path.basename(dir)}`, { id: opts.id });
   let records = 0;
   try {
-    for (const step of [...treesByStep.keys()].sort((a, b) => a - b)) {
+    const allSteps = [...new Set([...treesByStep.keys(), ...tb.steps.keys()])].sort((a, b) => a - b);
+    for (const step of allSteps) {
+      const scalars = tb.steps.get(step);
+      if (!treesByStep.has(step)) {
+        run.metrics.append({ step, time: scalars!.time, ...scalars!.values });
+        continue;
+      }
       const stepScores: number[] = [];
       let stepNodes = 0;
       let stepTime = 0;
@@ -356,6 +393,7 @@ export async function importMarti(opts: ImportOptions): Promise<ImportResult> {
         nodes: stepNodes,
         reward: stepScores.length ? stepScores.reduce((a, b) => a + b, 0) / stepScores.length : null,
         'reward/max': stepScores.length ? Math.max(...stepScores) : null,
+        ...scalars?.values,
       });
     }
     for (const w of problems.summary()) run.warn(w);
@@ -366,6 +404,7 @@ export async function importMarti(opts: ImportOptions): Promise<ImportResult> {
       files: [
         ...folders.map((f) => `${rel(f) || '.'}/llm_logs/`),
         ...['all_public_scores.csv', 'all_private_scores.csv'].filter((f) => fs.existsSync(path.join(dir, f))),
+        ...events.map(rel),
       ],
       records,
       skipped: problems.count,
@@ -377,13 +416,23 @@ export async function importMarti(opts: ImportOptions): Promise<ImportResult> {
       scores: publicScores.size
         ? 'from all_public_scores.csv / all_private_scores.csv where they cover a tree'
         : 'unknown: MARTI does not write node scores in training',
+      tensorboard: events.length
+        ? {
+            files: events.map(rel),
+            scalars: tb.points,
+            tags: tb.tags,
+            leftOut: tb.otherAxis.length
+              ? `${tb.otherAxis.length} tags on each agent's own step axis (agent_<i>_step/…), not the run's steps`
+              : undefined,
+          }
+        : undefined,
     };
     const done = run.finish(
       'marti',
       imported,
       `Imported from MARTI's tree-search logs in ${dir}; trees, parents and advantages rebuilt (see run.json "imported").`,
     );
-    return { ...done, records, skipped: problems.count, steps: treesByStep.size, warnings: problems.summary() };
+    return { ...done, records, skipped: problems.count, steps: allSteps.length, warnings: problems.summary() };
   } catch (err) {
     run.abort();
     throw err;

@@ -5,8 +5,9 @@
  * - the built engine (out/cli/index.js and its map, from `npm run build`) and engine/bin/ that starts it (with no
  *   TypeScript sources beside it, engine/bin/builtEntry.mjs takes the build);
  * - the packages the bundle leaves external, traced file by file from out/cli/index.js with @vercel/nft (production
- *   code only; the project's optionalDependencies — tfjs-node, webgpu — stay out, as they are optional here), plus the
- *   .wasm files of every traced package (tfjs-backend-wasm loads them by path, which a tracer cannot see);
+ *   code only; the project's optionalDependencies — tfjs-node, webgpu — stay out, as they are optional here, and so do
+ *   tsx and the packing tools, NOT_SHIPPED), plus every .wasm file beside a traced file (tfjs-backend-wasm loads its
+ *   kernels by path, which a tracer cannot see);
  * - resources/ (presets and the base checkpoints they start from); with `--ship-native`, the native addon as built here
  *   (native/build: for this machine's CPU and libc, so only for a cluster of the same kind);
  * - a package.json of its own (`"type": "module"`, name and version), nothing else of the checkout.
@@ -118,8 +119,9 @@ function fingerprint(root: string, native: boolean): string {
 }
 
 /** Packages a traced file may name that the package leaves out: tsx (and its esbuild) runs TypeScript sources, and
- * the package has none (out/cli names engine/bin/mars-lab.mjs, which imports tsx only for sources). */
-const NOT_SHIPPED = ['tsx', 'esbuild', '@esbuild'];
+ * the package has none (out/cli names engine/bin/mars-lab.mjs, which imports tsx only for sources); @vercel/nft and
+ * fflate pack the project here (this module's own imports) and are never loaded by a job. */
+const NOT_SHIPPED = ['tsx', 'esbuild', '@esbuild', '@vercel/nft', 'fflate'];
 
 /** The node_modules files the built engine loads: traced from out/cli/index.js, optional packages left out. */
 async function tracedModules(root: string, optional: string[]): Promise<string[]> {

@@ -78,7 +78,7 @@ describe.runIf(expectRay || !missing)('a study shipped to a real Ray head (runti
     expect(ship.uri).toMatch(/^gcs:\/\/_ray_pkg_[0-9a-f]{40}\.zip$/);
     expect(ship.bytes).toBeGreaterThan(1 << 20);
     expect(ship.bytes).toBeLessThan(100 << 20);
-    const id = (lines.at(-1) as { id: string }).id;
+    const id = String(lines.at(-1)!.id);
     const study = readStudy(home, id);
     expect(study.where).toMatchObject({
       kind: 'ray',
@@ -117,7 +117,7 @@ describe.runIf(expectRay || !missing)('a study shipped to a real Ray head (runti
     expect(again.code).toBe(0);
     const lines2 = jsonLines(again.stdout);
     expect(lines2.find((l) => l.type === 'ship')).toMatchObject({ uri: ship.uri, cached: true, uploaded: false });
-    const study2 = readStudy(home, (lines2.at(-1) as { id: string }).id);
+    const study2 = readStudy(home, String(lines2.at(-1)!.id));
     expect(study2.runs[0]).toMatchObject({ state: 'finished', step: 2 });
     expect(fs.existsSync(path.join(home, 'runs', study2.runs[0]!.runId, 'run.json'))).toBe(true);
   }, 600_000);

@@ -1,7 +1,7 @@
 /**
  * The project package `study --ship` sends to a Ray cluster (engine/studies/shipProject.ts), packed from a small
  * made-up project: only what the built engine loads goes in (a production dependency file by file, the .wasm beside
- * it; not an optional dependency, a dev dependency or a package's unused files), with resources/, engine/bin/ and a
+ * it; not an optional dependency, a dev dependency, the packing tool or a package's unused files), with resources/, engine/bin/ and a
  * generated package.json; the zip is content-addressed like Ray's SDK names a zip (sha1) and the same inputs give the
  * same bytes; a second pack comes from the cache; a change of input packs anew and drops the old zip; a package over
  * the cap and a missing build are one-line errors.
@@ -41,7 +41,8 @@ beforeAll(() => {
   );
   write(
     'out/cli/index.js',
-    "import a from 'dep-a';\nexport const x = a;\nexport async function gpu() {\n  return import('opt-b');\n}\n",
+    "import a from 'dep-a';\nexport const x = a;\nexport async function gpu() {\n  return import('opt-b');\n}\n" +
+      "export async function pack() {\n  return import('@vercel/nft');\n}\n",
   );
   write('engine/bin/mars-lab.mjs', "import '../../out/cli/index.js';\n");
   write('engine/cli.ts', 'export {};\n'); // a source: never shipped
@@ -54,6 +55,9 @@ beforeAll(() => {
   write('node_modules/dep-a/docs/other.wasm', '\0asm-not-beside');
   write('node_modules/opt-b/package.json', JSON.stringify({ name: 'opt-b', version: '1.0.0', main: 'index.js' }));
   write('node_modules/opt-b/index.js', 'module.exports = 1;\n');
+  // the packing tool itself, named by the engine (shipProject.ts imports it): never shipped
+  write('node_modules/@vercel/nft/package.json', JSON.stringify({ name: '@vercel/nft', main: 'index.js' }));
+  write('node_modules/@vercel/nft/index.js', 'module.exports = 3;\n');
   write('node_modules/dev-c/package.json', JSON.stringify({ name: 'dev-c', version: '1.0.0', main: 'index.js' }));
   write('node_modules/dev-c/index.js', 'module.exports = 2;\n');
 });

@@ -64,7 +64,7 @@ export function sys2System(ex: Sys2Example): string {
     '<think> your reasoning </think> <purpose> what the search should find out </purpose> <search> a few keywords </search>',
     'or, once you know the answer,',
     '<think> your reasoning </think> <answer> the answer: a name, a place or a year </answer>',
-    'After a search the user replies <info> … </info>: what a helper read for your purpose in the pages found (summaries of different pages are separated by <sep>; <noresults> means nothing was found). Write nothing outside the tags, no Markdown, and stop after </search> or </answer>.',
+    'After a search the user replies <info> … </info>: what a helper read for your purpose in the pages found (summaries of different pages are separated by <sep>; <noresults> means nothing was found). Keep <think> to a few words (each turn has a small token budget), write nothing outside the tags, no Markdown, and stop after </search> or </answer>.',
     '',
     'Example.',
     `User: ${ex.question}`,

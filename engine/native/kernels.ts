@@ -269,12 +269,13 @@ export function useSharedIdentity(on: boolean): void {
     if (sharedIdentity && current === sharedIdentity) return;
     stockIdentity ??= current;
     const stock = stockIdentity;
+    if (!stock) throw new Error('the wasm backend has not registered its Identity kernel');
     sharedIdentity ??= {
       kernelName: 'Identity',
       backendName: 'wasm',
       kernelFunc: ((args: { inputs: { x: tf.TensorInfo }; backend: { incRef(dataId: object): void } }) => {
         const { x } = args.inputs;
-        if (x.dtype === 'string' || !stock) return stock!.kernelFunc(args as unknown as Parameters<tf.KernelFunc>[0]);
+        if (x.dtype === 'string') return stock.kernelFunc(args);
         args.backend.incRef(x.dataId);
         return { dataId: x.dataId, shape: x.shape, dtype: x.dtype };
       }) as unknown as tf.KernelFunc,

@@ -84,7 +84,7 @@ describe.each(buildKernels())('the model with and without the fused ops (product
         const r = tokenLogProbs(model, batch, { temperature: 0.8, entropy: true, only });
         parts.logp = r.logp.dataSync().slice() as Float32Array;
         parts.entropy = r.entropy!.dataSync().slice() as Float32Array;
-        return tf.add(tf.sum<tf.Scalar>(r.logp), tf.mul(tf.sum(r.entropy!), 0.1)) as tf.Scalar;
+        return tf.add<tf.Scalar>(tf.sum(r.logp), tf.mul(tf.sum(r.entropy!), 0.1));
       }, model.variables());
       value.dispose();
       const g: Float32Array[] = [];

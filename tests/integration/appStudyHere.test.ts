@@ -16,7 +16,7 @@ import { callApi } from '../../engine/api/dispatch';
 import { createHost, type Host } from '../../engine/api/host';
 import { nodeRunLauncher, type RunLauncher } from '../../engine/api/runLauncher';
 import { readStudy } from '../../engine/studies/studyRecord';
-import { cli } from '../helpers/cli';
+import { cli, spawnCli } from '../helpers/cli';
 
 const FINAL = new Set(['finished', 'failed', 'stopped']);
 
@@ -152,4 +152,32 @@ describe('a study here from the app', () => {
     expect(meta.lastCheckpointStep).toBeLessThan(2000);
     expect(fs.existsSync(path.join(home!, 'runs', ended.runs[1]!.runId))).toBe(false);
   }, 180_000);
+
+  it('keeps the CLI path: `mars-lab study` here stops on Ctrl-C, the running run at a checkpoint, the waiting one unstarted', async () => {
+    home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-clistudy-'));
+    const { child, exited } = spawnCli(
+      ['study', '--preset', 'seqgrpo-copy', '--seeds', '2', '--parallel', '1', '--set', 'budget.steps=2000'],
+      { MARS_LAB_HOME: home },
+      () => {}, // the table, at the end
+    );
+    child.stderr!.setEncoding('utf8');
+    let stderr = '';
+    const started = new Promise<void>((resolve) =>
+      child.stderr!.on('data', (t: string) => {
+        stderr += t;
+        if (/: running step \d+\/2000/.test(stderr)) resolve();
+      }),
+    );
+    await started;
+    child.kill('SIGINT');
+    expect(await exited).toBe(2); // not every run finished: one line, exit code 2
+    expect(stderr).toMatch(/Ctrl-C: stopping the study's runs here/);
+    const [id] = fs.readdirSync(path.join(home, 'studies')).filter((n) => n.endsWith('.json'));
+    const record = readStudy(home, id!.slice(0, -5));
+    expect(record.runs.map((r) => r.state)).toEqual(['stopped', 'stopped']);
+    expect(record.runs[1]!.message).toBe('not started: the study was stopped');
+    const meta = JSON.parse(fs.readFileSync(path.join(home, 'runs', record.runs[0]!.runId, 'run.json'), 'utf8'));
+    expect(meta.status).toBe('stopped');
+    expect(meta.lastCheckpointStep).toBeGreaterThanOrEqual(1);
+  }, 120_000);
 });

@@ -6,6 +6,8 @@
  *   travels on the socket;
  * - the form filled (preset mars-tiny, System 2's endpoint, greedy, 6 questions) starts a run whose page shows it
  *   finished, whose episodes open in the Episodes tab, and whose episodes are the items `mars-lab eval` gives;
+ * - MARTI: a heterogeneous team gets an endpoint per agent; a key variable the app lacks and a task file outside the
+ *   folders a window may name are refused beside their fields;
  * - through a slow loopback proxy, Stop on the run page mid-evaluation cancels the requests in flight and leaves the run
  *   stopped; Resume finishes it, with the CLI's items again.
  *
@@ -186,6 +188,39 @@ describe.skipIf(!haveChromium)('Evaluate with endpoints, from the Launch view (w
     await expect.poll(status, { timeout: 240_000, interval: 500 }).toBe('finished');
     await expectCliEpisodes(runId);
   }, 400_000);
+
+  it('MARTI: an endpoint per agent of a heterogeneous team, and a task file outside the allowed folders refused beside it', async () => {
+    await page.goto(`${server.url}#/launch?mode=endpoints`);
+    await page.getByTestId('endpoint-eval-form').waitFor();
+    await page.getByTestId('ee-marti').check();
+    await page.getByTestId('ee-preset').selectOption('marti-hetero-small');
+    await expect.poll(() => page.getByTestId('ee-state').textContent()).not.toBe('');
+    // one endpoint for the whole team by default; unticked, one per agent
+    expect(await page.getByTestId('endpoint-agent-alpha').count()).toBe(1);
+    expect(await page.getByTestId('endpoint-agent-beta').count()).toBe(0);
+    await page.getByTestId('ee-same-for-all').uncheck();
+    await page.getByTestId('endpoint-agent-beta').waitFor();
+    for (const id of ['alpha', 'beta']) {
+      await page.getByTestId(`agent-${id}-base-url`).fill(served.baseUrl);
+      await page.getByTestId(`agent-${id}-model`).fill(served.model);
+    }
+    await page.getByTestId('agent-beta-key-env').fill('H3_NOT_IN_THE_APP_ENV');
+    await page.getByTestId('agent-beta-key-env').press('Tab');
+    const keyProblem = page.locator('[data-problem="marti.agents.1.policy.apiKeyEnv"]');
+    await expect
+      .poll(() => keyProblem.first().textContent(), { timeout: 20_000 })
+      .toMatch(/the app's environment has no variable H3_NOT_IN_THE_APP_ENV/);
+    await page.getByTestId('agent-beta-key-env').fill('');
+    await page.getByTestId('agent-beta-key-env').press('Tab');
+    await page.getByTestId('ee-own').check();
+    await page.getByTestId('ee-task-file').fill('/etc/passwd');
+    const fileProblem = page.locator('[data-problem="task.file"]');
+    await expect
+      .poll(() => fileProblem.first().textContent(), { timeout: 20_000 })
+      .toMatch(/^\/etc\/passwd is outside the folders a window may use/);
+    expect(await page.getByTestId('ee-start').isDisabled()).toBe(true);
+    await page.getByTestId('endpoint-eval').screenshot({ path: path.join(OUTPUT, 'endpoint-eval-marti.png') });
+  });
 
   it('raised no page errors', () => {
     expect(pageErrors).toEqual([]);

@@ -217,7 +217,11 @@ export async function createHost(opts: HostOptions): Promise<Host> {
   ): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       const release = slots.take(
-        job.kind === 'start' || job.kind === 'resume' ? `${job.kind} a run` : `${job.kind} checkpoints`,
+        job.kind === 'start' || job.kind === 'resume'
+          ? `${job.kind} a run`
+          : job.kind === 'endpointEval'
+            ? 'start an evaluation with endpoints'
+            : `${job.kind} checkpoints`,
       );
       let settled = false;
       let runId: string | undefined;

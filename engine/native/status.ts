@@ -3,7 +3,15 @@
  * `configureNativeKernels` once a backend is chosen; the report goes into BackendReport, so `doctor` prints it and
  * run.json records it, and a figure can be traced to the path that produced it.
  */
-import { blasThreads, loadAddon, nativeAdamRequest, nativeRequest, type AddonLoad, type NativeKernel } from './addon';
+import {
+  blasThreads,
+  loadAddon,
+  nativeAdamRequest,
+  nativeFusedRequest,
+  nativeRequest,
+  type AddonLoad,
+  type NativeKernel,
+} from './addon';
 import { nativeKernelsRegistered, registerNativeKernels, unregisterNativeKernels } from './kernels';
 
 export interface NativeKernelReport {
@@ -28,6 +36,10 @@ export interface NativeKernelReport {
   adam: boolean;
   /** One line: why the optimiser runs natively or on tensor ops. */
   adamDetail: string;
+  /** Whether the transformer's RMSNorm, SwiGLU, RoPE, log-softmax and row gathers run fused (engine/native/fused.ts). */
+  fused: boolean;
+  /** One line: why the fused ops run or not. */
+  fusedDetail: string;
   /** The addon file loaded. */
   file?: string;
 }
@@ -91,6 +103,27 @@ function adamReport(load: AddonLoad | null, active: boolean): { adam: boolean; a
   };
 }
 
+const FUSED_FUNCTIONS = ['rmsNorm', 'swiglu', 'rope', 'logSoftmaxPick', 'gatherRows', 'scatterAddRows'] as const;
+
+/** Whether the transformer's fused ops will run, given the products are native (`active`). */
+function fusedReport(load: AddonLoad | null, active: boolean): { fused: boolean; fusedDetail: string } {
+  if (!active) return { fused: false, fusedDetail: 'tensor ops (the native kernels are not active)' };
+  const addon = load?.loaded?.addon;
+  if (FUSED_FUNCTIONS.some((f) => typeof addon?.[f] !== 'function')) {
+    return {
+      fused: false,
+      fusedDetail: "tensor ops: this addon predates the fused ops (rebuild it with 'node scripts/buildNative.mjs')",
+    };
+  }
+  if (nativeFusedRequest() === 'off') {
+    return { fused: false, fusedDetail: 'tensor ops: switched off with MARS_LAB_NATIVE_FUSED=0' };
+  }
+  return {
+    fused: true,
+    fusedDetail: 'RMSNorm, SwiGLU, RoPE, log-softmax with the target picked and row gathers fused natively',
+  };
+}
+
 /**
  * Registers the native kernels when the backend is wasm, the addon is built and MARS_LAB_NATIVE allows it; otherwise
  * leaves (or puts back) the stock wasm kernels. Sets OpenBLAS's thread count (see NativeOptions). Throws UserError
@@ -103,7 +136,16 @@ export function configureNativeKernels(backend: string, opts: NativeOptions = {}
   const built = load?.loaded?.info.built ?? null;
   const none = (detail: string): NativeKernelReport => {
     unregisterNativeKernels();
-    return { kernel: 'none', active: false, detail, built, threads: 1, threadsFrom: from, ...adamReport(load, false) };
+    return {
+      kernel: 'none',
+      active: false,
+      detail,
+      built,
+      threads: 1,
+      threadsFrom: from,
+      ...adamReport(load, false),
+      ...fusedReport(load, false),
+    };
   };
   if (request === 'off') {
     lastReport = none('switched off with MARS_LAB_NATIVE=0; the wasm backend runs its own matrix products');
@@ -120,7 +162,7 @@ export function configureNativeKernels(backend: string, opts: NativeOptions = {}
     const t = addon.setThreads(threads);
     registerNativeKernels(addon);
     const now = addon.info() as { openblasCore?: string; microkernel?: string };
-    const adam = adamReport(load, true);
+    const adam = { ...adamReport(load, true), ...fusedReport(load, true) };
     if (kernel === 'openblas') {
       lastReport = {
         kernel,

@@ -1,7 +1,8 @@
 /**
  * Where one training step's kernel launches and kernel time go (issue 16: what to fuse next), per model size: the
  * GRPO step of engineBench profiled with tf.profile, kernels grouped by name, largest total time first. Launch counts
- * do not depend on the machine's load; times do (figures, not tests).
+ * do not depend on the machine's load; times do (figures, not tests). MARS_LAB_NATIVE_FUSED=0 profiles without the
+ * fused transformer ops (engine/native/fused.ts), MARS_LAB_NATIVE_ADAM=0 without the fused optimiser.
  *
  *   npx tsx tests/bench/kernelProfile.ts [--sizes tiny,small] [--top 15] [--json out.json]
  */
@@ -28,7 +29,7 @@ const T = 64;
 
 const report = await initBackend({ force: 'wasm' });
 console.log(
-  `kernel profile: ${report.native.detail}; optimiser ${report.native.adam ? 'native' : 'tensor ops'}; load ${os
+  `kernel profile: ${report.native.detail}; optimiser ${report.native.adam ? 'native' : 'tensor ops'}; ${report.native.fused ? 'fused ops' : 'stock small ops'}; load ${os
     .loadavg()
     .map((x) => x.toFixed(1))
     .join(' ')}`,

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fusedInactiveReason, fusedKernelCount, fusedOps, type FusedOps } from '../../../engine/native/fused';
+import { configureNativeKernels } from '../../../engine/native/status';
 import { Rng } from '../../../engine/random/prng';
 import { tf } from '../../../engine/tensor/backend';
 import { oneHotF32 } from '../../../engine/tensor/oneHot';
@@ -298,6 +299,31 @@ describe('when the fused ops run', () => {
     useProducts(null);
     expect(fusedOps()).toBeNull();
     expect(fusedInactiveReason()).toMatch(/not active/);
+  });
+
+  it('the backend report (doctor, run.json) says whether they run and why', (ctx) => {
+    const missing = nativeMissing();
+    if (missing) ctx.skip(missing);
+    try {
+      expect(configureNativeKernels('wasm')).toMatchObject({ active: true, fused: true });
+      expect(fusedOps()).not.toBeNull();
+      process.env.MARS_LAB_NATIVE_FUSED = 'off';
+      expect(configureNativeKernels('wasm')).toMatchObject({
+        fused: false,
+        fusedDetail: expect.stringMatching(/MARS_LAB_NATIVE_FUSED=0/),
+      });
+      delete process.env.MARS_LAB_NATIVE_FUSED;
+      process.env.MARS_LAB_NATIVE = '0';
+      expect(configureNativeKernels('wasm')).toMatchObject({
+        fused: false,
+        fusedDetail: expect.stringMatching(/not active/),
+      });
+      expect(fusedOps()).toBeNull();
+    } finally {
+      delete process.env.MARS_LAB_NATIVE_FUSED;
+      delete process.env.MARS_LAB_NATIVE;
+      configureNativeKernels('wasm');
+    }
   });
 
   it('not on another backend', async (ctx) => {

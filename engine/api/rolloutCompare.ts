@@ -152,6 +152,11 @@ export function compareRolloutSides(a: Side, ra: RunRollouts, b: Side, rb: RunRo
         `run ${side.runId} logged no rollouts this view reads (trajectories.jsonl is empty or absent)`,
       );
     }
+    if (r.byStep.size === 0) {
+      throw new UserError(
+        `run ${side.runId}: none of its ${r.records} ${r.kind} records has a score to pair${r.kind === 'marti.tree' ? ' (MARTI writes node scores only when it evaluates: import a save_path with all_public_scores.csv)' : ''}`,
+      );
+    }
     if (side.step !== undefined && !r.byStep.has(side.step)) {
       const have = [...r.byStep.keys()].sort((x, y) => x - y);
       throw new UserError(

@@ -15,10 +15,19 @@ import type { ApiResponse } from '../../engine/api/contract';
 import { callApi } from '../../engine/api/dispatch';
 import { createHost, type Host } from '../../engine/api/host';
 import { nodeRunLauncher } from '../../engine/api/runLauncher';
+import { importMarti } from '../../engine/interop/import/marti';
 import { importVerl } from '../../engine/interop/import/verl';
 import { binomialHalfCdf, pairedBootstrap } from '../../engine/metrics/pairedStats';
 import { Rng } from '../../engine/random/prng';
-import { chatPrompt, PyFloat, writeVerlStep, type VerlSample } from '../unit/interop/trainerFormats';
+import {
+  chatPrompt,
+  martiCodePrompt,
+  PyFloat,
+  writeMartiCall,
+  writeMartiScores,
+  writeVerlStep,
+  type VerlSample,
+} from '../unit/interop/trainerFormats';
 
 type Compared = ApiResponse<'compareRollouts'>;
 
@@ -134,6 +143,35 @@ beforeAll(async () => {
     fs.writeFileSync(path.join(dir, 'run.json'), '{}');
     fs.writeFileSync(path.join(dir, 'trajectories.jsonl'), lines.map((l) => JSON.stringify(l) + '\n').join(''));
   }
+  // Two MARTI save_paths of one search per problem (3 calls: 3 nodes), the same two problems; one with the evaluation's
+  // score CSVs, one without (a training log: no scores).
+  for (const [name, scored] of [
+    ['m1', [0, 1, 1, 0, 0, 0]],
+    ['m2', [1, 1, 1, 0, 1, 0]],
+    ['m3', null],
+  ] as const) {
+    const save = path.join(tmp, name);
+    ['Add one to x.', 'Double x.'].forEach((problem, p) => {
+      for (let k = 0; k < 3; k++) {
+        writeMartiCall(save, p, {
+          agentId: String(k % 2),
+          messages: martiCodePrompt(problem),
+          actionText: `\`\`\`python\ndef f(x):\n    return x + ${k}\n\`\`\``,
+          actionTokens: [1, 2],
+          actionLogProbs: null,
+          stamp: `20261201_1200${p}${k}_000`,
+        });
+      }
+    });
+    if (scored) {
+      writeMartiScores(
+        save,
+        'public',
+        scored.map((v, i) => [Math.floor(i / 3), i % 3, v]),
+      );
+    }
+    ids[name] = (await importMarti({ home, dir: save, id: `marti-${name}` })).id;
+  }
   host = await createHost({ home, launcher: nodeRunLauncher(), transport: 'web' });
 });
 afterAll(async () => {
@@ -213,6 +251,22 @@ describe('compare imported runs on their logged rollouts', () => {
     expect(r.mcnemar!.pValue).toBeCloseTo(Math.min(1, 2 * binomialHalfCdf(1, 4)), 12);
     expect(r.mcnemar!.pValue).toBeCloseTo(0.625, 12);
     expect(r.scoreDiff).toEqual(bootstrap([1, 0, 0, 1, 0], [1, 1, 1, 0, 1]));
+  });
+
+  it('pairs imported MARTI search trees by task: the mean score of each tree’s nodes', async () => {
+    const r = await api<Compared>('compareRollouts', { a: { runId: ids.m1 }, b: { runId: ids.m2 } });
+    // task 0: m1 nodes 0 1 1, m2 1 1 1; task 1: m1 0 0 0, m2 0 1 0
+    expect(r).toMatchObject({ kind: 'marti.tree', shared: 2, onlyA: 0, onlyB: 0, outcome: 'real', mcnemar: null });
+    expect(r.a).toMatchObject({ prompts: 2, samples: 6 });
+    expect(r.scoreDiff).toEqual(bootstrap([2 / 3, 0], [1, 1 / 3]));
+    // task 1 moved most (+1/3 for both: then by key); each listed with its problem statement
+    expect(r.prompts.map((p) => [/Add one to x\.|Double x\./.exec(p.text)?.[0], p.a.n, p.b.n]).sort()).toEqual([
+      ['Add one to x.', 3, 3],
+      ['Double x.', 3, 3],
+    ]);
+    expect(await refusal('compareRollouts', { a: { runId: ids.m1 }, b: { runId: ids.m3 } })).toBe(
+      `run ${ids.m3}: none of its 2 marti.tree records has a score to pair (MARTI writes node scores only when it evaluates: import a save_path with all_public_scores.csv)`,
+    );
   });
 
   it('refuses in one line what it cannot pair', async () => {

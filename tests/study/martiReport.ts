@@ -305,6 +305,22 @@ export function pairedTableLines(
       lines.push(
         `| ${short(hi)} − ${short(lo)} | ${k} | ${f3(w.effect)} | ${f3(w.naiveSe)} | ${f3(w.clusterSe)} | ${f3(ib.low)} to ${f3(ib.high)} | ${f3(w.low)} to ${f3(w.high)} | ${mc.n01}/${mc.n10}, ${f3(mc.pValue)} | ${f3(w.pClaim)} | ${f3(sp.pClaim)} |`,
       );
+      // the same comparison at step 0 (each arm's base as that arm evaluates it): how much of the gap was there before training
+      if (oa.base && ob.base) {
+        const w0 = pairedClusterVerdict(oa.base, ob.base, { rng: uniform(`${hi}>${lo}:${k}:base`) });
+        const ib0 = pairedBootstrap(
+          ob.base.map((x) => x.score),
+          oa.base.map((x) => x.score),
+          { rng: uniform(`${hi}>${lo}:${k}:base:items`) },
+        );
+        const mc0 = mcnemar(
+          ob.base.map((x) => x.score === 1),
+          oa.base.map((x) => x.score === 1),
+        );
+        lines.push(
+          `| their bases, step 0 | ${k} | ${f3(w0.effect)} | ${f3(w0.naiveSe)} | ${f3(w0.clusterSe)} | ${f3(ib0.low)} to ${f3(ib0.high)} | ${f3(w0.low)} to ${f3(w0.high)} | ${mc0.n01}/${mc0.n10}, ${f3(mc0.pValue)} | ${f3(w0.pClaim)} | – |`,
+        );
+      }
     }
   }
   return lines.length > 2 ? lines : [];

@@ -452,7 +452,10 @@ export const apiSchemas = {
     }),
     response: z.object({ study: studyViewSchema }),
   },
-  /** Asks Ray to stop one run's job (the run checkpoints first), or every job of the study still going. */
+  /**
+   * Stops one run of a study (it checkpoints first), or every run still going: on a Ray cluster through the Jobs API;
+   * here, for a study this host runs (a run still waiting for its turn never starts).
+   */
   stopClusterJob: {
     request: z.strictObject({ studyId: idText, runId: runIdSchema.optional() }),
     response: z.object({ stopping: z.boolean(), message: z.string() }),

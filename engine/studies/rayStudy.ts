@@ -69,6 +69,27 @@ async function settleFailedLog(client: RayJobsClient, id: string, logFile: strin
   }
 }
 
+/**
+ * Why a job could not even start train, in words that name the fix: the cluster has no project at the path the
+ * entrypoint names (node's "Cannot find module", whose last line is only "Node.js v20…"), or no node on its PATH.
+ */
+export function setupHint(log: readonly string[], study: StudyRecord): string | undefined {
+  if (study.where.kind !== 'ray') return undefined;
+  const text = log.join('\n');
+  const missing = /Cannot find module '([^']*engine\/bin\/mars-lab\.mjs)'/.exec(text);
+  if (missing) {
+    return study.where.project === '.'
+      ? `the job's working_dir has no ${missing[1]}: the runtime_env's working_dir is not a mars-lab package (add --ship)`
+      : `the cluster has no ${missing[1]}: add --ship to send the project with the jobs, or give its folder there with --ray-project PATH`;
+  }
+  const node = study.where.node;
+  const escaped = node.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  if (new RegExp(`(^|[\\s:])${escaped}: (command )?not found|${escaped}: No such file or directory`, 'm').test(text)) {
+    return `no ${node} on the cluster: install Node.js 20 on its nodes' PATH, or give its path there with --ray-node PATH`;
+  }
+  return undefined;
+}
+
 function oneLine(text: string | null | undefined): string | undefined {
   if (!text) return undefined;
   const lines = text
@@ -189,6 +210,7 @@ export function runStudyOnRay(
         if (run.state === 'failed') await settleFailedLog(client, run.runId, logFile);
         const saved = fs.readFileSync(logFile, 'utf8').split('\n');
         run.message =
+          (run.state === 'failed' ? setupHint(saved, study) : undefined) ??
           oneLine(saved.filter((l) => l.startsWith('mars-lab: ')).join('\n')) ??
           (run.state === 'failed' ? oneLine(saved.filter(isReasonLine).join('\n')) : undefined) ??
           oneLine(r.job.message?.split('\n')[0]);

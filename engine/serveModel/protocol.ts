@@ -71,6 +71,18 @@ export function chatPromptText(messages: ChatRequest['messages'], bos: string): 
   return text.startsWith(bos) ? text : `${bos} ${text}`;
 }
 
+/** A request the server answers with an OpenAI-style error (status, type, code). */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly type = 'invalid_request_error',
+    readonly code: string | null = null,
+  ) {
+    super(message);
+  }
+}
+
 /** An OpenAI-style error body. */
 export function errorBody(
   message: string,

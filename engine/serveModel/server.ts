@@ -1,7 +1,8 @@
 /**
  * `serve-model`'s HTTP server: a mars-lab checkpoint behind OpenAI's `/v1/models`, `/v1/completions` and
  * `/v1/chat/completions` (request forms and the chat template: protocol.ts), with per-token log-probs and streaming
- * (server-sent events), every request going through one GenerationQueue (batcher.ts).
+ * (server-sent events) and top-k alternatives (logprobs.ts), every request going through one GenerationQueue
+ * (batcher.ts: continuous batching) as a job (jobs.ts).
  *
  * Web mode's rules: it binds loopback unless told `--allow-remote` (webServer.ts resolveBindHost), answers only to its
  * own names (the Host header, against DNS rebinding), and every request needs the random token printed at start, as
@@ -16,14 +17,14 @@ import { isLoopbackHost, parseHostHeader, resolveBindHost, targetPath } from '..
 import type { LlamaModel } from '../model/llama';
 import type { Tokenizer } from '../model/tokenizer';
 import { GenerationQueue, type GenerationResult, type TopToken } from './batcher';
+import { jobMaker, type Job } from './jobs';
 import { chatLogprobs, completionLogprobs } from './logprobs';
 import {
   chatPromptText,
   chatRequestSchema,
   completionRequestSchema,
   errorBody,
-  stopList,
-  type ChatRequest,
+  HttpError,
   type CompletionRequest,
 } from './protocol';
 
@@ -50,17 +51,6 @@ export interface ModelServer {
 
 const MAX_BODY = 16 * 1024 * 1024;
 
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly type = 'invalid_request_error',
-    readonly code: string | null = null,
-  ) {
-    super(message);
-  }
-}
-
 function sameSecret(given: string, token: string): boolean {
   const a = Buffer.from(given);
   const b = Buffer.from(token);
@@ -80,7 +70,6 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
   const decode = (ids: number[], skipSpecial = false): string => tok.decode(ids, { skipSpecial });
   const queue = new GenerationQueue(o.model, (ids) => decode(ids), o.maxBatch ?? 64, o.seed ?? 0);
   const maxCtx = o.model.config.max_position_embeddings;
-  const eos = tok.specials.eos;
   const bosText = tok.specials.bos !== undefined ? tok.tokenOf(tok.specials.bos) : '';
   const created = Math.floor(Date.now() / 1000);
   let port = 0;
@@ -161,84 +150,7 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
     return ids;
   };
 
-  /** Stop strings that are a special token's text stop on that token (as the rollouts' stop tokens do). */
-  const stops = (stop: string[], ignoreEos: boolean): { ids: number[]; strings: string[] } => {
-    const ids: number[] = [];
-    const strings: string[] = [];
-    for (const s of stop) {
-      let id: number | null;
-      try {
-        id = tok.idOf(s);
-      } catch {
-        id = null;
-      }
-      if (id !== null && tok.isSpecial(id)) ids.push(id);
-      else if (s !== '') strings.push(s);
-    }
-    if (eos !== undefined && !ignoreEos && !ids.includes(eos)) ids.push(eos);
-    return { ids, strings };
-  };
-
-  interface Job {
-    prompt: number[];
-    maxTokens: number;
-    temperature: number;
-    topP: number;
-    stop: { ids: number[]; strings: string[] };
-    includeStop: boolean;
-    skipSpecial: boolean;
-    /** The request's own random stream, when it sent `seed`. */
-    seed: number | undefined;
-    /** Alternatives per token asked for (top_logprobs; the legacy completions' `logprobs: k`). */
-    topK: number;
-  }
-
-  const jobOf = (
-    r: CompletionRequest | ChatRequest,
-    prompt: number[],
-    maxTokens: number | null | undefined,
-    topK: number,
-  ): Job => {
-    if (prompt.length >= maxCtx) {
-      throw new HttpError(
-        400,
-        `the prompt has ${prompt.length} tokens; this model's context is ${maxCtx}`,
-        'invalid_request_error',
-        'context_length_exceeded',
-      );
-    }
-    return {
-      prompt,
-      maxTokens: Math.min(maxTokens ?? maxCtx, maxCtx - 1 - prompt.length),
-      temperature: r.temperature ?? 1,
-      topP: r.top_p ?? 1,
-      stop: stops(stopList(r.stop), (r as { ignore_eos?: unknown }).ignore_eos === true),
-      includeStop: r.include_stop_str_in_output ?? false,
-      skipSpecial: r.skip_special_tokens ?? false,
-      seed: r.seed ?? undefined,
-      topK,
-    };
-  };
-
-  /** What the client sees of a finished row: the stop dropped unless asked for, text, finish reason. */
-  const visible = (
-    job: Job,
-    g: GenerationResult,
-  ): { ids: number[]; logProbs: number[]; tops: TopToken[][]; text: string; finish: 'stop' | 'length' } => {
-    let ids = g.tokens;
-    let logProbs = g.logProbs;
-    let tops = g.top ?? [];
-    if (g.finish === 'stop' && typeof g.stopReason === 'number' && !job.includeStop) {
-      ids = ids.slice(0, -1);
-      logProbs = logProbs.slice(0, -1);
-      tops = tops.slice(0, -1);
-    }
-    let text = decode(ids, job.skipSpecial);
-    if (g.finish === 'stop' && typeof g.stopReason === 'string' && !job.includeStop && text.endsWith(g.stopReason)) {
-      text = text.slice(0, -g.stopReason.length);
-    }
-    return { ids, logProbs, tops, text, finish: g.finish === 'stop' ? 'stop' : 'length' };
-  };
+  const { jobOf, visible } = jobMaker(tok, maxCtx);
 
   const run = async (
     job: Job,

@@ -233,6 +233,12 @@ export function claimsTableLines(parts: readonly Part[]): string[] {
     'marti-homo-updates',
     'pass1',
   );
+  pair(
+    'Heterogeneous from different bases beats homogeneous from the second base alone (pass@1)',
+    'marti-hetero-bases',
+    'marti-homo@base-tiny-s1',
+    'pass1',
+  );
   for (const p of parts) {
     const v = overBase(p, 'pass1');
     rows.push(claimRow(`${p.arm} beats its base on held-out pass@1`, v?.result ?? null, v?.figures ?? 'arm not run'));

@@ -11,6 +11,8 @@
  *   [--report]                         only rebuild the report from the parts
  *   [--tplus 0]                        leave T+ out of the final evaluations (a pilot's shortcut)
  *   [--parts DIR]                      where the parts go (default docs/results/marti.parts beside --out)
+ *   [--base DIR]                       with another base than the shipped one, an arm's part and rows are named
+ *                                      <preset>@<DIR's folder name> (agents with their own `from` keep it)
  *
  * The presets marti-single, marti-homo and marti-hetero give the configurations (and, named with --arms,
  * marti-hetero-bases: two agents from two different base models, marti-homo-updates: the update-count control); only
@@ -66,6 +68,10 @@ for (const c of chosen) {
 const ARMS = ALL_ARMS.filter((a) => chosen.includes(a.preset));
 const reportOnly = process.argv.includes('--report');
 const partsDir = arg('parts', path.join(path.dirname(out), 'marti.parts'));
+const DEFAULT_BASE = 'resources/marti/base-tiny';
+/** An arm's name in parts and tables: its preset, with `@<base folder>` when --base is not the shipped base. */
+const armKey = (preset: string) =>
+  path.normalize(basePath) === path.normalize(DEFAULT_BASE) ? preset : `${preset}@${path.basename(basePath)}`;
 
 const MAIN = ['pass1', 'pass1Greedy', 'pass1MCTS', 'bestOfTree', 'tplus.pass1', 'tplus.bestOfTree'] as const;
 const DIVERSITY = [
@@ -141,7 +147,7 @@ async function runArm(arm: (typeof ALL_ARMS)[number], backend: string, cmd: stri
     fresh.dispose();
   }
   const base: Row = {
-    name: `base (evaluated as ${arm.preset})`,
+    name: `base (evaluated as ${armKey(arm.preset)})`,
     metrics: Object.fromEntries(Object.entries(b.metrics).map(([k, v]) => [k, [v]])),
     seconds: [(Date.now() - s0) / 1000],
   };
@@ -188,7 +194,7 @@ async function runArm(arm: (typeof ALL_ARMS)[number], backend: string, cmd: stri
     );
   }
   return {
-    arm: arm.preset,
+    arm: armKey(arm.preset),
     cmd,
     steps,
     seeds,
@@ -198,7 +204,11 @@ async function runArm(arm: (typeof ALL_ARMS)[number], backend: string, cmd: stri
     machine: machine(backend),
     minutes: (Date.now() - t0) / 60000,
     base,
-    trained: { name: arm.name, metrics, seconds },
+    trained: {
+      name: armKey(arm.preset) === arm.preset ? arm.name : `${arm.name}, from ${path.basename(basePath)}`,
+      metrics,
+      seconds,
+    },
     itemIds: tasks.map((t) => t.id),
     worlds: tasks.map(martiWorld),
     chance: randomProgramChance(tasks, taskSpec(cfg0)),
@@ -216,11 +226,21 @@ const PAIRS: [string, string][] = [
   ['marti-hetero-bases', 'marti-homo-updates'],
   ['marti-hetero-bases', 'marti-hetero'],
   ['marti-homo', 'marti-homo-updates'],
+  ['marti-hetero-bases', 'marti-homo@base-tiny-s1'],
+  ['marti-homo@base-tiny-s1', 'marti-homo'],
 ];
 
 function writeReport(): void {
-  const parts = ALL_ARMS.map((a) => path.join(partsDir, `${a.preset}.json`))
-    .filter((f) => fs.existsSync(f))
+  // the default arms in their order, then any other part (an arm from another base: marti-homo@base-tiny-s1.json)
+  const order = (f: string) => {
+    const i = ALL_ARMS.findIndex((a) => `${a.preset}.json` === f);
+    return i < 0 ? ALL_ARMS.length : i;
+  };
+  const parts = fs
+    .readdirSync(partsDir)
+    .filter((f) => f.endsWith('.json'))
+    .sort((a, b) => order(a) - order(b) || a.localeCompare(b))
+    .map((f) => path.join(partsDir, f))
     .map((f) => {
       const r = partSchema.safeParse(JSON.parse(fs.readFileSync(f, 'utf8')));
       if (!r.success) {
@@ -301,7 +321,7 @@ async function main() {
     fs.mkdirSync(partsDir, { recursive: true });
     for (const arm of ARMS) {
       const part = await runArm(arm, backend, cmd);
-      fs.writeFileSync(path.join(partsDir, `${arm.preset}.json`), JSON.stringify(part) + '\n');
+      fs.writeFileSync(path.join(partsDir, `${armKey(arm.preset)}.json`), JSON.stringify(part) + '\n');
     }
   }
   writeReport();

@@ -318,12 +318,19 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
       return { studies };
     },
 
-    async attachStudy({ studyId, ray }) {
+    async attachStudy({ studyId, ray, startWaiting }) {
       const live = followed.get(studyId);
       if (live) return { study: viewOf(live.record) };
       const record = readStudy(home, studyId);
       if (record.where.kind === 'local') {
-        await refreshStudy(home, record);
+        await refreshStudy(home, record); // its runs' states from their folders
+        if (startWaiting && record.runs.some((r) => r.state === 'pending')) {
+          // a study here whose host closed before every run started: the rest start now, as when it began
+          if (!opts.launcher || !opts.slots) {
+            throw new UserError(`study ${studyId}: this host starts no runs itself; run its waiting runs with mars-lab`);
+          }
+          followHere(record, hostStudyLauncher(opts.launcher, opts.slots, emit));
+        }
         return { study: viewOf(record) };
       }
       if (ray?.tokenEnv) tokenEnvs.set(record.id, ray.tokenEnv);

@@ -443,12 +443,14 @@ export const apiSchemas = {
   listStudies: { request: empty, response: z.object({ studies: z.array(studyViewSchema) }) },
   /**
    * Re-attaches to a study's cluster from its record: what was never submitted is submitted, the rest followed until it
-   * ends. An unreachable cluster is not an error: the answer's link says 'unreachable' and why.
+   * ends. An unreachable cluster is not an error: the answer's link says 'unreachable' and why. A study here: its runs'
+   * states read from their folders, and with `startWaiting` its runs that never started (its host closed first) start.
    */
   attachStudy: {
     request: z.strictObject({
       studyId: idText,
       ray: rayTargetSchema.pick({ url: true, tokenEnv: true }).partial().optional(),
+      startWaiting: z.boolean().optional(),
     }),
     response: z.object({ study: studyViewSchema }),
   },

@@ -183,7 +183,8 @@ export function runStudyHere(
     save(run);
   };
 
-  const queue = study.runs.filter((r) => !FINAL_STATES.has(r.state));
+  // runs not started yet; one already running (a study taken up again after its host closed) goes on in its process
+  const queue = study.runs.filter((r) => r.state === 'pending');
   const worker = async () => {
     for (let run = queue.shift(); run; run = queue.shift()) {
       if (stopped.signal.aborted || held.signal.aborted) break;

@@ -15,7 +15,8 @@ import type { ApiEvent, ApiStudyView } from '../../engine/api/contract';
 import { callApi } from '../../engine/api/dispatch';
 import { createHost, type Host } from '../../engine/api/host';
 import { nodeRunLauncher, type RunLauncher } from '../../engine/api/runLauncher';
-import { readStudy } from '../../engine/studies/studyRecord';
+import { readStudy, writeStudy } from '../../engine/studies/studyRecord';
+import { planStudy } from '../../engine/studies/studyPlan';
 import { cli, spawnCli } from '../helpers/cli';
 
 const FINAL = new Set(['finished', 'failed', 'stopped']);
@@ -152,6 +153,29 @@ describe('a study here from the app', () => {
     expect(meta.lastCheckpointStep).toBeLessThan(2000);
     expect(fs.existsSync(path.join(home!, 'runs', ended.runs[1]!.runId))).toBe(false);
   }, 180_000);
+
+  it('takes up a study whose app closed before every run started: read on attach, the waiting runs started on request', async () => {
+    const { launcher, api, studyWhen, home } = await start(2);
+    // as a closing host leaves it: one run ended (its folder is not needed), one never started
+    const record = planStudy({
+      preset: 'seqgrpo-copy',
+      variants: [null],
+      seeds: [0, 1],
+      sets: ['budget.steps=2'],
+      where: { kind: 'local', parallel: 2 },
+    });
+    record.runs[0]!.state = 'stopped';
+    writeStudy(home, record);
+    const read = await api<{ study: ApiStudyView }>('attachStudy', { studyId: record.id });
+    expect(read.study).toMatchObject({ link: 'idle', runs: [{ state: 'stopped' }, { state: 'pending' }] });
+    expect(launcher.launches).toHaveLength(0); // attaching alone starts nothing
+    const { study } = await api<{ study: ApiStudyView }>('attachStudy', { studyId: record.id, startWaiting: true });
+    expect(study.link).toBe('following');
+    const ended = await studyWhen(record.id, (s) => s.link === 'idle');
+    expect(ended.runs.map((r) => r.state)).toEqual(['stopped', 'finished']);
+    expect(launcher.launches.map((a) => a[a.indexOf('--run-id') + 1])).toEqual([record.runs[1]!.runId]);
+    expect(readStudy(home, record.id).runs.map((r) => r.state)).toEqual(['stopped', 'finished']);
+  }, 120_000);
 
   it('keeps the CLI path: `mars-lab study` here stops on Ctrl-C, the running run at a checkpoint, the waiting one unstarted', async () => {
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-clistudy-'));

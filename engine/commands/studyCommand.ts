@@ -14,7 +14,7 @@ import { runStudyHere, type RunningStudy } from '../studies/localStudy';
 import { runStudyOnRay } from '../studies/rayStudy';
 import { listStudyIds, readStudy, type StudyRecord, type StudyRun } from '../studies/studyRecord';
 import { parseSeeds, parseVariants, planStudy, PROJECT_DIR } from '../studies/studyPlan';
-import { shipCacheDir, shipProject } from '../studies/shipProject';
+import { ensurePackage, shipCacheDir, shipProject } from '../studies/shipProject';
 import { refreshStudy } from '../studies/studyStatus';
 import { UserError } from '../userError';
 import { addRayConnectionOptions, rayClient, type RayFlags } from './jobsCommand';
@@ -313,6 +313,15 @@ export function registerStudyCommand(program: Command): void {
     if (client.where !== record.where.url) record.where.url = client.where; // the cluster's address now, for the next re-attach
     if (opts.follow) {
       await client.version();
+      // a shipped study's runs not yet submitted need its package on the cluster (deleted there once unused)
+      const shipped = record.where.runtimeEnv?.working_dir;
+      if (
+        typeof shipped === 'string' &&
+        shipped.startsWith('gcs://') &&
+        record.runs.some((r) => r.state === 'pending')
+      ) {
+        await ensurePackage(client, shipped, shipCacheDir(home));
+      }
       const done = await untilDone(
         runStudyOnRay(home, record, client, { onRun: reporter(opts.json) }),
         `on ${client.where}`,

@@ -243,6 +243,30 @@ export async function shipProject(client: RayJobsClient, opts: PackOptions): Pro
   return { ...packed, uploaded: true, uploadMs: Date.now() - started };
 }
 
+/**
+ * Before runs of a shipped study are submitted on a re-attach: the cluster deletes a package no job refers to (once its
+ * pin expires), so it is uploaded again from this home's cache when gone. 'there', 'uploaded', or a UserError when
+ * neither the cluster nor the cache has it.
+ */
+export async function ensurePackage(
+  client: RayJobsClient,
+  uri: string,
+  cacheDir: string,
+): Promise<'there' | 'uploaded'> {
+  if (await client.packageExists(uri)) return 'there';
+  const zipFile = path.join(cacheDir, uri.slice('gcs://'.length));
+  let zip: Buffer;
+  try {
+    zip = fs.readFileSync(zipFile);
+  } catch {
+    throw new UserError(
+      `the shipped package ${uri} is gone from the cluster and from ${cacheDir}: start the runs left in a new study with --ship`,
+    );
+  }
+  await client.uploadPackage(uri, zip);
+  return 'uploaded';
+}
+
 /** Where a home keeps its packed projects. */
 export function shipCacheDir(home: string): string {
   return path.join(home, 'cache', 'ray-packages');

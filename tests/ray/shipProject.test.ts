@@ -4,15 +4,20 @@
  * that zip as its runtime_env working_dir, with an entrypoint relative to it. The job runs the engine from Ray's
  * unpacked copy (MARS_LAB_DEBUG=1 makes it print which file it started: under the head's temp folder, not this
  * checkout), a 2-step seqgrpo-copy run finishes, and its folder comes back through the fetch-back. A second study
- * takes the packed zip from the cache and uploads nothing (the cluster has it). Needs `npm run build` first (CI runs it).
+ * takes the packed zip from the cache and uploads nothing (the cluster has it). A job that finds no project at its
+ * path, or no node, fails with a line naming --ship / --ray-node. A package the cluster lost is uploaded again from the
+ * cache before a re-attach submits runs (ensurePackage). Needs `npm run build` first (CI runs it).
  */
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { strToU8, zipSync } from 'fflate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RayJobsClient } from '../../engine/ray/jobsClient';
+import { ensurePackage } from '../../engine/studies/shipProject';
 import { readStudy } from '../../engine/studies/studyRecord';
 import { CLI, expectRay, PROJECT, rayMissing, startRayHead, type RayHead } from './rayHead';
 
@@ -121,6 +126,38 @@ describe.runIf(expectRay || !missing)('a study shipped to a real Ray head (runti
     expect(study2.runs[0]).toMatchObject({ state: 'finished', step: 2 });
     expect(fs.existsSync(path.join(home, 'runs', study2.runs[0]!.runId, 'run.json'))).toBe(true);
   }, 600_000);
+
+  it('names --ship when a job finds no project at the path, and --ray-node when it finds no node', async () => {
+    const home = path.join(root, 'hints');
+    const base = ['study', '--preset', 'seqgrpo-copy', '--seeds', '1', '--home', home, '--ray', head.url];
+    const noProject = await cli([...base, '--ray-project', path.join(root, 'no-such-project')]);
+    expect(noProject.code).toBe(2);
+    expect(noProject.stdout).toContain(
+      `: the cluster has no ${path.join(root, 'no-such-project')}/engine/bin/mars-lab.mjs: add --ship to send the project with the jobs, or give its folder there with --ray-project PATH`,
+    );
+    const noNode = await cli([...base, '--ray-node', 'mars-lab-no-such-node']);
+    expect(noNode.code).toBe(2);
+    expect(noNode.stdout).toContain(
+      ": no mars-lab-no-such-node on the cluster: install Node.js 20 on its nodes' PATH, or give its path there with --ray-node PATH",
+    );
+  }, 240_000);
+
+  it('uploads a package again from the cache when the cluster has lost it, and says when neither has it', async () => {
+    const client = new RayJobsClient({ url: head.url });
+    const cacheDir = path.join(root, 'cache-ensure');
+    fs.mkdirSync(cacheDir, { recursive: true });
+    const zip = Buffer.from(zipSync({ 'hello.txt': strToU8(`hello ${Date.now()}`) }));
+    const uri = `gcs://_ray_pkg_${createHash('sha1').update(zip).digest('hex')}.zip`;
+    fs.writeFileSync(path.join(cacheDir, uri.slice('gcs://'.length)), zip);
+    expect(await client.packageExists(uri)).toBe(false);
+    expect(await ensurePackage(client, uri, cacheDir)).toBe('uploaded');
+    expect(await client.packageExists(uri)).toBe(true);
+    expect(await ensurePackage(client, uri, cacheDir)).toBe('there');
+    const gone = `gcs://_ray_pkg_${'0'.repeat(40)}.zip`;
+    await expect(ensurePackage(client, gone, cacheDir)).rejects.toThrow(
+      `the shipped package ${gone} is gone from the cluster and from ${cacheDir}: start the runs left in a new study with --ship`,
+    );
+  }, 60_000);
 
   it('refuses --ship without --ray, and with --ray-project, in one line', async () => {
     const home = path.join(root, 'lines');

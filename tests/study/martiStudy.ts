@@ -10,6 +10,8 @@
  *                                      there, so arms can run in parallel processes (wasm uses one core each)
  *   [--report]                         only rebuild the report from the parts
  *   [--tplus 0]                        leave T+ out of the final evaluations (a pilot's shortcut)
+ *   [--add-seeds]                      keep an arm's existing part (its base evaluation and seeds 1…k) and run only
+ *                                      seeds k+1…--seeds, with the same --steps and --items
  *   [--parts DIR]                      where the parts go (default docs/results/marti.parts beside --out)
  *   [--base DIR]                       with another base than the shipped one, an arm's part and rows are named
  *                                      <preset>@<DIR's folder name> (agents with their own `from` keep it)
@@ -67,6 +69,7 @@ for (const c of chosen) {
 }
 const ARMS = ALL_ARMS.filter((a) => chosen.includes(a.preset));
 const reportOnly = process.argv.includes('--report');
+const addSeeds = process.argv.includes('--add-seeds');
 const partsDir = arg('parts', path.join(path.dirname(out), 'marti.parts'));
 const DEFAULT_BASE = 'resources/marti/base-tiny';
 /** An arm's name in parts and tables: its preset, with `@<base folder>` when --base is not the shipped base. */
@@ -138,27 +141,41 @@ async function runArm(arm: (typeof ALL_ARMS)[number], backend: string, cmd: stri
   // each parameter set's own initial weights (marti-hetero-bases: two different checkpoints).
   const cfg0 = resolvePresetConfig(arm.preset, sets(0)) as MartiConfig;
   const tasks = heldoutTasks(cfg0);
-  const s0 = Date.now();
-  const fresh = await createMartiTrainer(cfg0);
-  let b: ReturnType<typeof evalFigures>;
-  try {
-    b = await evaluateTrainer(cfg0, fresh);
-  } finally {
-    fresh.dispose();
+  // --add-seeds: an arm's existing part keeps its base evaluation and seeds; only the seeds after them are run
+  const partFile = path.join(partsDir, `${armKey(arm.preset)}.json`);
+  const prev = addSeeds && fs.existsSync(partFile) ? readPart(partFile) : null;
+  if (prev && (prev.steps !== steps || prev.items !== items)) {
+    throw new Error(`--add-seeds: ${partFile} has ${prev.steps} steps and ${prev.items} problems; run with the same`);
   }
-  const base: Row = {
-    name: `base (evaluated as ${armKey(arm.preset)})`,
-    metrics: Object.fromEntries(Object.entries(b.metrics).map(([k, v]) => [k, [v]])),
-    seconds: [(Date.now() - s0) / 1000],
-  };
-  console.log(
-    `base as ${arm.preset}: pass1 ${b.metrics.pass1} bestOfTree ${b.metrics.bestOfTree} tplus ${b.metrics['tplus.pass1']} (${base.seconds[0]} s)`,
-  );
-  const metrics: Record<string, number[]> = {};
-  const seconds: number[] = [];
-  const seedItems: Record<string, number[]>[] = [];
-  const load: number[] = [];
-  for (let seed = 1; seed <= seeds; seed++) {
+  let base: Row;
+  let baseItems: Record<string, number[]> | undefined;
+  if (prev) {
+    base = prev.base;
+    baseItems = prev.baseItems;
+  } else {
+    const s0 = Date.now();
+    const fresh = await createMartiTrainer(cfg0);
+    let b: ReturnType<typeof evalFigures>;
+    try {
+      b = await evaluateTrainer(cfg0, fresh);
+    } finally {
+      fresh.dispose();
+    }
+    base = {
+      name: `base (evaluated as ${armKey(arm.preset)})`,
+      metrics: Object.fromEntries(Object.entries(b.metrics).map(([k, v]) => [k, [v]])),
+      seconds: [(Date.now() - s0) / 1000],
+    };
+    baseItems = b.items;
+    console.log(
+      `base as ${arm.preset}: pass1 ${b.metrics.pass1} bestOfTree ${b.metrics.bestOfTree} tplus ${b.metrics['tplus.pass1']} (${base.seconds[0]} s)`,
+    );
+  }
+  const metrics: Record<string, number[]> = structuredClone(prev?.trained.metrics ?? {});
+  const seconds: number[] = [...(prev?.trained.seconds ?? [])];
+  const seedItems: Record<string, number[]>[] = [...(prev?.seedItems ?? [])];
+  const load: number[] = [...(prev?.load ?? [])];
+  for (let seed = (prev?.seeds ?? 0) + 1; seed <= seeds; seed++) {
     const cfg = resolvePresetConfig(arm.preset, sets(seed)) as MartiConfig;
     const s = Date.now();
     const trainer = await createMartiTrainer(cfg);
@@ -195,14 +212,14 @@ async function runArm(arm: (typeof ALL_ARMS)[number], backend: string, cmd: stri
   }
   return {
     arm: armKey(arm.preset),
-    cmd,
+    cmd: prev ? `${prev.cmd}, then ${cmd}` : cmd,
     steps,
     seeds,
     items,
     temperature: cfg0.eval.temperature,
     backend,
     machine: machine(backend),
-    minutes: (Date.now() - t0) / 60000,
+    minutes: (prev?.minutes ?? 0) + (Date.now() - t0) / 60000,
     base,
     trained: {
       name: armKey(arm.preset) === arm.preset ? arm.name : `${arm.name}, from ${path.basename(basePath)}`,
@@ -212,7 +229,7 @@ async function runArm(arm: (typeof ALL_ARMS)[number], backend: string, cmd: stri
     itemIds: tasks.map((t) => t.id),
     worlds: tasks.map(martiWorld),
     chance: randomProgramChance(tasks, taskSpec(cfg0)),
-    baseItems: b.items,
+    baseItems,
     seedItems,
     load,
   };
@@ -230,6 +247,14 @@ const PAIRS: [string, string][] = [
   ['marti-homo@base-tiny-s1', 'marti-homo'],
 ];
 
+function readPart(f: string): Part {
+  const r = partSchema.safeParse(JSON.parse(fs.readFileSync(f, 'utf8')));
+  if (!r.success) {
+    throw new Error(`${f}: not a study part (${r.error.issues[0]?.message ?? 'invalid'}); re-run its arm`);
+  }
+  return r.data;
+}
+
 function writeReport(): void {
   // the default arms in their order, then any other part (an arm from another base: marti-homo@base-tiny-s1.json)
   const order = (f: string) => {
@@ -241,13 +266,7 @@ function writeReport(): void {
     .filter((f) => f.endsWith('.json'))
     .sort((a, b) => order(a) - order(b) || a.localeCompare(b))
     .map((f) => path.join(partsDir, f))
-    .map((f) => {
-      const r = partSchema.safeParse(JSON.parse(fs.readFileSync(f, 'utf8')));
-      if (!r.success) {
-        throw new Error(`${f}: not a study part (${r.error.issues[0]?.message ?? 'invalid'}); re-run its arm`);
-      }
-      return r.data;
-    });
+    .map(readPart);
   if (!parts.length) throw new Error(`no study parts in ${partsDir}`);
   const rows: Row[] = [...parts.map((p) => p.base), ...parts.map((p) => p.trained)];
   const cmds = [...new Set(parts.map((p) => p.cmd))];

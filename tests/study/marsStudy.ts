@@ -4,7 +4,7 @@
  * never trained on): exact match and F1 per question family, tokens per system, search calls per question, System 1
  * calls per search. Writes docs/results/mars.md (and the raw figures as JSON beside it).
  *
- *   npm run study:mars -- [--preset mars-ablations] [--set k=v …] [--steps 40] [--seeds 3] [--items 60] [--variants full,sys1-off,…] [--base resources/mars/base-tiny] [--out docs/results/mars.md]
+ *   npm run study:mars -- [--preset mars-ablations] [--set k=v …] [--steps 40] [--seeds 3] [--items 60] [--variants full,sys1-off,…] [--base resources/mars/base-tiny] [--out docs/results/mars.md (another preset: docs/results/PRESET.md)]
  *
  * `--preset mars-overflow` (or mars-overflow-long) runs the arms of the worlds where raw pages overflow System 2's
  * context (issue 17); the System 1 table then shows what System 1's outputs and System 2's <info> hold.
@@ -34,7 +34,8 @@ const steps = Number(arg('steps', '40'));
 const seeds = Number(arg('seeds', '3'));
 const items = Number(arg('items', '60'));
 const basePath = arg('base', 'resources/mars/base-tiny');
-const out = arg('out', 'docs/results/mars.md');
+// another preset's study gets its own file, so it never overwrites the ablation study's report
+const out = arg('out', PRESET === 'mars-ablations' ? 'docs/results/mars.md' : `docs/results/${PRESET}.md`);
 const variants = arg('variants', Object.keys(preset.variants ?? {}).join(',')).split(',');
 /** Extra `--set k=v` overrides (repeatable) for every run, e.g. mars.evalPurposeStripped=true; the report names them. */
 const extraSets = process.argv.flatMap((a, i) => (a === '--set' && process.argv[i + 1] ? [process.argv[i + 1]!] : []));

@@ -33,7 +33,12 @@ const preset = loadPreset(PRESET);
 const steps = Number(arg('steps', '40'));
 const seeds = Number(arg('seeds', '3'));
 const items = Number(arg('items', '60'));
-const basePath = arg('base', 'resources/mars/base-tiny');
+// the preset's own base (mars-overflow starts from resources/mars/base-tiny-overflow)
+const presetFrom = (preset.config as { model?: { from?: { kind?: string; path?: string } } }).model?.from;
+const basePath = arg(
+  'base',
+  presetFrom?.kind === 'checkpoint' && presetFrom.path ? presetFrom.path : 'resources/mars/base-tiny',
+);
 // another preset's study gets its own file, so it never overwrites the ablation study's report
 const out = arg('out', PRESET === 'mars-ablations' ? 'docs/results/mars.md' : `docs/results/${PRESET}.md`);
 const variants = arg('variants', Object.keys(preset.variants ?? {}).join(',')).split(',');

@@ -39,7 +39,7 @@ import type { ApiEvent, ApiParsedRequest, ApiStudyView } from './contract';
 import { configPathIssues } from './hostGuards';
 import type { ApiHandlers } from './host';
 import type { RunLauncher } from './runLauncher';
-import { hostStudyLauncher, type StudySlots } from './studyLauncher';
+import { hostStudyLauncher, stopStudyHere, type StudySlots } from './studyLauncher';
 
 /** What the jobs run, set where the host starts (a window cannot choose the command a cluster executes). */
 export const RAY_PROJECT_ENV = 'MARS_LAB_RAY_PROJECT';
@@ -327,7 +327,9 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
         if (startWaiting && record.runs.some((r) => r.state === 'pending')) {
           // a study here whose host closed before every run started: the rest start now, as when it began
           if (!opts.launcher || !opts.slots) {
-            throw new UserError(`study ${studyId}: this host starts no runs itself; run its waiting runs with mars-lab`);
+            throw new UserError(
+              `study ${studyId}: this host starts no runs itself; run its waiting runs with mars-lab`,
+            );
           }
           followHere(record, hostStudyLauncher(opts.launcher, opts.slots, emit));
         }
@@ -367,26 +369,7 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
           message: runId ? `run ${runId} has ended` : `every run of study ${studyId} has ended`,
         };
       }
-      if (record.where.kind !== 'ray') {
-        const waiting = going.filter((r) => r.state === 'pending').length;
-        if (runId !== undefined) {
-          const asked = live!.stopRun!(runId);
-          return {
-            stopping: asked,
-            message: !asked
-              ? `run ${runId} has ended`
-              : waiting
-                ? `run ${runId} will not start`
-                : `stopping run ${runId} after its current step (a checkpoint is written first)`,
-          };
-        }
-        live!.stop();
-        const runningNow = going.length - waiting;
-        return {
-          stopping: true,
-          message: `stopping ${runningNow} run${runningNow === 1 ? '' : 's'} after the current step (each checkpoints first)${waiting ? `; ${waiting} waiting will not start` : ''}`,
-        };
-      }
+      if (record.where.kind !== 'ray') return stopStudyHere(live!, going, runId);
       if (live && runId === undefined) {
         live.stop(); // pending runs are not submitted; the others are asked to stop
         return {

@@ -10,6 +10,7 @@
  * watcher, and each one's end is told to the windows as a 'runProcessExit' event, as for a single run.
  */
 import type { StudyLauncher } from '../studies/localStudy';
+import type { StudyRun } from '../studies/studyRecord';
 import { UserError } from '../userError';
 import type { ApiEvent } from './contract';
 import type { RunLauncher } from './runLauncher';
@@ -91,5 +92,34 @@ export function hostStudyLauncher(
         throw err;
       }
     },
+  };
+}
+
+/**
+ * stopClusterJob for a study this host runs here: one run (running: checkpoint and stop; waiting: never starts), or
+ * every run still going (`going`: the runs not ended).
+ */
+export function stopStudyHere(
+  live: { stop: () => void; stopRun?: (runId: string) => boolean },
+  going: readonly StudyRun[],
+  runId: string | undefined,
+): { stopping: boolean; message: string } {
+  const waiting = going.filter((r) => r.state === 'pending').length;
+  if (runId !== undefined) {
+    const asked = live.stopRun?.(runId) ?? false;
+    return {
+      stopping: asked,
+      message: !asked
+        ? `run ${runId} has ended`
+        : waiting
+          ? `run ${runId} will not start`
+          : `stopping run ${runId} after its current step (a checkpoint is written first)`,
+    };
+  }
+  live.stop();
+  const runningNow = going.length - waiting;
+  return {
+    stopping: true,
+    message: `stopping ${runningNow} run${runningNow === 1 ? '' : 's'} after the current step (each checkpoints first)${waiting ? `; ${waiting} waiting will not start` : ''}`,
   };
 }

@@ -74,6 +74,8 @@ export type Part = z.infer<typeof partSchema>;
 const short = (p: string) => p.replace('marti-', '');
 const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '–');
+/** A p-value: three decimals, or two significant digits below 0.001 (never a bare 0.000). */
+const fp = (p: number) => (p < 0.001 ? p.toExponential(1) : p.toFixed(3));
 
 /** A part's per-problem outcomes for one mode: per seed, the base's, and chance; null when it has none. */
 export function outcomesOf(
@@ -309,7 +311,7 @@ export function pairedTableLines(
       const mc = mcnemar(solved(ob.seeds), solved(oa.seeds));
       const sp = seedsVerdict(a.trained.metrics[k] ?? [], b.trained.metrics[k] ?? []);
       lines.push(
-        `| ${short(hi)} − ${short(lo)} | ${k} | ${f3(w.effect)} | ${f3(w.naiveSe)} | ${f3(w.clusterSe)} | ${f3(ib.low)} to ${f3(ib.high)} | ${f3(w.low)} to ${f3(w.high)} | ${mc.n01}/${mc.n10}, ${f3(mc.pValue)} | ${f3(w.pClaim)} | ${f3(sp.pClaim)} |`,
+        `| ${short(hi)} − ${short(lo)} | ${k} | ${f3(w.effect)} | ${f3(w.naiveSe)} | ${f3(w.clusterSe)} | ${f3(ib.low)} to ${f3(ib.high)} | ${f3(w.low)} to ${f3(w.high)} | ${mc.n01}/${mc.n10}, ${fp(mc.pValue)} | ${fp(w.pClaim)} | ${fp(sp.pClaim)} |`,
       );
       // the same comparison at step 0 (each arm's base as that arm evaluates it): how much of the gap was there before training
       if (oa.base && ob.base) {
@@ -324,7 +326,7 @@ export function pairedTableLines(
           oa.base.map((x) => x.score === 1),
         );
         lines.push(
-          `| their bases, step 0 | ${k} | ${f3(w0.effect)} | ${f3(w0.naiveSe)} | ${f3(w0.clusterSe)} | ${f3(ib0.low)} to ${f3(ib0.high)} | ${f3(w0.low)} to ${f3(w0.high)} | ${mc0.n01}/${mc0.n10}, ${f3(mc0.pValue)} | ${f3(w0.pClaim)} | – |`,
+          `| their bases, step 0 | ${k} | ${f3(w0.effect)} | ${f3(w0.naiveSe)} | ${f3(w0.clusterSe)} | ${f3(ib0.low)} to ${f3(ib0.high)} | ${f3(w0.low)} to ${f3(w0.high)} | ${mc0.n01}/${mc0.n10}, ${fp(mc0.pValue)} | ${fp(w0.pClaim)} | – |`,
         );
       }
     }

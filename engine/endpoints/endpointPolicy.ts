@@ -112,12 +112,9 @@ export class EndpointPolicy {
     const kept = key ? j!.lookup(key)?.text : undefined;
     if (kept === 'none' || kept === 'chat') return kept;
     const models = await this.client.listModels(this.o.signal);
-    if (models === null) {
-      this.o.onWarning?.(
-        `${this.o.label}: GET ${s.baseUrl.replace(/\/$/, '')}/models did not answer with a model list, so "instructions": "auto" sends raw prompts ("none"); set "instructions": "chat" for a chat model`,
-      );
-      return 'none';
-    }
+    // Not asked (unreachable, a refused key, no list): raw prompts, not kept, and no line of its own: a server that
+    // fails will fail the first completion too, with the one line that names the fault.
+    if (models === null) return 'none';
     const mode = models.find((m) => m.id === s.model)?.ownedBy === 'mars-lab' ? 'none' : 'chat';
     if (key) j!.record(key, { text: mode, finish: 'stop', stopReason: null, tokens: null, logProbs: null });
     return mode;

@@ -151,6 +151,8 @@ describe('mars-lab eval with endpoint agents', () => {
     const fake = http.createServer((req, res) => {
       req.resume();
       req.on('end', () => {
+        // a server without a model list ("instructions": "auto" asks it once): raw prompts, as this test sends
+        if (req.method === 'GET') return void (res.writeHead(404), res.end());
         if (++seen > 5) return void hanging.push(res); // never answers: the run is stopped while these wait
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ choices: [{ index: 0, text: 'map ( x ) <eos>', finish_reason: 'stop' }] }));

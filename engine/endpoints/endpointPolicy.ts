@@ -58,7 +58,8 @@ export interface ChatRequest {
 
 /** An algorithm's instruction template (engine/endpoints/chat/): the chat for a prompt, null for a prompt it does not know. */
 export interface ChatDialect {
-  chat(prompt: readonly number[]): ChatRequest | null;
+  /** `final`: the rollout's last turn, in which only an answer counts (MARS System 2). */
+  chat(prompt: readonly number[], hints?: { final?: boolean }): ChatRequest | null;
 }
 
 /** Chat models write prose and fences around a turn: they get this many tokens beyond the turn's budget to do it in. */
@@ -127,7 +128,7 @@ export class EndpointPolicy {
   /** One generation per prompt, asked concurrently (the client's limit holds the rest back). */
   async generate(
     prompts: readonly (readonly number[])[],
-    opts: SampleOptions & { rowMaxNewTokens?: readonly number[] },
+    opts: SampleOptions & { rowMaxNewTokens?: readonly number[]; final?: boolean },
   ): Promise<EndpointGeneration[]> {
     const tok = this.o.tokenizer;
     const stops = (opts.stopTokens ?? []).map((id) => tok.tokenOf(id));
@@ -136,7 +137,7 @@ export class EndpointPolicy {
       prompts.map(async (p, b) => {
         const limit = Math.max(0, Math.min(opts.maxNewTokens, opts.rowMaxNewTokens?.[b] ?? Infinity));
         if (limit === 0) return { tokens: [], logProbs: [], finish: 'length' as const };
-        const chat = mode === 'chat' ? this.o.dialect?.chat(p) : null;
+        const chat = mode === 'chat' ? this.o.dialect?.chat(p, { final: opts.final }) : null;
         if (chat) return this.chatGeneration(chat, limit, opts);
         const ask = {
           prompt: tok.decode(p),

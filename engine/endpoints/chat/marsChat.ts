@@ -9,7 +9,8 @@
  *              pages of the bin as the user's message.
  *
  * The worked examples come from the first generated training world (seed parity 0: never an evaluation world, and
- * never a user's corpus); a question equal to the one asked is skipped. Answers are read tolerantly: code fences,
+ * never a user's corpus); a question equal to the one asked is skipped. In System 2's last turn (only an answer
+ * counts) the user's last message says so. Answers are read tolerantly: code fences,
  * prose around the turn and text after it are dropped, tag names are lower-cased, and the first closed <search> or
  * <answer> is the turn; an answer without one is kept as a malformed turn (it finds nothing, as in-process).
  */
@@ -20,6 +21,9 @@ import type { ChatDialect, ChatMessage, ChatReading, ChatRequest } from '../endp
 import { isPreamble, oneLine, stripFences, stripLabel } from './answerText';
 
 const TURN_TAGS = ['think', 'purpose', 'search', 'answer'] as const;
+
+/** Added to the user's last message in System 2's last turn, where a search is not answered any more. */
+export const FINAL_TURN = '(This is your last turn: no more searches; write your <answer> now.)';
 
 interface Sys2Example {
   question: string;
@@ -170,7 +174,7 @@ export function marsChat(format: MarsFormat): ChatDialect {
   const tok = format.tokenizer;
   const text = (xs: readonly number[]): string => tok.decode(xs);
   return {
-    chat(prompt: readonly number[]): ChatRequest | null {
+    chat(prompt: readonly number[], hints: { final?: boolean } = {}): ChatRequest | null {
       if (prompt[0] !== ids.bos) return null;
       const sep = prompt.indexOf(ids.sep);
       if (sep < 0) return null;
@@ -191,6 +195,10 @@ export function marsChat(format: MarsFormat): ChatDialect {
           const stop = close < 0 ? prompt.length : close + 1;
           messages.push({ role: 'user', content: text(prompt.slice(info, stop)) });
           i = stop;
+        }
+        if (hints.final) {
+          const last = messages.at(-1)!;
+          last.content += `\n${FINAL_TURN}`;
         }
         return {
           messages,

@@ -10,6 +10,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chatDialectFor } from '../../../engine/endpoints/chat';
+import { FINAL_TURN } from '../../../engine/endpoints/chat/marsChat';
 import { languageReference, martiExample } from '../../../engine/endpoints/chat/martiChat';
 import { EndpointPolicy } from '../../../engine/endpoints/endpointPolicy';
 import { RequestJournal } from '../../../engine/endpoints/journal';
@@ -367,5 +368,10 @@ describe('"chat": MARS System 2 and System 1 as a chat model writes them', () =>
       'tag names normalised',
     ]);
     expect(warnings).toHaveLength(4);
+    // the last turn says so: only an answer counts there
+    const dialect = chatDialectFor('mars', format.tokenizer);
+    const prompt = format.sys2Prompt(q.text);
+    expect(dialect.chat(prompt)!.messages.at(-1)!.content).toBe(said(q.text));
+    expect(dialect.chat(prompt, { final: true })!.messages.at(-1)!.content).toBe(`${said(q.text)}\n${FINAL_TURN}`);
   });
 });

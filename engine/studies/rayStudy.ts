@@ -85,7 +85,7 @@ export function setupHint(log: readonly string[], study: StudyRecord): string | 
   const node = study.where.node;
   const escaped = node.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   if (new RegExp(`(^|[\\s:])${escaped}: (command )?not found|${escaped}: No such file or directory`, 'm').test(text)) {
-    return `no ${node} on the cluster: install Node.js 20 on its nodes' PATH, or give its path there with --ray-node PATH`;
+    return `${node} not found on the cluster: install Node.js 20 on its nodes' PATH, or give its path there with --ray-node PATH`;
   }
   return undefined;
 }

@@ -138,7 +138,7 @@ describe.runIf(expectRay || !missing)('a study shipped to a real Ray head (runti
     const noNode = await cli([...base, '--ray-node', 'mars-lab-no-such-node']);
     expect(noNode.code).toBe(2);
     expect(noNode.stdout).toContain(
-      ": no mars-lab-no-such-node on the cluster: install Node.js 20 on its nodes' PATH, or give its path there with --ray-node PATH",
+      ": mars-lab-no-such-node not found on the cluster: install Node.js 20 on its nodes' PATH, or give its path there with --ray-node PATH",
     );
   }, 240_000);
 

@@ -54,11 +54,11 @@ describe('setupHint', () => {
 
   it('names --ray-node when the shell finds no node', () => {
     expect(setupHint(['/bin/sh: 1: node: not found'], study({}))).toBe(
-      "no node on the cluster: install Node.js 20 on its nodes' PATH, or give its path there with --ray-node PATH",
+      "node not found on the cluster: install Node.js 20 on its nodes' PATH, or give its path there with --ray-node PATH",
     );
     expect(
       setupHint(['bash: /opt/node-20/bin/node: No such file or directory'], study({ node: '/opt/node-20/bin/node' })),
-    ).toMatch(/^no \/opt\/node-20\/bin\/node on the cluster: /);
+    ).toMatch(/^\/opt\/node-20\/bin\/node not found on the cluster: /);
   });
 
   it('leaves other failures to their own line', () => {

@@ -70,6 +70,71 @@ static int sizes_ok(const double *s, int n) {
   return 1;
 }
 
+/*
+ * y[i] = exp(a·x[i] + b) in float32, four at a time with SSE2 on x86-64 (a call to expf cannot be vectorised without
+ * -ffast-math, which the optimiser's bit-exact passes must not get): Cephes' expf — e^t = 2^n·e^r with |r| ≤ ln2/2,
+ * a degree-6 polynomial for e^r, 2^n built in the exponent bits. Within 2 ulp of expf over [−87, 88], where t is
+ * clamped (below −87 it gives e^−87 ≈ 1.6e−38, not a smaller number: no sum of exponentials that holds the row's
+ * maximum, e^0 = 1, changes). Elsewhere, and for the tail, expf.
+ */
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#define MARS_SSE2 1
+#endif
+
+static void mars_exp_map(const float *x, float *y, size_t n, float a, float b) {
+  size_t i = 0;
+#ifdef MARS_SSE2
+  const __m128 va = _mm_set1_ps(a), vb = _mm_set1_ps(b), lo = _mm_set1_ps(-87.0f), hi = _mm_set1_ps(88.0f);
+  const __m128 log2e = _mm_set1_ps(1.44269504088896341f), half = _mm_set1_ps(0.5f), one = _mm_set1_ps(1.0f);
+  const __m128 c1 = _mm_set1_ps(0.693359375f), c2 = _mm_set1_ps(-2.12194440e-4f);
+  const __m128 p0 = _mm_set1_ps(1.9875691500e-4f), p1 = _mm_set1_ps(1.3981999507e-3f), p2 = _mm_set1_ps(8.3334519073e-3f);
+  const __m128 p3 = _mm_set1_ps(4.1665795894e-2f), p4 = _mm_set1_ps(1.6666665459e-1f), p5 = _mm_set1_ps(5.0000001201e-1f);
+  for (; i + 4 <= n; i += 4) {
+    __m128 t = _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(x + i), va), vb);
+    t = _mm_min_ps(_mm_max_ps(t, lo), hi);
+    __m128 fx = _mm_add_ps(_mm_mul_ps(t, log2e), half);
+    __m128 fl = _mm_cvtepi32_ps(_mm_cvttps_epi32(fx));
+    fl = _mm_sub_ps(fl, _mm_and_ps(_mm_cmpgt_ps(fl, fx), one)); /* floor */
+    __m128 r = _mm_sub_ps(_mm_sub_ps(t, _mm_mul_ps(fl, c1)), _mm_mul_ps(fl, c2));
+    __m128 p = p0;
+    p = _mm_add_ps(_mm_mul_ps(p, r), p1);
+    p = _mm_add_ps(_mm_mul_ps(p, r), p2);
+    p = _mm_add_ps(_mm_mul_ps(p, r), p3);
+    p = _mm_add_ps(_mm_mul_ps(p, r), p4);
+    p = _mm_add_ps(_mm_mul_ps(p, r), p5);
+    p = _mm_add_ps(_mm_add_ps(_mm_mul_ps(p, _mm_mul_ps(r, r)), r), one);
+    __m128i e = _mm_slli_epi32(_mm_add_epi32(_mm_cvttps_epi32(fl), _mm_set1_epi32(127)), 23);
+    _mm_storeu_ps(y + i, _mm_mul_ps(p, _mm_castsi128_ps(e)));
+  }
+#endif
+  for (; i < n; i++) y[i] = expf(a * x[i] + b);
+}
+
+/* Σ x over n floats as 8 independent partial sums (a vectorisable reduction), added up in double. */
+static inline double mars_sum(const float *x, size_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; k++) acc[k] += x[i + k];
+  double total = 0;
+  for (int k = 0; k < 8; k++) total += acc[k];
+  for (; i < n; i++) total += x[i];
+  return total;
+}
+
+/* Σ x·y likewise. */
+static inline double mars_dot(const float *x, const float *y, size_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; k++) acc[k] += x[i + k] * y[i + k];
+  double total = 0;
+  for (int k = 0; k < 8; k++) total += acc[k];
+  for (; i < n; i++) total += (double)x[i] * y[i];
+  return total;
+}
+
 #define AT(T, off) ((T *)(heap + (size_t)(off)))
 #define CHECK(cond, what) \
   if (!(cond)) return mars_throw(env, what)
@@ -147,9 +212,14 @@ napi_value mars_js_swiglu(napi_env env, napi_callback_info info) {
   const float *g = AT(const float, a[0]), *u = AT(const float, a[1]);
   float *y = AT(float, a[2]);
   size_t n = (size_t)a[3];
-  for (size_t i = 0; i < n; i++) {
-    float s = 1.0f / (1.0f + expf(-g[i]));
-    y[i] = (g[i] * s) * u[i];
+  float e[256];
+  for (size_t i0 = 0; i0 < n; i0 += 256) {
+    size_t m = n - i0 < 256 ? n - i0 : 256;
+    mars_exp_map(g + i0, e, m, -1.0f, 0.0f); /* e^−g */
+    for (size_t k = 0; k < m; k++) {
+      float s = 1.0f / (1.0f + e[k]);
+      y[i0 + k] = (g[i0 + k] * s) * u[i0 + k];
+    }
   }
   return NULL;
 }
@@ -164,12 +234,18 @@ napi_value mars_js_swiglu_grad(napi_env env, napi_callback_info info) {
   const float *g = AT(const float, a[0]), *u = AT(const float, a[1]), *dy = AT(const float, a[2]);
   float *dg = AT(float, a[3]), *du = AT(float, a[4]);
   size_t n = (size_t)a[5];
-  for (size_t i = 0; i < n; i++) {
-    float s = 1.0f / (1.0f + expf(-g[i]));
-    float silu = g[i] * s;
-    du[i] = dy[i] * silu;
-    /* d silu / dg = s + g·s·(1 − s) */
-    dg[i] = dy[i] * u[i] * (s + silu * (1.0f - s));
+  float e[256];
+  for (size_t i0 = 0; i0 < n; i0 += 256) {
+    size_t m = n - i0 < 256 ? n - i0 : 256;
+    mars_exp_map(g + i0, e, m, -1.0f, 0.0f); /* e^−g */
+    for (size_t k = 0; k < m; k++) {
+      size_t i = i0 + k;
+      float s = 1.0f / (1.0f + e[k]);
+      float silu = g[i] * s;
+      du[i] = dy[i] * silu;
+      /* d silu / dg = s + g·s·(1 − s) */
+      dg[i] = dy[i] * u[i] * (s + silu * (1.0f - s));
+    }
   }
   return NULL;
 }
@@ -216,19 +292,39 @@ napi_value mars_js_rope(napi_env env, napi_callback_info info) {
 
 /* ---------------------------------------------------------------- log-softmax with the target picked ------------- */
 
-/* One row: s = z / temperature into `s`; returns log Σ exp(s). */
-static double row_lse(const float *z, float *s, size_t v, float temperature) {
+/*
+ * One row: s = z / temperature into `s`, e = exp(s − max) into `e`; returns log Σ exp(s) = max + log Σ e. The
+ * exponentials are float32 (mars_exp_map), their sum double.
+ */
+static double row_lse(const float *z, float *s, float *e, size_t v, float temperature) {
   float m = -INFINITY;
-  for (size_t j = 0; j < v; j++) {
-    s[j] = temperature == 1.0f ? z[j] : z[j] / temperature;
-    if (s[j] > m) m = s[j];
-  }
-  double sum = 0;
-  for (size_t j = 0; j < v; j++) sum += exp((double)(s[j] - m));
-  return (double)m + log(sum);
+  if (temperature == 1.0f)
+    memcpy(s, z, v * sizeof(float));
+  else
+    for (size_t j = 0; j < v; j++) s[j] = z[j] / temperature;
+  for (size_t j = 0; j < v; j++) m = s[j] > m ? s[j] : m;
+  /* A NaN or an infinity in the row makes the result NaN, as the stock ops' (the clamped exponential would hide it). */
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t j = 0;
+  for (; j + 8 <= v; j += 8)
+    for (int k = 0; k < 8; k++) acc[k] += s[j + k] - s[j + k];
+  float bad = 0;
+  for (int k = 0; k < 8; k++) bad += acc[k];
+  for (; j < v; j++) bad += s[j] - s[j];
+  if (bad != 0.0f || isnan(bad)) return NAN;
+  mars_exp_map(s, e, v, 1.0f, -m);
+  return (double)m + log(mars_sum(e, v));
+}
+
+/* The entropy of one row from s, e = exp(s − max) and lse: −Σ p·(s − lse) = lse − Σ e·s / Σ e. */
+static double row_entropy(const float *s, const float *e, size_t v, double lse) {
+  return lse - mars_dot(e, s, v) / mars_sum(e, v);
 }
 
 #define ROW_STACK 4096
+
+/* Two scratch rows of v floats: on the stack when they fit, else from the heap (NULL when that fails). */
+static float *scratch(float *stack, size_t v) { return 2 * v <= ROW_STACK ? stack : malloc(2 * v * sizeof(float)); }
 
 napi_value mars_js_log_softmax_pick(napi_env env, napi_callback_info info) {
   char *heap;
@@ -247,20 +343,14 @@ napi_value mars_js_log_softmax_pick(napi_env env, napi_callback_info info) {
   const int32_t *tg = AT(const int32_t, a[1]);
   float *logp = AT(float, a[2]), *ent = withEnt ? AT(float, a[3]) : NULL;
   float stack[ROW_STACK];
-  float *s = v <= ROW_STACK ? stack : malloc(v * sizeof(float));
+  float *s = scratch(stack, v);
   CHECK(s != NULL, "logSoftmaxPick: out of memory");
+  float *e = s + v;
   for (size_t r = 0; r < rows; r++) {
-    double lse = row_lse(z + r * v, s, v, temperature);
+    double lse = row_lse(z + r * v, s, e, v, temperature);
     int32_t t = tg[r];
-    logp[r] = (t >= 0 && (size_t)t < v) ? (float)((double)s[t] - lse) : 0.0f;
-    if (ent) {
-      double h = 0;
-      for (size_t j = 0; j < v; j++) {
-        double lp = (double)s[j] - lse;
-        h -= exp(lp) * lp;
-      }
-      ent[r] = (float)h;
-    }
+    logp[r] = isnan(lse) ? NAN : (t >= 0 && (size_t)t < v) ? (float)((double)s[t] - lse) : 0.0f;
+    if (ent) ent[r] = (float)row_entropy(s, e, v, lse);
   }
   if (s != stack) free(s);
   return NULL;
@@ -283,28 +373,30 @@ napi_value mars_js_log_softmax_pick_grad(napi_env env, napi_callback_info info) 
   const int32_t *tg = AT(const int32_t, a[1]);
   const float *de = withEnt ? AT(const float, a[3]) : NULL;
   float *dz = AT(float, a[4]);
-  double invT = 1.0 / (double)temperature;
+  float stack[ROW_STACK];
+  float *s = scratch(stack, v);
+  CHECK(s != NULL, "logSoftmaxPickGrad: out of memory");
+  float *e = s + v;
   for (size_t r = 0; r < rows; r++) {
     float *dzr = dz + r * v;
-    /* s goes into the output row first: it is overwritten element by element below. */
-    double lse = row_lse(z + r * v, dzr, v, temperature);
-    double g = dl[r], ge = de ? de[r] : 0, h = 0;
-    if (de) {
-      for (size_t j = 0; j < v; j++) {
-        double lp = (double)dzr[j] - lse;
-        h -= exp(lp) * lp;
-      }
+    double lse = row_lse(z + r * v, s, e, v, temperature);
+    if (isnan(lse)) {
+      for (size_t j = 0; j < v; j++) dzr[j] = NAN;
+      continue;
     }
     int32_t t = tg[r];
     int valid = t >= 0 && (size_t)t < v;
+    /* p_j = e_j / Σe. d logp / d s_j = [j = t] − p_j (0 for an invalid target); d H / d s_j = −p_j·(s_j − lse + H). */
+    float g = valid ? dl[r] : 0.0f, ge = de ? de[r] : 0.0f;
+    float invSum = (float)(1.0 / mars_sum(e, v)), invT = (float)(1.0 / (double)temperature);
+    float shift = de ? (float)(row_entropy(s, e, v, lse) - lse) : 0.0f; /* H − lse */
     for (size_t j = 0; j < v; j++) {
-      double lp = (double)dzr[j] - lse, p = exp(lp);
-      /* d logp / d s_j = [j = t] − p_j (0 for an invalid target); d H / d s_j = −p_j·(log p_j + H) */
-      double ds = valid ? g * (((size_t)t == j ? 1.0 : 0.0) - p) : 0.0;
-      if (de) ds -= ge * p * (lp + h);
-      dzr[j] = (float)(ds * invT);
+      float p = e[j] * invSum;
+      dzr[j] = (-g * p - ge * p * (s[j] + shift)) * invT;
     }
+    if (valid) dzr[t] += g * invT;
   }
+  if (s != stack) free(s);
   return NULL;
 }
 

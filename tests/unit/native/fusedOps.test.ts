@@ -239,6 +239,25 @@ describe.each(buildKernels())('fused native ops (products on the %s kernel) agai
     expect(tf.memory().numTensors).toBe(before);
   });
 
+  it('a NaN or an infinity in a row of logits gives NaN there, as the stock ops do, and leaves the other rows', async (ctx) => {
+    setUp(ctx);
+    const before = tf.memory().numTensors;
+    const z = tf.tensor2d([1, 2, NaN, 4, 1, 2, 3, 4, Infinity, 0, 1, 2], [3, 4]);
+    const targets = tf.tensor1d([0, 1, 2], 'int32');
+    const fused = await take(ops.logSoftmaxPick(z, targets, 1, false).logp);
+    const reference = await take(tf.tidy(() => stock.logSoftmaxPick(z, targets, 1).logp));
+    expect(Number.isNaN(fused[0])).toBe(true);
+    expect(Number.isNaN(fused[2])).toBe(Number.isNaN(reference[2]));
+    expect(fused[1]).toBeCloseTo(reference[1]!, 5);
+    const g = await take(
+      tf.grad((x: tf.Tensor) => tf.sum(ops.logSoftmaxPick(x as tf.Tensor2D, targets, 1, false).logp))(z),
+    );
+    expect(Number.isNaN(g[0])).toBe(true);
+    expect(Number.isFinite(g[4])).toBe(true);
+    tf.dispose([z, targets]);
+    expect(tf.memory().numTensors).toBe(before);
+  });
+
   it('row gather and scatter: values and gradients (duplicate indices summed), ranks 1–3', async (ctx) => {
     setUp(ctx);
     const before = tf.memory().numTensors;

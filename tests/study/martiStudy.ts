@@ -277,7 +277,7 @@ function writeReport(): void {
   const lines: string[] = [
     '# MARTI-MARS² study (`npm run study:marti`)',
     '',
-    `Command${cmds.length > 1 ? 's (arms run as parallel processes, one core each)' : ''}: ${cmds.map((c) => `\`${c}\``).join('; ')}. Steps ${p0.steps}, seeds ${p0.seeds}, ${p0.items} held-out tasks, base ${basePath}.`,
+    `Command${cmds.length > 1 ? 's (arms run as parallel processes, one core each)' : ''}: ${cmds.map((c) => `\`${c}\``).join('; ')}. Steps ${p0.steps}, seeds ${[...new Set(parts.map((p) => p.seeds))].join(' or ')}, ${p0.items} held-out tasks, base ${basePath}.`,
     `Machine: ${p0.machine}; shared with other jobs while it ran${loads.length ? ` (1-minute load average during training ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}, mean ${stats(loads).m.toFixed(1)})` : ''}. Date: ${new Date().toISOString().slice(0, 10)}. Minutes per arm: ${parts.map((p) => `${p.arm} ${p.minutes.toFixed(1)}`).join(', ')}.`,
     '',
     'Each configuration is its preset (marti-single = vanilla GRPO, no tree; marti-homo = two role prompts, one parameter set; marti-hetero = two parameter sets; marti-hetero-bases = two parameter sets from two different base models; marti-homo-updates = marti-homo with half as many optimiser steps), trained with only seed, steps and evaluation size changed. Figures are mean ± sample sd over seeds of the final evaluation; the base rows are one deterministic evaluation. All evaluation is on held-out tasks (targets never trained on), scored on private tests.',
@@ -327,7 +327,8 @@ function writeReport(): void {
     'editDistance: mean pairwise normalised token edit distance of programs in a tree; acrossAgents: pairs by different agents; distinctPrograms: distinct programs / programs; behaviour: distinct output signatures on the private inputs / programs; distinctCorrect: distinct correct programs per task; passGap: bestOfTree − pass1MCTS; uniqueSolves: tasks solved by exactly one agent; tokenEntropy: mean −log π of sampled tokens (nats).',
     '',
   ];
-  const notes = path.join(path.dirname(out), 'marti.notes.md');
+  // hand-written notes follow the generated part: marti.notes.md for marti.md, <name>.notes.md for <name>.md
+  const notes = path.join(path.dirname(out), `${path.basename(out, '.md')}.notes.md`);
   if (fs.existsSync(notes)) lines.push(fs.readFileSync(notes, 'utf8'));
   fs.writeFileSync(out, lines.join('\n'));
   console.log(`wrote ${out}`);

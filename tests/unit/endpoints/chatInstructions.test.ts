@@ -10,6 +10,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chatDialectFor } from '../../../engine/endpoints/chat';
+import { evaluateWithEndpoints } from '../../../engine/endpoints/evaluateEndpoints';
 import { FINAL_TURN } from '../../../engine/endpoints/chat/marsChat';
 import { languageReference, martiExample } from '../../../engine/endpoints/chat/martiChat';
 import { EndpointPolicy } from '../../../engine/endpoints/endpointPolicy';
@@ -275,6 +276,32 @@ describe('"chat": MARTI with the language reference, answers read tolerantly', (
     const node = trees.pass1[0]!.nodes[1]!;
     expect(node.payload!.completion).toBe(`\`\`\`\n${task.target}\n\`\`\``);
     expect(node.privateScore).toBe(1);
+  });
+});
+
+describe('an endpoint evaluation gives its endpoints the algorithm’s chat template', () => {
+  it('mars-lab eval of MARTI against a chat server: asked in chat, answers read out of their fences', async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-chat-eval-'));
+    try {
+      const s = await scripted('vllm', (q) =>
+        q.path === '/v1/chat/completions' ? chatReply(`Here you go:\n\`\`\`\n${task.target}\n\`\`\``) : undefined,
+      );
+      const c = structuredClone(martiCfg);
+      for (const a of c.marti.agents) {
+        a.policy = endpointSourceSchema.parse({ kind: 'endpoint', baseUrl: s.baseUrl, model: 'm' });
+      }
+      const warnings: string[] = [];
+      const result = await evaluateWithEndpoints(home, martiConfigSchema.parse(c), {
+        onWarning: (l) => warnings.push(l),
+      });
+      expect(result.items.map((i) => [i.id, i.correct])).toEqual([[task.id, true]]);
+      expect(new Set(s.seen.map((x) => `${x.method} ${x.path}`))).toEqual(
+        new Set(['GET /v1/models', 'POST /v1/chat/completions']),
+      );
+      expect(warnings).toEqual([expect.stringMatching(/an answer needed repair \(code fence stripped\)/)]);
+    } finally {
+      fs.rmSync(home, { recursive: true, force: true });
+    }
   });
 });
 

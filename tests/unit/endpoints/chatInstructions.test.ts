@@ -254,6 +254,34 @@ describe('"chat": MARTI with the language reference, answers read tolerantly', (
     ]);
   });
 
+  it('streamed chat answers add up to the same reading', async () => {
+    const pieces = ['Program:', ' `sort', ' | reverse`', '\nDone.'];
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        pieces.forEach((content, i) =>
+          res.write(
+            `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content }, finish_reason: i === pieces.length - 1 ? 'stop' : null }] })}\n\n`,
+          ),
+        );
+        res.end('data: [DONE]\n\n');
+      });
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+    const p = policy(url, 'marti', { instructions: 'chat', stream: true });
+    const [g] = await p.generate([fmt.prompt(rootPrompt(task))], {
+      maxNewTokens: 40,
+      temperature: 0,
+      stopTokens: [fmt.eos],
+      rng: new Rng(1),
+    });
+    expect(g!.text).toBe(pieces.join(''));
+    expect(g!.program).toBe('sort | reverse');
+  });
+
   it('takes the first line that parses after a label, and keeps a malformed answer malformed', async () => {
     const answers = ['Program: `sort | reverse`\nThis sorts, then reverses.', 'I am not sure how to do this.'];
     const s = await scripted('llamacpp', () => chatReply(answers.shift()!));

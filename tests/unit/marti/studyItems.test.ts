@@ -47,7 +47,7 @@ function part(arm: string, seeds: number, solved: (seed: number, w: number, i: n
   const seedItems = Array.from({ length: seeds }, (_, s) => ({
     pass1: itemIds.map((_, k) => (solved(s, Math.floor(k / 6), k % 6) ? 1 : 0)),
   }));
-  const means = seedItems.map((x) => x.pass1.reduce((a, b) => a + b, 0) / itemIds.length);
+  const means = seedItems.map((x) => x.pass1.reduce<number>((a, b) => a + b, 0) / itemIds.length);
   return partSchema.parse({
     arm,
     cmd: 'constructed',

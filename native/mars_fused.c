@@ -78,13 +78,53 @@ static int sizes_ok(const double *s, int n) {
  * maximum, e^0 = 1, changes). Elsewhere, and for the tail, expf.
  */
 #if defined(__x86_64__) && defined(__SSE2__)
-#include <emmintrin.h>
+#include <immintrin.h>
 #define MARS_SSE2 1
+
+/* The same eight at a time where the CPU has AVX2 (checked once at run time); returns how many it did. The same
+ * operations in the same order as the SSE2 loop, so both give the same bits. */
+__attribute__((target("avx2"))) static size_t exp_map_avx2(const float *x, float *y, size_t n, float a, float b) {
+  const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b), lo = _mm256_set1_ps(-87.0f), hi = _mm256_set1_ps(88.0f);
+  const __m256 log2e = _mm256_set1_ps(1.44269504088896341f), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+  const __m256 c1 = _mm256_set1_ps(0.693359375f), c2 = _mm256_set1_ps(-2.12194440e-4f);
+  const __m256 p0 = _mm256_set1_ps(1.9875691500e-4f), p1 = _mm256_set1_ps(1.3981999507e-3f);
+  const __m256 p2 = _mm256_set1_ps(8.3334519073e-3f), p3 = _mm256_set1_ps(4.1665795894e-2f);
+  const __m256 p4 = _mm256_set1_ps(1.6666665459e-1f), p5 = _mm256_set1_ps(5.0000001201e-1f);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 t = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), va), vb);
+    t = _mm256_min_ps(_mm256_max_ps(t, lo), hi);
+    __m256 fx = _mm256_add_ps(_mm256_mul_ps(t, log2e), half);
+    __m256 fl = _mm256_cvtepi32_ps(_mm256_cvttps_epi32(fx));
+    fl = _mm256_sub_ps(fl, _mm256_and_ps(_mm256_cmp_ps(fl, fx, _CMP_GT_OQ), one));
+    __m256 r = _mm256_sub_ps(_mm256_sub_ps(t, _mm256_mul_ps(fl, c1)), _mm256_mul_ps(fl, c2));
+    __m256 p = p0;
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), p1);
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), p2);
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), p3);
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), p4);
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), p5);
+    p = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(p, _mm256_mul_ps(r, r)), r), one);
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(fl), _mm256_set1_epi32(127)), 23);
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+  }
+  return i;
+}
+
+static int has_avx2(void) {
+  static int known = -1;
+  if (known < 0) {
+    __builtin_cpu_init();
+    known = __builtin_cpu_supports("avx2") ? 1 : 0;
+  }
+  return known;
+}
 #endif
 
 static void mars_exp_map(const float *x, float *y, size_t n, float a, float b) {
   size_t i = 0;
 #ifdef MARS_SSE2
+  if (has_avx2()) i = exp_map_avx2(x, y, n, a, b);
   const __m128 va = _mm_set1_ps(a), vb = _mm_set1_ps(b), lo = _mm_set1_ps(-87.0f), hi = _mm_set1_ps(88.0f);
   const __m128 log2e = _mm_set1_ps(1.44269504088896341f), half = _mm_set1_ps(0.5f), one = _mm_set1_ps(1.0f);
   const __m128 c1 = _mm_set1_ps(0.693359375f), c2 = _mm_set1_ps(-2.12194440e-4f);

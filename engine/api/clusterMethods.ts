@@ -13,13 +13,13 @@
  *
  * The page never holds a token: it names an environment variable of the host (tokenEnv), read here. Nor does it say
  * what the jobs execute: the project's folder and node on the cluster come from the host's environment
- * ($MARS_LAB_RAY_PROJECT, $MARS_LAB_RAY_NODE), so a window can only choose a preset, its config, variants and seeds.
+ * ($MARS_LAB_RAY_PROJECT, $MARS_LAB_RAY_NODE), so a window can only choose a preset, its config, variants and seeds,
+ * and whether this host's own project is shipped with the jobs (ray.ship, clusterShip.ts; default: in a packaged app
+ * without $MARS_LAB_RAY_PROJECT, whose folder, inside app.asar, is on no cluster).
  */
 import fs from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
-import { applySets } from '../runs/configOverrides';
-import { checkRunConfig, ConfigValidationError } from '../runs/configSchema';
-import { loadPreset, resolvePresetConfig } from '../runs/presets';
+import { loadPreset } from '../runs/presets';
 import { RayError, RayJobsClient } from '../ray/jobsClient';
 import { runStudyHere, type StudyLauncher } from '../studies/localStudy';
 import { runStudyOnRay } from '../studies/rayStudy';
@@ -32,11 +32,14 @@ import {
   type StudyRun,
 } from '../studies/studyRecord';
 import { planStudy, PROJECT_DIR } from '../studies/studyPlan';
+import { ensurePackage, shipCacheDir } from '../studies/shipProject';
 import { refreshStudy } from '../studies/studyStatus';
-import { configSizeProblem } from '../boundedText';
 import { UserError } from '../userError';
 import type { ApiEvent, ApiParsedRequest, ApiStudyView } from './contract';
-import { configPathIssues } from './hostGuards';
+import { checkShippable, shippedPackage, shipForStudy, shipsByDefault } from './clusterShip';
+import { studySets } from './studySets';
+
+export { configDiffSets } from './studySets';
 import type { ApiHandlers } from './host';
 import type { RunLauncher } from './runLauncher';
 import { hostStudyLauncher, stopStudyHere, type StudySlots } from './studyLauncher';
@@ -71,6 +74,10 @@ export interface ClusterHostOptions {
   /** The host's launcher and worker slots, for studies on this machine (without them such a study is refused). */
   launcher?: RunLauncher;
   slots?: StudySlots;
+  /** The project a shipped study sends (default: this one, PROJECT_DIR). */
+  projectDir?: string;
+  /** Refuse shipped packages of this size or more (default Ray's upload cap; tests make it small). */
+  shipCap?: number;
 }
 
 export interface ClusterHost {
@@ -94,25 +101,9 @@ interface Followed {
 
 const LOG_CHUNK = 1 << 20;
 
-/** The leaves where `edited` differs from `base`, as `path=value` sets (a changed object of other keys: the whole of it). */
-export function configDiffSets(base: unknown, edited: unknown, prefix: string[] = [], out: string[] = []): string[] {
-  const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-  if (isObj(base) && isObj(edited)) {
-    const a = Object.keys(base).sort();
-    const b = Object.keys(edited).sort();
-    if (prefix.length === 0 || JSON.stringify(a) === JSON.stringify(b)) {
-      for (const key of b) configDiffSets(base[key], edited[key], [...prefix, key], out);
-      return out;
-    }
-  }
-  if (JSON.stringify(base) !== JSON.stringify(edited) && prefix.length > 0) {
-    out.push(`${prefix.join('.')}=${JSON.stringify(edited)}`);
-  }
-  return out;
-}
-
 export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
   const { home, presetsDir } = opts;
+  const projectDir = opts.projectDir ?? PROJECT_DIR;
   const env = opts.env ?? process.env;
   const followed = new Map<string, Followed>();
   const links = new Map<string, Link>();
@@ -136,7 +127,12 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
       preset: record.preset,
       where:
         record.where.kind === 'ray'
-          ? { kind: 'ray', url: record.where.url, rayHome: record.where.rayHome }
+          ? {
+              kind: 'ray',
+              url: record.where.url,
+              rayHome: record.where.rayHome,
+              ...(shippedPackage(record) ? { shipped: shippedPackage(record) } : {}),
+            }
           : { kind: 'local' },
       runs: record.runs.map((r: StudyRun) => ({ ...r })),
       link: link.link,
@@ -252,7 +248,10 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
 
   const handlers: ClusterHost['handlers'] = {
     async studyOptions({ preset }) {
-      return { variants: Object.keys(loadPreset(preset, presetsDir).variants ?? {}) };
+      return {
+        variants: Object.keys(loadPreset(preset, presetsDir).variants ?? {}),
+        shipByDefault: shipsByDefault(projectDir, env, RAY_PROJECT_ENV),
+      };
     },
 
     async startStudy(req: ApiParsedRequest<'startStudy'>) {
@@ -261,15 +260,7 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
           `preset: a study${req.ray ? ' on a cluster' : ''} starts from a preset; pick one above (a cloned run without one cannot be a study)`,
         );
       }
-      const tooBig = req.config ? configSizeProblem(req.config) : undefined;
-      if (tooBig) throw new UserError(`config: the config ${tooBig}`);
-      // The form's config as `path=value` sets over the preset's, so every job resolves it as `train --preset … --set …`.
-      const base = resolvePresetConfig(req.preset, [], presetsDir);
-      const edited = checkRunConfig(applySets(req.config ?? base, req.sets ?? []));
-      if (!edited.success) throw new ConfigValidationError(edited.issues, `preset '${req.preset}'`);
-      const pathIssues = configPathIssues(edited.data, opts.roots);
-      if (pathIssues.length) throw new ConfigValidationError(pathIssues, `preset '${req.preset}'`);
-      const sets = configDiffSets(base, edited.data).filter((s) => !s.startsWith('seed='));
+      const sets = studySets(req.preset, req.config, req.sets, presetsDir, opts.roots);
       if (!req.ray) {
         // this machine: the runs start through the host's launcher and slots, as single runs do
         if (!opts.launcher || !opts.slots) {
@@ -286,6 +277,9 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
         return { study: viewOf(record) };
       }
       const client = clientFor(req.ray.url, req.ray.tokenEnv);
+      // unless told: shipped from a packaged app that names no project folder on the cluster (clusterShip.ts)
+      const ship = req.ray.ship ?? shipsByDefault(projectDir, env, RAY_PROJECT_ENV);
+      if (ship) checkShippable(projectDir);
       const record = planStudy({
         preset: req.preset,
         variants: req.variants?.length ? req.variants : [null],
@@ -295,12 +289,18 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
           kind: 'ray',
           url: client.where,
           rayHome: req.ray.rayHome ?? home,
-          project: env[RAY_PROJECT_ENV] || PROJECT_DIR,
+          // shipped: the jobs start in the package's folder, so the entrypoint names no path of this machine
+          project: ship ? '.' : env[RAY_PROJECT_ENV] || projectDir,
           node: env[RAY_NODE_ENV] || 'node',
           cpusPerJob: req.ray.cpusPerJob ?? 1,
         },
       });
       await client.version(); // unreachable or not Ray: one line, and nothing recorded or submitted
+      if (ship && record.where.kind === 'ray') {
+        // packed and uploaded before the study is recorded: a package over the cap is one line, nothing recorded
+        const uri = await shipForStudy(client, { root: projectDir, home, emit, cap: opts.shipCap });
+        record.where.runtimeEnv = { working_dir: uri };
+      }
       if (req.ray.tokenEnv) tokenEnvs.set(record.id, req.ray.tokenEnv);
       follow(record, client);
       return { study: viewOf(record) };
@@ -348,6 +348,11 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
       if (record.runs.every((r) => FINAL_STATES.has(r.state))) {
         links.delete(record.id);
         return { study: viewOf(record) };
+      }
+      // a shipped study's runs not yet submitted need its package, which the cluster deletes once no job uses it
+      const shipped = shippedPackage(record);
+      if (shipped && record.runs.some((r) => r.state === 'pending')) {
+        await ensurePackage(client, shipped, shipCacheDir(home));
       }
       follow(record, client);
       return { study: viewOf(record) };

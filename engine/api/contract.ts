@@ -161,6 +161,11 @@ const rayTargetSchema = z.strictObject({
   rayHome: z.string().trim().min(1).max(4096).optional(),
   /** CPUs Ray reserves for each job (entrypoint_num_cpus); default 1. */
   cpusPerJob: z.number().min(0).max(4096).optional(),
+  /**
+   * Send the project with the jobs (the built engine, its packages, resources/ as the runtime_env working_dir, as
+   * `study --ship`), so the cluster needs only Node.js. Default: on in a packaged app without $MARS_LAB_RAY_PROJECT.
+   */
+  ship: z.boolean().optional(),
 });
 
 export const STUDY_RUN_STATES = [
@@ -197,7 +202,13 @@ export const studyViewSchema = z.object({
   id: z.string(),
   createdAt: z.string(),
   preset: z.string(),
-  where: z.object({ kind: z.enum(['local', 'ray']), url: z.string().optional(), rayHome: z.string().optional() }),
+  where: z.object({
+    kind: z.enum(['local', 'ray']),
+    url: z.string().optional(),
+    rayHome: z.string().optional(),
+    /** The shipped project's package (gcs://_ray_pkg_<sha1>.zip), when the study sent it with its jobs. */
+    shipped: z.string().optional(),
+  }),
   runs: z.array(studyRunViewSchema),
   link: z.enum(['following', 'unreachable', 'error', 'idle']),
   message: z.string().optional(),
@@ -413,7 +424,8 @@ export const apiSchemas = {
   /** A preset's variants (the names a study may run). */
   studyOptions: {
     request: z.strictObject({ preset: z.string().min(1).max(100) }),
-    response: z.object({ variants: z.array(z.string()) }),
+    /** shipByDefault: whether a study on a cluster ships the project unless told (a packaged app, no $MARS_LAB_RAY_PROJECT). */
+    response: z.object({ variants: z.array(z.string()), shipByDefault: z.boolean().optional() }),
   },
   /**
    * Starts a study (the preset, its config as edited on the form, variants × seeds) through the same engine/studies code
@@ -535,6 +547,15 @@ export const apiEventSchema = z.discriminatedUnion('type', [
   /** A process this host started for a run (training, resume) ended; `error` holds the end of its stderr on failure. */
   /** A study's record or link changed (a run submitted, progressed, ended; the cluster became unreachable). */
   z.object({ type: z.literal('studyChanged'), study: studyViewSchema }),
+  /**
+   * startStudy with ray.ship, before it answers: packing the project (or taking it from the cache), uploading it (or
+   * finding it on the cluster), shipped. `message` is one line for the launch form.
+   */
+  z.object({
+    type: z.literal('shipProgress'),
+    phase: z.enum(['packing', 'uploading', 'shipped']),
+    message: z.string(),
+  }),
   /** New text of a cluster job's log, as followed over the Jobs API's WebSocket: bytes `from`..`to` of the kept log. */
   z.object({
     type: z.literal('clusterLog'),

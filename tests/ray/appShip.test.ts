@@ -6,19 +6,22 @@
  * app's startStudy with ship on and NO $MARS_LAB_RAY_PROJECT packs and uploads the project (its phases pushed as
  * shipProgress events before it answers), submits a 2-step seqgrpo-copy job whose entrypoint names no path of this
  * checkout and whose working_dir is the uploaded package, and the run folder arrives in the home; a package over the
- * cap is one line with nothing recorded. Needs `npm run build` of this checkout first (a stale build is refused):
+ * cap is one line with nothing recorded. In a headless Chromium (when there is one) the launch form's "ship" box does the
+ * same, showing the host's progress while it starts, and the Runs view marks the study as shipped. Needs `npm run build` of this checkout first (a stale build is refused; the form needs the renderer):
  * run it in a clean worktree while others edit sources.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { haveChromium, launchChromium } from '../helpers/chromium';
 import { createClusterHost, RAY_PROJECT_ENV } from '../../engine/api/clusterMethods';
 import type { ApiEvent, ApiStudyView } from '../../engine/api/contract';
 import { callApi } from '../../engine/api/dispatch';
 import { createHost, type ApiHandlers, type Host } from '../../engine/api/host';
 import { allowedRoots } from '../../engine/api/hostGuards';
 import { nodeRunLauncher } from '../../engine/api/runLauncher';
+import { DEFAULT_RENDERER_DIR, startWebServer } from '../../engine/api/webServer';
 import { RayJobsClient } from '../../engine/ray/jobsClient';
 import { PRESETS_DIR } from '../../engine/runs/presets';
 import { listStudyIds, readStudy } from '../../engine/studies/studyRecord';
@@ -210,6 +213,53 @@ describe.runIf(expectRay || !missing)('shipping from the app to a real Ray head'
     expect(listStudyIds(home)).toEqual(before);
     await capped.host.close();
   }, 600_000);
+
+  it.runIf(haveChromium)(
+    'the launch form ships when ticked: its progress shown while it starts, the study marked as shipped',
+    async () => {
+      const index = path.join(DEFAULT_RENDERER_DIR, 'index.html');
+      if (!fs.existsSync(index)) throw new Error(`the built renderer is missing (${index}): run npm run build`);
+      const uiHome = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-appship-ui-')); // its own cache: packed cold
+      const uiHost = await createHost({ home: uiHome, launcher: nodeRunLauncher(), transport: 'web' });
+      const server = await startWebServer({ host: uiHost, port: 0 });
+      const browser = await launchChromium();
+      const pageErrors: string[] = [];
+      try {
+        const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+        page.on('pageerror', (error) => pageErrors.push(error.message));
+        await page.goto(`${server.url}#/launch?preset=seqgrpo-copy`);
+        await page.getByTestId('launch-form').waitFor();
+        await page.locator('[data-path="budget.steps"] input').first().fill('2');
+        await page.getByTestId('where-ray').check();
+        const ship = page.getByTestId('ray-ship');
+        expect(await ship.isChecked()).toBe(false); // a checkout: the form's choice
+        await ship.check();
+        await page.getByTestId('ray-url').fill(head.url);
+        await expect.poll(() => page.getByTestId('start-run').isDisabled()).toBe(false);
+        await page.getByTestId('start-run').click();
+        const progress = page.getByTestId('ship-progress');
+        await progress.waitFor({ timeout: 60_000 });
+        expect(await progress.textContent()).toMatch(/^(packing the project for the cluster|packed in|shipped as)/);
+        await page.waitForURL(/#\/runs/, { timeout: 180_000 });
+        const [id] = listStudyIds(uiHome);
+        expect(id).toBeDefined();
+        const study = page.locator(`[data-testid="cluster-study"][data-study="${id}"]`);
+        await study.waitFor();
+        expect(await study.getByTestId('cluster-shipped').getAttribute('title')).toMatch(
+          /shipped: gcs:\/\/_ray_pkg_[0-9a-f]{40}\.zip$/,
+        );
+        await expect.poll(() => study.getAttribute('data-link'), { timeout: 180_000 }).toBe('idle');
+        expect(await study.getByTestId('cluster-run').first().getAttribute('data-state')).toBe('finished');
+        expect(pageErrors).toEqual([]);
+      } finally {
+        await browser.close();
+        await server.close();
+        await uiHost.close();
+        fs.rmSync(uiHome, { recursive: true, force: true });
+      }
+    },
+    600_000,
+  );
 });
 
 if (!expectRay && missing !== null) {

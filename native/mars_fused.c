@@ -7,16 +7,18 @@
  * engine/model/logProbs.ts use them only while the native matrix products are active (MARS_LAB_NATIVE_FUSED=0 turns
  * only these off). Like gemm (mars_gemm.c), every call receives the heap's current ArrayBuffer and byte offsets into
  * it, and checks every access against the buffer's length before touching anything. Float32 throughout, in the stock
- * ops' order where that is cheap (sums of squares and of exponentials are accumulated in double: the stock kernels
- * accumulate in float, so results agree to float rounding, not to the bit). -std=c11 keeps a·b+c unfused.
+ * ops' order where that is cheap (sums of squares accumulate in double, sums of exponentials in eight float partial
+ * sums added in double; exponentials are Cephes' polynomial, mars_fused.h): results agree with the stock kernels to
+ * float rounding, not to the bit. -std=c11 keeps a·b+c unfused.
  *
  *   rmsNorm(heap, x, w, y, rows, d, eps)                 y = x / √(mean(x²) + eps) · w          x, y [rows, d]; w [d]
  *   rmsNormGrad(heap, x, w, dy, dx, dw, rows, d, eps)    dx [rows, d], dw [d] (summed over rows)
  *   swiglu(heap, g, u, y, n)                             y = g·σ(g)·u
  *   swigluGrad(heap, g, u, dy, dg, du, n)
- *   rope(heap, x, cos, sin, y, outer, heads, t, hd, scale, transpose)
+ *   rope(heap, x, cos, sin, y, outer, heads, t, hd, scale, adjoint)
  *        x, y [outer, heads, t, hd]; cos, sin [outer, 1, t, hd] (HF's rotate-half layout):
- *        y = (x·cos + rotate_half(x)·sin)·scale; transpose = 1 applies the adjoint (the gradient: dy → dx)
+ *        y = (x·cos + rotate_half(x)·sin)·scale; adjoint = 1 applies the adjoint (the gradient: dy → dx)
+ *   in mars_logsoftmax.c:
  *   logSoftmaxPick(heap, z, targets, logp, ent, rows, v, temperature)
  *        s = z / temperature; logp[r] = s[t] − logΣexp(s) (0 where t is outside [0, v)); ent[r] = −Σ p·log p
  *        (ent < 0: not computed)
@@ -24,160 +26,7 @@
  *   gatherRows(heap, x, idx, y, n, m, width)             y[i] = x[idx[i]]     x [n, width], idx int32 [m]
  *   scatterAddRows(heap, v, idx, y, n, m, width)         y = 0; y[idx[i]] += v[i]   (gather's adjoint)
  */
-#include "mars_native.h"
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define MAX_ARGS 12
-
-/* Reads (heap, n numbers); returns 0 (with a JS error thrown) when they are not that. */
-static int fused_args(napi_env env, napi_callback_info info, const char *name, size_t want, char **heap, size_t *len,
-                      double *out) {
-  size_t argc = MAX_ARGS + 1;
-  napi_value argv[MAX_ARGS + 1];
-  char msg[160];
-  bool isAb = false;
-  void *data = NULL;
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc != want + 1) {
-    snprintf(msg, sizeof msg, "%s: expected the wasm heap's ArrayBuffer and %zu numbers", name, want);
-    mars_throw(env, msg);
-    return 0;
-  }
-  napi_is_arraybuffer(env, argv[0], &isAb);
-  if (!isAb || napi_get_arraybuffer_info(env, argv[0], &data, len) != napi_ok) {
-    snprintf(msg, sizeof msg, "%s: the first argument must be the wasm heap's ArrayBuffer", name);
-    mars_throw(env, msg);
-    return 0;
-  }
-  *heap = data;
-  for (size_t i = 0; i < want; i++) {
-    if (napi_get_value_double(env, argv[i + 1], &out[i]) != napi_ok || !isfinite(out[i])) {
-      snprintf(msg, sizeof msg, "%s: argument %zu is not a finite number", name, i + 1);
-      mars_throw(env, msg);
-      return 0;
-    }
-  }
-  return 1;
-}
-
-/* Whole, non-negative sizes. */
-static int sizes_ok(const double *s, int n) {
-  for (int i = 0; i < n; i++)
-    if (s[i] < 0 || s[i] != floor(s[i]) || s[i] > 2147483647.0) return 0;
-  return 1;
-}
-
-/*
- * y[i] = exp(a·x[i] + b) in float32, four at a time with SSE2 on x86-64 (a call to expf cannot be vectorised without
- * -ffast-math, which the optimiser's bit-exact passes must not get): Cephes' expf — e^t = 2^n·e^r with |r| ≤ ln2/2,
- * a degree-6 polynomial for e^r, 2^n built in the exponent bits. Within 2 ulp of expf over [−87, 88], where t is
- * clamped (below −87 it gives e^−87 ≈ 1.6e−38, not a smaller number: no sum of exponentials that holds the row's
- * maximum, e^0 = 1, changes). Elsewhere, and for the tail, expf.
- */
-#if defined(__x86_64__) && defined(__SSE2__)
-#include <immintrin.h>
-#define MARS_SSE2 1
-
-/* The same eight at a time where the CPU has AVX2 (checked once at run time); returns how many it did. The same
- * operations in the same order as the SSE2 loop, so both give the same bits. */
-__attribute__((target("avx2"))) static size_t exp_map_avx2(const float *x, float *y, size_t n, float a, float b) {
-  const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b), lo = _mm256_set1_ps(-87.0f), hi = _mm256_set1_ps(88.0f);
-  const __m256 log2e = _mm256_set1_ps(1.44269504088896341f), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
-  const __m256 c1 = _mm256_set1_ps(0.693359375f), c2 = _mm256_set1_ps(-2.12194440e-4f);
-  const __m256 p0 = _mm256_set1_ps(1.9875691500e-4f), p1 = _mm256_set1_ps(1.3981999507e-3f);
-  const __m256 p2 = _mm256_set1_ps(8.3334519073e-3f), p3 = _mm256_set1_ps(4.1665795894e-2f);
-  const __m256 p4 = _mm256_set1_ps(1.6666665459e-1f), p5 = _mm256_set1_ps(5.0000001201e-1f);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 t = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), va), vb);
-    t = _mm256_min_ps(_mm256_max_ps(t, lo), hi);
-    __m256 fx = _mm256_add_ps(_mm256_mul_ps(t, log2e), half);
-    __m256 fl = _mm256_cvtepi32_ps(_mm256_cvttps_epi32(fx));
-    fl = _mm256_sub_ps(fl, _mm256_and_ps(_mm256_cmp_ps(fl, fx, _CMP_GT_OQ), one));
-    __m256 r = _mm256_sub_ps(_mm256_sub_ps(t, _mm256_mul_ps(fl, c1)), _mm256_mul_ps(fl, c2));
-    __m256 p = p0;
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), p1);
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), p2);
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), p3);
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), p4);
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), p5);
-    p = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(p, _mm256_mul_ps(r, r)), r), one);
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(fl), _mm256_set1_epi32(127)), 23);
-    _mm256_storeu_ps(y + i, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
-  }
-  return i;
-}
-
-static int has_avx2(void) {
-  static int known = -1;
-  if (known < 0) {
-    __builtin_cpu_init();
-    known = __builtin_cpu_supports("avx2") ? 1 : 0;
-  }
-  return known;
-}
-#endif
-
-static void mars_exp_map(const float *x, float *y, size_t n, float a, float b) {
-  size_t i = 0;
-#ifdef MARS_SSE2
-  if (has_avx2()) i = exp_map_avx2(x, y, n, a, b);
-  const __m128 va = _mm_set1_ps(a), vb = _mm_set1_ps(b), lo = _mm_set1_ps(-87.0f), hi = _mm_set1_ps(88.0f);
-  const __m128 log2e = _mm_set1_ps(1.44269504088896341f), half = _mm_set1_ps(0.5f), one = _mm_set1_ps(1.0f);
-  const __m128 c1 = _mm_set1_ps(0.693359375f), c2 = _mm_set1_ps(-2.12194440e-4f);
-  const __m128 p0 = _mm_set1_ps(1.9875691500e-4f), p1 = _mm_set1_ps(1.3981999507e-3f), p2 = _mm_set1_ps(8.3334519073e-3f);
-  const __m128 p3 = _mm_set1_ps(4.1665795894e-2f), p4 = _mm_set1_ps(1.6666665459e-1f), p5 = _mm_set1_ps(5.0000001201e-1f);
-  for (; i + 4 <= n; i += 4) {
-    __m128 t = _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(x + i), va), vb);
-    t = _mm_min_ps(_mm_max_ps(t, lo), hi);
-    __m128 fx = _mm_add_ps(_mm_mul_ps(t, log2e), half);
-    __m128 fl = _mm_cvtepi32_ps(_mm_cvttps_epi32(fx));
-    fl = _mm_sub_ps(fl, _mm_and_ps(_mm_cmpgt_ps(fl, fx), one)); /* floor */
-    __m128 r = _mm_sub_ps(_mm_sub_ps(t, _mm_mul_ps(fl, c1)), _mm_mul_ps(fl, c2));
-    __m128 p = p0;
-    p = _mm_add_ps(_mm_mul_ps(p, r), p1);
-    p = _mm_add_ps(_mm_mul_ps(p, r), p2);
-    p = _mm_add_ps(_mm_mul_ps(p, r), p3);
-    p = _mm_add_ps(_mm_mul_ps(p, r), p4);
-    p = _mm_add_ps(_mm_mul_ps(p, r), p5);
-    p = _mm_add_ps(_mm_add_ps(_mm_mul_ps(p, _mm_mul_ps(r, r)), r), one);
-    __m128i e = _mm_slli_epi32(_mm_add_epi32(_mm_cvttps_epi32(fl), _mm_set1_epi32(127)), 23);
-    _mm_storeu_ps(y + i, _mm_mul_ps(p, _mm_castsi128_ps(e)));
-  }
-#endif
-  for (; i < n; i++) y[i] = expf(a * x[i] + b);
-}
-
-/* Σ x over n floats as 8 independent partial sums (a vectorisable reduction), added up in double. */
-static inline double mars_sum(const float *x, size_t n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; k++) acc[k] += x[i + k];
-  double total = 0;
-  for (int k = 0; k < 8; k++) total += acc[k];
-  for (; i < n; i++) total += x[i];
-  return total;
-}
-
-/* Σ x·y likewise. */
-static inline double mars_dot(const float *x, const float *y, size_t n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; k++) acc[k] += x[i + k] * y[i + k];
-  double total = 0;
-  for (int k = 0; k < 8; k++) total += acc[k];
-  for (; i < n; i++) total += (double)x[i] * y[i];
-  return total;
-}
-
-#define AT(T, off) ((T *)(heap + (size_t)(off)))
-#define CHECK(cond, what) \
-  if (!(cond)) return mars_throw(env, what)
+#include "mars_fused.h"
 
 /* ---------------------------------------------------------------- RMSNorm ----------------------------------------- */
 
@@ -327,116 +176,6 @@ napi_value mars_js_rope(napi_env env, napi_callback_info info) {
       }
     }
   }
-  return NULL;
-}
-
-/* ---------------------------------------------------------------- log-softmax with the target picked ------------- */
-
-/*
- * One row: s = z / temperature into `s`, e = exp(s − max) into `e`; returns log Σ exp(s) = max + log Σ e. The
- * exponentials are float32 (mars_exp_map), their sum double.
- */
-static double row_lse(const float *z, float *s, float *e, size_t v, float temperature) {
-  float m = -INFINITY;
-  if (temperature == 1.0f)
-    memcpy(s, z, v * sizeof(float));
-  else
-    for (size_t j = 0; j < v; j++) s[j] = z[j] / temperature;
-  for (size_t j = 0; j < v; j++) m = s[j] > m ? s[j] : m;
-  /* A NaN or an infinity in the row makes the result NaN, as the stock ops' (the clamped exponential would hide it). */
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  size_t j = 0;
-  for (; j + 8 <= v; j += 8)
-    for (int k = 0; k < 8; k++) acc[k] += s[j + k] - s[j + k];
-  float bad = 0;
-  for (int k = 0; k < 8; k++) bad += acc[k];
-  for (; j < v; j++) bad += s[j] - s[j];
-  if (bad != 0.0f || isnan(bad)) return NAN;
-  mars_exp_map(s, e, v, 1.0f, -m);
-  return (double)m + log(mars_sum(e, v));
-}
-
-/* The entropy of one row from s, e = exp(s − max) and lse: −Σ p·(s − lse) = lse − Σ e·s / Σ e. */
-static double row_entropy(const float *s, const float *e, size_t v, double lse) {
-  return lse - mars_dot(e, s, v) / mars_sum(e, v);
-}
-
-#define ROW_STACK 4096
-
-/* Two scratch rows of v floats: on the stack when they fit, else from the heap (NULL when that fails). */
-static float *scratch(float *stack, size_t v) { return 2 * v <= ROW_STACK ? stack : malloc(2 * v * sizeof(float)); }
-
-napi_value mars_js_log_softmax_pick(napi_env env, napi_callback_info info) {
-  char *heap;
-  size_t len;
-  double a[7];
-  if (!fused_args(env, info, "logSoftmaxPick", 7, &heap, &len, a)) return NULL;
-  CHECK(sizes_ok(a + 4, 2), "logSoftmaxPick: rows and v must be whole numbers");
-  size_t rows = (size_t)a[4], v = (size_t)a[5];
-  float temperature = (float)a[6];
-  CHECK(temperature > 0, "logSoftmaxPick: the temperature must be positive");
-  int withEnt = a[3] >= 0;
-  CHECK(mars_in_heap(a[0], a[4] * a[5], len) && mars_in_heap(a[1], a[4], len) && mars_in_heap(a[2], a[4], len) &&
-            (!withEnt || mars_in_heap(a[3], a[4], len)),
-        "logSoftmaxPick: an operand lies outside the heap");
-  const float *z = AT(const float, a[0]);
-  const int32_t *tg = AT(const int32_t, a[1]);
-  float *logp = AT(float, a[2]), *ent = withEnt ? AT(float, a[3]) : NULL;
-  float stack[ROW_STACK];
-  float *s = scratch(stack, v);
-  CHECK(s != NULL, "logSoftmaxPick: out of memory");
-  float *e = s + v;
-  for (size_t r = 0; r < rows; r++) {
-    double lse = row_lse(z + r * v, s, e, v, temperature);
-    int32_t t = tg[r];
-    logp[r] = isnan(lse) ? NAN : (t >= 0 && (size_t)t < v) ? (float)((double)s[t] - lse) : 0.0f;
-    if (ent) ent[r] = (float)row_entropy(s, e, v, lse);
-  }
-  if (s != stack) free(s);
-  return NULL;
-}
-
-napi_value mars_js_log_softmax_pick_grad(napi_env env, napi_callback_info info) {
-  char *heap;
-  size_t len;
-  double a[8];
-  if (!fused_args(env, info, "logSoftmaxPickGrad", 8, &heap, &len, a)) return NULL;
-  CHECK(sizes_ok(a + 5, 2), "logSoftmaxPickGrad: rows and v must be whole numbers");
-  size_t rows = (size_t)a[5], v = (size_t)a[6];
-  float temperature = (float)a[7];
-  CHECK(temperature > 0, "logSoftmaxPickGrad: the temperature must be positive");
-  int withEnt = a[3] >= 0;
-  CHECK(mars_in_heap(a[0], a[5] * a[6], len) && mars_in_heap(a[1], a[5], len) && mars_in_heap(a[2], a[5], len) &&
-            (!withEnt || mars_in_heap(a[3], a[5], len)) && mars_in_heap(a[4], a[5] * a[6], len),
-        "logSoftmaxPickGrad: an operand lies outside the heap");
-  const float *z = AT(const float, a[0]), *dl = AT(const float, a[2]);
-  const int32_t *tg = AT(const int32_t, a[1]);
-  const float *de = withEnt ? AT(const float, a[3]) : NULL;
-  float *dz = AT(float, a[4]);
-  float stack[ROW_STACK];
-  float *s = scratch(stack, v);
-  CHECK(s != NULL, "logSoftmaxPickGrad: out of memory");
-  float *e = s + v;
-  for (size_t r = 0; r < rows; r++) {
-    float *dzr = dz + r * v;
-    double lse = row_lse(z + r * v, s, e, v, temperature);
-    if (isnan(lse)) {
-      for (size_t j = 0; j < v; j++) dzr[j] = NAN;
-      continue;
-    }
-    int32_t t = tg[r];
-    int valid = t >= 0 && (size_t)t < v;
-    /* p_j = e_j / Σe. d logp / d s_j = [j = t] − p_j (0 for an invalid target); d H / d s_j = −p_j·(s_j − lse + H). */
-    float g = valid ? dl[r] : 0.0f, ge = de ? de[r] : 0.0f;
-    float invSum = (float)(1.0 / mars_sum(e, v)), invT = (float)(1.0 / (double)temperature);
-    float shift = de ? (float)(row_entropy(s, e, v, lse) - lse) : 0.0f; /* H − lse */
-    for (size_t j = 0; j < v; j++) {
-      float p = e[j] * invSum;
-      dzr[j] = (-g * p - ge * p * (s[j] + shift)) * invT;
-    }
-    if (valid) dzr[t] += g * invT;
-  }
-  if (s != stack) free(s);
   return NULL;
 }
 

@@ -1,6 +1,7 @@
 /*
  * mars-lab native kernels (issue 16): what the addon's source files share. mars_gemm.c holds the matrix products and
- * the module's registration; mars_adam.c the optimiser's fused passes; mars_fused.c the transformer's fused ops.
+ * the module's registration; mars_adam.c the optimiser's fused passes; mars_fused.c and mars_logsoftmax.c the
+ * transformer's fused ops (their shared helpers in mars_fused.h).
  */
 #ifndef MARS_NATIVE_H
 #define MARS_NATIVE_H

@@ -26,7 +26,9 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
  * The addon's C sources: the matrix products (with the module's registration), the optimiser's fused passes and the
  * transformer's fused ops.
  */
-const SOURCES = ['mars_gemm.c', 'mars_adam.c', 'mars_fused.c'].map((f) => path.join(ROOT, 'native', f));
+const SOURCES = ['mars_gemm.c', 'mars_adam.c', 'mars_fused.c', 'mars_logsoftmax.c'].map((f) =>
+  path.join(ROOT, 'native', f),
+);
 export const ADDON_NAME = 'mars_native.node';
 const KERNELS = ['auto', 'openblas', 'own', 'off'];
 

@@ -4,7 +4,7 @@
  * never trained on): exact match and F1 per question family, tokens per system, search calls per question, System 1
  * calls per search. Writes docs/results/mars.md (and the raw figures as JSON beside it).
  *
- *   npm run study:mars -- [--preset mars-ablations] [--set k=v …] [--steps 40] [--seeds 3] [--items 60] [--variants full,sys1-off,…] [--base resources/mars/base-tiny] [--out docs/results/mars.md (another preset: docs/results/PRESET.md)]
+ *   npm run study:mars -- [--preset mars-ablations] [--set k=v …] [--steps 40] [--seeds 3] [--items 60] [--variants full,sys1-off,…] [--base resources/mars/base-tiny] [--out docs/results/mars.md (another preset: docs/results/<preset>.md)]
  *
  * `--preset mars-overflow` (or mars-overflow-long) runs the arms of the worlds where raw pages overflow System 2's
  * context (issue 17); the System 1 table then shows what System 1's outputs and System 2's <info> hold.

@@ -82,7 +82,11 @@ function formatNativeExtras(n: NativeKernelReport): string[] {
     n.active && n.kernel === 'openblas'
       ? `${n.threads} (${from})`
       : `${n.threads} (${n.active ? 'the own kernel has one thread' : 'no native products'})`;
-  return [`BLAS threads: ${threads}`, `optimiser (Adam): ${n.adam ? 'native' : 'tensor ops'} — ${n.adamDetail}`];
+  return [
+    `BLAS threads: ${threads}`,
+    `optimiser (Adam): ${n.adam ? 'native' : 'tensor ops'} — ${n.adamDetail}`,
+    `transformer ops (RMSNorm, SwiGLU, RoPE, log-softmax, gathers): ${n.fused ? 'native' : 'tensor ops'} — ${n.fusedDetail}`,
+  ];
 }
 
 function formatDoctor(r: BackendReport, g: GpuLibraries): string {

@@ -63,6 +63,11 @@ describe('BLAS threads from the command line', () => {
     expect(ok.code).toBe(0);
     expect(ok.stdout).toMatch(/^BLAS threads: 2 \(--blas-threads\)$/m);
     expect(ok.stdout).toMatch(/^optimiser \(Adam\): native/m);
+    expect(ok.stdout).toMatch(/^transformer ops \(RMSNorm, SwiGLU, RoPE, log-softmax, gathers\): native — /m);
+    const off = await cli(['doctor', '--backend', 'wasm'], { ...env, MARS_LAB_NATIVE_FUSED: '0' });
+    expect(off.stdout).toMatch(
+      /^transformer ops \(RMSNorm, SwiGLU, RoPE, log-softmax, gathers\): tensor ops — .*MARS_LAB_NATIVE_FUSED/m,
+    );
     const bad = await cli(['train', '--preset', 'seqgrpo-copy', '--blas-threads', '0', '--home', home], env);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/--blas-threads.*whole number from 1 to 256/);

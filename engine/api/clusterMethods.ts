@@ -31,7 +31,7 @@ import {
   type StudyRecord,
   type StudyRun,
 } from '../studies/studyRecord';
-import { planStudy, PROJECT_DIR } from '../studies/studyPlan';
+import { fetchRule, planStudy, PROJECT_DIR } from '../studies/studyPlan';
 import { ensurePackage, shipCacheDir } from '../studies/shipProject';
 import { refreshStudy } from '../studies/studyStatus';
 import { UserError } from '../userError';
@@ -293,6 +293,7 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
           project: ship ? '.' : env[RAY_PROJECT_ENV] || projectDir,
           node: env[RAY_NODE_ENV] || 'node',
           cpusPerJob: req.ray.cpusPerJob ?? 1,
+          ...fetchRule(req.ray),
         },
       });
       await client.version(); // unreachable or not Ray: one line, and nothing recorded or submitted

@@ -166,6 +166,11 @@ const rayTargetSchema = z.strictObject({
    * `study --ship`), so the cluster needs only Node.js. Default: on in a packaged app without $MARS_LAB_RAY_PROJECT.
    */
   ship: z.boolean().optional(),
+  /**
+   * Bring each finished run's folder back into this home through a follow-up job (as `study --fetch`/`--fetch-all`):
+   * 'last' checkpoint or 'all'. Default: 'last' when rayHome is a path this machine does not have (not shared).
+   */
+  fetch: z.enum(['last', 'all']).optional(),
 });
 
 export const STUDY_RUN_STATES = [

@@ -5,7 +5,6 @@
  * variant, seed, status and held-out score. `study status ID [--follow]` re-reads a study (re-attaching to its
  * cluster, submitting what never reached it) and `study ls` lists them (engine/studies/).
  */
-import fs from 'node:fs';
 import os from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { chooseEntry } from '../bin/builtEntry.mjs';
@@ -13,7 +12,7 @@ import { resolveHome } from '../runs/home';
 import { runStudyHere, type RunningStudy } from '../studies/localStudy';
 import { runStudyOnRay } from '../studies/rayStudy';
 import { listStudyIds, readStudy, type StudyRecord, type StudyRun } from '../studies/studyRecord';
-import { parseSeeds, parseVariants, planStudy, PROJECT_DIR } from '../studies/studyPlan';
+import { fetchRule, parseSeeds, parseVariants, planStudy, PROJECT_DIR } from '../studies/studyPlan';
 import { ensurePackage, shipCacheDir, shipProject } from '../studies/shipProject';
 import { refreshStudy } from '../studies/studyStatus';
 import { UserError } from '../userError';
@@ -241,13 +240,7 @@ export function registerStudyCommand(program: Command): void {
           project: opts.ship ? '.' : (opts.rayProject ?? PROJECT_DIR),
           node: opts.rayNode,
           cpusPerJob: opts.rayCpus,
-          // not shared: asked for, or a --ray-home that this machine does not have (a path that exists here may be
-          // the same mount, so that takes --fetch)
-          ...(opts.fetchAll
-            ? { fetch: 'all' as const }
-            : opts.fetch || (opts.rayHome !== undefined && !fs.existsSync(opts.rayHome))
-              ? { fetch: 'last' as const }
-              : {}),
+          ...fetchRule({ fetch: opts.fetchAll ? 'all' : opts.fetch ? 'last' : undefined, rayHome: opts.rayHome }),
         },
       });
       const v = await client.version(); // unreachable or not Ray: one line, and nothing recorded or submitted

@@ -3,6 +3,7 @@
  * `mars-lab train` command line with its own run id. Every run's config is resolved here first, so a bad variant,
  * seed or --set is one UserError before anything starts or is submitted.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { resolvePresetConfig } from '../runs/presets';
@@ -38,6 +39,16 @@ export function parseVariants(spec: string | undefined): (string | null)[] {
   }
   if (new Set(names).size !== names.length) throw new UserError(`--variants ${spec}: a variant is listed twice`);
   return names;
+}
+
+/**
+ * Whether a Ray study's run folders come back through fetch jobs: as asked ('last' checkpoint or 'all'), or 'last' when
+ * the jobs' home is a path this machine does not have (not shared; a path that exists here may be the same mount, so
+ * that takes asking). The CLI's --fetch/--fetch-all and the app's ray.fetch both come here.
+ */
+export function fetchRule(opts: { fetch?: 'last' | 'all'; rayHome?: string }): { fetch?: 'last' | 'all' } {
+  if (opts.fetch) return { fetch: opts.fetch };
+  return opts.rayHome !== undefined && !fs.existsSync(opts.rayHome) ? { fetch: 'last' } : {};
 }
 
 export interface PlanInput {

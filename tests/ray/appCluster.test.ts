@@ -151,6 +151,26 @@ describe.runIf(expectRay || !missing)('the app against a real Ray head', () => {
     expect(log.text).toBe(await client.logs(end.runs[0]!.runId));
   });
 
+  it("a home the cluster does not share: the app's study fetches each finished run's folder back, as study --fetch", async () => {
+    // a path this machine does not have: the jobs write there (on this one-node cluster it is created by the job),
+    // and the run folder must come back into the app's own home through the fetch job
+    const rayHome = path.join(home, 'not-shared-home');
+    const { study } = await api<{ study: ApiStudyView }>('startStudy', {
+      preset: 'seqgrpo-copy',
+      sets: ['budget.steps=2'],
+      seeds: [5],
+      ray: { url: head.url, rayHome },
+    });
+    expect(readStudy(home, study.id).where).toMatchObject({ kind: 'ray', rayHome, fetch: 'last' });
+    await until(() => lastView(study.id)?.link === 'idle', 'the study to end');
+    const runId = study.runs[0]!.runId;
+    expect(readStudy(home, study.id).runs[0]).toMatchObject({ state: 'finished', fetch: 'fetched' });
+    const here = path.join(home, 'runs', runId);
+    expect(fs.readFileSync(path.join(here, 'metrics.jsonl'), 'utf8')).toBe(
+      fs.readFileSync(path.join(rayHome, 'runs', runId, 'metrics.jsonl'), 'utf8'),
+    );
+  });
+
   it('stops one job mid-run through the API: Ray stops it and the run checkpoints as stopped', async () => {
     const { study } = await api<{ study: ApiStudyView }>('startStudy', {
       preset: 'seqgrpo-copy',

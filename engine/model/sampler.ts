@@ -88,6 +88,64 @@ export function drawToken(
 export const DEFAULT_MAX_SCORES = 2 ** 25;
 
 /**
+ * One KV-cached forward of `batch` rows (each `ids.length / batch` new tokens after its `past`), in row chunks that
+ * hold at most `maxScores` attention scores: the new cache (`past` is left to the caller) and each row's last-position
+ * logits. The decode session here and serve-model's live batch both step through it.
+ */
+export async function cachedForward(
+  model: LlamaModel,
+  maxScores: number,
+  ids: Int32Array,
+  positions: Int32Array,
+  keyMask: Uint8Array,
+  batch: number,
+  past: LayerCache[] | null,
+): Promise<{ cache: LayerCache[]; logits: Float32Array }> {
+  const tn = ids.length / batch;
+  const tk = keyMask.length / batch;
+  const { num_attention_heads: heads, num_hidden_layers: layers } = model.config;
+  const step = Math.max(1, Math.min(batch, Math.floor(maxScores / (heads * tn * tk * layers))));
+  const parts: ForwardOutput[] = [];
+  for (let r0 = 0; r0 < batch; r0 += step) {
+    const n = Math.min(step, batch - r0);
+    tf.tidy(() => {
+      const cache =
+        past &&
+        (n === batch
+          ? past
+          : past.map((c) => ({
+              k: tf.slice(c.k, [r0, 0, 0, 0], [n, -1, -1, -1]),
+              v: tf.slice(c.v, [r0, 0, 0, 0], [n, -1, -1, -1]),
+            })));
+      const out = model.forward({
+        ids: ids.subarray(r0 * tn, (r0 + n) * tn),
+        batch: n,
+        positions: positions.subarray(r0 * tn, (r0 + n) * tn),
+        keyMask: keyMask.subarray(r0 * tk, (r0 + n) * tk),
+        cache: cache ?? undefined,
+        lastOnly: true,
+      });
+      parts.push(out);
+      return [out.logits, ...out.cache.flatMap((c) => [c.k, c.v])];
+    });
+  }
+  const join = <T extends tf.Tensor>(xs: T[]): T => {
+    if (xs.length === 1) return xs[0]!;
+    const joined = tf.concat<T>(xs, 0);
+    for (const x of xs) x.dispose();
+    return joined;
+  };
+  const cache = parts[0]!.cache.map((_, l) => ({
+    k: join(parts.map((p) => p.cache[l]!.k)),
+    v: join(parts.map((p) => p.cache[l]!.v)),
+  }));
+  const logits = join(parts.map((p) => p.logits));
+  const d = await logits.data();
+  logits.dispose();
+  return { cache, logits: d as Float32Array };
+}
+
+/**
  * A batch of sequences that grows over several generation phases (e.g. the turns of a multi-turn rollout) while
  * keeping one KV cache: `extend` appends given tokens to every row (ragged, left-padded inside the chunk, padding
  * masked), `sample` draws new tokens, `keep` drops rows. Nothing is ever recomputed from the start.
@@ -122,52 +180,11 @@ export class DecodeSession {
   }
 
   private async forward(ids: Int32Array, positions: Int32Array, keyMask: Uint8Array): Promise<Float32Array> {
-    const B = this.rows;
-    const tn = ids.length / B;
-    const tk = keyMask.length / B;
-    const { num_attention_heads: heads, num_hidden_layers: layers } = this.model.config;
-    const perRow = heads * tn * tk * layers;
-    const step = Math.max(1, Math.min(B, Math.floor(this.maxScores / perRow)));
     const past = this.cache;
-    const parts: ForwardOutput[] = [];
-    for (let r0 = 0; r0 < B; r0 += step) {
-      const n = Math.min(step, B - r0);
-      tf.tidy(() => {
-        const cache =
-          past &&
-          (n === B
-            ? past
-            : past.map((c) => ({
-                k: tf.slice(c.k, [r0, 0, 0, 0], [n, -1, -1, -1]),
-                v: tf.slice(c.v, [r0, 0, 0, 0], [n, -1, -1, -1]),
-              })));
-        const out = this.model.forward({
-          ids: ids.subarray(r0 * tn, (r0 + n) * tn),
-          batch: n,
-          positions: positions.subarray(r0 * tn, (r0 + n) * tn),
-          keyMask: keyMask.subarray(r0 * tk, (r0 + n) * tk),
-          cache: cache ?? undefined,
-          lastOnly: true,
-        });
-        parts.push(out);
-        return [out.logits, ...out.cache.flatMap((c) => [c.k, c.v])];
-      });
-    }
+    const { cache, logits } = await cachedForward(this.model, this.maxScores, ids, positions, keyMask, this.rows, past);
     if (past) for (const c of past) tf.dispose([c.k, c.v]);
-    const join = <T extends tf.Tensor>(xs: T[]): T => {
-      if (xs.length === 1) return xs[0]!;
-      const joined = tf.concat<T>(xs, 0);
-      for (const x of xs) x.dispose();
-      return joined;
-    };
-    this.cache = parts[0]!.cache.map((_, l) => ({
-      k: join(parts.map((p) => p.cache[l]!.k)),
-      v: join(parts.map((p) => p.cache[l]!.v)),
-    }));
-    const logits = join(parts.map((p) => p.logits));
-    const d = await logits.data();
-    logits.dispose();
-    return d as Float32Array;
+    this.cache = cache;
+    return logits;
   }
 
   /**

@@ -9,8 +9,8 @@
  * temperature 0 its tokens are the ones it gets alone. Keys no row can see any more (the padding left by rows that
  * finished) are cut off, so the cache is as long as the longest live row, not the batch's history.
  */
-import { DEFAULT_MAX_SCORES } from '../model/sampler';
-import type { ForwardOutput, LayerCache, LlamaModel } from '../model/llama';
+import { cachedForward, DEFAULT_MAX_SCORES } from '../model/sampler';
+import type { LayerCache, LlamaModel } from '../model/llama';
 import { tf } from '../tensor/backend';
 
 export class LiveBatch {
@@ -42,7 +42,7 @@ export class LiveBatch {
     return this.lens[b]!;
   }
 
-  /** One forward over the rows [r0, r0+n) of `input`, in row chunks that hold at most maxScores attention scores. */
+  /** One forward over `batch` rows after `past` (engine/model/sampler.ts's cachedForward). */
   private forward(
     ids: Int32Array,
     positions: Int32Array,
@@ -50,49 +50,7 @@ export class LiveBatch {
     batch: number,
     past: LayerCache[] | null,
   ): Promise<{ cache: LayerCache[]; logits: Float32Array }> {
-    const tn = ids.length / batch;
-    const tk = keyMask.length / batch;
-    const { num_attention_heads: heads, num_hidden_layers: layers } = this.model.config;
-    const step = Math.max(1, Math.min(batch, Math.floor(this.maxScores / (heads * tn * tk * layers))));
-    const parts: ForwardOutput[] = [];
-    for (let r0 = 0; r0 < batch; r0 += step) {
-      const n = Math.min(step, batch - r0);
-      tf.tidy(() => {
-        const cache =
-          past &&
-          (n === batch
-            ? past
-            : past.map((c) => ({
-                k: tf.slice(c.k, [r0, 0, 0, 0], [n, -1, -1, -1]),
-                v: tf.slice(c.v, [r0, 0, 0, 0], [n, -1, -1, -1]),
-              })));
-        const out = this.model.forward({
-          ids: ids.subarray(r0 * tn, (r0 + n) * tn),
-          batch: n,
-          positions: positions.subarray(r0 * tn, (r0 + n) * tn),
-          keyMask: keyMask.subarray(r0 * tk, (r0 + n) * tk),
-          cache: cache ?? undefined,
-          lastOnly: true,
-        });
-        parts.push(out);
-        return [out.logits, ...out.cache.flatMap((c) => [c.k, c.v])];
-      });
-    }
-    const join = <T extends tf.Tensor>(xs: T[]): T => {
-      if (xs.length === 1) return xs[0]!;
-      const joined = tf.concat<T>(xs, 0);
-      for (const x of xs) x.dispose();
-      return joined;
-    };
-    const cache = parts[0]!.cache.map((_, l) => ({
-      k: join(parts.map((p) => p.cache[l]!.k)),
-      v: join(parts.map((p) => p.cache[l]!.v)),
-    }));
-    const logits = join(parts.map((p) => p.logits));
-    return logits.data().then((d) => {
-      logits.dispose();
-      return { cache, logits: d as Float32Array };
-    });
+    return cachedForward(this.model, this.maxScores, ids, positions, keyMask, batch, past);
   }
 
   /** Add rows for `prompts` (each at least one token) after the current ones. */

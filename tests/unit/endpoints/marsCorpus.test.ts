@@ -53,6 +53,13 @@ beforeAll(async () => {
     let body = '';
     req.on('data', (c) => (body += c));
     req.on('end', () => {
+      // a raw completions server with no model list: "instructions": "auto" asks GET /models, finds none and sends
+      // raw prompts (engine/endpoints/policySource.ts)
+      if (req.method !== 'POST') {
+        res.writeHead(404, { 'content-type': 'text/plain' });
+        res.end('not found');
+        return;
+      }
       const { prompt } = JSON.parse(body) as { prompt: string };
       prompts.push(prompt);
       let text: string;

@@ -496,6 +496,9 @@ function marsEvalIdentity(cfg: MarsConfig): EvalResult['identity'] {
         m.rawInfoBudget,
       ],
     }),
+    // the ablation adds figures: a cached evaluation without them must not answer for one with them (left out when
+    // off, so the identities of evaluations cached before the switch existed still match)
+    ...(m.evalPurposeStripped ? { purposeStripped: true } : {}),
   };
 }
 

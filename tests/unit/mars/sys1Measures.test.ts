@@ -17,7 +17,7 @@ import {
   type Trajectory,
 } from '../../../engine/mars/rollout';
 import { containsTokens, supportSentences, sys1Stats } from '../../../engine/mars/sys1Measures';
-import { evaluateMars, marsFormat } from '../../../engine/mars/trainer';
+import { evaluateMars, mars, marsFormat } from '../../../engine/mars/trainer';
 import { generateWorld } from '../../../engine/mars/world';
 import type { MarsEpisodeRecord } from '../../../engine/records/mars';
 import { Rng } from '../../../engine/random/prng';
@@ -208,4 +208,14 @@ describe('evaluation logs System 1 measures, and the purpose-stripped figures wh
       model.dispose();
     }
   }, 300_000);
+});
+
+describe('the purpose-stripped ablation in the evaluation identity', () => {
+  it('a cached evaluation without its figures does not answer for one with them; off, the identity is as before', () => {
+    const cfg = resolvePresetConfig('mars-overflow') as MarsConfig;
+    const off = mars.evalIdentity({ ...cfg, mars: { ...cfg.mars, evalPurposeStripped: false } });
+    const on = mars.evalIdentity({ ...cfg, mars: { ...cfg.mars, evalPurposeStripped: true } });
+    expect(on).not.toEqual(off);
+    expect(Object.keys(off)).not.toContain('purposeStripped');
+  });
 });

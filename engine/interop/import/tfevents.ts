@@ -19,10 +19,11 @@
  * killed mid-write) loses that record.
  */
 import fs from 'node:fs';
-import protobuf from 'protobufjs';
+import { createRequire } from 'node:module';
+import type * as Protobuf from 'protobufjs';
 
 /** The subset of event.proto, summary.proto, tensor.proto and tensor_shape.proto that is read. */
-const root = protobuf.Root.fromJSON({
+const SCHEMA = {
   nested: {
     Event: {
       fields: {
@@ -62,8 +63,17 @@ const root = protobuf.Root.fromJSON({
     TensorShapeProto: { fields: { dim: { rule: 'repeated', type: 'Dim', id: 2 } } },
     Dim: { fields: { size: { type: 'int64', id: 1 } } },
   },
-});
-const EventType = root.lookupType('Event');
+};
+let eventType: Protobuf.Type | null = null;
+/**
+ * The Event message type, built on first use: protobufjs is loaded by `import marti` only, not on every start of the
+ * CLI and its run workers (it cost 40–60 ms there).
+ */
+function eventMessage(): Protobuf.Type {
+  if (eventType) return eventType;
+  const protobuf = createRequire(import.meta.url)('protobufjs') as typeof Protobuf;
+  return (eventType = protobuf.Root.fromJSON(SCHEMA).lookupType('Event'));
+}
 
 /** tensorflow DataType values of the numeric scalars read. */
 const DT = { FLOAT: 1, DOUBLE: 2, INT32: 3, INT64: 9, HALF: 19 } as const;
@@ -162,6 +172,7 @@ function scalarOf(v: DecodedValue): number | null {
  * Every scalar in one event file, in file order; `warn` is told each damaged record (`<name>: record N (byte B): …`).
  */
 export function readScalars(file: string, name: string, warn: (message: string) => void): ScalarPoint[] {
+  const EventType = eventMessage();
   const buf = fs.readFileSync(file);
   const out: ScalarPoint[] = [];
   let at = 0;

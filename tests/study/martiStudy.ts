@@ -2,9 +2,10 @@
  * `npm run study:marti`: the MARTI-MARS² ladder (issue 5 "Evidence"): the base model, then single-agent GRPO,
  * homogeneous and heterogeneous MARS² trained from it with several seeds, each evaluated on the same held-out tasks:
  * pass@1 and best-of-tree on private tests, the same under T+, and the §3.11 diversity measures. Writes
- * docs/results/marti.md (and the raw figures as JSON beside it).
+ * docs/results/marti-study.md from the parts in docs/results/marti.parts/ (docs/results/marti.md is written by hand and
+ * leads with the claims table of every MARTI study; a study never overwrites it unless named with --out).
  *
- *   npm run study:marti -- [--steps 40] [--seeds 3] [--items 32] [--base resources/marti/base-tiny] [--out docs/results/marti.md]
+ *   npm run study:marti -- [--steps 40] [--seeds 3] [--items 32] [--base resources/marti/base-tiny] [--out docs/results/marti-study.md]
  *   [--arms marti-single,marti-homo]   only these arms (and the base evaluated as them); their figures go to
  *                                      docs/results/marti.parts/<arm>.json and the report is rebuilt from every part
  *                                      there, so arms can run in parallel processes (wasm uses one core each)
@@ -51,7 +52,7 @@ const steps = Number(arg('steps', '40'));
 const seeds = Number(arg('seeds', '3'));
 const items = Number(arg('items', '32'));
 const basePath = arg('base', 'resources/marti/base-tiny');
-const out = arg('out', 'docs/results/marti.md');
+const out = arg('out', 'docs/results/marti-study.md');
 const tplusOn = arg('tplus', '1') !== '0';
 const ALL_ARMS = [
   { name: 'single (GRPO)', preset: 'marti-single' },

@@ -82,7 +82,7 @@ function claimRows(parts: readonly Part[]): ClaimRow[] {
     rows.push(
       claimRow(
         `Multi-hop gains exceed single-hop gains over the base (full MARS; ${tag})`,
-        gap.length && gap.every(Number.isFinite) ? { ...shiftVerdict(gap) } : null,
+        gap.length && gap.every(Number.isFinite) ? shiftVerdict(gap) : null,
         `multi-hop ${f3(mean(x.multiHopExactMatch ?? []) - (b.multiHopExactMatch?.[0] ?? NaN))}, single-hop ${f3(mean(x.singleHopExactMatch ?? []) - (b.singleHopExactMatch?.[0] ?? NaN))} (seeds only: the two kinds are different questions)`,
       ),
     );

@@ -281,7 +281,7 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     fs.writeFileSync(file, JSON.stringify(config));
     let runId: string | undefined;
     const opened = new Promise<void>((resolve) => {
-      const cli = spawnCli(['train', '--config', file, '--home', home, '--json'], {}, (line) => {
+      const cli = spawnCli(['train', '--config', file, '--home', home, '--json', '--backend', 'cpu'], {}, (line) => {
         const message = JSON.parse(line) as { runId?: string };
         if (!runId && message.runId) {
           runId = message.runId;

@@ -29,7 +29,7 @@ import { runFilePaths } from '../../engine/runs/runFolder';
 import { initBackend } from '../../engine/tensor/backend';
 import { marsChance, marsItemScores, marsWorld } from './marsItems';
 import { writeMarsReport } from './marsReport';
-import { partSchema, type Part } from './studyParts';
+import { mean, partSchema, type Part } from './studyParts';
 
 function arg(name: string, dflt: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -72,8 +72,6 @@ function sets(seed: number): string[] {
     ...extraSets,
   ];
 }
-
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 function machine(backend: string): string {
   const cpu = os.cpus();

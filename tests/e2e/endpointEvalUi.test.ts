@@ -170,6 +170,7 @@ describe.skipIf(!haveChromium)('Evaluate with endpoints, from the Launch view (w
   it('Stop mid-evaluation cancels requests in flight and leaves it stopped; Resume finishes it with the same items', async () => {
     proxy.delay.ms = 300;
     await fillForm(proxy.baseUrl);
+    proxy.holdAfter(3); // three answers, then the rest wait for Stop
     const runId = await startFromForm();
     // progress events arrive as requests are answered
     await expect
@@ -179,6 +180,7 @@ describe.skipIf(!haveChromium)('Evaluate with endpoints, from the Launch view (w
     await expect.poll(status, { timeout: 120_000, interval: 500 }).toBe('stopped');
     expect(proxy.counts.cancelled).toBeGreaterThan(0);
     proxy.delay.ms = 0;
+    proxy.release();
     // the worker has ended (run.json says 'stopped' just before its process exits; the host resumes only then)
     await expect
       .poll(async () => apiSchemas.getRun.response.parse(await callApi(host.handlers, 'getRun', { runId })).hostProcess)

@@ -42,6 +42,13 @@ export interface SlowProxy {
   counts: { answered: number; cancelled: number };
   /** How long each request is held before it goes on (ms). */
   delay: { ms: number };
+  /**
+   * From now on, requests after the next `n` are parked, neither forwarded nor answered, until `release()`: a run cannot
+   * finish between a test's poll and its Stop, however fast the machine.
+   */
+  holdAfter: (n: number) => void;
+  /** Forwards the parked requests whose clients are still there, and parks no more. */
+  release: () => void;
   close: () => Promise<void>;
 }
 
@@ -50,7 +57,12 @@ export async function slowProxy(target: string, delayMs: number): Promise<SlowPr
   const up = new URL(target);
   const counts = { answered: 0, cancelled: 0 };
   const delay = { ms: delayMs };
+  let received = 0;
+  let parkBeyond = Infinity;
+  const parked: (() => void)[] = [];
   const server = http.createServer((req, res) => {
+    received++;
+    const parkIt = received > parkBeyond;
     const body: Buffer[] = [];
     req.on('data', (c: Buffer) => body.push(c));
     req.on('end', () => {
@@ -61,7 +73,7 @@ export async function slowProxy(target: string, delayMs: number): Promise<SlowPr
           counts.cancelled++;
         }
       });
-      setTimeout(() => {
+      const forward = (): void => {
         if (gone) return;
         const out = http.request(
           {
@@ -79,7 +91,9 @@ export async function slowProxy(target: string, delayMs: number): Promise<SlowPr
         );
         out.on('error', () => res.destroy());
         out.end(Buffer.concat(body));
-      }, delay.ms);
+      };
+      if (parkIt) parked.push(forward);
+      else setTimeout(forward, delay.ms);
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -88,6 +102,11 @@ export async function slowProxy(target: string, delayMs: number): Promise<SlowPr
     baseUrl: `http://127.0.0.1:${port}/v1`,
     counts,
     delay,
+    holdAfter: (n) => void (parkBeyond = received + n),
+    release: () => {
+      parkBeyond = Infinity;
+      for (const forward of parked.splice(0)) forward();
+    },
     close: async () => {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));

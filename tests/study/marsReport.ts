@@ -35,7 +35,6 @@ const ABLATION_TEXT: Record<string, string> = {
   'sys1-off': 'System 1 off (System 2 reads the raw pages cut to its budget)',
   'sys1-frozen': 'System 1 frozen (only System 2 learns)',
   'sys1-separate': 'separate parameters for System 1',
-  'balance-advweighted': 'advantage-weighted System 1 balancing (v2)',
   'pool-joint': 'one joint advantage pool for both systems',
   'precompute-off': 'no precomputed System 1 log-probabilities',
 };
@@ -58,14 +57,14 @@ function claimRows(parts: readonly Part[]): ClaimRow[] {
     for (const other of parts) {
       const o = parseArm(other.arm);
       if (o.preset !== preset || o.base !== base || o.variant === 'full') continue;
-      const v = armVerdict(full, other, 'exactMatch');
-      rows.push(
-        claimRow(
-          `Full MARS beats ${ABLATION_TEXT[o.variant] ?? o.variant} (held-out exact match; ${preset}${base ? `, base ${base}` : ''})`,
-          v.result,
-          v.figures,
-        ),
-      );
+      const where = `(held-out exact match; ${preset}${base ? `, base ${base}` : ''})`;
+      // v2's claim runs the other way: its advantage-weighted balancing beats v1's uniform one (full)
+      const v2 = o.variant === 'balance-advweighted';
+      const v = v2 ? armVerdict(other, full, 'exactMatch') : armVerdict(full, other, 'exactMatch');
+      const text = v2
+        ? `Advantage-weighted System 1 balancing (v2) beats uniform balancing (full MARS) ${where}`
+        : `Full MARS beats ${ABLATION_TEXT[o.variant] ?? o.variant} ${where}`;
+      rows.push(claimRow(text, v.result, v.figures));
     }
   }
   for (const full of fulls) {

@@ -106,6 +106,17 @@ describe('MARS study report on constructed parts', () => {
     expect(rev('Full MARS beats System 1 off')).toMatch(/\*\*does not hold\*\*/);
   });
 
+  it("v2's claim runs its own way: advantage-weighted balancing beats uniform (full)", () => {
+    const row = write([
+      part('mars-overflow:full', 5, (s, _w, i) => i < 2 + (s % 2)),
+      part('mars-overflow:balance-advweighted', 5, (s, _w, i) => i < 3 + (s % 2)),
+    ]);
+    expect(row('Advantage-weighted System 1 balancing (v2) beats uniform balancing (full MARS)')).toMatch(
+      /\*\*holds\*\* \| mars-overflow:balance-advweighted 0\.567, mars-overflow:full 0\.400 /,
+    );
+    expect(row('Full MARS beats advantage-weighted')).toBe('');
+  });
+
   it('arms of another base are compared only with each other; the page-length claim pairs the two presets', () => {
     const row = write([
       part('mars-overflow:full', 5, (_s, _w, i) => i < 3),

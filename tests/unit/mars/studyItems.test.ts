@@ -93,8 +93,10 @@ describe('MARS study report on constructed parts', () => {
   it('full beats an ablation only when seeds and worlds agree; each arm against its base and chance', () => {
     const full = part('mars-overflow:full', 5, (s, _w, i) => i < 3 + (s % 2));
     const off = part('mars-overflow:sys1-off', 5, (s, _w, i) => i < 2 + (s % 2));
-    const row = write([full, off]);
+    // an arm another process has just begun (no seed yet) is left out until its first seed, not an error
+    const row = write([full, off, part('mars-overflow:pool-joint', 0, () => true)]);
     expect(row('Full MARS beats System 1 off')).toMatch(/\*\*holds\*\*.*seeds: .*; problems: exact sign-flip/);
+    expect(row('Full MARS beats one joint advantage pool')).toBe('');
     expect(row('mars-overflow:sys1-off beats its base')).toMatch(/\*\*holds\*\*/);
     expect(row('mars-overflow:full beats chance')).toMatch(/\*\*holds\*\*/);
     expect(row("System 1's advantage grows with page length")).toMatch(/not measurable here/);

@@ -154,7 +154,7 @@ function pairsOf(parts: readonly Part[]): [string, string][] {
 
 export function writeMarsReport(all: readonly Part[], out: string): void {
   // an arm that another process has only just begun (its base evaluated, no seed trained yet) waits for its first seed
-  const parts = all.filter((p) => p.seedItems.length > 0);
+  const parts = all.filter((p) => p.trained.metrics.exactMatch?.length);
   const rows = [...parts.map((p) => p.base), ...parts.map((p) => p.trained)];
   const loads = parts.flatMap((p) => p.load ?? []);
   const families = MARS_FAMILIES.filter((f) => rows.some((r) => r.metrics[`exactMatch.${f}`]));

@@ -12,7 +12,8 @@
  *   [--report]                         only rebuild the report from the parts
  *   [--tplus 0]                        leave T+ out of the final evaluations (a pilot's shortcut)
  *   [--add-seeds]                      keep an arm's existing part (its base evaluation and seeds 1…k) and run only
- *                                      seeds k+1…--seeds, with the same --steps and --items
+ *                                      seeds k+1…--seeds, with the same --steps and --items; a part is rewritten
+ *                                      after every seed, so this also continues an interrupted arm
  *   [--parts DIR]                      where the parts go (default docs/results/marti.parts beside --out)
  *   [--base DIR]                       with another base than the shipped one, an arm's part and rows are named
  *                                      <preset>@<DIR's folder name> (agents with their own `from` keep it)
@@ -136,7 +137,7 @@ async function evaluateTrainer(
   return evalFigures(await evaluateMartiDetailed(cfg, models, { tplus: cfg.marti.tplus.enabled }));
 }
 
-async function runArm(arm: (typeof ALL_ARMS)[number], backend: string, cmd: string): Promise<Part> {
+async function runArm(arm: (typeof ALL_ARMS)[number], backend: string, cmd: string): Promise<void> {
   const t0 = Date.now();
   // The base, evaluated as this configuration evaluates (single = one agent; homo/hetero = two role prompts), with
   // each parameter set's own initial weights (marti-hetero-bases: two different checkpoints).
@@ -176,6 +177,30 @@ async function runArm(arm: (typeof ALL_ARMS)[number], backend: string, cmd: stri
   const seconds: number[] = [...(prev?.trained.seconds ?? [])];
   const seedItems: Record<string, number[]>[] = [...(prev?.seedItems ?? [])];
   const load: number[] = [...(prev?.load ?? [])];
+  // the part as it stands, written after every seed: an interrupted arm keeps its seeds (--add-seeds continues it)
+  const partNow = (): Part => ({
+    arm: armKey(arm.preset),
+    cmd: prev ? `${prev.cmd}, then ${cmd}` : cmd,
+    steps,
+    seeds: seedItems.length,
+    items,
+    temperature: cfg0.eval.temperature,
+    backend,
+    machine: machine(backend),
+    minutes: (prev?.minutes ?? 0) + (Date.now() - t0) / 60000,
+    base,
+    trained: {
+      name: armKey(arm.preset) === arm.preset ? arm.name : `${arm.name}, from ${path.basename(basePath)}`,
+      metrics,
+      seconds,
+    },
+    itemIds: tasks.map((t) => t.id),
+    worlds: tasks.map(martiWorld),
+    chance: randomProgramChance(tasks, taskSpec(cfg0)),
+    baseItems,
+    seedItems,
+    load,
+  });
   for (let seed = (prev?.seeds ?? 0) + 1; seed <= seeds; seed++) {
     const cfg = resolvePresetConfig(arm.preset, sets(seed)) as MartiConfig;
     const s = Date.now();
@@ -210,30 +235,8 @@ async function runArm(arm: (typeof ALL_ARMS)[number], backend: string, cmd: stri
     console.log(
       `${arm.preset} seed ${seed}: pass1 ${ev.metrics.pass1} bestOfTree ${ev.metrics.bestOfTree} tplus ${ev.metrics['tplus.pass1']} (${seconds.at(-1)} s)`,
     );
+    writePartFile(partFile, partNow());
   }
-  return {
-    arm: armKey(arm.preset),
-    cmd: prev ? `${prev.cmd}, then ${cmd}` : cmd,
-    steps,
-    seeds,
-    items,
-    temperature: cfg0.eval.temperature,
-    backend,
-    machine: machine(backend),
-    minutes: (prev?.minutes ?? 0) + (Date.now() - t0) / 60000,
-    base,
-    trained: {
-      name: armKey(arm.preset) === arm.preset ? arm.name : `${arm.name}, from ${path.basename(basePath)}`,
-      metrics,
-      seconds,
-    },
-    itemIds: tasks.map((t) => t.id),
-    worlds: tasks.map(martiWorld),
-    chance: randomProgramChance(tasks, taskSpec(cfg0)),
-    baseItems,
-    seedItems,
-    load,
-  };
 }
 
 const ITEM_TABLE_MODES = ['pass1', 'pass1MCTS', 'bestOfTree', 'tplus.pass1'];
@@ -247,6 +250,12 @@ const PAIRS: [string, string][] = [
   ['marti-hetero-bases', 'marti-homo@base-tiny-s1'],
   ['marti-homo@base-tiny-s1', 'marti-homo'],
 ];
+
+/** Writes a part whole or not at all (a reader never sees half a file). */
+function writePartFile(f: string, part: Part): void {
+  fs.writeFileSync(`${f}.tmp`, JSON.stringify(part) + '\n');
+  fs.renameSync(`${f}.tmp`, f);
+}
 
 function readPart(f: string): Part {
   const r = partSchema.safeParse(JSON.parse(fs.readFileSync(f, 'utf8')));
@@ -341,8 +350,7 @@ async function main() {
     const cmd = `npm run study:marti -- ${process.argv.slice(2).join(' ')}`.trim();
     fs.mkdirSync(partsDir, { recursive: true });
     for (const arm of ARMS) {
-      const part = await runArm(arm, backend, cmd);
-      fs.writeFileSync(path.join(partsDir, `${armKey(arm.preset)}.json`), JSON.stringify(part) + '\n');
+      await runArm(arm, backend, cmd);
     }
   }
   writeReport();

@@ -36,7 +36,7 @@ const ABLATION_TEXT: Record<string, string> = {
   'sys1-frozen': 'System 1 frozen (only System 2 learns)',
   'sys1-separate': 'separate parameters for System 1',
   'pool-joint': 'one joint advantage pool for both systems',
-  'precompute-off': 'no precomputed System 1 log-probabilities',
+  'precompute-off': 'balancing before normalising (System 1 advantages not precomputed on the full pool)',
 };
 
 const stat = (xs: number[] | undefined, digits = 3) => {

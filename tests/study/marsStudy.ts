@@ -29,7 +29,7 @@ import { runFilePaths } from '../../engine/runs/runFolder';
 import { initBackend } from '../../engine/tensor/backend';
 import { marsChance, marsItemScores, marsWorld } from './marsItems';
 import { writeMarsReport } from './marsReport';
-import { mean, partSchema, type Part } from './studyParts';
+import { mean, readPartFile, writePartFile, type Part } from './studyParts';
 
 function arg(name: string, dflt: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -78,17 +78,8 @@ function machine(backend: string): string {
   return `${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}, Node ${process.version}, TensorFlow.js backend ${backend}`;
 }
 
-function readPart(f: string): Part {
-  const r = partSchema.safeParse(JSON.parse(fs.readFileSync(f, 'utf8')));
-  if (!r.success) throw new Error(`${f}: not a study part (${r.error.issues[0]?.message ?? 'invalid'}); delete it`);
-  return r.data;
-}
-
-function writePart(part: Part): void {
-  const file = path.join(partsDir, `${part.arm.replace(/[/:@]/g, '_')}.json`);
-  fs.writeFileSync(`${file}.tmp`, JSON.stringify(part) + '\n');
-  fs.renameSync(`${file}.tmp`, file);
-}
+const readPart = (f: string) => readPartFile(f, 'delete it');
+const writePart = (part: Part) => writePartFile(path.join(partsDir, `${part.arm.replace(/[/:@]/g, '_')}.json`), part);
 
 /** Figures from a run's metrics.jsonl: training reward, searches and System 1's measures, first vs last fifth. */
 function trainingFigures(runDir: string): Record<string, number> {

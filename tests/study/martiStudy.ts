@@ -42,7 +42,8 @@ import type { MartiConfig } from '../../engine/marti/configSchema';
 import { resolvePresetConfig } from '../../engine/runs/presets';
 import { initBackend } from '../../engine/tensor/backend';
 import { itemScores, martiWorld, randomProgramChance } from './martiItems';
-import { claimsTableLines, partSchema, pairedTableLines, perArmTableLines, type Part, type Row } from './martiReport';
+import { claimsTableLines, pairedTableLines, perArmTableLines, type Part, type Row } from './martiReport';
+import { readPartFile, writePartFile } from './studyParts';
 
 function arg(name: string, dflt: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -177,6 +178,12 @@ async function runArm(arm: (typeof ALL_ARMS)[number], backend: string, cmd: stri
   const seconds: number[] = [...(prev?.trained.seconds ?? [])];
   const seedItems: Record<string, number[]>[] = [...(prev?.seedItems ?? [])];
   const load: number[] = [...(prev?.load ?? [])];
+  // what the part says of the problems, computed once for every write below
+  const problems = {
+    itemIds: tasks.map((t) => t.id),
+    worlds: tasks.map(martiWorld),
+    chance: randomProgramChance(tasks, taskSpec(cfg0)),
+  };
   // the part as it stands, written after every seed: an interrupted arm keeps its seeds (--add-seeds continues it)
   const partNow = (): Part => ({
     arm: armKey(arm.preset),
@@ -194,9 +201,7 @@ async function runArm(arm: (typeof ALL_ARMS)[number], backend: string, cmd: stri
       metrics,
       seconds,
     },
-    itemIds: tasks.map((t) => t.id),
-    worlds: tasks.map(martiWorld),
-    chance: randomProgramChance(tasks, taskSpec(cfg0)),
+    ...problems,
     baseItems,
     seedItems,
     load,
@@ -251,19 +256,7 @@ const PAIRS: [string, string][] = [
   ['marti-homo@base-tiny-s1', 'marti-homo'],
 ];
 
-/** Writes a part whole or not at all (a reader never sees half a file). */
-function writePartFile(f: string, part: Part): void {
-  fs.writeFileSync(`${f}.tmp`, JSON.stringify(part) + '\n');
-  fs.renameSync(`${f}.tmp`, f);
-}
-
-function readPart(f: string): Part {
-  const r = partSchema.safeParse(JSON.parse(fs.readFileSync(f, 'utf8')));
-  if (!r.success) {
-    throw new Error(`${f}: not a study part (${r.error.issues[0]?.message ?? 'invalid'}); re-run its arm`);
-  }
-  return r.data;
-}
+const readPart = (f: string) => readPartFile(f, 're-run its arm');
 
 function writeReport(): void {
   // the default arms in their order, then any other part (an arm from another base: marti-homo@base-tiny-s1.json)

@@ -9,6 +9,7 @@
  * worlds of the paired per-item differences of seed-averaged scores: which items were drawn, with items of one world
  * correlated). Parts written before issue 17 have no per-item outcomes; their claims use seeds only.
  */
+import fs from 'node:fs';
 import { z } from 'zod';
 import {
   agreeing,
@@ -71,6 +72,19 @@ export const partSchema = z
 export type Part = z.infer<typeof partSchema>;
 
 /** An arm's name in figures: MARTI's presets without their common prefix. */
+/** Reads a part file; a file that is not one says so and what to do (`fix`). */
+export function readPartFile(f: string, fix: string): Part {
+  const r = partSchema.safeParse(JSON.parse(fs.readFileSync(f, 'utf8')));
+  if (!r.success) throw new Error(`${f}: not a study part (${r.error.issues[0]?.message ?? 'invalid'}); ${fix}`);
+  return r.data;
+}
+
+/** Writes a part whole or not at all (by rename: a reader, or an interrupted study, never sees half a file). */
+export function writePartFile(f: string, part: Part): void {
+  fs.writeFileSync(`${f}.tmp`, JSON.stringify(part) + '\n');
+  fs.renameSync(`${f}.tmp`, f);
+}
+
 export const short = (p: string) => p.replace('marti-', '');
 export const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 export const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '–');

@@ -46,16 +46,21 @@ export function claimsTableLines(parts: readonly Part[]): string[] {
       test: pairs.map((p) => `${p.label} (${p.result.verdict}): ${p.result.test}`).join('; '),
     });
   };
-  const three = ['marti-single', 'marti-homo', 'marti-hetero'];
-  if (three.some(arm)) {
-    order('Heterogeneous beats homogeneous beats single-agent GRPO on held-out pass@1', three, 'pass1');
-    order('The same order under T+ (T+ pass@1)', three, 'tplus.pass1');
+  // the ladder from the shipped base, then from every other base an arm was trained from (`marti-homo@base-tiny-s1`)
+  const bases = ['', ...new Set(parts.flatMap((p) => (p.arm.includes('@') ? [p.arm.slice(p.arm.indexOf('@'))] : [])))];
+  const ladder = (at: string) => {
+    const three = ['marti-single', 'marti-homo', 'marti-hetero'].map((a) => a + at);
+    if (!three.some(arm)) return;
+    const from = at ? `, from ${at.slice(1)}` : '';
+    order(`Heterogeneous beats homogeneous beats single-agent GRPO on held-out pass@1${from}`, three, 'pass1');
+    order(`The same order under T+ (T+ pass@1)${from}`, three, 'tplus.pass1');
     order(
-      'Diversity rises from single to homogeneous to heterogeneous (within-tree edit distance)',
+      `Diversity rises from single to homogeneous to heterogeneous (within-tree edit distance)${from}`,
       three,
       'div.editDistance',
     );
-  }
+  };
+  for (const at of bases) ladder(at);
   const pair = (text: string, hi: string, lo: string, k: string) => {
     const a = arm(hi);
     const b = arm(lo);
@@ -82,12 +87,14 @@ export function claimsTableLines(parts: readonly Part[]): string[] {
     'marti-hetero',
     'pass1',
   );
-  pair(
-    'Homogeneous beats its update-matched control (more updates help, pass@1)',
-    'marti-homo',
-    'marti-homo-updates',
-    'pass1',
-  );
+  for (const at of bases) {
+    pair(
+      `Homogeneous beats its update-matched control (more updates help, pass@1)${at ? `, from ${at.slice(1)}` : ''}`,
+      `marti-homo${at}`,
+      `marti-homo-updates${at}`,
+      'pass1',
+    );
+  }
   pair(
     'Heterogeneous from different bases beats homogeneous from the second base alone (pass@1)',
     'marti-hetero-bases',

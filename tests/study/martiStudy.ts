@@ -254,6 +254,10 @@ const PAIRS: [string, string][] = [
   ['marti-homo', 'marti-homo-updates'],
   ['marti-hetero-bases', 'marti-homo@base-tiny-s1'],
   ['marti-homo@base-tiny-s1', 'marti-homo'],
+  // the ladder and the update control from the second base
+  ['marti-homo@base-tiny-s1', 'marti-single@base-tiny-s1'],
+  ['marti-hetero@base-tiny-s1', 'marti-homo@base-tiny-s1'],
+  ['marti-homo@base-tiny-s1', 'marti-homo-updates@base-tiny-s1'],
 ];
 
 const readPart = (f: string) => readPartFile(f, 're-run its arm');

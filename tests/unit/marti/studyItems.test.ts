@@ -92,6 +92,19 @@ describe('MARTI study claims on constructed parts', () => {
     expect(row('Heterogeneous beats homogeneous beats single')).toMatch(/not measurable here/);
   });
 
+  it('states the ladder once per base, from the parts of arms trained from another base', () => {
+    const at = (p: Part, arm: string): Part => ({ ...p, arm });
+    const lines = claimsTableLines([
+      at(lo(5), 'marti-single@base-tiny-s1'),
+      at(hi(5), 'marti-homo@base-tiny-s1'),
+      at(lo(5), 'marti-hetero@base-tiny-s1'),
+    ]);
+    const ladder = lines.filter((l) => l.startsWith('| Heterogeneous beats homogeneous beats single'));
+    expect(ladder).toHaveLength(1);
+    // homo > single holds, hetero > homo is rejected against: the ordering does not hold
+    expect(ladder[0]).toMatch(/^\| [^|]*, from base-tiny-s1 \| \*\*does not hold\*\*/);
+  });
+
   it('refuses a part whose per-problem arrays do not line up', () => {
     const p = hi(2);
     expect(() => partSchema.parse({ ...p, chance: p.chance!.slice(1) })).toThrow(/one per problem/);

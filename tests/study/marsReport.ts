@@ -118,15 +118,20 @@ function claimRows(parts: readonly Part[]): ClaimRow[] {
     const o = find(preset, 'sys1-off', base)?.trained.metrics.exactMatch;
     return f && o ? f.slice(0, Math.min(f.length, o.length)).map((v, i) => v - o[i]!) : null;
   };
-  const short = gapOf('mars-overflow', '');
-  const long = gapOf('mars-overflow-long', '');
-  rows.push(
-    claimRow(
-      "System 1's advantage grows with page length (full − System 1 off: mars-overflow-long vs mars-overflow)",
-      short?.length && long?.length ? seedsVerdict(long, short) : null,
-      short && long ? `${f3(mean(short))} at 120–160-token pages, ${f3(mean(long))} at 240–320` : 'an arm not run',
-    ),
-  );
+  // on the presets' base, and on every other base both presets' full and System 1 off arms ran from
+  const bases = ['', ...new Set(parts.map((p) => parseArm(p.arm).base).filter(Boolean))];
+  for (const base of bases) {
+    const short = gapOf('mars-overflow', base);
+    const long = gapOf('mars-overflow-long', base);
+    if (base && !(short?.length && long?.length)) continue;
+    rows.push(
+      claimRow(
+        `System 1's advantage grows with page length (full − System 1 off: mars-overflow-long vs mars-overflow${base ? `, base ${base}` : ''})`,
+        short?.length && long?.length ? seedsVerdict(long, short) : null,
+        short && long ? `${f3(mean(short))} at 120–160-token pages, ${f3(mean(long))} at 240–320` : 'an arm not run',
+      ),
+    );
+  }
   for (const p of parts) {
     const v = overBase(p, 'exactMatch');
     rows.push(claimRow(`${p.arm} beats its base (exact match)`, v?.result ?? null, v?.figures ?? 'not run'));

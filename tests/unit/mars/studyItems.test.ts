@@ -139,5 +139,29 @@ describe('MARS study report on constructed parts', () => {
     ).toBe('');
     // gaps per seed: long 0.5 − (1 + s%2)/6, short 0.5 − (2 + s%2)/6: long is larger by 1/6 on every seed
     expect(row("System 1's advantage grows with page length")).toMatch(/\*\*holds\*\*/);
+    // the other base has no full arm on either preset: no row of its own
+    expect(
+      row(
+        "System 1's advantage grows with page length (full − System 1 off: mars-overflow-long vs mars-overflow, base other)",
+      ),
+    ).toBe('');
+  });
+
+  it('the page-length claim is stated again for a second base whose four arms ran', () => {
+    const row = write([
+      part('mars-overflow:full@other', 5, (_s, _w, i) => i < 3),
+      part('mars-overflow:sys1-off@other', 5, (s, _w, i) => i < 2 + (s % 2)),
+      part('mars-overflow-long:full@other', 5, (_s, _w, i) => i < 1),
+      part('mars-overflow-long:sys1-off@other', 5, (s, _w, i) => i < 2 + (s % 2)),
+    ]);
+    // gaps per seed: short 1/6 − (s%2)/6, long −1/6 − (s%2)/6: the gap shrinks on longer pages on every seed
+    expect(
+      row(
+        "System 1's advantage grows with page length (full − System 1 off: mars-overflow-long vs mars-overflow, base other)",
+      ),
+    ).toMatch(/\*\*does not hold\*\*/);
+    expect(
+      row("System 1's advantage grows with page length (full − System 1 off: mars-overflow-long vs mars-overflow)"),
+    ).toMatch(/not measurable here/);
   });
 });

@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import { z } from 'zod';
 import { clusteredMean, pairedClusterVerdict, type ItemOutcome } from '../../engine/metrics/clustered';
 import { Rng } from '../../engine/random/prng';
+import { f3, fp } from './studyParts';
 
 const curveSchema = z.object({
   checkpoint: z.string(),
@@ -28,8 +29,6 @@ const curveSchema = z.object({
 type Curve = z.infer<typeof curveSchema>;
 
 const MODES = ['pass1MCTS', 'bestOfTree', 'tplus.pass1'] as const;
-const f3 = (x: number) => x.toFixed(3);
-const fp = (p: number) => (p < 0.001 ? p.toExponential(1) : p.toFixed(3));
 
 function read(file: string): Curve {
   const parsed = curveSchema.safeParse(JSON.parse(fs.readFileSync(file, 'utf8')));

@@ -19,6 +19,7 @@ import { Rng } from '../../engine/random/prng';
 import { resolvePresetConfig } from '../../engine/runs/presets';
 import { initBackend } from '../../engine/tensor/backend';
 import { itemScores, martiWorld } from './martiItems';
+import { f3, fp } from './studyParts';
 
 function arg(name: string, dflt: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -30,9 +31,6 @@ const checkpoint = arg('checkpoint', 'resources/marti/base-tiny');
 const budgets = arg('budgets', '4,8,16').split(',').map(Number);
 const items = Number(arg('items', '128'));
 const out = arg('out', '');
-
-const f3 = (x: number) => x.toFixed(3);
-const fp = (p: number) => (p < 0.001 ? p.toExponential(1) : p.toFixed(3));
 
 async function main(): Promise<void> {
   await initBackend({ force: 'wasm' });

@@ -9,6 +9,18 @@ import { armVerdict, f3, mean, overBase, overChance, short, type Part } from './
 
 export { armVerdict, pairedTableLines, partSchema, perArmTableLines, type Part, type Row } from './studyParts';
 
+/** '' (the shipped base), then the `@<base folder>` of every arm trained from another base (`marti-homo@base-tiny-s1`). */
+export function armBases(parts: readonly Part[]): string[] {
+  return ['', ...new Set(parts.flatMap((p) => /@.+$/.exec(p.arm) ?? []))];
+}
+
+/** The ladder's and the update control's pairs (first arm − second) among the arms trained from one base. */
+export const ladderPairs = (at: string): [string, string][] => [
+  [`marti-homo${at}`, `marti-single${at}`],
+  [`marti-hetero${at}`, `marti-homo${at}`],
+  [`marti-homo${at}`, `marti-homo-updates${at}`],
+];
+
 /** The claims table: the paper's claims first, then the issue-17 arms' comparisons, each arm against base and chance. */
 export function claimsTableLines(parts: readonly Part[]): string[] {
   const arm = (preset: string) => parts.find((p) => p.arm === preset);
@@ -47,7 +59,7 @@ export function claimsTableLines(parts: readonly Part[]): string[] {
     });
   };
   // the ladder from the shipped base, then from every other base an arm was trained from (`marti-homo@base-tiny-s1`)
-  const bases = ['', ...new Set(parts.flatMap((p) => (p.arm.includes('@') ? [p.arm.slice(p.arm.indexOf('@'))] : [])))];
+  const bases = armBases(parts);
   const ladder = (at: string) => {
     const three = ['marti-single', 'marti-homo', 'marti-hetero'].map((a) => a + at);
     if (!three.some(arm)) return;

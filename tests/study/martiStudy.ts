@@ -42,7 +42,15 @@ import type { MartiConfig } from '../../engine/marti/configSchema';
 import { resolvePresetConfig } from '../../engine/runs/presets';
 import { initBackend } from '../../engine/tensor/backend';
 import { itemScores, martiWorld, randomProgramChance } from './martiItems';
-import { claimsTableLines, pairedTableLines, perArmTableLines, type Part, type Row } from './martiReport';
+import {
+  armBases,
+  claimsTableLines,
+  ladderPairs,
+  pairedTableLines,
+  perArmTableLines,
+  type Part,
+  type Row,
+} from './martiReport';
 import { readPartFile, writePartFile } from './studyParts';
 
 function arg(name: string, dflt: string): string {
@@ -245,6 +253,7 @@ async function runArm(arm: (typeof ALL_ARMS)[number], backend: string, cmd: stri
 }
 
 const ITEM_TABLE_MODES = ['pass1', 'pass1MCTS', 'bestOfTree', 'tplus.pass1'];
+/** The paired table's pairs from the shipped base and across bases; the other bases' ladders follow (armBases). */
 const PAIRS: [string, string][] = [
   ['marti-homo', 'marti-single'],
   ['marti-hetero', 'marti-homo'],
@@ -254,10 +263,6 @@ const PAIRS: [string, string][] = [
   ['marti-homo', 'marti-homo-updates'],
   ['marti-hetero-bases', 'marti-homo@base-tiny-s1'],
   ['marti-homo@base-tiny-s1', 'marti-homo'],
-  // the ladder and the update control from the second base
-  ['marti-homo@base-tiny-s1', 'marti-single@base-tiny-s1'],
-  ['marti-hetero@base-tiny-s1', 'marti-homo@base-tiny-s1'],
-  ['marti-homo@base-tiny-s1', 'marti-homo-updates@base-tiny-s1'],
 ];
 
 const readPart = (f: string) => readPartFile(f, 're-run its arm');
@@ -280,7 +285,8 @@ function writeReport(): void {
   const p0 = parts[0]!;
   const loads = parts.flatMap((p) => p.load ?? []);
   const perArm = perArmTableLines(parts, ITEM_TABLE_MODES);
-  const paired = pairedTableLines(parts, PAIRS, ['pass1', 'bestOfTree']);
+  const pairs = [...PAIRS, ...armBases(parts).slice(1).flatMap(ladderPairs)];
+  const paired = pairedTableLines(parts, pairs, ['pass1', 'bestOfTree']);
   const lines: string[] = [
     '# MARTI-MARS² study (`npm run study:marti`)',
     '',

@@ -71,7 +71,6 @@ export const partSchema = z
   });
 export type Part = z.infer<typeof partSchema>;
 
-/** An arm's name in figures: MARTI's presets without their common prefix. */
 /** Reads a part file; a file that is not one says so and what to do (`fix`). */
 export function readPartFile(f: string, fix: string): Part {
   const r = partSchema.safeParse(JSON.parse(fs.readFileSync(f, 'utf8')));
@@ -85,6 +84,7 @@ export function writePartFile(f: string, part: Part): void {
   fs.renameSync(`${f}.tmp`, f);
 }
 
+/** An arm's name in figures: MARTI's presets without their common prefix. */
 export const short = (p: string) => p.replace('marti-', '');
 export const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 export const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '–');

@@ -7,7 +7,9 @@
  * Engine modules, bottom to top (FLOORS below: a new engine folder must be given a floor, or `npm run deps` fails):
  *   leaves      userError.ts, boundedText.ts, version.ts, faultPoints.ts (no engine imports); records/ (the run-folder
  *               record schemas: zod and UserError only); shared/ (imports nothing outside itself: the renderer loads it)
- *   foundation  native/ and random/, then tensor/, then model/, then rl/ and metrics/ (each on its own floor)
+ *   foundation  native/, random/ and fetch/ (a file from a package on the package index, cached and digest-checked),
+ *               then tensor/, then model/, then rl/, metrics/ and code/ (model-written Python in a sandbox, task files,
+ *               the scorer) (each on its own floor)
  *   training    training/ (the Algorithm contract, shared config sections, configuredTraining, the memory budget) and
  *               the policy-endpoint pieces the algorithms use (endpoints/: endpointPolicy, endpointClient, policySource,
  *               journal)
@@ -36,15 +38,15 @@ const FLOORS = [
   },
   {
     name: 'kernels and random',
-    what: 'the native addon and kernels; seeded random streams',
-    path: '^engine/(native|random)/',
+    what: 'the native addon and kernels; seeded random streams; files fetched from the package index',
+    path: '^engine/(native|random|fetch)/',
   },
   { name: 'tensor', what: 'the TensorFlow.js backend and tensor helpers', path: '^engine/tensor/' },
   { name: 'model', what: 'tokenizers, the transformer, sampler, checkpoints', path: '^engine/model/' },
   {
     name: 'rl and metrics',
-    what: 'advantages, losses, Adam, the policy update; scoring and statistics',
-    path: '^engine/(rl|metrics)/',
+    what: 'advantages, losses, Adam, the policy update; scoring and statistics; model-written code run in a sandbox',
+    path: '^engine/(rl|metrics|code)/',
   },
   {
     name: 'training',

@@ -226,7 +226,8 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       let settled = false;
       let runId: string | undefined;
       const launched: Launched = { process: undefined as unknown as RunProcess, stderr: '' };
-      const launchArgs = ['run-worker', JSON.stringify(job)];
+      // Each worker's BLAS threads default to its share of the cores: threads × slots never exceeds them.
+      const launchArgs = ['run-worker', JSON.stringify(job), '--worker-slots', String(slots.max)];
       const handlers: Parameters<RunLauncher['launch']>[1] = {
         onStdoutLine(line) {
           let parsed: unknown;

@@ -77,7 +77,7 @@ export function writeWorkerResult(home: string, result: unknown): string {
 async function backendFor(config: RunConfig): Promise<void> {
   await initBackend({
     force: config.backend === 'auto' ? undefined : config.backend,
-    blasThreads: { threads: config.blasThreads, from: 'config' },
+    blasThreads: config.blasThreads === undefined ? undefined : { threads: config.blasThreads, from: 'config' },
   });
 }
 

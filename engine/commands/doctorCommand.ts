@@ -10,6 +10,7 @@ import {
   type VulkanEnvironment,
 } from '../tensor/backend';
 import type { NativeKernelReport } from '../native/status';
+import { defaultBlasThreads } from '../native/addon';
 import { ENGINE_VERSION } from '../version';
 import { backendOption, blasThreadsFor, blasThreadsOption } from './options';
 
@@ -70,10 +71,20 @@ function formatNative(n: NativeKernelReport): string {
   return `${n.active ? 'native' : "the backend's own"} — ${n.detail}`;
 }
 
+/** Why the default thread count is what it is: every core, or this process's share beside its worker slots. */
+function defaultThreadsText(): string {
+  const d = defaultBlasThreads();
+  const share =
+    d.slots === 1
+      ? `the default: every core of ${d.cores} for a run alone`
+      : `the default: ${d.cores} cores shared by ${d.slots} worker slots (MARS_LAB_WORKER_SLOTS)`;
+  return `${share}; set another with --blas-threads N or blasThreads in the run config`;
+}
+
 /** The BLAS thread count in effect and where it came from; how the optimiser's update runs. */
 function formatNativeExtras(n: NativeKernelReport): string[] {
   const from = {
-    default: 'the default; raise it with --blas-threads N or blasThreads in the run config',
+    default: defaultThreadsText(),
     config: "the run config's blasThreads",
     environment: 'MARS_LAB_BLAS_THREADS',
     flag: '--blas-threads',

@@ -2,6 +2,7 @@
 import { InvalidArgumentError, Option } from 'commander';
 import { BACKENDS } from '../tensor/backend';
 import type { NativeOptions } from '../native/status';
+import { WORKER_SLOTS_ENV } from '../native/addon';
 
 export const homeOption = () =>
   new Option('--home <dir>', 'the mars-lab home folder (default: $MARS_LAB_HOME, else ~/mars-lab)');
@@ -21,7 +22,7 @@ export const setOption = (example: string) =>
 export const blasThreadsOption = () =>
   new Option(
     '--blas-threads <n>',
-    "BLAS threads of the native matrix products (default: the run config's blasThreads, 1; over MARS_LAB_BLAS_THREADS)",
+    "BLAS threads of the native matrix products (over MARS_LAB_BLAS_THREADS and the run config's blasThreads; default: every core for a run alone, its share beside others)",
   ).argParser((v: string) => {
     if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 256) {
       throw new InvalidArgumentError('expected a whole number from 1 to 256');
@@ -36,4 +37,24 @@ export function blasThreadsFor(
 ): NativeOptions['blasThreads'] {
   if (flag !== undefined) return { threads: flag, from: 'flag' };
   return config?.blasThreads !== undefined ? { threads: config.blasThreads, from: 'config' } : undefined;
+}
+
+/**
+ * `--worker-slots N`: this process is one of N side by side (the host's worker slots, a local study's parallel runs),
+ * so its default BLAS threads are cores / N (engine/native/addon.ts defaultBlasThreads). Set before the backend starts.
+ */
+export const workerSlotsOption = () =>
+  new Option(
+    '--worker-slots <n>',
+    'how many processes share the cores with this one (default BLAS threads: cores / N)',
+  ).argParser((v: string) => {
+    if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 256) {
+      throw new InvalidArgumentError('expected a whole number from 1 to 256');
+    }
+    return Number(v);
+  });
+
+/** Applies --worker-slots for this process and the processes it starts. */
+export function applyWorkerSlots(slots: number | undefined): void {
+  if (slots !== undefined) process.env[WORKER_SLOTS_ENV] = String(slots);
 }

@@ -17,7 +17,15 @@ import { openRunIndex } from '../runs/runIndex';
 import { resumeRun, startRun, type RunOptions, type RunOutcome } from '../runs/runLoop';
 import { pretrain } from '../runs/pretrain';
 import { checkJsonNesting, noteRun } from './ioErrors';
-import { backendOption, blasThreadsFor, blasThreadsOption, homeOption, setOption } from './options';
+import {
+  applyWorkerSlots,
+  backendOption,
+  blasThreadsFor,
+  blasThreadsOption,
+  homeOption,
+  setOption,
+  workerSlotsOption,
+} from './options';
 import { progressSink } from './progress';
 import { terminalText as tt } from './terminalText';
 
@@ -153,6 +161,7 @@ export function registerRunCommands(program: Command): void {
     )
     .addOption(backendOption())
     .addOption(blasThreadsOption())
+    .addOption(workerSlotsOption())
     .addOption(homeOption())
     .action(
       async (opts: {
@@ -165,8 +174,10 @@ export function registerRunCommands(program: Command): void {
         runId?: string;
         backend?: BackendName;
         blasThreads?: number;
+        workerSlots?: number;
         home?: string;
       }) => {
+        applyWorkerSlots(opts.workerSlots);
         if (Boolean(opts.preset) === Boolean(opts.config)) {
           throw new UserError('train: give exactly one of --preset NAME or --config FILE (see `npx mars-lab presets`)');
         }

@@ -5,16 +5,19 @@
  * Environment: MARS_LAB_NATIVE=0 (or off) leaves the addon unloaded; MARS_LAB_NATIVE=own uses the project's own kernel
  * even in an OpenBLAS build; MARS_LAB_NATIVE_PATH names an addon file to load instead of native/build's;
  * MARS_LAB_BLAS_THREADS sets OpenBLAS's thread count for the process (over the run config's blasThreads; the CLI's
- * --blas-threads is over both); MARS_LAB_NATIVE_ADAM=0 keeps the optimiser on its tensor ops (engine/rl/nativeAdam.ts);
+ * --blas-threads is over both; unset, a process takes its share of the cores, see defaultBlasThreads);
+ * MARS_LAB_WORKER_SLOTS says how many processes share the cores; MARS_LAB_NATIVE_ADAM=0 keeps the optimiser on its tensor ops (engine/rl/nativeAdam.ts);
  * MARS_LAB_NATIVE_FUSED=0 keeps the transformer's RMSNorm, SwiGLU, RoPE, log-softmax and row gathers on the stock
  * tensor ops (engine/native/fused.ts).
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { UserError } from '../userError';
+import { chooseOpenblasCore, type CoreChoice } from './coreType';
 
 export const ADDON_FILE = 'mars_native.node';
 
@@ -150,22 +153,51 @@ export interface AddonLoad {
   linkage?: string;
   /** Why the build did not use OpenBLAS (from build.json), when it built the own kernel. */
   buildReasons: string[];
+  /** How OpenBLAS's core type was chosen at load (engine/native/coreType.ts), when the addon may link OpenBLAS. */
+  core?: CoreChoice;
 }
 
 const BLAS_THREADS = z.coerce.number().int().min(1).max(256);
 
-/** MARS_LAB_BLAS_THREADS, or `fallback` (1: runs are often several at once on one machine) when it is unset. */
-export function blasThreads(env: NodeJS.ProcessEnv = process.env, fallback = 1): number {
+/** MARS_LAB_BLAS_THREADS, or `fallback` (the default share of the cores, defaultBlasThreads) when it is unset. */
+export function blasThreads(env: NodeJS.ProcessEnv = process.env, fallback = defaultBlasThreads(env).threads): number {
   const raw = env.MARS_LAB_BLAS_THREADS;
   if (raw === undefined || raw.trim() === '') return fallback;
   const parsed = BLAS_THREADS.safeParse(raw.trim());
   if (!parsed.success) {
     throw new UserError(
-      `MARS_LAB_BLAS_THREADS: '${raw.slice(0, 20)}' is not a whole number from 1 to 256; unset it (1 thread) or set e.g. 2.`,
+      `MARS_LAB_BLAS_THREADS: '${raw.slice(0, 20)}' is not a whole number from 1 to 256; unset it (the default share of the cores) or set e.g. 2.`,
     );
   }
   return parsed.data;
 }
+
+/**
+ * The default BLAS thread count (issue 28): this process's share of the machine's cores. A run alone takes them all;
+ * a process started as one of several side by side (the app's and web mode's worker slots, a local study's parallel
+ * runs) is told how many share the machine through MARS_LAB_WORKER_SLOTS and takes cores / slots, at least one, so
+ * threads × processes never exceeds the cores.
+ */
+export function defaultBlasThreads(
+  env: NodeJS.ProcessEnv = process.env,
+  cores: number = os.availableParallelism?.() ?? os.cpus().length,
+): { threads: number; cores: number; slots: number } {
+  const raw = env.MARS_LAB_WORKER_SLOTS;
+  let slots = 1;
+  if (raw !== undefined && raw.trim() !== '') {
+    const parsed = BLAS_THREADS.safeParse(raw.trim());
+    if (!parsed.success) {
+      throw new UserError(
+        `MARS_LAB_WORKER_SLOTS: '${raw.slice(0, 20)}' is not a whole number from 1 to 256 (how many processes share the cores); unset it for a run alone.`,
+      );
+    }
+    slots = parsed.data;
+  }
+  return { threads: Math.max(1, Math.floor(cores / slots)), cores, slots };
+}
+
+/** The environment variable that tells a child process how many processes share the cores (defaultBlasThreads). */
+export const WORKER_SLOTS_ENV = 'MARS_LAB_WORKER_SLOTS';
 
 /** What MARS_LAB_NATIVE asks for: 'auto' (the default), 'off' or 'own'. */
 export function nativeRequest(env: NodeJS.ProcessEnv = process.env): 'auto' | 'off' | 'own' {
@@ -254,8 +286,12 @@ export function loadAddon(env: NodeJS.ProcessEnv = process.env): AddonLoad {
       buildReasons: [],
     };
   }
+  // OpenBLAS reads OPENBLAS_CORETYPE once, when the addon loads: set it for the load only, so child processes choose
+  // for themselves and a user's own value is never overwritten.
+  const core = record?.kernel === 'own' ? undefined : chooseOpenblasCore(file, env);
   let addon: NativeAddon;
   try {
+    if (core?.set) process.env.OPENBLAS_CORETYPE = core.set;
     addon = require(file) as NativeAddon;
   } catch (err) {
     const msg = (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 300);
@@ -264,6 +300,8 @@ export function loadAddon(env: NodeJS.ProcessEnv = process.env): AddonLoad {
       reason: `${file} would not load: ${msg} (rebuild it with 'node scripts/buildNative.mjs')`,
       buildReasons: [],
     };
+  } finally {
+    if (core?.set) delete process.env.OPENBLAS_CORETYPE;
   }
   const info = addonInfoSchema.safeParse(typeof addon.info === 'function' ? addon.info() : null);
   if (!info.success || typeof addon.gemm !== 'function') {
@@ -278,5 +316,6 @@ export function loadAddon(env: NodeJS.ProcessEnv = process.env): AddonLoad {
     reason: '',
     linkage: record?.openblas?.linkage,
     buildReasons: record?.reasons ?? [],
+    core,
   };
 }

@@ -5,6 +5,7 @@
  */
 import {
   blasThreads,
+  defaultBlasThreads,
   loadAddon,
   nativeAdamRequest,
   nativeFusedRequest,
@@ -26,8 +27,15 @@ export interface NativeKernelReport {
   /** OpenBLAS's core name (openblas_get_corename), when it is the kernel. */
   core?: string;
   /**
-   * BLAS threads of this process, as OpenBLAS reports them (openblas_get_num_threads): 1 unless --blas-threads,
-   * MARS_LAB_BLAS_THREADS or the run config's blasThreads says more (in that order); the own kernel has 1.
+   * Where that core came from (engine/native/coreType.ts): OpenBLAS's own detection, the user's OPENBLAS_CORETYPE, or
+   * mars-lab's choice over a generic fallback core; with what OpenBLAS detects, when that was learnt.
+   */
+  coreFrom?: 'detected' | 'environment' | 'chosen';
+  coreDetected?: string;
+  /**
+   * BLAS threads of this process, as OpenBLAS reports them (openblas_get_num_threads): --blas-threads,
+   * MARS_LAB_BLAS_THREADS or the run config's blasThreads (in that order), else this process's share of the cores
+   * (all of them for a run alone, cores / MARS_LAB_WORKER_SLOTS beside others); the own kernel has 1.
    */
   threads: number;
   /** Where the thread count came from. */
@@ -74,13 +82,16 @@ export function nativeMatMulActive(): boolean {
   return nativeKernelsRegistered();
 }
 
-/** The thread count asked for and where from: a flag over MARS_LAB_BLAS_THREADS over the run config over 1. */
+/**
+ * The thread count asked for and where from: a flag over MARS_LAB_BLAS_THREADS over the run config over this process's
+ * share of the cores (defaultBlasThreads).
+ */
 function requestedThreads(opts: NativeOptions): { threads: number; from: NativeKernelReport['threadsFrom'] } {
   const asked = opts.blasThreads;
   if (asked?.from === 'flag') return asked;
   const env = process.env.MARS_LAB_BLAS_THREADS;
   if (env !== undefined && env.trim() !== '') return { threads: blasThreads(), from: 'environment' };
-  return asked ?? { threads: 1, from: 'default' };
+  return asked ?? { threads: defaultBlasThreads().threads, from: 'default' };
 }
 
 /** Whether the optimiser will run as the addon's fused passes, given the products are native (`active`). */
@@ -169,16 +180,15 @@ export function configureNativeKernels(backend: string, opts: NativeOptions = {}
         active: true,
         built,
         core: now.openblasCore,
+        coreFrom: load.core?.from,
+        coreDetected: load.core?.detected,
         threads: t,
         threadsFrom: from,
         ...adam,
         file,
         detail:
           `OpenBLAS (core ${now.openblasCore ?? '?'}${load.linkage ? `, ${load.linkage}ally linked` : ''}), ${t} thread${t === 1 ? '' : 's'}` +
-          // The environment can pin OpenBLAS's kernels below what the CPU offers (this project's VMs set Haswell).
-          (process.env.OPENBLAS_CORETYPE
-            ? `; core set by OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE} in the environment`
-            : ''),
+          `; core ${load.core?.why ?? 'as OpenBLAS detected it'}`,
       };
     } else {
       const why =

@@ -147,7 +147,8 @@ export function runStudyHere(
     waiting.set(run.runId, wait);
     try {
       started = await launcher.launch(
-        trainArgs(study, run, home),
+        // Each run's BLAS threads default to its share of the cores beside the others running at once.
+        [...trainArgs(study, run, home), '--worker-slots', String(parallel)],
         { onStdoutLine: onLine, onStderr: err.push, onExit: (code) => exited(code) },
         AbortSignal.any([stopped.signal, held.signal, wait.signal]),
       );

@@ -353,9 +353,9 @@ export const commonFields = {
     'TensorFlow.js backend: auto takes the first that loads (webgpu on a GPU, tensorflow, wasm, cpu); the others force one.',
   ),
   blasThreads: field(
-    z.int().min(1).max(256).default(1),
+    z.int().min(1).max(256).optional(),
     'BLAS threads',
-    'Threads of the native matrix products (OpenBLAS) in the run’s process: 1 by default, as runs are often several at once; MARS_LAB_BLAS_THREADS and --blas-threads override it.',
+    'Threads of the native matrix products (OpenBLAS) in the run’s process. Unset: a run alone uses every core; a run the app or a local study starts beside others uses its share (cores / worker slots). MARS_LAB_BLAS_THREADS and --blas-threads override it.',
   ),
   tags: field(
     z

@@ -16,7 +16,7 @@ beforeAll(() => {
 });
 afterAll(() => fs.rmSync(home, { recursive: true, force: true }));
 
-const env = { MARS_LAB_BLAS_THREADS: '' };
+const env = { MARS_LAB_BLAS_THREADS: '', MARS_LAB_WORKER_SLOTS: '' };
 
 /** Trains a 1-step run from a config file; returns run.json's backend.native. */
 async function train(config: object, ...flags: string[]): Promise<Record<string, unknown>> {
@@ -36,15 +36,22 @@ async function train(config: object, ...flags: string[]): Promise<Record<string,
 }
 
 describe('BLAS threads from the command line', () => {
-  it('train --blas-threads 2 and a config with blasThreads 3: run.json records the count OpenBLAS took, and where from', async (ctx) => {
+  it('train alone, with --worker-slots, --blas-threads 2 and a config with blasThreads 3: run.json records the count OpenBLAS took, and where from', async (ctx) => {
     const missing = nativeMissing();
     if (missing) ctx.skip(missing);
     if (built.loaded!.info.built !== 'openblas') {
       ctx.skip('the addon was built with the own kernel, which has one thread');
     }
     const config = { ...quickConfig({ checkpointEvery: 1, evalEvery: 0 }) };
-    // A run's config always has blasThreads (default 1).
-    expect(await train(config)).toMatchObject({ kernel: 'openblas', threads: 1, threadsFrom: 'config', adam: true });
+    // Unset, a run alone takes every core, and one of N worker slots its share (issue 28).
+    const cores = os.availableParallelism();
+    expect(await train(config)).toMatchObject({
+      kernel: 'openblas',
+      threads: cores,
+      threadsFrom: 'default',
+      adam: true,
+    });
+    expect(await train(config, '--worker-slots', String(cores))).toMatchObject({ threads: 1, threadsFrom: 'default' });
     expect(await train(config, '--blas-threads', '2')).toMatchObject({
       kernel: 'openblas',
       threads: 2,
@@ -62,6 +69,11 @@ describe('BLAS threads from the command line', () => {
     const ok = await cli(['doctor', '--backend', 'wasm', '--blas-threads', '2'], env);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toMatch(/^BLAS threads: 2 \(--blas-threads\)$/m);
+    const cores = os.availableParallelism();
+    const alone = await cli(['doctor', '--backend', 'wasm'], env);
+    expect(alone.stdout).toMatch(
+      new RegExp(`^BLAS threads: ${cores} \\(the default: every core of ${cores} for a run alone`, 'm'),
+    );
     expect(ok.stdout).toMatch(/^optimiser \(Adam\): native/m);
     expect(ok.stdout).toMatch(/^transformer ops \(RMSNorm, SwiGLU, RoPE, log-softmax, gathers\): native — /m);
     const off = await cli(['doctor', '--backend', 'wasm'], { ...env, MARS_LAB_NATIVE_FUSED: '0' });

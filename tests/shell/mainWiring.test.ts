@@ -264,6 +264,8 @@ describe('main/index.ts wiring (fake electron)', () => {
       preset: 'seqgrpo-copy',
       config: { algorithm: 'seqgrpo', budget: { steps: 3 } },
     });
+    // The worker takes its share of the cores for BLAS threads: one of the host's slots (issue 28).
+    expect(args.slice(2)).toEqual(['--worker-slots', expect.stringMatching(/^[1-9]\d*$/)]);
     expect(options).toMatchObject({ stdio: 'pipe' });
     child.writeLine({ type: 'created', runId: 'r1', dir: '/x/runs/r1' });
     await expect(started).resolves.toEqual({ runId: 'r1' });

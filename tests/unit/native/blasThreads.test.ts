@@ -1,11 +1,13 @@
 /**
- * BLAS threads of the native matrix products (issue 16): 1 per process by default; the run config's blasThreads,
- * MARS_LAB_BLAS_THREADS and a --blas-threads flag raise it, in that order of precedence; the count reaches OpenBLAS
+ * BLAS threads of the native matrix products (issue 16): by default a process's share of the cores (issue 28: all of
+ * them alone, cores / MARS_LAB_WORKER_SLOTS beside others); the run config's blasThreads, MARS_LAB_BLAS_THREADS and a
+ * --blas-threads flag set it, in that order of precedence; the count reaches OpenBLAS
  * (read back through the addon's getter, openblas_get_num_threads) and the backend report (doctor, run.json) says
  * how many and from where. The CLI end (train/resume records it in run.json) is tests/integration/nativeBlasThreads.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blasThreadsFor } from '../../../engine/commands/options';
+import { defaultBlasThreads } from '../../../engine/native/addon';
 import { configureNativeKernels } from '../../../engine/native/status';
 import { parseRunConfig } from '../../../engine/runs/configSchema';
 import { backendReport, initBackend } from '../../../engine/tensor/backend';
@@ -27,8 +29,18 @@ afterAll(() => {
 });
 
 describe('BLAS threads', () => {
-  it('the run config has blasThreads (default 1, a whole number from 1 to 256)', () => {
-    expect(parseRunConfig({ algorithm: 'seqgrpo' }).blasThreads).toBe(1);
+  it('the default is the share of the cores: all of them alone, cores / worker slots beside others', () => {
+    expect(defaultBlasThreads({}, 16)).toEqual({ threads: 16, cores: 16, slots: 1 });
+    expect(defaultBlasThreads({ MARS_LAB_WORKER_SLOTS: '' }, 16).threads).toBe(16);
+    expect(defaultBlasThreads({ MARS_LAB_WORKER_SLOTS: '4' }, 16).threads).toBe(4);
+    expect(defaultBlasThreads({ MARS_LAB_WORKER_SLOTS: '3' }, 16).threads).toBe(5);
+    expect(defaultBlasThreads({ MARS_LAB_WORKER_SLOTS: '32' }, 16).threads).toBe(1);
+    expect(() => defaultBlasThreads({ MARS_LAB_WORKER_SLOTS: 'two' }, 16)).toThrow(/MARS_LAB_WORKER_SLOTS/);
+    expect(() => defaultBlasThreads({ MARS_LAB_WORKER_SLOTS: '0' }, 16)).toThrow(/MARS_LAB_WORKER_SLOTS/);
+  });
+
+  it('the run config has blasThreads (unset by default, a whole number from 1 to 256)', () => {
+    expect(parseRunConfig({ algorithm: 'seqgrpo' }).blasThreads).toBeUndefined();
     expect(parseRunConfig({ algorithm: 'seqgrpo', blasThreads: 2 }).blasThreads).toBe(2);
     expect(() => parseRunConfig({ algorithm: 'seqgrpo', blasThreads: 0 })).toThrow(/blasThreads/);
     expect(() => parseRunConfig({ algorithm: 'seqgrpo', blasThreads: 1.5 })).toThrow(/blasThreads/);
@@ -37,7 +49,7 @@ describe('BLAS threads', () => {
     expect(blasThreadsFor(undefined)).toBeUndefined();
   });
 
-  it('reach openblas_set_num_threads: default 1, config, environment over config, flag over both', async (ctx) => {
+  it('reach openblas_set_num_threads: the default share, config, environment over config, flag over both', async (ctx) => {
     const missing = nativeMissing();
     if (missing) ctx.skip(missing);
     if (built.loaded!.info.built !== 'openblas') {
@@ -47,7 +59,8 @@ describe('BLAS threads', () => {
       const r = configureNativeKernels('wasm', opts);
       return { reported: r.threads, from: r.threadsFrom, openblas: openblasThreads() };
     };
-    expect(at({})).toEqual({ reported: 1, from: 'default', openblas: 1 });
+    const share = defaultBlasThreads().threads;
+    expect(at({})).toEqual({ reported: share, from: 'default', openblas: share });
     expect(at({ blasThreads: { threads: 2, from: 'config' } })).toEqual({ reported: 2, from: 'config', openblas: 2 });
     process.env.MARS_LAB_BLAS_THREADS = '3';
     try {
@@ -60,7 +73,7 @@ describe('BLAS threads', () => {
     } finally {
       delete process.env.MARS_LAB_BLAS_THREADS;
     }
-    expect(at({})).toEqual({ reported: 1, from: 'default', openblas: 1 });
+    expect(at({})).toEqual({ reported: share, from: 'default', openblas: share });
   });
 
   it('initBackend sets them again for a backend already chosen, and its report (run.json, doctor) follows', async (ctx) => {

@@ -29,7 +29,6 @@ describe('run config schema: defaults', () => {
       algorithm: 'seqgrpo',
       seed: 0,
       backend: 'auto',
-      blasThreads: 1,
       tags: [],
       notes: '',
       model: { size: 'tiny', initStd: 0.02, from: { kind: 'random' } },

@@ -1,87 +1,45 @@
 /**
  * The policy-gradient smoke test (issue: foundation): a tiny Llama learns, by GRPO alone, to emit a target token
- * sequence from a toy reward. The same loop checks that training leaks no tensors.
+ * sequence from a toy reward (tests/helpers/grpoToy.ts). The same loop checks that training leaks no tensors.
+ *
+ * Several seeds, not one (issue 28): a seeded learning threshold is a test of one float summation order. At one seed
+ * this test failed on an Intel Xeon (OpenBLAS detects "Prescott" there) while it passed on the AMD EPYC it was written
+ * on. Measured over 20 seeds × 6 kernel paths (OpenBLAS Cooperlake, Prescott, Haswell, SkylakeX, the own kernel, the
+ * stock wasm kernels; docs/results/kernel-audit.md): a seed reaches the target (best 10-step window > 0.95) in 116 of
+ * 120 runs, holds it (last 100 steps > 0.85) in 111, ends with the greedy answer right in 108. Once right, most groups
+ * are all-equal (zero advantage) while Adam's second moments decay, and the next slip gets a z-score near −5: a large
+ * step that can flip a position for a while. So each criterion is asserted for a majority of 7 seeds, which fails by
+ * chance with probability ≈ 0.3% or less at the measured rates, while a policy that does not learn fails every one.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { generate } from '../../engine/model/sampler';
-import { Rng } from '../../engine/random/prng';
-import { Adam } from '../../engine/rl/adam';
-import { groupZScore } from '../../engine/rl/advantages';
-import { adamVariables, policyUpdate } from '../../engine/rl/policyUpdate';
-import type { Sample } from '../../engine/rl/sample';
-import { tf } from '../../engine/tensor/backend';
-import { tinyModel } from '../helpers/tinyModel';
+import { trainToyGrpo, toyFigures, type ToyRun } from '../helpers/grpoToy';
 import { useBackend } from '../helpers/backends';
 
-const TARGET = [7, 3, 9, 5];
-const BOS = 1;
-const G = 16;
-const STEPS = 250;
-
-const reward = (tokens: number[]) => TARGET.filter((t, i) => tokens[i] === t).length / TARGET.length;
-
-interface Run {
-  rewards: number[];
-  greedy: number[];
-  tensorsAt: Map<number, number>;
-}
-
-async function train(): Promise<Run> {
-  const model = tinyModel(7, { vocab_size: 12 }, 0.02);
-  const opt = new Adam(adamVariables(model), { lr: 3e-3 });
-  const rng = new Rng(123);
-  const rewards: number[] = [];
-  const tensorsAt = new Map<number, number>();
-  for (let step = 1; step <= STEPS; step++) {
-    const gens = await generate(
-      model,
-      Array.from({ length: G }, () => [BOS]),
-      { maxNewTokens: TARGET.length, rng },
-    );
-    const r = gens.map((g) => reward(g.tokens));
-    const adv = groupZScore(r);
-    const samples: Sample[] = gens.map((g, i) => ({
-      role: 'node',
-      groupId: 'q',
-      paramId: 'policy',
-      tokens: [BOS, ...g.tokens],
-      lossMask: [0, ...g.tokens.map(() => 1)],
-      behaviourLogProbs: [0, ...g.logProbs],
-      reward: r[i]!,
-      advantage: adv[i]!,
-    }));
-    await policyUpdate(model, opt, samples, { loss: { kind: 'ppoToken' } });
-    rewards.push(r.reduce((a, b) => a + b, 0) / G);
-    if (step === 10 || step === 200) tensorsAt.set(step, tf.memory().numTensors);
-  }
-  const [greedy] = await generate(model, [[BOS]], { maxNewTokens: TARGET.length, rng, temperature: 0 });
-  model.dispose();
-  opt.dispose();
-  return { rewards, greedy: greedy!.tokens, tensorsAt };
-}
+const SEEDS = [0, 1, 2, 3, 4, 5, 6];
 
 describe('GRPO on a toy reward (wasm)', () => {
-  let run: Run;
+  const runs: ToyRun[] = [];
   beforeAll(async () => {
     await useBackend('wasm');
-    run = await train();
-  }, 300_000);
+    for (const seed of SEEDS) runs.push(await trainToyGrpo(seed));
+  }, 600_000);
 
-  it('the reward curve rises: the policy learns to emit the target sequence', () => {
-    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-    const first = mean(run.rewards.slice(0, 10));
-    const best = Math.max(...run.rewards.slice(9).map((_, i) => mean(run.rewards.slice(i, i + 10))));
-    expect(first).toBeLessThan(0.35); // a random policy matches 1/12 of positions
-    expect(best).toBeGreaterThan(0.95);
-    // Held, not only touched, over the last 100 steps. Not the last 10 alone: once the policy is right, most groups
-    // are all-equal (zero advantage, zero gradient) while Adam's second moments decay, and the next group with one
-    // slip gives that slip a z-score of about −3.9 — a large normalised step that can flip one position for a dozen
-    // steps before the reward pulls it back (seen at step ~234 of this seed after a change of float summation order).
-    expect(mean(run.rewards.slice(-100))).toBeGreaterThan(0.85);
-    expect(run.greedy).toEqual(TARGET);
+  it('the reward curve rises: most seeds learn to emit the target sequence and hold it', () => {
+    const figures = runs.map(toyFigures);
+    const report = figures
+      .map(
+        (f, i) =>
+          `seed ${SEEDS[i]}: first ${f.first.toFixed(2)} best ${f.best.toFixed(2)} last100 ${f.last100.toFixed(2)} greedy ${f.greedyOk}`,
+      )
+      .join('; ');
+    // A random policy matches 1/12 of the positions: every seed starts low.
+    for (const f of figures) expect(f.first, report).toBeLessThan(0.35);
+    expect(figures.filter((f) => f.best > 0.95).length, report).toBeGreaterThanOrEqual(5);
+    expect(figures.filter((f) => f.last100 > 0.85).length, report).toBeGreaterThanOrEqual(4);
+    expect(figures.filter((f) => f.greedyOk).length, report).toBeGreaterThanOrEqual(4);
   });
 
   it('leaks no tensors: the count after step 200 equals the count after step 10', () => {
-    expect(run.tensorsAt.get(200)).toBe(run.tensorsAt.get(10));
+    for (const run of runs) expect(run.tensorsAt.get(200)).toBe(run.tensorsAt.get(10));
   });
 });

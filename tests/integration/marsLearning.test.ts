@@ -2,15 +2,17 @@
  * A short real MARS training run raises exact match (the MARS issue's "Tests that must exist": a short real training
  * run on a one-hop-only tiny world raises the training reward). The mars-tiny preset as shipped (one-hop questions of
  * 128 training worlds, from resources/mars/base-tiny; resources/README.md has the command that reproduces it) trains
- * for 30 steps; greedy exact match on the 164 held-out questions of worlds never trained on, measured before and
- * after, must rise by more than 0.04 (ten questions). A held-out figure is the stronger claim (the policy learned to
- * research, not to recall) and, being greedy on a fixed question set, far less noisy than a window of training
- * rewards, which swing by ±0.05 from step to step at 64 trajectories a step.
+ * for 30 steps at each of three seeds; greedy exact match on the 164 held-out questions of worlds never trained on is
+ * measured before and after. A held-out figure is the stronger claim (the policy learned to research, not to recall)
+ * and, being greedy on a fixed question set, far less noisy than a window of training rewards.
  *
- * Measured (wasm, 2026-11-30, seed 2): 0.043 → 0.098 (the preset's own seed 0 reached 0.134 at step 30); with
- * MARS_LEARNING_LR=1e-9 (no learning) the figure does not move and the test fails. About 2 minutes on an idle 2-core
- * VM. The previous version of this test (12 steps on one training world's questions, training reward) passed by
- * recall of what the old base had memorised and fails with this base: 30 steps of training rewards are too noisy.
+ * Why three seeds and these margins (issue 28, docs/results/kernel-audit.md): one seed's figure is a figure of one
+ * float path. At seed 2 alone the rise was 0.055 on the EPYC it was written on, 0.037 after a later rollout fix and
+ * 0.036 on an Intel Xeon (the CI failure against a +0.04 threshold). Measured at seeds 0–2 under OpenBLAS's Cooperlake,
+ * Haswell and Prescott kernels and the stock wasm kernels (tests/study/kernelAudit.ts): every run rises (by 0.037 to
+ * 0.122, i.e. 6 to 20 questions), and the mean rise over the three seeds is 0.053–0.077 on every kernel. The test asks
+ * that each seed rises and that the mean rise exceeds 0.025 (4 questions), half the smallest mean measured; with
+ * MARS_LEARNING_LR=1e-9 (no learning) nothing moves and it fails. About 3 minutes on an idle 2-core VM.
  */
 import fs from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -21,30 +23,37 @@ import { useBackend } from '../helpers/backends';
 
 const BASE = 'resources/mars/base-tiny';
 const STEPS = 30;
+const SEEDS = [0, 1, 2];
+const MEAN_RISE = 0.025;
 beforeAll(() => useBackend('wasm'));
 
+/** Held-out exact match before and after STEPS steps of mars-tiny at `seed`. */
+async function run(seed: number): Promise<{ seed: number; before: number; after: number }> {
+  const cfg = resolvePresetConfig('mars-tiny', [
+    `seed=${seed}`,
+    'backend=wasm',
+    `rl.lr=${process.env.MARS_LEARNING_LR ?? '0.001'}`,
+  ]) as MarsConfig;
+  const tr = await mars.createTrainer(cfg);
+  try {
+    const before = (await tr.evaluate()).metrics.exactMatch!;
+    for (let s = 0; s < STEPS; s++) await tr.trainStep();
+    const after = (await tr.evaluate()).metrics.exactMatch!;
+    return { seed, before, after };
+  } finally {
+    tr.dispose();
+  }
+}
+
 describe('MARS learning', () => {
-  it('a short run on one-hop questions raises held-out exact match', async () => {
+  it('short runs on one-hop questions raise held-out exact match at every seed', async () => {
     expect(fs.existsSync(`${BASE}/model.safetensors`)).toBe(true);
-    const cfg = resolvePresetConfig('mars-tiny', [
-      'seed=2',
-      'backend=wasm',
-      `rl.lr=${process.env.MARS_LEARNING_LR ?? '0.001'}`,
-    ]) as MarsConfig;
-    const tr = await mars.createTrainer(cfg);
-    const rewards: number[] = [];
-    let before: number;
-    let after: number;
-    try {
-      before = (await tr.evaluate()).metrics.exactMatch!;
-      for (let s = 0; s < STEPS; s++) rewards.push((await tr.trainStep()).metrics.reward!);
-      after = (await tr.evaluate()).metrics.exactMatch!;
-    } finally {
-      tr.dispose();
-    }
-    console.log(
-      `held-out exact match ${before.toFixed(3)} -> ${after.toFixed(3)}; rewards ${rewards.map((r) => r.toFixed(2)).join(' ')}`,
-    );
-    expect(after, `held-out exact match ${before} -> ${after}`).toBeGreaterThan(before + 0.04);
-  }, 900_000);
+    const runs = [];
+    for (const seed of SEEDS) runs.push(await run(seed));
+    const shown = runs.map((r) => `seed ${r.seed}: ${r.before.toFixed(3)} -> ${r.after.toFixed(3)}`).join('; ');
+    console.log(`held-out exact match ${shown}`);
+    for (const r of runs) expect(r.after, shown).toBeGreaterThan(r.before);
+    const meanRise = runs.reduce((a, r) => a + r.after - r.before, 0) / runs.length;
+    expect(meanRise, shown).toBeGreaterThan(MEAN_RISE);
+  }, 1_800_000);
 });

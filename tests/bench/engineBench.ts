@@ -5,7 +5,8 @@
  *   copy) on B sequences × T tokens, and sampling of N new tokens for batches 1, 16 and 64 with and without the KV
  *   cache; TF.js bytes, tensors leaked, and a plain matrix product of the MLP's shape (the backend's raw GEMM rate);
  * - peer: the same figures from PyTorch on the CPU with the same thread count (tests/bench/peer/torch_peer.py), in
- *   the same invocation, and the ratio mars-lab / PyTorch per figure;
+ *   the same invocation, and the ratio mars-lab / PyTorch per figure; PyTorch runs at the OpenBLAS core it detects
+ *   (as installed) and, when mars-lab's core differs, a second time at mars-lab's core (kernel for kernel);
  * - mars, marti: step breakdowns of the mars-tiny and marti-homo presets;
  * - runs: run-folder append rates and the watcher's append → event latency;
  * - leak (only with --leak-steps N): the tensor count after step 10 and after step N of the tiny model.
@@ -26,6 +27,7 @@ import { sizedConfig, parameterCount, MODEL_SIZES, type LlamaConfig, type ModelS
 import { cloneModel, initHfTensors, modelFromHf } from '../../engine/model/hfWeights';
 import type { LlamaModel } from '../../engine/model/llama';
 import { generate } from '../../engine/model/sampler';
+import { readCpu } from '../../engine/native/coreType';
 import { Rng } from '../../engine/random/prng';
 import { Adam } from '../../engine/rl/adam';
 import { adamVariables, policyUpdate } from '../../engine/rl/policyUpdate';
@@ -146,6 +148,8 @@ interface EngineRow {
   /** The process's resident-memory high-water mark once this size was done (sizes run smallest first). */
   peakRssMiB: number;
   peer?: PeerResult;
+  /** PyTorch again at mars-lab's OpenBLAS core, when the core it detects is another. */
+  peerSameCore?: PeerResult;
 }
 
 async function gemmRate(m: number, k: number, n: number) {
@@ -279,6 +283,11 @@ const threads =
 const cpu = `${os.cpus()[0]?.model ?? 'cpu'} ×${os.cpus().length}`;
 const header = `mars-lab bench: backend ${report.chosen} (threads ${report.threads}${report.simd ? ', SIMD' : ''}), ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.versions.node}, ${new Date().toISOString().slice(0, 10)}`;
 const lscpu = spawnSync('lscpu', { encoding: 'utf8' });
+const cpuFlags = readCpu()?.flags;
+/** The flags that decide the kernels: SIMD width and FMA. */
+const simdFlags = cpuFlags
+  ? [...cpuFlags].filter((f) => /^(sse4_2|avx|avx2|fma|avx512\w*|amx\w*)$/.test(f)).join(' ')
+  : 'unknown (no /proc/cpuinfo)';
 const lscpuText =
   lscpu.status === 0
     ? lscpu.stdout
@@ -293,6 +302,7 @@ const load = os
 console.log(header);
 const md: string[] = [
   header,
+  `CPU flags (SIMD): ${simdFlags}`,
   `matrix products: ${report.native.active ? 'native' : "the backend's own"} — ${report.native.detail}`,
   `optimiser (Adam): ${report.native.adam ? 'native' : 'tensor ops'} — ${report.native.adamDetail}`,
   `load average at the start: ${load}`,
@@ -320,6 +330,7 @@ const out: Record<string, unknown> = {
   seq: T,
   newTokens: NEW,
   threads,
+  cpuFlags: simdFlags,
 };
 
 if (parts.has('engine')) {
@@ -331,6 +342,11 @@ if (parts.has('engine')) {
     if (peerPy && 'python' in peerPy) {
       process.stdout.write(`peer: ${s}…\n`);
       r.peer = runPeer(peerPy.python, peerSpec(s, threads));
+      const ours = report.native.kernel === 'openblas' ? report.native.core : undefined;
+      if (ours && r.peer.blas?.core && r.peer.blas.core.toLowerCase() !== ours.toLowerCase()) {
+        process.stdout.write(`peer at core ${ours}: ${s}…\n`);
+        r.peerSameCore = runPeer(peerPy.python, peerSpec(s, threads), ours);
+      }
     }
     rows.push(r);
   }
@@ -343,10 +359,15 @@ if (parts.has('engine')) {
   else if (peerPy) {
     const blas = rows.find((r) => r.peer?.blas)?.peer?.blas;
     const blasText = blas?.core
-      ? `OpenBLAS core ${blas.core}, ${blas.threads} BLAS thread(s)`
+      ? `OpenBLAS core ${blas.core} as it detects it, ${blas.threads} BLAS thread(s)`
       : `BLAS core unknown (${JSON.stringify(blas ?? null)})`;
+    const same = rows.find((r) => r.peerSameCore)?.peerSameCore?.blas;
     say(
-      `PyTorch peer: ${peerPy.python}, torch ${peerPy.torch}, ${threads} thread(s) like mars-lab's matrix products (OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=${threads}); ${blasText}; ratio = mars-lab time / PyTorch time. CPU = process CPU time per step, all threads.`,
+      `PyTorch peer: ${peerPy.python}, torch ${peerPy.torch}, ${threads} thread(s) like mars-lab's matrix products (OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=${threads}); ${blasText}; ` +
+        (same
+          ? `"at mars-lab's core": PyTorch again with OPENBLAS_CORETYPE=${same.core} (kernel for kernel); `
+          : `mars-lab's core is the same, so kernel for kernel is the same column; `) +
+        'ratio = mars-lab time / PyTorch time (as installed). CPU = process CPU time per step, all threads.',
     );
   }
   say('');
@@ -362,6 +383,8 @@ if (parts.has('engine')) {
         'PyTorch ms/step',
         'PyTorch CPU ms',
         'ratio',
+        "PyTorch at mars-lab's core",
+        'ratio (same core)',
       ],
       rows.map((r) => [
         r.size,
@@ -373,6 +396,8 @@ if (parts.has('engine')) {
         r.peer ? msStat(r.peer.train.msPerStep) : '—',
         r.peer?.train.cpuMsPerStep ? num(r.peer.train.cpuMsPerStep.median) : '—',
         ratio(r.train.median, r.peer?.train.msPerStep.median),
+        r.peerSameCore ? msStat(r.peerSameCore.train.msPerStep) : 'same core',
+        r.peerSameCore ? ratio(r.train.median, r.peerSameCore.train.msPerStep.median) : '—',
       ]),
     ),
   );
@@ -391,10 +416,12 @@ if (parts.has('engine')) {
         'PyTorch recompute',
         'ratio KV',
         'ratio recompute',
+        'ratio KV (same core)',
       ],
       rows.flatMap((r) =>
         r.sampling.map((s) => {
           const p = r.peer?.sampling.find((x) => x.batch === s.batch);
+          const q = r.peerSameCore?.sampling.find((x) => x.batch === s.batch);
           return [
             r.size,
             String(s.batch),
@@ -405,6 +432,7 @@ if (parts.has('engine')) {
             p?.naiveTokensPerSec ? `${num(p.naiveTokensPerSec)} tok/s` : '—',
             ratio(s.kvMs.median, p?.kvMs.median),
             s.naiveMs ? ratio(s.naiveMs.median, p?.naiveMs?.median) : '—',
+            q ? ratio(s.kvMs.median, q.kvMs.median) : 'same core',
           ];
         }),
       ),
@@ -415,12 +443,13 @@ if (parts.has('engine')) {
   );
   say(
     table(
-      ['size', 'shape', 'mars-lab GFLOP/s', 'PyTorch GFLOP/s'],
+      ['size', 'shape', 'mars-lab GFLOP/s', 'PyTorch GFLOP/s', "PyTorch at mars-lab's core"],
       rows.map((r) => [
         r.size,
         r.gemm.shape.join('×'),
         num(r.gemm.gflops, 1),
         r.peer ? num(r.peer.gemm[0]!.gflops, 1) : '—',
+        r.peerSameCore ? num(r.peerSameCore.gemm[0]!.gflops, 1) : 'same core',
       ]),
     ),
   );

@@ -57,10 +57,14 @@ export function findTorchPython(explicit?: string): { python: string; torch: str
 /**
  * Runs the peer at spec.threads. `torch.set_num_threads` alone does not cap the OpenBLAS torch links (it ran 2 threads
  * inside a "1-thread" peer: docs/build-notes.md §8), so the BLAS and OpenMP pools are pinned through the environment as well.
+ * `core` runs its OpenBLAS at that core type (OPENBLAS_CORETYPE, kernel for kernel with mars-lab's); without it the
+ * peer detects its own, as PyTorch does when installed (a user's OPENBLAS_CORETYPE is not passed on then either).
  */
-export function runPeer(python: string, spec: PeerSpec): PeerResult {
+export function runPeer(python: string, spec: PeerSpec, core?: string): PeerResult {
   const n = String(spec.threads);
-  const env = { ...process.env, OPENBLAS_NUM_THREADS: n, OMP_NUM_THREADS: n, MKL_NUM_THREADS: n };
+  const env: NodeJS.ProcessEnv = { ...process.env, OPENBLAS_NUM_THREADS: n, OMP_NUM_THREADS: n, MKL_NUM_THREADS: n };
+  if (core) env.OPENBLAS_CORETYPE = core;
+  else delete env.OPENBLAS_CORETYPE;
   const r = spawnSync(python, [SCRIPT], { input: JSON.stringify(spec), encoding: 'utf8', maxBuffer: 1 << 24, env });
   if (r.status !== 0) {
     throw new Error(`the PyTorch peer failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-3).join(' ')}`);

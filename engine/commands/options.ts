@@ -18,17 +18,20 @@ export const setOption = (example: string) =>
     .argParser((v: string, prev: string[] = []) => [...prev, v])
     .default([]);
 
+/** A count flag's parser: a whole number from 1 to 256. */
+function oneTo256(v: string): number {
+  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 256) {
+    throw new InvalidArgumentError('expected a whole number from 1 to 256');
+  }
+  return Number(v);
+}
+
 /** `--blas-threads N`: OpenBLAS threads of this process's native matrix products (issue 16). */
 export const blasThreadsOption = () =>
   new Option(
     '--blas-threads <n>',
     "BLAS threads of the native matrix products (over MARS_LAB_BLAS_THREADS and the run config's blasThreads; default: every core for a run alone, its share beside others)",
-  ).argParser((v: string) => {
-    if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 256) {
-      throw new InvalidArgumentError('expected a whole number from 1 to 256');
-    }
-    return Number(v);
-  });
+  ).argParser(oneTo256);
 
 /** What initBackend is asked for: the flag when given, else the run config's blasThreads (the environment sits between). */
 export function blasThreadsFor(
@@ -47,12 +50,7 @@ export const workerSlotsOption = () =>
   new Option(
     '--worker-slots <n>',
     'how many processes share the cores with this one (default BLAS threads: cores / N)',
-  ).argParser((v: string) => {
-    if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 256) {
-      throw new InvalidArgumentError('expected a whole number from 1 to 256');
-    }
-    return Number(v);
-  });
+  ).argParser(oneTo256);
 
 /** Applies --worker-slots for this process and the processes it starts. */
 export function applyWorkerSlots(slots: number | undefined): void {

@@ -8,7 +8,7 @@
  *
  * Two kernels, chosen when the addon is built (scripts/buildNative.mjs):
  *  - OpenBLAS `cblas_sgemm` (MARS_WITH_OPENBLAS, normally linked statically from Debian's libopenblas-dev); its thread
- *    count is set to 1 when the addon loads, setThreads raises it;
+ *    count is set to 1 when the addon loads, setThreads raises it; products under 2^21 multiply-adds run on one;
  *  - the project's own blocked kernel (always compiled in): A and B packed into 6-row / 16-column strips, a 6×16
  *    AVX2+FMA micro-kernel when the CPU has both (checked at run time), a portable C micro-kernel otherwise. One thread.
  * An OpenBLAS build can be switched to the own kernel at run time (setKernel), which is how both are tested.
@@ -51,6 +51,11 @@ static int g_kernel = KERNEL_OPENBLAS;
 static int g_kernel = KERNEL_OWN;
 #endif
 static int g_has_avx2 = 0;
+#ifdef MARS_WITH_OPENBLAS
+/* The OpenBLAS thread count setThreads asked for, and the product size (M*N*K) below which one thread runs it. */
+static int g_threads = 1;
+#define MARS_MT_MIN_MNK 2097152.0
+#endif
 
 /* ---------------------------------------------------------------- the own kernel ---------------------------------- */
 
@@ -217,8 +222,13 @@ static int sgemm_one(int transA, int transB, int M, int N, int K, const float *A
       memset(C, 0, sizeof(float) * (size_t)M * N);
       return 1;
     }
+    /* Small products run on one thread (issue 28): OpenBLAS threads all but the smallest products, and at the sizes
+       of a tiny model's sampling (16 x 128 x 344) a second thread made a KV-cache step 1.7x slower. */
+    int one = g_threads > 1 && (double)M * N * K < MARS_MT_MIN_MNK;
+    if (one) openblas_set_num_threads(1);
     cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A,
                 lda, B, ldb, 0.0f, C, N);
+    if (one) openblas_set_num_threads(g_threads);
     return 1;
   }
 #endif
@@ -412,6 +422,7 @@ static napi_value js_set_threads(napi_env env, napi_callback_info info) {
     return mars_throw(env, "setThreads: expected a positive integer");
 #ifdef MARS_WITH_OPENBLAS
   openblas_set_num_threads(t);
+  g_threads = t;
 #endif
   return make_int(env, current_threads());
 }

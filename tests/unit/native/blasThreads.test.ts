@@ -10,7 +10,7 @@ import { blasThreadsFor } from '../../../engine/commands/options';
 import { defaultBlasThreads } from '../../../engine/native/addon';
 import { configureNativeKernels } from '../../../engine/native/status';
 import { parseRunConfig } from '../../../engine/runs/configSchema';
-import { backendReport, initBackend } from '../../../engine/tensor/backend';
+import { backendReport, initBackend, tf } from '../../../engine/tensor/backend';
 import { useBackend } from '../../helpers/backends';
 import { addon, built, nativeMissing } from './nativeHelpers';
 
@@ -88,5 +88,31 @@ describe('BLAS threads', () => {
     await initBackend({ force: 'wasm', blasThreads: { threads: 1, from: 'config' } });
     expect(openblasThreads()).toBe(1);
     expect(backendReport()!.native).toMatchObject({ threads: 1, threadsFrom: 'config' });
+  });
+
+  it('a product gives the same bits at 1 and 2 threads, small or large (a run does not depend on the core count)', async (ctx) => {
+    const missing = nativeMissing();
+    if (missing) ctx.skip(missing);
+    if (built.loaded!.info.built !== 'openblas') {
+      ctx.skip('the addon was built with the own kernel, which has one thread');
+    }
+    // Small products run on one thread whatever the count (native/mars_gemm.c); the large one is split between two.
+    for (const [m, k, n] of [
+      [16, 128, 344],
+      [1024, 384, 1024],
+    ] as const) {
+      const a = tf.randomNormal([m, k], 0, 1, 'float32', 7);
+      const b = tf.randomNormal([k, n], 0, 1, 'float32', 8);
+      const at = (threads: number) => {
+        configureNativeKernels('wasm', { blasThreads: { threads, from: 'flag' } });
+        return tf.tidy(() => tf.matMul(a, b).dataSync().slice());
+      };
+      const one = at(1);
+      const two = at(2);
+      expect(openblasThreads()).toBe(2);
+      expect(Buffer.from(two.buffer).equals(Buffer.from(one.buffer)), `${m}×${k}×${n}`).toBe(true);
+      tf.dispose([a, b]);
+    }
+    configureNativeKernels('wasm');
   });
 });

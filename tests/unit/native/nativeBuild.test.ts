@@ -166,7 +166,9 @@ describe('choosing the path: MARS_LAB_NATIVE, MARS_LAB_BLAS_THREADS, the backend
     expect(nativeRequest({ MARS_LAB_NATIVE: '0' })).toBe('off');
     expect(nativeRequest({ MARS_LAB_NATIVE: 'own' })).toBe('own');
     expect(() => nativeRequest({ MARS_LAB_NATIVE: 'fast' })).toThrow(UserError);
-    expect(blasThreads({})).toBe(1);
+    // Unset: the share of the cores (all of them alone, one each when as many slots as cores share them).
+    expect(blasThreads({})).toBe(os.availableParallelism());
+    expect(blasThreads({ MARS_LAB_WORKER_SLOTS: String(os.availableParallelism()) })).toBe(1);
     expect(blasThreads({ MARS_LAB_BLAS_THREADS: '2' })).toBe(2);
     expect(() => blasThreads({ MARS_LAB_BLAS_THREADS: 'two' })).toThrow(
       /MARS_LAB_BLAS_THREADS: 'two' is not a whole number/,

@@ -1,8 +1,9 @@
 /**
  * The kernel audit (issue 28): runs the seeded learning tests' own workloads under whatever kernel the environment
  * selects (OPENBLAS_CORETYPE, MARS_LAB_NATIVE) and prints one JSON line per workload and seed, so the figures of each
- * test can be compared across float paths. `scripts/kernelAudit.sh` runs it under each kernel this CPU can run and
- * docs/results/kernel-audit.md reports the table.
+ * test can be compared across float paths; docs/results/kernel-audit.md reports the table and the commands, one per
+ * kernel (OPENBLAS_CORETYPE=…, MARS_LAB_NATIVE=0 or own). MARTI runs at the test's settings (lr 5e-4, 20 steps);
+ * MARTI_LR=2e-3 MARTI_STEPS=10 gives the old test's, MARTI_KL a KL coefficient.
  *
  *   AUDIT=grpo,mars,marti,presets SEEDS=0,1,2 LABEL=Prescott OPENBLAS_CORETYPE=Prescott npx tsx tests/study/kernelAudit.ts
  */
@@ -23,7 +24,7 @@ import { toyFigures, trainToyGrpo } from '../helpers/grpoToy';
 const parts = (process.env.AUDIT ?? 'grpo,mars,marti,presets').split(',');
 const seeds = (process.env.SEEDS ?? '0,1,2').split(',').map(Number);
 const label = process.env.LABEL ?? 'default';
-const martiSteps = Number(process.env.MARTI_STEPS ?? 10);
+const martiSteps = Number(process.env.MARTI_STEPS ?? 20);
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 await initBackend({ force: 'wasm' });
@@ -59,7 +60,7 @@ for (const seed of seeds) {
       model: { size: 'tiny', from: { kind: 'checkpoint', path: 'resources/marti/base-tiny' } },
       task: { trainTasks: 4, rewardMode: 'fraction', maxProgramTokens: 32 },
       marti: { configuration: 'homogeneous', problemsPerStep: 4, nodesPerTree: 6, trainBatch: 24 },
-      rl: { lr: Number(process.env.MARTI_LR ?? 2e-3), klCoef: Number(process.env.MARTI_KL ?? 0) },
+      rl: { lr: Number(process.env.MARTI_LR ?? 5e-4), klCoef: Number(process.env.MARTI_KL ?? 0) },
     }) as MartiConfig;
     const tr = await createMartiTrainer(cfg);
     const rewards: number[] = [];

@@ -11,6 +11,11 @@
  * the CPU's own level, or one this table does not know (a newer OpenBLAS's own name), is left alone. What OpenBLAS
  * detects is learnt once per CPU and addon, in a child process that loads the addon without the variable, and kept
  * in native/build/core-probe.json (when the folder is writable; otherwise the probe runs each time, ~0.1 s).
+ *
+ * Known gap: the probe runs process.execPath with ELECTRON_RUN_AS_NODE, which the packaged app's RunAsNode fuse
+ * (main/fuses.ts) refuses; there the probe learns nothing and OpenBLAS's own detection stands (a safe default, but
+ * the fallback core stays on a CPU it does not know). Learning the core in-process on first load and using it from
+ * the second run on would close it.
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';

@@ -4,26 +4,29 @@
  * never one above, so an algorithm cannot reach into the run layer and the run layer can add or replace an algorithm
  * freely. Type-only imports count: a module that needs another floor's type belongs above it.
  *
- * Engine modules, bottom to top (FLOORS below: a new engine folder must be given a floor, or `npm run deps` fails):
- *   leaves      userError.ts, boundedText.ts, version.ts, faultPoints.ts (no engine imports); records/ (the run-folder
- *               record schemas: zod and UserError only); shared/ (imports nothing outside itself: the renderer loads it)
- *   foundation  native/, random/ and fetch/ (a file from a package on the package index, cached and digest-checked),
- *               then tensor/, then model/, then rl/, metrics/ and code/ (model-written Python in a sandbox, task files,
- *               the scorer) (each on its own floor)
- *   training    training/ (the Algorithm contract, shared config sections, configuredTraining, the memory budget) and
- *               the policy-endpoint pieces the algorithms use (endpoints/: endpointPolicy, endpointClient, policySource,
- *               journal)
+ * Each floor is one or a few whole folders of engine/, so a module's floor is read from its path (the first folder
+ * below engine/). Bottom to top (FLOORS below: a new engine folder must be given a floor, or `npm run deps` fails):
+ *   leaves      base/ (the user-error class, bounded text, the version, fault points, the project root: no engine
+ *               imports), records/ (the run-folder record schemas: zod and base/ only), pure/ (imports nothing outside
+ *               itself: the renderer loads it), random/ (seeded streams), fetch/ (a file from a package on the package
+ *               index, cached and digest-checked)
+ *   tensor      tensor/ (the backend; tensor/native/, the native addon and kernels, imports nothing else of tensor/)
+ *   model       model/ (the transformer and sampler; model/tokenizers/, model/formats/ for checkpoints and weights,
+ *               model/chat/ for chat templates)
+ *   rl, scoring rl/, scoring/ (answer scoring, paired statistics), code/ (model-written Python in a sandbox, task files)
+ *   training    training/ (the Algorithm contract, shared config sections, configuredTraining, the memory budget),
+ *               policy/ (where a policy's tokens come from: the run's model or an OpenAI-compatible endpoint)
  *   algorithms  seqgrpo/, mars/, marti/ (none imports another)
- *   run layer   runs/, algorithms.ts (the registry; it and the run layer share the config union's types), and
- *               endpoints/evaluateEndpoints.ts (evaluation with endpoint agents: `eval` and the app's workers run it)
- *               with endpoints/chat/ (the MARS and MARTI instruction templates for chat models it gives them)
- *   tools       interop/ (export to and import from verl / MARTI), ray/ (the Ray jobs client), studies/ (variants ×
- *               seeds here or as Ray jobs: the command line and the app's cluster methods both start them)
- *   api         api/ (the contract, the host, the workers)
- *   top         cli.ts, bin/, commands/, serveModel/, endpoints/evalCommand.ts
+ *   run layer   runs/: config/, presets/, folder/, summary/, trajectories/, evaluation/ (with endpoint agents and the
+ *               chat instructions that teach them the format), watch/, the registry and the run loop
+ *   tools       interop/ (export to and import from verl / MARTI), cluster/ (the Ray jobs client, studies: the command
+ *               line and the app's cluster methods both start them)
+ *   api         api/: contract/, host/ (the host and its methods per resource), web/, workers/, cluster/ and
+ *               endpointEval/ (the host's methods for them), views/ (what the host computes for windows)
+ *   top         bin/, commands/ (the command line, cli.ts), serveModel/
  * and the app: main/ (Electron main hosts the engine through the API: anything but the top floor); the windows,
- * preload/ and renderer/, take from the engine only engine/api/contract.ts and engine/records/ as types (import type,
- * so zod never reaches the page), engine/api/methods.ts and engine/shared/; what they show comes through the API.
+ * preload/ and renderer/, take from the engine only engine/api/contract/ and engine/records/ as types (import type,
+ * so zod never reaches the page), engine/api/contract/methods.ts and engine/pure/; what they show comes through the API.
  *
  * Paths are from the project root. dependency-cruiser sees a .svelte file's imports after compilation, so `import type`
  * in a component is invisible to it (harmless: erased) while a value import is seen and checked.
@@ -33,42 +36,41 @@
 const FLOORS = [
   {
     name: 'leaves',
-    what: 'no engine imports (records: zod only; shared: nothing outside itself)',
-    path: '^engine/((userError|boundedText|version|faultPoints)\\.ts$|records/|shared/)',
+    what: 'no engine imports but base/ (records: zod only; pure: nothing outside itself)',
+    path: '^engine/(base|records|pure|random|fetch)/',
+  },
+  { name: 'tensor', what: 'the TensorFlow.js backend, tensor helpers, the native kernels', path: '^engine/tensor/' },
+  {
+    name: 'model',
+    what: 'the transformer, sampler, log-probs; tokenizers; checkpoint and weight formats',
+    path: '^engine/model/',
   },
   {
-    name: 'kernels and random',
-    what: 'the native addon and kernels; seeded random streams; files fetched from the package index',
-    path: '^engine/(native|random|fetch)/',
-  },
-  { name: 'tensor', what: 'the TensorFlow.js backend and tensor helpers', path: '^engine/tensor/' },
-  { name: 'model', what: 'tokenizers, the transformer, sampler, checkpoints', path: '^engine/model/' },
-  {
-    name: 'rl and metrics',
-    what: 'advantages, losses, Adam, the policy update; scoring and statistics; model-written code run in a sandbox',
-    path: '^engine/(rl|metrics|code)/',
+    name: 'rl and scoring',
+    what: 'advantages, losses, Adam, the policy update; answer scoring and paired statistics; model-written code in a sandbox',
+    path: '^engine/(rl|scoring|code)/',
   },
   {
     name: 'training',
-    what: 'the Algorithm contract and what every trainer builds the same way; policy endpoints',
-    path: '^engine/(training/|endpoints/(endpointPolicy|endpointClient|policySource|journal)\\.ts$)',
+    what: "the Algorithm contract and what every trainer builds the same way; where a policy's tokens come from",
+    path: '^engine/(training|policy)/',
   },
   { name: 'algorithms', what: 'seqgrpo, MARS, MARTI', path: '^engine/(seqgrpo|mars|marti)/' },
   {
     name: 'run layer',
-    what: 'run folders, the run loop, the registry; evaluation with endpoint agents',
-    path: '^engine/(runs/|algorithms\\.ts$|endpoints/evaluateEndpoints\\.ts$|endpoints/chat/)',
+    what: 'run folders, the run loop, the registry, summaries, trajectories, evaluation, the watcher',
+    path: '^engine/runs/',
   },
   {
     name: 'tools',
-    what: 'export to and import from verl / MARTI; the Ray jobs client; studies',
-    path: '^engine/(interop|ray|studies)/',
+    what: 'export to and import from verl / MARTI; cluster work (the Ray jobs client, studies)',
+    path: '^engine/(interop|cluster)/',
   },
-  { name: 'api', what: 'the contract, the host, the workers', path: '^engine/api/' },
+  { name: 'api', what: 'the contract, the host and its methods, web mode, the workers', path: '^engine/api/' },
   {
     name: 'top',
-    what: "the command line and what only it starts (serve-model, eval's endpoint branch)",
-    path: '^engine/(cli\\.ts$|bin/|commands/|serveModel/|endpoints/evalCommand\\.ts$)',
+    what: 'the command line and what only it starts (serve-model)',
+    path: '^engine/(bin|commands|serveModel)/',
   },
 ];
 
@@ -86,7 +88,7 @@ const floorRules = FLOORS.slice(0, -1).map((floor, i) => ({
   to: { path: any(FLOORS.slice(i + 1).map((f) => f.path)) },
 }));
 
-const WINDOW_ALLOWED = '^engine/(api/contract\\.ts$|api/methods\\.ts$|records/|shared/)';
+const WINDOW_ALLOWED = '^engine/(api/contract/|records/|pure/)';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -109,27 +111,42 @@ module.exports = {
       to: { path: '^engine/.*\\.(ts|mjs|js)$', pathNot: ENGINE_KNOWN },
     },
     {
-      name: 'leaf-files-import-no-engine',
+      name: 'base-imports-no-engine',
       comment:
-        'userError.ts, boundedText.ts, version.ts and faultPoints.ts are imported by every floor and import none.',
+        'engine/base/ (user errors, bounded text, the version, fault points, the root) is imported by every floor and imports no other engine folder.',
       severity: 'error',
-      from: { path: '^engine/(userError|boundedText|version|faultPoints)\\.ts$' },
-      to: { path: '^engine/' },
+      from: { path: '^engine/base/' },
+      to: { path: '^engine/', pathNot: '^engine/base/' },
     },
     {
-      name: 'shared-is-pure',
-      comment:
-        'engine/shared/ is loaded by the renderer at run time: it imports nothing outside itself (no Node, no zod).',
+      name: 'leaves-import-only-base',
+      comment: 'The leaves (records, pure, random, fetch) import base/ and themselves, no other leaf.',
       severity: 'error',
-      from: { path: '^engine/shared/' },
-      to: { pathNot: '^engine/shared/' },
+      from: { path: '^engine/(records|pure|random|fetch)/' },
+      to: { path: '^engine/', pathNot: '^engine/(base/|$1/)' },
+    },
+    {
+      name: 'native-kernels-below-the-backend',
+      comment:
+        'engine/tensor/native/ (the addon and its kernels) is loaded by the backend: it imports nothing else of tensor/.',
+      severity: 'error',
+      from: { path: '^engine/tensor/native/' },
+      to: { path: '^engine/tensor/', pathNot: '^engine/tensor/native/' },
+    },
+    {
+      name: 'pure-is-pure',
+      comment:
+        'engine/pure/ is loaded by the renderer at run time: it imports nothing outside itself (no Node, no zod).',
+      severity: 'error',
+      from: { path: '^engine/pure/' },
+      to: { pathNot: '^engine/pure/' },
     },
     {
       name: 'records-import-only-zod',
       comment: 'engine/records/ (the run-folder record schemas) imports zod, UserError and itself only.',
       severity: 'error',
       from: { path: '^engine/records/' },
-      to: { pathNot: '^(engine/records/|engine/userError\\.ts$|node_modules/zod/)' },
+      to: { pathNot: '^(engine/records/|engine/base/userError\\.ts$|node_modules/zod/)' },
     },
     {
       name: 'algorithms-apart',
@@ -137,6 +154,15 @@ module.exports = {
       severity: 'error',
       from: { path: '^engine/(seqgrpo|mars|marti)/' },
       to: { path: '^engine/(seqgrpo|mars|marti)/', pathNot: '^engine/$1/' },
+    },
+    {
+      name: 'no-runtime-circle',
+      comment:
+        'No module reaches itself through imports that run (type-only imports are erased): a circle decides the order of module initialisation by accident.',
+      severity: 'error',
+      // a component that draws itself (a recursive Svelte component imports itself) is not a circle
+      from: { path: '^((engine|main|preload|renderer)/.+)$' },
+      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] }, pathNot: '^$1$' },
     },
     {
       name: 'engine-below-app',
@@ -155,7 +181,7 @@ module.exports = {
     {
       name: 'window-sees-the-api-only',
       comment:
-        'A window (renderer, preload) takes from the engine only engine/api/contract.ts, engine/api/methods.ts, engine/records/ and engine/shared/; what it shows comes through the API.',
+        'A window (renderer, preload) takes from the engine only engine/api/contract/, engine/records/ and engine/pure/; what it shows comes through the API.',
       severity: 'error',
       from: { path: '^(renderer|preload)/' },
       to: { path: '^(engine|main)/', pathNot: WINDOW_ALLOWED },
@@ -163,10 +189,14 @@ module.exports = {
     {
       name: 'window-takes-types-only',
       comment:
-        'engine/api/contract.ts and engine/records/ hold zod schemas: a window imports their types (import type), so zod never reaches the page.',
+        'engine/api/contract/ (but methods.ts, the method list) and engine/records/ hold zod schemas: a window imports their types (import type), so zod never reaches the page.',
       severity: 'error',
       from: { path: '^(renderer|preload)/' },
-      to: { path: '^engine/(api/contract\\.ts$|records/)', dependencyTypesNot: ['type-only'] },
+      to: {
+        path: '^engine/(api/contract/|records/)',
+        pathNot: '^engine/api/contract/methods\\.ts$',
+        dependencyTypesNot: ['type-only'],
+      },
     },
     {
       name: 'preload-apart',

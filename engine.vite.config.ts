@@ -1,5 +1,5 @@
 /**
- * The engine's own build: engine/cli.ts (the CLI, which is also the run worker: `mars-lab run-worker`) bundled into
+ * The engine's own build: engine/commands/cli.ts (the CLI, which is also the run worker: `mars-lab run-worker`) bundled into
  * one JavaScript file, out/cli/index.js, so `mars-lab` starts without a TypeScript loader and a packaged app needs no
  * TypeScript sources. `npm run build` runs it after electron-vite's build of the Electron parts.
  *
@@ -40,7 +40,7 @@ function buildRecord(): Plugin {
       this.emitFile({
         type: 'asset',
         fileName: 'build.json',
-        source: `${JSON.stringify({ version: 1, builtAt: startedAt, entry: 'engine/cli.ts', sources: [...sources].sort() }, null, 2)}\n`,
+        source: `${JSON.stringify({ version: 1, builtAt: startedAt, entry: 'engine/commands/cli.ts', sources: [...sources].sort() }, null, 2)}\n`,
       });
     },
   };
@@ -52,7 +52,7 @@ export default defineConfig({
   logLevel: 'warn',
   plugins: [buildRecord()],
   build: {
-    ssr: path.resolve(root, 'engine/cli.ts'),
+    ssr: path.resolve(root, 'engine/commands/cli.ts'),
     outDir,
     emptyOutDir: true,
     target: 'node20',

@@ -6,7 +6,7 @@
  * page has a real origin and no file on disk is reachable by URL. `ELECTRON_RENDERER_URL` (electron-vite dev) is
  * followed only by an unpackaged app, and only to an http(s) server on this machine's loopback.
  */
-import { UserError } from '../engine/userError';
+import { UserError } from '../engine/base/userError';
 import { APP_HOST, APP_INDEX_URL, APP_SCHEME } from './appProtocol';
 
 export type AppLocation =

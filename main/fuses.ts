@@ -9,7 +9,7 @@
 import { flipFuses, FuseV1Options, FuseVersion, getCurrentFuseWire, type FuseV1Config } from '@electron/fuses';
 import fs from 'node:fs';
 import path from 'node:path';
-import { UserError } from '../engine/userError';
+import { UserError } from '../engine/base/userError';
 
 /**
  * Every fuse @electron/fuses 1.8 knows, each set on purpose (a fuse left out would keep Electron's default):

@@ -6,12 +6,12 @@
  */
 import { app, BrowserWindow, ipcMain, protocol, session } from 'electron';
 import { fileURLToPath } from 'node:url';
-import { API_EVENT_CHANNEL, API_METHODS, apiChannel, type ApiEvent } from '../engine/api/contract';
-import { callApi } from '../engine/api/dispatch';
-import { createHost, type Host } from '../engine/api/host';
-import { resolveHome } from '../engine/runs/home';
-import { UserError } from '../engine/userError';
-import { ENGINE_VERSION } from '../engine/version';
+import { API_EVENT_CHANNEL, API_METHODS, apiChannel, type ApiEvent } from '../engine/api/contract/contract';
+import { callApi } from '../engine/api/host/dispatch';
+import { createHost, type Host } from '../engine/api/host/host';
+import { resolveHome } from '../engine/runs/folder/home';
+import { UserError } from '../engine/base/userError';
+import { ENGINE_VERSION } from '../engine/base/version';
 import { resolveAppLocation, type AppLocation } from './appLocation';
 import { APP_SCHEME, APP_SCHEME_PRIVILEGES, createAppProtocolHandler } from './appProtocol';
 import { withContentSecurityPolicy } from './contentSecurityPolicy';

@@ -4,7 +4,7 @@
  * It implements the engine's RunLauncher, the same interface web mode implements with child_process.
  */
 import { utilityProcess } from 'electron';
-import { lineSplitter, type RunLauncher } from '../engine/api/runLauncher';
+import { lineSplitter, type RunLauncher } from '../engine/api/workers/runLauncher';
 
 /** `bin` is the CLI's entry point (engine/bin/mars-lab.mjs), which starts the built engine (out/cli) or its sources. */
 export function utilityRunLauncher(bin: string): RunLauncher {

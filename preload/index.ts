@@ -3,12 +3,12 @@
  * subscription, nothing else (docs/architecture.md: preload/). Main validates every request; the preload only carries it.
  *
  * Built as CommonJS (electron.vite.config.ts) because the window runs with `sandbox: true`, where a preload can only
- * `require('electron')` and cannot be an ES module. It imports only engine/api/methods.ts (plain constants, bundled in):
+ * `require('electron')` and cannot be an ES module. It imports only engine/api/contract/methods.ts (plain constants, bundled in):
  * the zod schemas stay in main.
  */
 import { contextBridge, ipcRenderer, type IpcRendererEvent } from 'electron';
-import type { ApiEvent, MarsLabApi } from '../engine/api/contract';
-import { API_EVENT_CHANNEL, API_METHODS, apiChannel } from '../engine/api/methods';
+import type { ApiEvent, MarsLabApi } from '../engine/api/contract/contract';
+import { API_EVENT_CHANNEL, API_METHODS, apiChannel } from '../engine/api/contract/methods';
 
 const methods = Object.fromEntries(
   API_METHODS.map((method) => [method, (request?: unknown) => ipcRenderer.invoke(apiChannel(method), request ?? {})]),

@@ -12,7 +12,7 @@
  * Run through tsx (package.json), which lets it import main/fuses.ts. Errors the user can fix are one line, exit 2.
  */
 import { applyFuses, locatePackagedApp } from '../main/fuses.ts';
-import { UserError } from '../engine/userError.ts';
+import { UserError } from '../engine/base/userError.ts';
 import { missingAppFiles } from './appArchive.mjs';
 
 try {

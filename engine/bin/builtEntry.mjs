@@ -13,7 +13,7 @@ import path from 'node:path';
 
 export const BUILT_ENTRY = 'out/cli/index.js';
 export const BUILD_RECORD = 'out/cli/build.json';
-export const SOURCE_ENTRY = 'engine/cli.ts';
+export const SOURCE_ENTRY = 'engine/commands/cli.ts';
 
 /** out/cli/build.json as the build writes it, or null when it is missing or not that shape. */
 export function readBuildRecord(root) {

@@ -4,7 +4,7 @@
 // there (a packaged app); otherwise, and with MARS_LAB_DEV=1, the TypeScript sources through tsx's loader (Node 20
 // cannot strip types). builtEntry.mjs decides; MARS_LAB_DEBUG=1 says which engine started and why.
 // Loading the engine from sources opens a few hundred files and starts esbuild; when the open-file limit is too low
-// for that, say so in one line instead of a loader's stack trace (engine/cli.ts reports everything after loading).
+// for that, say so in one line instead of a loader's stack trace (engine/commands/cli.ts reports everything after loading).
 import { readFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';

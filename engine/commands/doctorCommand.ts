@@ -9,9 +9,9 @@ import {
   type BackendReport,
   type VulkanEnvironment,
 } from '../tensor/backend';
-import type { NativeKernelReport } from '../native/status';
-import { defaultBlasThreads } from '../native/addon';
-import { ENGINE_VERSION } from '../version';
+import type { NativeKernelReport } from '../tensor/native/status';
+import { defaultBlasThreads } from '../tensor/native/addon';
+import { ENGINE_VERSION } from '../base/version';
 import { backendOption, blasThreadsFor, blasThreadsOption } from './options';
 
 /** What the GPU rungs of the ladder need from the machine, whichever backend was chosen. */

@@ -7,13 +7,13 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { EXPORT_TARGETS, exportRun, planExport, type ExportTarget } from '../interop/export';
 import { shQuote } from '../interop/export/shell';
 import { submissionOf } from '../interop/export/submit';
-import { metricsToCsv } from '../runs/exportCsv';
-import { resolveHome } from '../runs/home';
-import { UserError } from '../userError';
+import { metricsToCsv } from '../runs/summary/exportCsv';
+import { resolveHome } from '../runs/folder/home';
+import { UserError } from '../base/userError';
 import { withFilePath } from './ioErrors';
 import { addRayConnectionOptions, rayClient, type RayFlags } from './jobsCommand';
 import { homeOption } from './options';
-import { readMetrics } from '../runs/metricsLog';
+import { readMetrics } from '../runs/folder/metricsLog';
 import { resolveRun } from './runCommands';
 import { terminalText as tt } from './terminalText';
 

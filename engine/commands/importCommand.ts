@@ -6,7 +6,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { importMarti } from '../interop/import/marti';
 import { importVerl } from '../interop/import/verl';
 import type { ImportOptions, ImportProgress } from '../interop/import/common';
-import { resolveHome } from '../runs/home';
+import { resolveHome } from '../runs/folder/home';
 import { homeOption } from './options';
 import { terminalText as tt } from './terminalText';
 

@@ -1,5 +1,5 @@
 /**
- * Failures of the machine rather than of the code, said in one line at the CLI boundary (engine/cli.ts): errors of the
+ * Failures of the machine rather than of the code, said in one line at the CLI boundary (engine/commands/cli.ts): errors of the
  * operating system (a full disk, a read-only file system, a folder where a file was expected, too many open files…)
  * name the file and the next step, and an input nested too deeply to process names the file instead of a stack trace.
  * The run's data is already safe when these reach the boundary (logs are appended line by line, checkpoints written
@@ -11,7 +11,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { UserError } from '../userError';
+import { UserError } from '../base/userError';
 import { terminalText } from './terminalText';
 
 /** What the boundary prints and the code it exits with. */

@@ -3,10 +3,10 @@
  * the Ray connection flags the `study` command shares (--ray, --ray-token, --ray-header, --ray-ca).
  */
 import { Command, Option } from 'commander';
-import { RayJobsClient, RAY_TOKEN_ENV } from '../ray/jobsClient';
-import { TERMINAL_STATUSES } from '../ray/jobsSchemas';
-import { followJobLogs } from '../ray/logTail';
-import { UserError } from '../userError';
+import { RayJobsClient, RAY_TOKEN_ENV } from '../cluster/ray/jobsClient';
+import { TERMINAL_STATUSES } from '../cluster/ray/jobsSchemas';
+import { followJobLogs } from '../cluster/ray/logTail';
+import { UserError } from '../base/userError';
 import { terminalText as tt } from './terminalText';
 
 export interface RayFlags {

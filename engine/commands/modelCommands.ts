@@ -3,14 +3,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
-import { saveCheckpoint, loadCheckpoint } from '../model/checkpoint';
+import { saveCheckpoint, loadCheckpoint } from '../model/formats/checkpoint';
 import { MODEL_SIZES, parameterCount, parseLlamaConfig, sizedConfig, type ModelSize } from '../model/config';
-import { initHfTensors, modelFromHf } from '../model/hfWeights';
+import { initHfTensors, modelFromHf } from '../model/formats/hfWeights';
 import { lastPositionLogits } from '../model/inference';
 import { Rng } from '../random/prng';
 import { initBackend, type BackendName } from '../tensor/backend';
-import { UserError } from '../userError';
-import { jsonParseProblem } from '../boundedText';
+import { UserError } from '../base/userError';
+import { jsonParseProblem } from '../base/boundedText';
 import { formatBytes } from '../training/memoryBudget';
 import { backendOption } from './options';
 

@@ -1,8 +1,8 @@
 /** Options several commands share. */
 import { InvalidArgumentError, Option } from 'commander';
 import { BACKENDS } from '../tensor/backend';
-import type { NativeOptions } from '../native/status';
-import { WORKER_SLOTS_ENV } from '../native/addon';
+import type { NativeOptions } from '../tensor/native/status';
+import { WORKER_SLOTS_ENV } from '../tensor/native/addon';
 
 export const homeOption = () =>
   new Option('--home <dir>', 'the mars-lab home folder (default: $MARS_LAB_HOME, else ~/mars-lab)');
@@ -44,7 +44,7 @@ export function blasThreadsFor(
 
 /**
  * `--worker-slots N`: this process is one of N side by side (the host's worker slots, a local study's parallel runs),
- * so its default BLAS threads are cores / N (engine/native/addon.ts defaultBlasThreads). Set before the backend starts.
+ * so its default BLAS threads are cores / N (engine/tensor/native/addon.ts defaultBlasThreads). Set before the backend starts.
  */
 export const workerSlotsOption = () =>
   new Option(

@@ -3,19 +3,19 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { initBackend, type BackendName } from '../tensor/backend';
-import { UserError } from '../userError';
-import { parseRunConfig, type RunConfig } from '../runs/configSchema';
-import { resolveHome, runDir, runsDir } from '../runs/home';
-import type { MetricPoint } from '../runs/metricPoint';
-import { readMetrics } from '../runs/metricsLog';
-import { shownStatus } from '../runs/writerProcess';
-import { listPresets, resolveConfigFile, resolvePresetConfig } from '../runs/presets';
-import { listCheckpoints, readRunMeta } from '../runs/runFolder';
-import { headlineScore } from '../runs/headlineMetric';
-import { describeMetric, UNIT_TEXT } from '../shared/metricCatalog';
-import { openRunIndex } from '../runs/runIndex';
+import { UserError } from '../base/userError';
+import { parseRunConfig, type RunConfig } from '../runs/config/configSchema';
+import { resolveHome, runDir, runsDir } from '../runs/folder/home';
+import type { MetricPoint } from '../runs/summary/metricPoint';
+import { readMetrics } from '../runs/folder/metricsLog';
+import { shownStatus } from '../runs/folder/writerProcess';
+import { listPresets, resolveConfigFile, resolvePresetConfig } from '../runs/presets/presets';
+import { listCheckpoints, readRunMeta } from '../runs/folder/runFolder';
+import { headlineScore } from '../runs/summary/headlineMetric';
+import { describeMetric, UNIT_TEXT } from '../pure/metricCatalog';
+import { openRunIndex } from '../runs/summary/runIndex';
 import { resumeRun, startRun, type RunOptions, type RunOutcome } from '../runs/runLoop';
-import { pretrain } from '../runs/pretrain';
+import { pretrain } from '../runs/presets/pretrain';
 import { checkJsonNesting, noteRun } from './ioErrors';
 import {
   applyWorkerSlots,
@@ -349,7 +349,7 @@ export function registerRunCommands(program: Command): void {
       }
       console.log(`folder: ${tt(dir)}\nsteps: ${out.steps}; checkpoints: ${checkpoints.join(', ') || 'none'}`);
       for (const [k, s] of summary) {
-        // the metric's declaration (engine/shared/metricCatalog.ts): its unit and one-line description
+        // the metric's declaration (engine/pure/metricCatalog.ts): its unit and one-line description
         const d = describeMetric(meta.algorithm, k);
         console.log(
           `  ${tt(k).padEnd(22)} last ${fmt(s.last)}  min ${fmt(s.min)}  max ${fmt(s.max)}${d ? `  (${UNIT_TEXT[d.unit]}) ${d.description}` : ''}`,

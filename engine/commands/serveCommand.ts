@@ -1,14 +1,14 @@
 /**
- * `serve`: web mode — the app's windows in a browser, over a local HTTP server and WebSocket (engine/api/webServer).
+ * `serve`: web mode — the app's windows in a browser, over a local HTTP server and WebSocket (engine/api/web/webServer).
  * Loopback only unless `--allow-remote`: the HTTP is cleartext, so beyond loopback the token can be read on the
  * network; an SSH tunnel reaches a loopback-bound server from another machine instead. The warning for a bind beyond
  * loopback goes to stderr always (also with --json, whose stdout stays one JSON line).
  */
 import { Command, InvalidArgumentError } from 'commander';
-import { createHost } from '../api/host';
-import { nodeRunLauncher } from '../api/runLauncher';
-import { DEFAULT_PORT, resolveBindHost, sshTunnelAdvice, startWebServer } from '../api/webServer';
-import { resolveHome } from '../runs/home';
+import { createHost } from '../api/host/host';
+import { nodeRunLauncher } from '../api/workers/runLauncher';
+import { DEFAULT_PORT, resolveBindHost, sshTunnelAdvice, startWebServer } from '../api/web/webServer';
+import { resolveHome } from '../runs/folder/home';
 import { homeOption } from './options';
 
 export { DEFAULT_PORT };

@@ -6,13 +6,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { resolveBindHost, sshTunnelAdvice } from '../api/webServer';
-import { loadCheckpoint } from '../model/checkpoint';
-import { checkpointTokenizerFile } from '../model/checkpointFiles';
-import { loadTokenizer } from '../model/tokenizer';
+import { resolveBindHost, sshTunnelAdvice } from '../api/web/webServer';
+import { loadCheckpoint } from '../model/formats/checkpoint';
+import { checkpointTokenizerFile } from '../model/formats/checkpointFiles';
+import { loadTokenizer } from '../model/tokenizers/tokenizer';
 import { startModelServer } from '../serveModel/server';
 import { initBackend, type BackendName } from '../tensor/backend';
-import { UserError } from '../userError';
+import { UserError } from '../base/userError';
 import { backendOption } from './options';
 
 function port(v: string): number {

@@ -1,21 +1,21 @@
 /**
  * `mars-lab study --preset P [--variants a,b] --seeds N [--set k=v …] [--ray URL --ray-home PATH]`: a preset's
  * variants × seeds, run here (as many at once as cores allow) or as one Ray job per run (`--ship`: with the project
- * sent as the jobs' runtime_env working_dir, engine/studies/shipProject.ts); prints a table of run,
+ * sent as the jobs' runtime_env working_dir, engine/cluster/studies/shipProject.ts); prints a table of run,
  * variant, seed, status and held-out score. `study status ID [--follow]` re-reads a study (re-attaching to its
  * cluster, submitting what never reached it) and `study ls` lists them (engine/studies/).
  */
 import os from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { chooseEntry } from '../bin/builtEntry.mjs';
-import { resolveHome } from '../runs/home';
-import { runStudyHere, type RunningStudy } from '../studies/localStudy';
-import { runStudyOnRay } from '../studies/rayStudy';
-import { listStudyIds, readStudy, type StudyRecord, type StudyRun } from '../studies/studyRecord';
-import { fetchRule, parseSeeds, parseVariants, planStudy, PROJECT_DIR } from '../studies/studyPlan';
-import { ensurePackage, shipCacheDir, shipProject } from '../studies/shipProject';
-import { refreshStudy } from '../studies/studyStatus';
-import { UserError } from '../userError';
+import { resolveHome } from '../runs/folder/home';
+import { runStudyHere, type RunningStudy } from '../cluster/studies/localStudy';
+import { runStudyOnRay } from '../cluster/studies/rayStudy';
+import { listStudyIds, readStudy, type StudyRecord, type StudyRun } from '../cluster/studies/studyRecord';
+import { fetchRule, parseSeeds, parseVariants, planStudy, PROJECT_DIR } from '../cluster/studies/studyPlan';
+import { ensurePackage, shipCacheDir, shipProject } from '../cluster/studies/shipProject';
+import { refreshStudy } from '../cluster/studies/studyStatus';
+import { UserError } from '../base/userError';
 import { addRayConnectionOptions, rayClient, type RayFlags } from './jobsCommand';
 import { homeOption, setOption } from './options';
 import { terminalText as tt } from './terminalText';

@@ -1,6 +1,6 @@
 /** `run-worker <job>`: the process a host (the app, `mars-lab serve`) starts for a run or an evaluation (engine/api). */
 import { Command } from 'commander';
-import { runWorkerJob } from '../api/runWorker';
+import { runWorkerJob } from '../api/workers/runWorker';
 import { applyWorkerSlots, workerSlotsOption } from './options';
 
 export function registerWorkerCommand(program: Command): void {

@@ -4,8 +4,8 @@
  */
 import { z } from 'zod';
 import { checkCommon, commonFields, field, seedNumber } from '../training/configSections';
-import { policySourceSchema } from '../endpoints/policySource';
-import { MARS_FAMILIES } from '../shared/marsFamilies';
+import { policySourceSchema } from '../policy/policySource';
+import { MARS_FAMILIES } from '../pure/marsFamilies';
 import { NAME_POOL_SIZES } from './namePool';
 
 export { MARS_FAMILIES };

@@ -20,9 +20,9 @@ import type { RolloutQuestion } from './rollout';
 import { SearchIndex } from './search';
 import { marsFormat } from './trainer';
 import type { Page } from './world';
-import { tokenizerFromJSON } from '../model/tokenizer';
-import { byteTokenName } from '../model/specialTokens';
-import { UserError } from '../userError';
+import { tokenizerFromJSON } from '../model/tokenizers/tokenizer';
+import { byteTokenName } from '../model/tokenizers/specialTokens';
+import { UserError } from '../base/userError';
 
 const DOC_EXTS = new Set(['.txt', '.md', '.markdown', '.jsonl']);
 const MAX_FILE = 64 * 1024 * 1024;

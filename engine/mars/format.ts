@@ -4,7 +4,7 @@
  * environment inserts `<info>õ</info>`. System 1 sees its template, the purpose and one bin of raw pages.
  * Every tag is a special token declared in the tokenizer file; this module looks them up, never hard-codes ids.
  */
-import { tokenizerFromJSON, type Tokenizer } from '../model/tokenizer';
+import { tokenizerFromJSON, type Tokenizer } from '../model/tokenizers/tokenizer';
 
 /** Special-token roles and their texts, declared once for the MARS tokenizer. */
 export const MARS_SPECIALS = {

@@ -19,7 +19,7 @@
  * X", a year Y also "the year Y"; people, organisations and works have no alias (their names are single words).
  * Years are in token form ("1 9 5 2"); answerScoring.ts treats "1952" as the same answer.
  */
-import { MARS_FAMILIES } from '../shared/marsFamilies';
+import { MARS_FAMILIES } from '../pure/marsFamilies';
 import type { Rng } from '../random/prng';
 import type { Entity, Fact, Page } from './world';
 import {

@@ -2,9 +2,9 @@
  * The dual-system rollout of MARS (docs/algorithms.md §2.2, eqs. 1–4), batched: every step, all live trajectories' System 2
  * turns go through one generation call, and all System 1 bins of all their searches through another.
  */
-import { generateWith, openSession, type PolicyModel } from '../endpoints/endpointPolicy';
+import { generateWith, openSession, type PolicyModel } from '../policy/endpointPolicy';
 import type { Rng } from '../random/prng';
-import { exactMatch, f1 } from '../metrics/answerScoring';
+import { exactMatch, f1 } from '../scoring/answerScoring';
 import { packItems, sys1Capacity, type Bin } from './binPacking';
 import type { MarsFormat } from './format';
 
@@ -94,7 +94,7 @@ export interface Trajectory {
   f1: number;
 }
 
-/** Each system's policy: the run's own model, or an endpoint (engine/endpoints/endpointPolicy.ts) in evaluations. */
+/** Each system's policy: the run's own model, or an endpoint (engine/policy/endpointPolicy.ts) in evaluations. */
 export interface RolloutModels {
   sys2: PolicyModel;
   /** The System 1 policy: the same model ('shared'), a copy ('separate', 'frozen'), or null when System 1 is off. */

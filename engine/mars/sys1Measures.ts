@@ -118,7 +118,7 @@ export function sys1Stats(trajs: readonly Trajectory[], tokenText: (id: number) 
   };
 }
 
-/** The stats as metrics (names in engine/shared/metricCatalog.ts), each only where it has something to count. */
+/** The stats as metrics (names in engine/pure/metricCatalog.ts), each only where it has something to count. */
 export function sys1Metrics(st: Sys1Stats, prefix = ''): Record<string, number> {
   const out: Record<string, number> = {};
   if (st.outputs > 0) {

@@ -2,12 +2,12 @@
  * The MARS trainer (docs/algorithms.md §2.8): questions from training worlds, G dual-system rollouts each, two advantage
  * pools, balanced System 1 samples, one clipped-loss update (or two, with separate System 1 parameters).
  */
-import { encodeSafetensors, readSafetensorsFile } from '../model/safetensors';
-import { encodeModelWeights, loadModelWeights } from '../model/checkpoint';
-import { TOKENIZER_FILE } from '../model/checkpointFiles';
+import { encodeSafetensors, readSafetensorsFile } from '../model/formats/safetensors';
+import { encodeModelWeights, loadModelWeights } from '../model/formats/checkpoint';
+import { TOKENIZER_FILE } from '../model/formats/checkpointFiles';
 import type { LlamaConfig } from '../model/config';
-import { cloneModel } from '../model/hfWeights';
-import type { PolicyModel } from '../endpoints/endpointPolicy';
+import { cloneModel } from '../model/formats/hfWeights';
+import type { PolicyModel } from '../policy/endpointPolicy';
 import type { LlamaModel } from '../model/llama';
 import { Rng } from '../random/prng';
 import type { Adam } from '../rl/adam';
@@ -23,7 +23,7 @@ import type { Sample } from '../rl/sample';
 import type { Algorithm, EvalResult, StepOutput, Trainer, TrainerSnapshot } from '../training/trainer';
 import type { MarsEpisodeRecord } from '../records/mars';
 import { RECORD_VERSION } from '../records/version';
-import { UserError } from '../userError';
+import { UserError } from '../base/userError';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { MarsConfig } from './configSchema';
@@ -393,7 +393,7 @@ class MarsTrainer implements Trainer {
 
 /**
  * Held-out evaluation; each system's policy may be an endpoint, and a user's corpus may replace the generated worlds
- * with its own questions and format (engine/endpoints/evaluateEndpoints.ts, engine/mars/corpus.ts).
+ * with its own questions and format (engine/runs/evaluation/evaluateEndpoints.ts, engine/mars/corpus.ts).
  */
 export async function evaluateMars(
   cfg: MarsConfig,

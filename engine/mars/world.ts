@@ -18,7 +18,7 @@
  * family.
  */
 import { Rng } from '../random/prng';
-import { UserError } from '../userError';
+import { UserError } from '../base/userError';
 import { NAME_POOL_SIZES, allPoolNames, namePool } from './namePool';
 import { generateQuestions, type Question } from './questions';
 import {

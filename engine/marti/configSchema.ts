@@ -6,7 +6,7 @@
  * parameter set, z-score eps 1e-9. They are defaults of this member's `rl` section, so a partial `rl` keeps them.
  */
 import { z } from 'zod';
-import { policySourceSchema } from '../endpoints/policySource';
+import { policySourceSchema } from '../policy/policySource';
 import {
   LOSS_KINDS,
   MODEL_SIZE_NAMES,

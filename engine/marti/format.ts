@@ -3,7 +3,7 @@
  * program's words then `<eos>` are the completion y. The vocabulary is fixed (the world's words plus ROLE_WORDS), so
  * every MARTI checkpoint has the same tokenizer whatever its config.
  */
-import { tokenizerFromJSON, type Tokenizer } from '../model/tokenizer';
+import { tokenizerFromJSON, type Tokenizer } from '../model/tokenizers/tokenizer';
 import { ROLE_WORDS } from './configSchema';
 import { martiVocabulary } from './tasks/vocabulary';
 

@@ -10,7 +10,7 @@
  * completion covers exactly the program. All text is in the word tokenizer's normal form; the words are in
  * martiVocabulary() except the role prompt's, which the trainer adds to its tokenizer.
  */
-import type { EndpointGeneration } from '../endpoints/endpointPolicy';
+import type { EndpointGeneration } from '../policy/endpointPolicy';
 import type { MartiFormat } from './format';
 import { joinTokens, textTokens } from './lang/text';
 import { valueTokens } from './lang/values';

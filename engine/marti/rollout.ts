@@ -4,7 +4,7 @@
  * per parameter set for all of them (the hot path), scores the programs with the interpreter and adds the nodes
  * (which backpropagates). Used for training steps and for every evaluation (pass@1, best-of-tree, T+).
  */
-import { generateWith, type PolicyModel } from '../endpoints/endpointPolicy';
+import { generateWith, type PolicyModel } from '../policy/endpointPolicy';
 import type { Rng } from '../random/prng';
 import type { MartiFormat } from './format';
 import { readCompletion, refinePrompt, rootPrompt } from './prompts';

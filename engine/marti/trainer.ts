@@ -10,12 +10,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { encodeSafetensors, readSafetensorsFile } from '../model/safetensors';
-import { encodeModelWeights, loadModelWeights, type CheckpointContents } from '../model/checkpoint';
-import { TOKENIZER_FILE } from '../model/checkpointFiles';
+import { encodeSafetensors, readSafetensorsFile } from '../model/formats/safetensors';
+import { encodeModelWeights, loadModelWeights, type CheckpointContents } from '../model/formats/checkpoint';
+import { TOKENIZER_FILE } from '../model/formats/checkpointFiles';
 import { parseLlamaConfig, toHfConfigJson } from '../model/config';
-import { cloneModel } from '../model/hfWeights';
-import type { PolicyModel } from '../endpoints/endpointPolicy';
+import { cloneModel } from '../model/formats/hfWeights';
+import type { PolicyModel } from '../policy/endpointPolicy';
 import { loadMartiTaskFile } from './tasks/taskFile';
 import type { LlamaModel } from '../model/llama';
 import { Rng } from '../random/prng';
@@ -32,7 +32,7 @@ import {
 import type { Algorithm, EvalResult, StepHooks, StepOutput, Trainer, TrainerSnapshot } from '../training/trainer';
 import type { MartiTreeRecord } from '../records/marti';
 import { RECORD_VERSION } from '../records/version';
-import { UserError } from '../userError';
+import { UserError } from '../base/userError';
 import type { MartiConfig } from './configSchema';
 import { diversityNodesOf, diversityReport, tokenEntropyFromLogProbs, type DiversityNode } from './diversity';
 import { martiFormat } from './format';

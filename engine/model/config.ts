@@ -1,4 +1,4 @@
-import { UserError } from '../userError';
+import { UserError } from '../base/userError';
 
 /**
  * The policy's architecture, in Hugging Face Llama's own field names (`config.json`), so a checkpoint written here

@@ -11,11 +11,11 @@
  * One code path serves training (full sequence, differentiable) and sampling (KV cache): the cache is just the
  * keys and values of earlier positions, concatenated in front of the new ones.
  *
- * While the native kernels are active on wasm (engine/native/fused.ts), RMSNorm, SwiGLU, RoPE and the row gathers run
+ * While the native kernels are active on wasm (engine/tensor/native/fused.ts), RMSNorm, SwiGLU, RoPE and the row gathers run
  * as fused native ops, and products with a transposed operand use matMul's transpose flags (the native product reads
  * either layout) instead of explicit transposes; the maths is the same, within float rounding.
  */
-import { fusedOps, type FusedOps } from '../native/fused';
+import { fusedOps, type FusedOps } from '../tensor/native/fused';
 import { tf } from '../tensor/backend';
 import { mm, transposeLast } from '../tensor/matMul';
 import { gatherRows } from '../tensor/rows';

@@ -1,9 +1,9 @@
 /**
  * Per-token log-probabilities of given sequences under the policy: the training forward pass of every RL loss.
  * While the native kernels are active on wasm, the log-softmax, the target's pick and the entropy are one fused native
- * op (engine/native/fused.ts) instead of ~20 tensor ops over [rows, V].
+ * op (engine/tensor/native/fused.ts) instead of ~20 tensor ops over [rows, V].
  */
-import { fusedOps } from '../native/fused';
+import { fusedOps } from '../tensor/native/fused';
 import { tf } from '../tensor/backend';
 import { oneHotF32 } from '../tensor/oneHot';
 import { scatterRows } from '../tensor/rows';

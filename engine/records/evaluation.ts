@@ -1,6 +1,6 @@
 /**
  * An evaluation's results: what a trainer's `evaluate` gives (engine/training/trainer.ts EvalResult) and what
- * `<home>/evals/<key>/eval.json` caches (engine/runs/evaluation.ts), with the checkpoint and the hash of its weights.
+ * `<home>/evals/<key>/eval.json` caches (engine/runs/evaluation/evaluation.ts), with the checkpoint and the hash of its weights.
  * Each item may carry its whole episode or search tree (the Compare view shows two side by side).
  */
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 /**
- * One line of events.jsonl: `{time, type, ...}` (engine/runs/runFolder.ts appendEvent, the run lock's takeover
+ * One line of events.jsonl: `{time, type, ...}` (engine/runs/folder/runFolder.ts appendEvent, the run lock's takeover
  * warning, engine/interop's imported runs). `time` is seconds since the epoch. Each type names the fields it always
  * has; an event may carry more (a status change carries the run loop's step, error or checkpoint, a takeover the lock
  * it replaced), which the schemas keep.

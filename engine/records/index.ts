@@ -7,7 +7,7 @@
  * `readRecord` is the one way to read a line: it names the file and line in a UserError when the record does not fit.
  */
 import type { z } from 'zod';
-import { UserError } from '../userError';
+import { UserError } from '../base/userError';
 
 export * from './version';
 export * from './metrics';

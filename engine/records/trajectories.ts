@@ -25,7 +25,7 @@ export const trajectoryLineSchema = z.discriminatedUnion('kind', [
   martiTreeSchema.extend(step),
 ]);
 
-/** live.json (engine/runs/liveTrajectories.ts): the step in flight's records, each with that step. */
+/** live.json (engine/runs/folder/liveTrajectories.ts): the step in flight's records, each with that step. */
 export const liveTrajectoriesSchema = z.object({
   version: versionField(),
   /** The step in flight (the step its records will be written under). */

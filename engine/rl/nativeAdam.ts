@@ -11,8 +11,8 @@
  * given a private copy, so that other tensor keeps the old values as it would after the JS path's `assign`.
  */
 import { tf } from '../tensor/backend';
-import { addonLoad, nativeMatMulActive } from '../native/status';
-import { nativeAdamRequest, type NativeAddon } from '../native/addon';
+import { addonLoad, nativeMatMulActive } from '../tensor/native/status';
+import { nativeAdamRequest, type NativeAddon } from '../tensor/native/addon';
 
 export { nativeAdamRequest };
 

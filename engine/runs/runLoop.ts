@@ -12,18 +12,17 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { algorithmFor } from '../algorithms';
-import { trainingWithEndpointsProblem } from './configuredSources';
-import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint';
-import { faultPoint } from '../faultPoints';
+import { algorithmFor } from './registry';
+import { trainingWithEndpointsProblem } from './config/configuredSources';
+import { loadCheckpoint, saveCheckpoint } from '../model/formats/checkpoint';
+import { faultPoint } from '../base/faultPoints';
 import { backendReport } from '../tensor/backend';
-import { UserError } from '../userError';
-import { ENGINE_VERSION } from '../version';
-import { parseRunConfig, type RunConfig } from './configSchema';
-import { JsonlAppender, truncateTo } from './jsonl';
-import { clearLiveTrajectories, writeLiveTrajectories } from './liveTrajectories';
+import { UserError } from '../base/userError';
+import { ENGINE_VERSION } from '../base/version';
+import { parseRunConfig, type RunConfig } from './config/configSchema';
+import { JsonlAppender, truncateTo } from './folder/jsonl';
+import { clearLiveTrajectories, writeLiveTrajectories } from './folder/liveTrajectories';
 import {
-  acquireRunLock,
   appendEvent,
   createRunFolder,
   listCheckpoints,
@@ -32,8 +31,9 @@ import {
   updateRunMeta,
   updateStatus,
   type RunMeta,
-} from './runFolder';
-import { SummaryKeeper } from './summarySidecar';
+} from './folder/runFolder';
+import { acquireRunLock } from './folder/runLock';
+import { SummaryKeeper } from './summary/summarySidecar';
 import type { Trainer } from '../training/trainer';
 
 export interface Progress {

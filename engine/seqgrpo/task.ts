@@ -3,9 +3,9 @@
  * increment). The input space is split by a seeded hash into training inputs and held-out inputs, so evaluation items
  * are never trained on: `heldout(x)` depends only on x and evalSeed, and training draws reject held-out inputs.
  */
-import { tokenizerFromJSON, type Tokenizer } from '../model/tokenizer';
+import { tokenizerFromJSON, type Tokenizer } from '../model/tokenizers/tokenizer';
 import { Rng } from '../random/prng';
-import { UserError } from '../userError';
+import { UserError } from '../base/userError';
 
 export type SeqTaskKind = 'copy' | 'reverse' | 'sort' | 'increment';
 

@@ -8,7 +8,7 @@ import { groupZScore } from '../rl/advantages';
 import { policyUpdate } from '../rl/policyUpdate';
 import type { Sample } from '../rl/sample';
 import type { LlamaModel } from '../model/llama';
-import { TOKENIZER_FILE } from '../model/checkpointFiles';
+import { TOKENIZER_FILE } from '../model/formats/checkpointFiles';
 import { generate } from '../model/sampler';
 import { Rng } from '../random/prng';
 import type { Algorithm, EvalResult, StepOutput, Trainer, TrainerSnapshot } from '../training/trainer';
@@ -22,7 +22,7 @@ import {
   restoreStreams,
   saveStreams,
 } from '../training/configuredTraining';
-import { UserError } from '../userError';
+import { UserError } from '../base/userError';
 import { SeqTask, seqTokenizer, type SeqItem } from './task';
 
 interface Streams {

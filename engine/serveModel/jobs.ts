@@ -4,7 +4,7 @@
  * rollouts' stop tokens do), EOS is a stop unless `ignore_eos`, max_tokens is capped by the context, and the stop is
  * dropped from the answer unless `include_stop_str_in_output` (vLLM's extension) asks for it.
  */
-import type { Tokenizer } from '../model/tokenizer';
+import type { Tokenizer } from '../model/tokenizers/tokenizer';
 import type { GenerationResult, TopToken } from './batcher';
 import { HttpError, stopList, type ChatRequest, type CompletionRequest } from './protocol';
 

@@ -6,7 +6,7 @@
  *   /v1/completions        `logprobs: k` → { tokens, token_logprobs, top_logprobs: [{ token: logprob, … } × k], text_offset }
  *   /v1/chat/completions   `logprobs: true, top_logprobs: k` → { content: [{ token, logprob, bytes, top_logprobs: [{ token, logprob, bytes } × k] }] }
  */
-import type { Tokenizer } from '../model/tokenizer';
+import type { Tokenizer } from '../model/tokenizers/tokenizer';
 import type { TopToken } from './batcher';
 
 export function completionLogprobs(

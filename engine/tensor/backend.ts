@@ -14,8 +14,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import { UserError } from '../userError';
-import { configureNativeKernels, type NativeKernelReport, type NativeOptions } from '../native/status';
+import { UserError } from '../base/userError';
+import { configureNativeKernels, type NativeKernelReport, type NativeOptions } from './native/status';
 
 export { tf };
 

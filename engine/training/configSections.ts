@@ -1,7 +1,7 @@
 /**
- * The shared sections of every run configuration (see engine/runs/configSchema.ts for the union and its validation):
+ * The shared sections of every run configuration (see engine/runs/config/configSchema.ts for the union and its validation):
  * one zod schema gives the TypeScript types, the validation (messages that name the field, what it accepts and what it
- * got) and, through engine/runs/configJsonSchema.ts, the JSON Schema the launch form is drawn from. They live on the
+ * got) and, through engine/runs/config/configJsonSchema.ts, the JSON Schema the launch form is drawn from. They live on the
  * training floor, below the algorithms, which build their config members from them.
  *
  * A config is a discriminated union on `algorithm`. Each algorithm's member is the shared sections below plus its own

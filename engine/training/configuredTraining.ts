@@ -2,20 +2,18 @@
  * What every trainer builds the same way from the shared config sections: the initial model, Adam with its
  * schedule, the policy-update options, and saved random streams. One place, so the algorithms cannot drift apart.
  */
-import { loadCheckpoint } from '../model/checkpoint';
+import { loadCheckpoint } from '../model/formats/checkpoint';
 import { sizedConfig, type LlamaConfig } from '../model/config';
-import { initHfTensors, modelFromHf } from '../model/hfWeights';
+import { initHfTensors, modelFromHf } from '../model/formats/hfWeights';
 import type { LlamaModel } from '../model/llama';
 import { Rng } from '../random/prng';
 import { Adam } from '../rl/adam';
 import { adamVariables, type PolicyUpdateOptions } from '../rl/policyUpdate';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { UserError } from '../userError';
+import { PROJECT_ROOT } from '../base/projectRoot';
+import { UserError } from '../base/userError';
 import type { CommonConfig } from './configSections';
-
-const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /**
  * Where `model.from.path` points: as given (absolute, or relative to the working folder), or else, for a relative path

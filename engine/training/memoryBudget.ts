@@ -15,7 +15,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { PROJECT_ROOT } from '../base/projectRoot';
 import {
   MODEL_SIZES,
   parameterCount,
@@ -26,7 +26,7 @@ import {
   type ModelSize,
 } from '../model/config';
 import { activationBytesPerToken, tokensPerPass, WASM_HEAP_BYTES } from '../rl/passSize';
-import { UserError } from '../userError';
+import { UserError } from '../base/userError';
 
 const FLOAT = 4;
 /** Per trained parameter: the weight, Adam's two moments, the gradient, and the chunks' summed gradient. */
@@ -35,8 +35,6 @@ const TRAINED_COPIES = 5;
 const WORD_VOCAB = 2048;
 /** MARTI prompt tokens (role, task statement, tests, parent program) besides the program itself. */
 const MARTI_PROMPT = 256;
-
-const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 export interface MemoryEstimate {
   /** Parameters of every model the run holds (trained, frozen, reference). */

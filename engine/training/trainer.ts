@@ -2,7 +2,7 @@
  * What an algorithm gives the run layer. The run loop (engine/runs/runLoop.ts) owns the folder, the cadences, checkpoints,
  * progress and signals; a trainer owns its models, optimisers and random streams, and knows its task.
  */
-import type { CheckpointContents, OptimizerState } from '../model/checkpoint';
+import type { CheckpointContents, OptimizerState } from '../model/formats/checkpoint';
 import type { LlamaModel } from '../model/llama';
 import type { Rng } from '../random/prng';
 import type { EvalItem, EvalResultRecord } from '../records/evaluation';
@@ -21,7 +21,7 @@ export interface StepOutput {
 export type EvalItemOutcome = EvalItem;
 
 /**
- * An evaluation's results as a trainer gives them: eval.json's record without its version (engine/runs/evaluation.ts
+ * An evaluation's results as a trainer gives them: eval.json's record without its version (engine/runs/evaluation/evaluation.ts
  * writes that, with the checkpoint and its weights' hash).
  */
 export type EvalResult = Omit<EvalResultRecord, 'version'>;

@@ -1,6 +1,6 @@
 /// <reference types="svelte" />
 /// <reference types="vite/client" />
-import type { MarsLabApi } from '../../engine/api/contract';
+import type { MarsLabApi } from '../../engine/api/contract/contract';
 
 declare global {
   interface Window {

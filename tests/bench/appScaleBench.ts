@@ -1,7 +1,7 @@
 /**
  * App scale figures (issue 19 "Scale"; a benchmark, never test assertions): a home of 1,000 runs, `--big` of them with
  * 10^5 metrics lines each, each run with the metrics summary sidecar and pre-parsed rows the run loop writes
- * (engine/runs/summarySidecar.ts, metricRows.ts);
+ * (engine/runs/summary/summarySidecar.ts, metricRows.ts);
  * the time to list the runs (cold: the run index built for the first time; "legacy": the same home without sidecars,
  * as runs of an earlier version left it, whose first listing reads every log and writes their sidecars), to open a big
  * run's page (getRun, then every metric's series) and to fetch a 20-run overlay through the host API (cold: first
@@ -19,16 +19,16 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
-import { callApi } from '../../engine/api/dispatch';
-import { createHost } from '../../engine/api/host';
-import { clearSeriesCaches, runsMetricSeries } from '../../engine/api/runsSeries';
-import type { RunLauncher } from '../../engine/api/runLauncher';
-import { DEFAULT_RENDERER_DIR, startWebServer } from '../../engine/api/webServer';
-import { INDEX_FILE } from '../../engine/runs/home';
-import { createRunFolder, updateStatus } from '../../engine/runs/runFolder';
-import { openRunIndex } from '../../engine/runs/runIndex';
-import { removeOtherRows } from '../../engine/runs/metricRows';
-import { SUMMARY_SIDECAR, SummaryKeeper } from '../../engine/runs/summarySidecar';
+import { callApi } from '../../engine/api/host/dispatch';
+import { createHost } from '../../engine/api/host/host';
+import { clearSeriesCaches, runsMetricSeries } from '../../engine/api/views/runsSeries';
+import type { RunLauncher } from '../../engine/api/workers/runLauncher';
+import { DEFAULT_RENDERER_DIR, startWebServer } from '../../engine/api/web/webServer';
+import { INDEX_FILE } from '../../engine/runs/folder/home';
+import { createRunFolder, updateStatus } from '../../engine/runs/folder/runFolder';
+import { openRunIndex } from '../../engine/runs/summary/runIndex';
+import { removeOtherRows } from '../../engine/runs/summary/metricRows';
+import { SUMMARY_SIDECAR, SummaryKeeper } from '../../engine/runs/summary/summarySidecar';
 
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const T0 = 1_800_000_000;

@@ -2,7 +2,7 @@
  * Where one training step's kernel launches and kernel time go (issue 16: what to fuse next), per model size: the
  * GRPO step of engineBench profiled with tf.profile, kernels grouped by name, largest total time first. Launch counts
  * do not depend on the machine's load; times do (figures, not tests). MARS_LAB_NATIVE_FUSED=0 profiles without the
- * fused transformer ops (engine/native/fused.ts), MARS_LAB_NATIVE_ADAM=0 without the fused optimiser.
+ * fused transformer ops (engine/tensor/native/fused.ts), MARS_LAB_NATIVE_ADAM=0 without the fused optimiser.
  *
  *   npx tsx tests/bench/kernelProfile.ts [--sizes tiny,small] [--top 15] [--json out.json]
  */
@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { sizedConfig, type ModelSize } from '../../engine/model/config';
-import { cloneModel, initHfTensors, modelFromHf } from '../../engine/model/hfWeights';
+import { cloneModel, initHfTensors, modelFromHf } from '../../engine/model/formats/hfWeights';
 import { Rng } from '../../engine/random/prng';
 import { Adam } from '../../engine/rl/adam';
 import { adamVariables, policyUpdate } from '../../engine/rl/policyUpdate';

@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { sizedConfig, parameterCount, type ModelSize } from '../../engine/model/config';
-import { cloneModel, initHfTensors, modelFromHf } from '../../engine/model/hfWeights';
+import { cloneModel, initHfTensors, modelFromHf } from '../../engine/model/formats/hfWeights';
 import { Rng } from '../../engine/random/prng';
 import { Adam } from '../../engine/rl/adam';
 import { fusedUpdateCount } from '../../engine/rl/nativeAdam';

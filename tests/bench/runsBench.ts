@@ -11,9 +11,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { JsonlAppender } from '../../engine/runs/jsonl';
-import { createRunFolder, runFilePaths } from '../../engine/runs/runFolder';
-import { watchHome, type RunEvent } from '../../engine/runs/watcher';
+import { JsonlAppender } from '../../engine/runs/folder/jsonl';
+import { createRunFolder, runFilePaths } from '../../engine/runs/folder/runFolder';
+import { watchHome, type RunEvent } from '../../engine/runs/watch/watcher';
 import { quantile } from './stats';
 
 export interface RunFolderBench {

@@ -12,12 +12,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { evaluateWithEndpoints } from '../../engine/endpoints/evaluateEndpoints';
+import { evaluateWithEndpoints } from '../../engine/runs/evaluation/evaluateEndpoints';
 import { rootPrompt } from '../../engine/marti/prompts';
 import { heldoutTasks } from '../../engine/marti/trainer';
-import { endpointSourceSchema } from '../../engine/endpoints/policySource';
-import { parseRunConfig, type Algorithm, type RunConfig } from '../../engine/runs/configSchema';
-import { checkpointConfig, evaluateCheckpoint } from '../../engine/runs/evaluation';
+import { endpointSourceSchema } from '../../engine/policy/policySource';
+import { parseRunConfig, type Algorithm, type RunConfig } from '../../engine/runs/config/configSchema';
+import { checkpointConfig, evaluateCheckpoint } from '../../engine/runs/evaluation/evaluation';
 import { initBackend } from '../../engine/tensor/backend';
 
 const BIN = path.resolve('engine/bin/mars-lab.mjs');

@@ -7,8 +7,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { resolvePresetConfig } from '../../engine/runs/presets';
-import { runFilePaths } from '../../engine/runs/runFolder';
+import { resolvePresetConfig } from '../../engine/runs/presets/presets';
+import { runFilePaths } from '../../engine/runs/folder/runFolder';
 import { startRun } from '../../engine/runs/runLoop';
 import { stat, type Stat } from './stats';
 

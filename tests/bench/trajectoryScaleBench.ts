@@ -17,10 +17,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { callApi } from '../../engine/api/dispatch';
-import { createHost } from '../../engine/api/host';
-import type { RunLauncher } from '../../engine/api/runLauncher';
-import { createRunFolder } from '../../engine/runs/runFolder';
+import { callApi } from '../../engine/api/host/dispatch';
+import { createHost } from '../../engine/api/host/host';
+import type { RunLauncher } from '../../engine/api/workers/runLauncher';
+import { createRunFolder } from '../../engine/runs/folder/runFolder';
 import { quantile } from './stats';
 
 const { values } = parseArgs({

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { haveChromium, openHarness, readFixture, type Harness } from './harness';
-import { withCapacities } from '../../engine/runs/trajectoryPages';
+import { withCapacities } from '../../engine/runs/trajectories/trajectoryPages';
 import {
   byReward,
   groupEpisodes,
@@ -18,7 +18,7 @@ import {
 /** The config of the run that recorded the fixture (its run.json), from which the view takes System 1's window. */
 const config = JSON.parse(fs.readFileSync('tests/fixtures/mars-episodes.config.json', 'utf8')) as unknown;
 const settings = marsWindowSettings(config);
-/** As the host sends them: the fixture predates recorded capacities, which the host fills in (engine/runs/trajectoryPages.ts). */
+/** As the host sends them: the fixture predates recorded capacities, which the host fills in (engine/runs/trajectories/trajectoryPages.ts). */
 const episodes = withCapacities(readFixture('mars-episodes.jsonl'), config) as unknown as MarsEpisode[];
 
 let h: Harness;

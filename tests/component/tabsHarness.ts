@@ -1,6 +1,6 @@
 /**
  * The Run page's trajectory tabs (EpisodesTab, TreeTab) in headless Chromium through Vite's dev server, over a real
- * host (engine/api/host.ts) on a temporary home in this process: the page's window.api calls go through
+ * host (engine/api/host/host.ts) on a temporary home in this process: the page's window.api calls go through
  * `page.exposeFunction` to callApi (validated as over IPC or the socket), so the tabs ask the host exactly what they
  * ask in the app. Nothing trains: the launcher refuses every launch; the tests write the run folders themselves.
  */
@@ -11,9 +11,9 @@ import { svelte } from '@sveltejs/vite-plugin-svelte';
 import { type Browser, type Page } from 'playwright-core';
 import { launchChromium } from '../helpers/chromium';
 import { createServer, type ViteDevServer } from 'vite';
-import { callApi } from '../../engine/api/dispatch';
-import { createHost, type Host } from '../../engine/api/host';
-import type { RunLauncher } from '../../engine/api/runLauncher';
+import { callApi } from '../../engine/api/host/dispatch';
+import { createHost, type Host } from '../../engine/api/host/host';
+import type { RunLauncher } from '../../engine/api/workers/runLauncher';
 import { OUTPUT } from './harness';
 
 export interface TabsHarness {

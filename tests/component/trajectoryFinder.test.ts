@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRunFolder } from '../../engine/runs/runFolder';
+import { createRunFolder } from '../../engine/runs/folder/runFolder';
 import { haveChromium, readFixture } from './harness';
 import { openTabsHarness, type TabsHarness } from './tabsHarness';
 

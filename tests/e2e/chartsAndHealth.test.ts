@@ -16,11 +16,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, type Page } from 'playwright-core';
 import { haveChromium, launchChromium } from '../helpers/chromium';
-import { createHost, type Host } from '../../engine/api/host';
-import { nodeRunLauncher } from '../../engine/api/runLauncher';
-import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/webServer';
-import { createRunFolder, updateStatus } from '../../engine/runs/runFolder';
-import { acquireRunLock } from '../../engine/runs/runLock';
+import { createHost, type Host } from '../../engine/api/host/host';
+import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
+import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/web/webServer';
+import { createRunFolder, updateStatus } from '../../engine/runs/folder/runFolder';
+import { acquireRunLock } from '../../engine/runs/folder/runLock';
 
 const OUTPUT = path.resolve('tests/output/e2e');
 const T0 = 1_800_000_000;

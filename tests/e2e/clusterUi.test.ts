@@ -16,11 +16,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, type Page } from 'playwright-core';
 import { CHROMIUM, haveChromium, launchChromium } from '../helpers/chromium';
-import { createHost, type Host } from '../../engine/api/host';
-import { nodeRunLauncher } from '../../engine/api/runLauncher';
-import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/webServer';
-import { listStudyIds, writeStudy } from '../../engine/studies/studyRecord';
-import { planStudy, PROJECT_DIR } from '../../engine/studies/studyPlan';
+import { createHost, type Host } from '../../engine/api/host/host';
+import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
+import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/web/webServer';
+import { listStudyIds, writeStudy } from '../../engine/cluster/studies/studyRecord';
+import { planStudy, PROJECT_DIR } from '../../engine/cluster/studies/studyPlan';
 import { expectRay, freePorts, rayMissing, startRayHead, type RayHead } from '../ray/rayHead';
 
 const OUTPUT = path.resolve('tests/output/e2e');

@@ -19,11 +19,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, type Page } from 'playwright-core';
 import { CHROMIUM, haveChromium, launchChromium } from '../helpers/chromium';
-import { callApi } from '../../engine/api/dispatch';
-import { apiSchemas } from '../../engine/api/contract';
-import { createHost, type Host } from '../../engine/api/host';
-import { nodeRunLauncher } from '../../engine/api/runLauncher';
-import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/webServer';
+import { callApi } from '../../engine/api/host/dispatch';
+import { apiSchemas } from '../../engine/api/contract/contract';
+import { createHost, type Host } from '../../engine/api/host/host';
+import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
+import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/web/webServer';
 import {
   cliEval,
   MARS_CK,

@@ -19,9 +19,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, type Page } from 'playwright-core';
 import { CHROMIUM, haveChromium, launchChromium } from '../helpers/chromium';
-import { createHost, type Host } from '../../engine/api/host';
-import { nodeRunLauncher } from '../../engine/api/runLauncher';
-import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/webServer';
+import { createHost, type Host } from '../../engine/api/host/host';
+import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
+import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/web/webServer';
 import { cli } from '../helpers/cli';
 
 const OUTPUT = path.resolve('tests/output/e2e/screens');

@@ -13,11 +13,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, type Page } from 'playwright-core';
 import { CHROMIUM, haveChromium, launchChromium } from '../helpers/chromium';
-import { createHost, type Host } from '../../engine/api/host';
-import { nodeRunLauncher } from '../../engine/api/runLauncher';
-import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/webServer';
+import { createHost, type Host } from '../../engine/api/host/host';
+import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
+import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/web/webServer';
 import { importVerl } from '../../engine/interop/import/verl';
-import { listStudyIds, readStudy } from '../../engine/studies/studyRecord';
+import { listStudyIds, readStudy } from '../../engine/cluster/studies/studyRecord';
 import { chatPrompt, PyFloat, writeVerlStep } from '../unit/interop/trainerFormats';
 
 const OUTPUT = path.resolve('tests/output/e2e');

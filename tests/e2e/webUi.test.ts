@@ -16,10 +16,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, type Page } from 'playwright-core';
 import { CHROMIUM, haveChromium, launchChromium } from '../helpers/chromium';
-import { createHost, type Host } from '../../engine/api/host';
-import { nodeRunLauncher } from '../../engine/api/runLauncher';
-import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/webServer';
-import { loadPreset } from '../../engine/runs/presets';
+import { createHost, type Host } from '../../engine/api/host/host';
+import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
+import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/web/webServer';
+import { loadPreset } from '../../engine/runs/presets/presets';
 import { spawnCli } from '../helpers/cli';
 
 const OUTPUT = path.resolve('tests/output/e2e');

@@ -1,6 +1,6 @@
 /** The reference the fast metric readers are tested against: parse every complete line, as the host once did. */
-import { metricSeries } from '../../engine/runs/decimate';
-import { metricLineProblem, toMetricPoint } from '../../engine/runs/metricPoint';
+import { metricSeries } from '../../engine/runs/summary/decimate';
+import { metricLineProblem, toMetricPoint } from '../../engine/runs/summary/metricPoint';
 
 /** One metric's (x, y) pairs from a metrics.jsonl text: complete lines only, unparsable or invalid lines skipped. */
 export function parsedColumn(text: string, key: string, x: 'step' | 'time'): { x: number[]; y: number[] } {

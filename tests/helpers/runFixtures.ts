@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import type { RunConfigInput } from '../../engine/runs/configSchema';
+import type { RunConfigInput } from '../../engine/runs/config/configSchema';
 
 /** A seqgrpo config small enough that a step takes a few milliseconds. */
 export function quickConfig(

@@ -1,5 +1,5 @@
 import { parseLlamaConfig, type LlamaConfig } from '../../engine/model/config';
-import { initHfTensors, modelFromHf } from '../../engine/model/hfWeights';
+import { initHfTensors, modelFromHf } from '../../engine/model/formats/hfWeights';
 import type { LlamaModel } from '../../engine/model/llama';
 import { Rng } from '../../engine/random/prng';
 

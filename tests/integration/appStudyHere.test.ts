@@ -11,12 +11,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ApiEvent, ApiStudyView } from '../../engine/api/contract';
-import { callApi } from '../../engine/api/dispatch';
-import { createHost, type Host } from '../../engine/api/host';
-import { nodeRunLauncher, type RunLauncher } from '../../engine/api/runLauncher';
-import { readStudy, writeStudy } from '../../engine/studies/studyRecord';
-import { planStudy } from '../../engine/studies/studyPlan';
+import type { ApiEvent, ApiStudyView } from '../../engine/api/contract/contract';
+import { callApi } from '../../engine/api/host/dispatch';
+import { createHost, type Host } from '../../engine/api/host/host';
+import { nodeRunLauncher, type RunLauncher } from '../../engine/api/workers/runLauncher';
+import { readStudy, writeStudy } from '../../engine/cluster/studies/studyRecord';
+import { planStudy } from '../../engine/cluster/studies/studyPlan';
 import { cli, spawnCli } from '../helpers/cli';
 
 const FINAL = new Set(['finished', 'failed', 'stopped']);

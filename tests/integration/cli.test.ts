@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseLlamaConfig } from '../../engine/model/config';
-import { readSafetensorsFile } from '../../engine/model/safetensors';
+import { readSafetensorsFile } from '../../engine/model/formats/safetensors';
 import { cli as runCli } from '../helpers/cli';
 import { referenceLogits } from '../helpers/llamaReference';
 

@@ -78,7 +78,7 @@ describe('the built CLI', () => {
     const record = JSON.parse(fs.readFileSync(path.join(app, 'out', 'cli', 'build.json'), 'utf8'));
     expect(record.version).toBe(1);
     expect(record.sources).toEqual(
-      expect.arrayContaining(['engine/cli.ts', 'engine/model/llama.ts', 'engine/api/runWorker.ts']),
+      expect.arrayContaining(['engine/commands/cli.ts', 'engine/model/llama.ts', 'engine/api/workers/runWorker.ts']),
     );
     expect(record.sources.filter((s: string) => s.includes('node_modules'))).toEqual([]);
   });

@@ -19,8 +19,8 @@ import {
   noteRun,
   resetCliContext,
 } from '../../engine/commands/ioErrors';
-import { JsonlAppender } from '../../engine/runs/jsonl';
-import { UserError } from '../../engine/userError';
+import { JsonlAppender } from '../../engine/runs/folder/jsonl';
+import { UserError } from '../../engine/base/userError';
 import { BIN, cli } from '../helpers/cli';
 
 let home: string;

@@ -3,7 +3,7 @@
  * them; compareRollouts pairs what they logged by prompt. On rollout dumps generated to verl's format
  * (tests/unit/interop/trainerFormats.ts) and imported with `import verl`, through callApi as a window calls it: the
  * shared prompts and each side's per-prompt mean score (checked by hand), McNemar's exact test when every paired score
- * is 0/1 and the paired bootstrap otherwise (engine/metrics/pairedStats.ts, the same numbers computed here), two steps of
+ * is 0/1 and the paired bootstrap otherwise (engine/scoring/pairedStats.ts, the same numbers computed here), two steps of
  * one run, every step pooled, and one-line refusals (a step the run lacks, a run of another kind, a run with no
  * rollouts).
  */
@@ -11,13 +11,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiResponse } from '../../engine/api/contract';
-import { callApi } from '../../engine/api/dispatch';
-import { createHost, type Host } from '../../engine/api/host';
-import { nodeRunLauncher } from '../../engine/api/runLauncher';
+import type { ApiResponse } from '../../engine/api/contract/contract';
+import { callApi } from '../../engine/api/host/dispatch';
+import { createHost, type Host } from '../../engine/api/host/host';
+import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
 import { importMarti } from '../../engine/interop/import/marti';
 import { importVerl } from '../../engine/interop/import/verl';
-import { binomialHalfCdf, pairedBootstrap } from '../../engine/metrics/pairedStats';
+import { binomialHalfCdf, pairedBootstrap } from '../../engine/scoring/pairedStats';
 import { Rng } from '../../engine/random/prng';
 import {
   chatPrompt,

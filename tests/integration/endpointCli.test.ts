@@ -9,7 +9,7 @@ import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkpointConfig } from '../../engine/runs/evaluation';
+import { checkpointConfig } from '../../engine/runs/evaluation/evaluation';
 import http from 'node:http';
 import { cli, spawnCli } from '../helpers/cli';
 

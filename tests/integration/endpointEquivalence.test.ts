@@ -9,10 +9,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { evaluateWithEndpoints } from '../../engine/endpoints/evaluateEndpoints';
-import { endpointSourceSchema } from '../../engine/endpoints/policySource';
-import { parseRunConfig, type Algorithm, type RunConfig } from '../../engine/runs/configSchema';
-import { checkpointConfig, evaluateCheckpoint } from '../../engine/runs/evaluation';
+import { evaluateWithEndpoints } from '../../engine/runs/evaluation/evaluateEndpoints';
+import { endpointSourceSchema } from '../../engine/policy/policySource';
+import { parseRunConfig, type Algorithm, type RunConfig } from '../../engine/runs/config/configSchema';
+import { checkpointConfig, evaluateCheckpoint } from '../../engine/runs/evaluation/evaluation';
 import { useBackend } from '../helpers/backends';
 import { spawnCli } from '../helpers/cli';
 

@@ -10,12 +10,12 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EndpointError } from '../../engine/endpoints/endpointClient';
-import { evaluateWithEndpoints } from '../../engine/endpoints/evaluateEndpoints';
-import { loadCheckpoint } from '../../engine/model/checkpoint';
-import { loadTokenizer } from '../../engine/model/tokenizer';
-import { parseRunConfig } from '../../engine/runs/configSchema';
-import { checkpointConfig } from '../../engine/runs/evaluation';
+import { EndpointError } from '../../engine/policy/endpointClient';
+import { evaluateWithEndpoints } from '../../engine/runs/evaluation/evaluateEndpoints';
+import { loadCheckpoint } from '../../engine/model/formats/checkpoint';
+import { loadTokenizer } from '../../engine/model/tokenizers/tokenizer';
+import { parseRunConfig } from '../../engine/runs/config/configSchema';
+import { checkpointConfig } from '../../engine/runs/evaluation/evaluation';
 import { startModelServer, type ModelServer } from '../../engine/serveModel/server';
 import { useBackend } from '../helpers/backends';
 

@@ -1,5 +1,5 @@
 /**
- * Every algorithm's runs show their held-out score, by the metric the algorithm declares (engine/runs/headlineMetric.ts):
+ * Every algorithm's runs show their held-out score, by the metric the algorithm declares (engine/runs/summary/headlineMetric.ts):
  * a MARS-like run (eval.exactMatch), a MARTI-like run (eval.pass1) and a seqgrpo run (eval.accuracy), crafted as run
  * folders with metrics lines, through `mars-lab ls --json`, `ls`, `show` and the host's listRuns (validated by the
  * api contract, which must not strip the field). Before the declaration, only eval.accuracy was read and MARS and MARTI
@@ -9,11 +9,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiSchemas } from '../../engine/api/contract';
-import { callApi } from '../../engine/api/dispatch';
-import { createHost } from '../../engine/api/host';
-import { nodeRunLauncher } from '../../engine/api/runLauncher';
-import { createRunFolder } from '../../engine/runs/runFolder';
+import { apiSchemas } from '../../engine/api/contract/contract';
+import { callApi } from '../../engine/api/host/dispatch';
+import { createHost } from '../../engine/api/host/host';
+import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
+import { createRunFolder } from '../../engine/runs/folder/runFolder';
 import { cli } from '../helpers/cli';
 
 let home: string;

@@ -8,11 +8,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callApi } from '../../engine/api/dispatch';
-import { createHost, type Host } from '../../engine/api/host';
-import type { RunLauncher } from '../../engine/api/runLauncher';
-import { resolvePresetConfig } from '../../engine/runs/presets';
-import { createRunFolder } from '../../engine/runs/runFolder';
+import { callApi } from '../../engine/api/host/dispatch';
+import { createHost, type Host } from '../../engine/api/host/host';
+import type { RunLauncher } from '../../engine/api/workers/runLauncher';
+import { resolvePresetConfig } from '../../engine/runs/presets/presets';
+import { createRunFolder } from '../../engine/runs/folder/runFolder';
 import { cli } from '../helpers/cli';
 import {
   chatPrompt,
@@ -23,7 +23,7 @@ import {
   writeVerlStep,
 } from '../unit/interop/trainerFormats';
 
-/** A call as a window makes it: through the contract's request validation (engine/api/dispatch.ts). */
+/** A call as a window makes it: through the contract's request validation (engine/api/host/dispatch.ts). */
 const api = <T>(host: Host, method: string, req: object): Promise<T> =>
   callApi(host.handlers, method, req) as Promise<T>;
 

@@ -10,10 +10,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RayJobsClient } from '../../engine/ray/jobsClient';
-import { TERMINAL_STATUSES } from '../../engine/ray/jobsSchemas';
-import { resolvePresetConfig } from '../../engine/runs/presets';
-import { createRunFolder } from '../../engine/runs/runFolder';
+import { RayJobsClient } from '../../engine/cluster/ray/jobsClient';
+import { TERMINAL_STATUSES } from '../../engine/cluster/ray/jobsSchemas';
+import { resolvePresetConfig } from '../../engine/runs/presets/presets';
+import { createRunFolder } from '../../engine/runs/folder/runFolder';
 import { CLI, expectRay, rayMissing, startRayHead, type RayHead } from '../ray/rayHead';
 
 const missing = rayMissing();

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listCheckpoints, readRunMeta } from '../../engine/runs/runFolder';
+import { listCheckpoints, readRunMeta } from '../../engine/runs/folder/runFolder';
 import { spawnCli } from '../helpers/cli';
 import { quickConfig } from '../helpers/runFixtures';
 

@@ -1,5 +1,5 @@
 /**
- * A live run keeps its metrics summary sidecar (engine/runs/summarySidecar.ts) as it writes: a cold listing during
+ * A live run keeps its metrics summary sidecar (engine/runs/summary/summarySidecar.ts) as it writes: a cold listing during
  * the run shows every line on disk, the sidecar covers at least every checkpointed step, a listing never rewrites the
  * sidecar of a run whose writer is alive, and when the run ends its sidecar covers the whole log.
  */
@@ -7,11 +7,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseRunConfig } from '../../engine/runs/configSchema';
-import { INDEX_FILE, RUN_FILES } from '../../engine/runs/home';
-import { openRunIndex } from '../../engine/runs/runIndex';
+import { parseRunConfig } from '../../engine/runs/config/configSchema';
+import { INDEX_FILE, RUN_FILES } from '../../engine/runs/folder/home';
+import { openRunIndex } from '../../engine/runs/summary/runIndex';
 import { resumeRun, startRun } from '../../engine/runs/runLoop';
-import { readSummarySidecar, SUMMARY_SIDECAR, SummaryKeeper } from '../../engine/runs/summarySidecar';
+import { readSummarySidecar, SUMMARY_SIDECAR, SummaryKeeper } from '../../engine/runs/summary/summarySidecar';
 import { useBackend } from '../helpers/backends';
 import { quickConfig } from '../helpers/runFixtures';
 

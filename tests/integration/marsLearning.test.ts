@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { MarsConfig } from '../../engine/mars/configSchema';
 import { mars } from '../../engine/mars/trainer';
-import { resolvePresetConfig } from '../../engine/runs/presets';
+import { resolvePresetConfig } from '../../engine/runs/presets/presets';
 import { useBackend } from '../helpers/backends';
 
 const BASE = 'resources/mars/base-tiny';

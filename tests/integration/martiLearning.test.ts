@@ -14,7 +14,7 @@
  */
 import fs from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseRunConfig } from '../../engine/runs/configSchema';
+import { parseRunConfig } from '../../engine/runs/config/configSchema';
 import type { MartiConfig } from '../../engine/marti/configSchema';
 import { createMartiTrainer } from '../../engine/marti/trainer';
 import { useBackend } from '../helpers/backends';

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bestCoreFor, PROBE_CACHE, probeKey, readCpu } from '../../engine/native/coreType';
+import { bestCoreFor, PROBE_CACHE, probeKey, readCpu } from '../../engine/tensor/native/coreType';
 import { cli } from '../helpers/cli';
 import { built, nativeMissing } from '../unit/native/nativeHelpers';
 

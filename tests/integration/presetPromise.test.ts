@@ -8,8 +8,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkPresetPromise } from '../../engine/runs/presetCheck';
-import { listPresets } from '../../engine/runs/presets';
+import { checkPresetPromise } from '../../engine/runs/presets/presetCheck';
+import { listPresets } from '../../engine/runs/presets/presets';
 import { useBackend } from '../helpers/backends';
 
 /** Presets quick enough to run at every seed in the suite. */

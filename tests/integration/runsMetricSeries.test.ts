@@ -1,5 +1,5 @@
 /**
- * getRunsMetricSeries (engine/api/runsSeries.ts), through the contract as a window calls it: several runs' series of
+ * getRunsMetricSeries (engine/api/views/runsSeries.ts), through the contract as a window calls it: several runs' series of
  * one metric at once, decimated to the width asked, each run with its progress (last step, budget.steps, recent seconds
  * per step for an ETA), and a run that is not there answers its own error without failing the others.
  */
@@ -7,11 +7,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiSchemas } from '../../engine/api/contract';
-import { callApi } from '../../engine/api/dispatch';
-import { createHost, type Host } from '../../engine/api/host';
-import { nodeRunLauncher } from '../../engine/api/runLauncher';
-import { createRunFolder } from '../../engine/runs/runFolder';
+import { apiSchemas } from '../../engine/api/contract/contract';
+import { callApi } from '../../engine/api/host/dispatch';
+import { createHost, type Host } from '../../engine/api/host/host';
+import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
+import { createRunFolder } from '../../engine/runs/folder/runFolder';
 
 let home: string;
 let host: Host;

@@ -1,12 +1,12 @@
 /**
- * `mars-lab show` prints each metric's unit and one-line description (engine/shared/metricCatalog.ts) next to its
+ * `mars-lab show` prints each metric's unit and one-line description (engine/pure/metricCatalog.ts) next to its
  * summary; a metric without a declaration is printed as before, with nothing after it.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createRunFolder } from '../../engine/runs/runFolder';
+import { createRunFolder } from '../../engine/runs/folder/runFolder';
 import { cli } from '../helpers/cli';
 
 const home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-show-desc-'));

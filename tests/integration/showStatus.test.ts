@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createRunFolder, readRunMeta, writeRunMeta } from '../../engine/runs/runFolder';
+import { createRunFolder, readRunMeta, writeRunMeta } from '../../engine/runs/folder/runFolder';
 import { cli } from '../helpers/cli';
 
 let home: string;

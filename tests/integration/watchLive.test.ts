@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { watchHome, type HomeWatcher, type RunEvent } from '../../engine/runs/watcher';
+import { watchHome, type HomeWatcher, type RunEvent } from '../../engine/runs/watch/watcher';
 import { cli } from '../helpers/cli';
 import { quickConfig } from '../helpers/runFixtures';
 

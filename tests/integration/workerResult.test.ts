@@ -1,5 +1,5 @@
 /**
- * How a worker's result travels to its host (engine/api/runWorker.ts writeWorkerResult, runLauncher.ts workerResult):
+ * How a worker's result travels to its host (engine/api/workers/runWorker.ts writeWorkerResult, runLauncher.ts workerResult):
  * as a file under <home>/evals/worker-results/, written whole under its final name, read once, validated against the
  * api contract and removed. A result line cannot make the host read or delete any other file, and a damaged or
  * mis-shaped result is an error naming the file and the field rather than a half answer.
@@ -8,8 +8,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { workerEvalSchema, workerResult, workerResultsDir } from '../../engine/api/runLauncher';
-import { writeWorkerResult } from '../../engine/api/runWorker';
+import { workerEvalSchema, workerResult, workerResultsDir } from '../../engine/api/workers/runLauncher';
+import { writeWorkerResult } from '../../engine/api/workers/runWorker';
 
 let home: string;
 beforeEach(() => {

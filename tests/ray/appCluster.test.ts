@@ -1,5 +1,5 @@
 /**
- * The app's side of studies on a Ray cluster (engine/api/clusterMethods.ts), through the API as a window calls it
+ * The app's side of studies on a Ray cluster (engine/api/cluster/clusterMethods.ts), through the API as a window calls it
  * (callApi: the contract's zod schemas, then the host), against a real single-node Ray head (tests/ray/rayHead.ts; no
  * fake of the Jobs API): a study submitted from the launch form's request (its edited config reaching every job as
  * sets), its status and its jobs' logs pushed as events (every byte once), its runs appearing through the home
@@ -12,12 +12,12 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiEvent, ApiStudyView } from '../../engine/api/contract';
-import { callApi } from '../../engine/api/dispatch';
-import { createHost, type Host } from '../../engine/api/host';
-import { nodeRunLauncher } from '../../engine/api/runLauncher';
-import { RayJobsClient } from '../../engine/ray/jobsClient';
-import { listStudyIds, readStudy } from '../../engine/studies/studyRecord';
+import type { ApiEvent, ApiStudyView } from '../../engine/api/contract/contract';
+import { callApi } from '../../engine/api/host/dispatch';
+import { createHost, type Host } from '../../engine/api/host/host';
+import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
+import { RayJobsClient } from '../../engine/cluster/ray/jobsClient';
+import { listStudyIds, readStudy } from '../../engine/cluster/studies/studyRecord';
 import { expectRay, freePorts, rayMissing, startRayHead, type RayHead } from './rayHead';
 
 const missing = rayMissing();

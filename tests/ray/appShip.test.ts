@@ -1,5 +1,5 @@
 /**
- * The launch form's "ship the project with the jobs" (engine/api/clusterShip.ts), through callApi as a window calls it.
+ * The launch form's "ship the project with the jobs" (engine/api/cluster/clusterShip.ts), through callApi as a window calls it.
  * Without Ray: a study on a cluster ships by default only from a packaged app (a project inside app.asar) whose host
  * has no $MARS_LAB_RAY_PROJECT (studyOptions says which), and a build older than its sources is refused in one line naming ray.ship, before any cluster is asked
  * and with nothing recorded. Against a real single-node Ray head (tests/ray/rayHead.ts; no fake of the Jobs API): the
@@ -15,16 +15,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { haveChromium, launchChromium } from '../helpers/chromium';
-import { createClusterHost, RAY_PROJECT_ENV } from '../../engine/api/clusterMethods';
-import type { ApiEvent, ApiStudyView } from '../../engine/api/contract';
-import { callApi } from '../../engine/api/dispatch';
-import { createHost, type ApiHandlers, type Host } from '../../engine/api/host';
-import { allowedRoots } from '../../engine/api/hostGuards';
-import { nodeRunLauncher } from '../../engine/api/runLauncher';
-import { DEFAULT_RENDERER_DIR, startWebServer } from '../../engine/api/webServer';
-import { RayJobsClient } from '../../engine/ray/jobsClient';
-import { PRESETS_DIR } from '../../engine/runs/presets';
-import { listStudyIds, readStudy } from '../../engine/studies/studyRecord';
+import { createClusterHost, RAY_PROJECT_ENV } from '../../engine/api/cluster/clusterMethods';
+import type { ApiEvent, ApiStudyView } from '../../engine/api/contract/contract';
+import { callApi } from '../../engine/api/host/dispatch';
+import { createHost, type ApiHandlers, type Host } from '../../engine/api/host/host';
+import { allowedRoots } from '../../engine/api/host/hostGuards';
+import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
+import { DEFAULT_RENDERER_DIR, startWebServer } from '../../engine/api/web/webServer';
+import { RayJobsClient } from '../../engine/cluster/ray/jobsClient';
+import { PRESETS_DIR } from '../../engine/runs/presets/presets';
+import { listStudyIds, readStudy } from '../../engine/cluster/studies/studyRecord';
 import { expectRay, freePorts, PROJECT, rayMissing, startRayHead, type RayHead } from './rayHead';
 
 const missing = rayMissing();
@@ -90,11 +90,11 @@ describe('shipping from the app, without a cluster', () => {
     const project = path.join(root, 'project');
     fs.mkdirSync(path.join(project, 'engine'), { recursive: true });
     fs.mkdirSync(path.join(project, 'out/cli'), { recursive: true });
-    fs.writeFileSync(path.join(project, 'engine/cli.ts'), '// a source edited after the build\n');
+    fs.writeFileSync(path.join(project, 'engine/commands/cli.ts'), '// a source edited after the build\n');
     fs.writeFileSync(path.join(project, 'out/cli/index.js'), '// the build\n');
     fs.writeFileSync(
       path.join(project, 'out/cli/build.json'),
-      JSON.stringify({ version: 1, builtAt: 1000, sources: ['engine/cli.ts'] }),
+      JSON.stringify({ version: 1, builtAt: 1000, sources: ['engine/commands/cli.ts'] }),
     );
     const [closed] = await freePorts(1);
     const url = `http://127.0.0.1:${closed}`;
@@ -102,7 +102,7 @@ describe('shipping from the app, without a cluster', () => {
     for (const env of [withoutProject(), { ...withoutProject(), [RAY_PROJECT_ENV]: '/opt/mars-lab' }]) {
       const { refusal } = clusterApi(home, env, { projectDir: project });
       expect(await refusal('startStudy', { preset: 'seqgrpo-copy', seeds: [0], ray: { url, ship: true } })).toBe(
-        'ray.ship: the app sends its built engine, and it is not up to date (engine/cli.ts changed after the build): run npm run build, or untick ship',
+        'ray.ship: the app sends its built engine, and it is not up to date (engine/commands/cli.ts changed after the build): run npm run build, or untick ship',
       );
     }
     // not asked for (a checkout's default): the stale build is not this study's business; the cluster is asked

@@ -1,5 +1,5 @@
 /**
- * The app's cluster methods where no Ray is needed (engine/api/clusterMethods.ts), through callApi as a window calls
+ * The app's cluster methods where no Ray is needed (engine/api/cluster/clusterMethods.ts), through callApi as a window calls
  * them: the launch form's edited config becomes `path=value` sets over the preset's (only what changed; a union member
  * changed whole), a study's refusals in one line with nothing recorded (no preset, a closed loopback port, a token
  * variable that is not set, a run id that climbs out), and a recorded study whose cluster is gone: attachStudy answers
@@ -9,14 +9,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configDiffSets } from '../../engine/api/clusterMethods';
-import type { ApiStudyView } from '../../engine/api/contract';
-import { callApi } from '../../engine/api/dispatch';
-import { createHost, type Host } from '../../engine/api/host';
-import { nodeRunLauncher } from '../../engine/api/runLauncher';
-import { resolvePresetConfig } from '../../engine/runs/presets';
-import { listStudyIds, readStudy, writeStudy } from '../../engine/studies/studyRecord';
-import { planStudy, PROJECT_DIR } from '../../engine/studies/studyPlan';
+import { configDiffSets } from '../../engine/api/cluster/clusterMethods';
+import type { ApiStudyView } from '../../engine/api/contract/contract';
+import { callApi } from '../../engine/api/host/dispatch';
+import { createHost, type Host } from '../../engine/api/host/host';
+import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
+import { resolvePresetConfig } from '../../engine/runs/presets/presets';
+import { listStudyIds, readStudy, writeStudy } from '../../engine/cluster/studies/studyRecord';
+import { planStudy, PROJECT_DIR } from '../../engine/cluster/studies/studyPlan';
 import { freePorts } from './rayHead';
 
 describe('the launch form config as a study’s sets', () => {

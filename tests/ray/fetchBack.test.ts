@@ -12,9 +12,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RayJobsClient } from '../../engine/ray/jobsClient';
-import { fetchRun } from '../../engine/studies/fetchBack';
-import { readStudy } from '../../engine/studies/studyRecord';
+import { RayJobsClient } from '../../engine/cluster/ray/jobsClient';
+import { fetchRun } from '../../engine/cluster/studies/fetchBack';
+import { readStudy } from '../../engine/cluster/studies/studyRecord';
 import { CLI, expectRay, rayMissing, startRayHead, type RayHead } from './rayHead';
 
 const missing = rayMissing();

@@ -13,11 +13,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RayError, RayJobsClient } from '../../engine/ray/jobsClient';
-import { followJobLogs } from '../../engine/ray/logTail';
-import { runStudyOnRay } from '../../engine/studies/rayStudy';
-import { readStudy, studyLogFile } from '../../engine/studies/studyRecord';
-import { planStudy } from '../../engine/studies/studyPlan';
+import { RayError, RayJobsClient } from '../../engine/cluster/ray/jobsClient';
+import { followJobLogs } from '../../engine/cluster/ray/logTail';
+import { runStudyOnRay } from '../../engine/cluster/studies/rayStudy';
+import { readStudy, studyLogFile } from '../../engine/cluster/studies/studyRecord';
+import { planStudy } from '../../engine/cluster/studies/studyPlan';
 import { CLI, expectRay, freePorts, PROJECT, rayMissing, startRayHead, type RayHead } from './rayHead';
 
 const missing = rayMissing();

@@ -6,8 +6,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RayError, RayJobsClient } from '../../engine/ray/jobsClient';
-import { followJobLogs } from '../../engine/ray/logTail';
+import { RayError, RayJobsClient } from '../../engine/cluster/ray/jobsClient';
+import { followJobLogs } from '../../engine/cluster/ray/logTail';
 import { CLI, expectRay, rayMissing, startRayHead, type RayHead } from './rayHead';
 
 const missing = rayMissing();

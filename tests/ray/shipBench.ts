@@ -12,11 +12,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { RayJobsClient } from '../../engine/ray/jobsClient';
-import { runStudyOnRay } from '../../engine/studies/rayStudy';
-import { packProject } from '../../engine/studies/shipProject';
-import { planStudy, PROJECT_DIR } from '../../engine/studies/studyPlan';
-import { studyLogFile, type StudyWhere } from '../../engine/studies/studyRecord';
+import { RayJobsClient } from '../../engine/cluster/ray/jobsClient';
+import { runStudyOnRay } from '../../engine/cluster/studies/rayStudy';
+import { packProject } from '../../engine/cluster/studies/shipProject';
+import { planStudy, PROJECT_DIR } from '../../engine/cluster/studies/studyPlan';
+import { studyLogFile, type StudyWhere } from '../../engine/cluster/studies/studyRecord';
 import { rayMissing, startRayHead } from './rayHead';
 
 function arg(name: string, dflt: string): string {

@@ -16,9 +16,9 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { strToU8, zipSync } from 'fflate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RayJobsClient } from '../../engine/ray/jobsClient';
-import { ensurePackage } from '../../engine/studies/shipProject';
-import { readStudy } from '../../engine/studies/studyRecord';
+import { RayJobsClient } from '../../engine/cluster/ray/jobsClient';
+import { ensurePackage } from '../../engine/cluster/studies/shipProject';
+import { readStudy } from '../../engine/cluster/studies/studyRecord';
 import { CLI, expectRay, PROJECT, rayMissing, startRayHead, type RayHead } from './rayHead';
 
 const missing = rayMissing();

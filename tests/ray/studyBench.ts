@@ -13,10 +13,10 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { RayJobsClient } from '../../engine/ray/jobsClient';
-import { runStudyOnRay } from '../../engine/studies/rayStudy';
-import { parseSeeds, parseVariants, planStudy, PROJECT_DIR } from '../../engine/studies/studyPlan';
-import { studyLogFile } from '../../engine/studies/studyRecord';
+import { RayJobsClient } from '../../engine/cluster/ray/jobsClient';
+import { runStudyOnRay } from '../../engine/cluster/studies/rayStudy';
+import { parseSeeds, parseVariants, planStudy, PROJECT_DIR } from '../../engine/cluster/studies/studyPlan';
+import { studyLogFile } from '../../engine/cluster/studies/studyRecord';
 import { CLI, rayMissing, startRayHead } from './rayHead';
 
 function arg(name: string, dflt: string): string {

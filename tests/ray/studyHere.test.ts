@@ -12,10 +12,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseRayUrl, rayErrorLine, RayError, RayJobsClient } from '../../engine/ray/jobsClient';
-import { readStudy } from '../../engine/studies/studyRecord';
-import { parseSeeds, parseVariants, planStudy, rayEntrypoint } from '../../engine/studies/studyPlan';
-import { UserError } from '../../engine/userError';
+import { parseRayUrl, rayErrorLine, RayError, RayJobsClient } from '../../engine/cluster/ray/jobsClient';
+import { readStudy } from '../../engine/cluster/studies/studyRecord';
+import { parseSeeds, parseVariants, planStudy, rayEntrypoint } from '../../engine/cluster/studies/studyPlan';
+import { UserError } from '../../engine/base/userError';
 import { CLI } from './rayHead';
 
 const run = promisify(execFile);

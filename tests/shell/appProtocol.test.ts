@@ -16,7 +16,7 @@ import {
   type AppProtocolRequest,
 } from '../../main/appProtocol';
 import { CONTENT_SECURITY_POLICY_HEADER } from '../../main/contentSecurityPolicy';
-import { UserError } from '../../engine/userError';
+import { UserError } from '../../engine/base/userError';
 
 const SECRET = 'root:x:0:0:secret-outside-the-renderer';
 

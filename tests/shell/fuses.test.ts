@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { UserError } from '../../engine/userError';
+import { UserError } from '../../engine/base/userError';
 import { applyFuses, FUSES, fuseSettingsByName, locatePackagedApp } from '../../main/fuses';
 import { REQUIRED_APP_FILES } from '../../scripts/appArchive.mjs';
 import { writeAsar } from '../helpers/asarArchive';

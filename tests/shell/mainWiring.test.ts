@@ -14,8 +14,8 @@ import {
   apiChannel,
   type ApiEvent,
   type MarsLabApi,
-} from '../../engine/api/contract';
-import { ENGINE_VERSION } from '../../engine/version';
+} from '../../engine/api/contract/contract';
+import { ENGINE_VERSION } from '../../engine/base/version';
 import { APP_INDEX_URL, APP_SCHEME_PRIVILEGES } from '../../main/appProtocol';
 import { CONTENT_SECURITY_POLICY_HEADER } from '../../main/contentSecurityPolicy';
 import { denyDevicePermission, denyPermissionCheck, denyPermissionRequest } from '../../main/navigationGuards';

@@ -14,10 +14,10 @@ import type { MarsConfig } from '../../engine/mars/configSchema';
 import { mars } from '../../engine/mars/trainer';
 import type { MartiConfig } from '../../engine/marti/configSchema';
 import { createMartiTrainer } from '../../engine/marti/trainer';
-import { nativeKernelReport } from '../../engine/native/status';
-import { parseRunConfig } from '../../engine/runs/configSchema';
-import { checkPresetPromise } from '../../engine/runs/presetCheck';
-import { listPresets, resolvePresetConfig } from '../../engine/runs/presets';
+import { nativeKernelReport } from '../../engine/tensor/native/status';
+import { parseRunConfig } from '../../engine/runs/config/configSchema';
+import { checkPresetPromise } from '../../engine/runs/presets/presetCheck';
+import { listPresets, resolvePresetConfig } from '../../engine/runs/presets/presets';
 import { initBackend } from '../../engine/tensor/backend';
 import { toyFigures, trainToyGrpo } from '../helpers/grpoToy';
 

@@ -3,7 +3,7 @@
  * (resources/mars/base-tiny) learned its System 1 role on windows of at most 96 tokens; on mars-overflow's 176-token
  * windows it writes sentences that are not in its window (measured: 0 of its System 1 outputs held a support sentence).
  * Rather than pretrain from random weights again (36 min on an idle 2-core VM), this continues base-tiny's supervised
- * pretraining (engine/runs/pretrain.ts's loop: the same data, loss and optimiser) on the preset's own pretraining data,
+ * pretraining (engine/runs/presets/pretrain.ts's loop: the same data, loss and optimiser) on the preset's own pretraining data,
  * whose pages and System 1 windows have the overflow lengths, and writes the result as a base checkpoint.
  *
  *   npx tsx tests/study/marsOverflowBase.ts [--preset mars-overflow] [--steps 600] [--from resources/mars/base-tiny]
@@ -15,12 +15,12 @@
  * (faithful copies), the share holding the hop's support sentence, and the share naming an entity absent from the window.
  */
 import fs from 'node:fs';
-import { algorithmFor } from '../../engine/algorithms';
-import { loadCheckpoint, saveCheckpoint } from '../../engine/model/checkpoint';
+import { algorithmFor } from '../../engine/runs/registry';
+import { loadCheckpoint, saveCheckpoint } from '../../engine/model/formats/checkpoint';
 import { padBatch } from '../../engine/model/logProbs';
 import { maskedNll } from '../../engine/model/supervised';
 import { Rng } from '../../engine/random/prng';
-import { generateWith } from '../../engine/endpoints/endpointPolicy';
+import { generateWith } from '../../engine/policy/endpointPolicy';
 import type { MarsConfig } from '../../engine/mars/configSchema';
 import { containsTokens, supportSentences } from '../../engine/mars/sys1Measures';
 import { marsFormat } from '../../engine/mars/trainer';
@@ -28,7 +28,7 @@ import { generateWorld } from '../../engine/mars/world';
 import { evalWorldSeeds } from '../../engine/mars/worldSplits';
 import { Adam } from '../../engine/rl/adam';
 import { adamVariables } from '../../engine/rl/policyUpdate';
-import { resolvePresetConfig } from '../../engine/runs/presets';
+import { resolvePresetConfig } from '../../engine/runs/presets/presets';
 import { initBackend, tf } from '../../engine/tensor/backend';
 
 function arg(name: string, dflt: string): string {

@@ -9,8 +9,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { claimRow, claimsTable, type ClaimRow } from '../../engine/metrics/claims';
-import { DEFAULT_ALPHA, pairedSeedsVerdict, seedsVerdict, shiftVerdict } from '../../engine/metrics/verdict';
+import { claimRow, claimsTable, type ClaimRow } from './stats/claims';
+import { DEFAULT_ALPHA, pairedSeedsVerdict, seedsVerdict, shiftVerdict } from './stats/verdict';
 import { MARS_FAMILIES } from '../../engine/mars/configSchema';
 import {
   armVerdict,

@@ -3,8 +3,8 @@
  * T+ too, diversity), then the issue-17 arms' comparisons, each arm against its base and against a random program.
  * Parts, verdicts and the other tables are tests/study/studyParts.ts, shared with the MARS study.
  */
-import { claimRow, claimsTable, type ClaimRow } from '../../engine/metrics/claims';
-import { DEFAULT_ALPHA } from '../../engine/metrics/verdict';
+import { claimRow, claimsTable, type ClaimRow } from './stats/claims';
+import { DEFAULT_ALPHA } from './stats/verdict';
 import { armVerdict, f3, mean, overBase, overChance, short, type Part } from './studyParts';
 
 export { armVerdict, pairedTableLines, partSchema, perArmTableLines, type Part, type Row } from './studyParts';

@@ -2,7 +2,7 @@
  * Two search settings on the same problems (issue 17: Beta vs Gaussian posterior, Thompson vs UCB agent choice): reads
  * two files written by `martiSearchCurve.ts --out` and, for every node budget both ran, pairs each problem's plain-tree
  * pick (pass1MCTS), best of tree and T+ pick, testing the first setting against the second by sign flips over worlds
- * (engine/metrics/clustered.ts). Both files must hold the same problems (same --items and preset, any checkpoint).
+ * (tests/study/stats/clustered.ts). Both files must hold the same problems (same --items and preset, any checkpoint).
  *
  *   npx tsx tests/study/martiSearchCompare.ts GAUSSIAN.json BETA.json
  *
@@ -10,7 +10,7 @@
  */
 import fs from 'node:fs';
 import { z } from 'zod';
-import { clusteredMean, pairedClusterVerdict, type ItemOutcome } from '../../engine/metrics/clustered';
+import { clusteredMean, pairedClusterVerdict, type ItemOutcome } from './stats/clustered';
 import { Rng } from '../../engine/random/prng';
 import { f3, fp } from './studyParts';
 

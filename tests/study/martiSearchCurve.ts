@@ -3,7 +3,7 @@
  * each budget N, every held-out problem gets a plain AB-MCTS-A tree (per-test feedback, no depth weighting; its pick
  * by public score = pass1MCTS, its best = bestOfTree) and a T+ tree (rich feedback, depth weighting; tplus.pass1,
  * tplus.bestOfTree), both of N nodes. T+ against plain is paired per problem and tested by sign flips over worlds
- * (engine/metrics/clustered.ts); no seeds are involved (one checkpoint; the search draws are seeded by the task seed).
+ * (tests/study/stats/clustered.ts); no seeds are involved (one checkpoint; the search draws are seeded by the task seed).
  *
  *   npx tsx tests/study/martiSearchCurve.ts [--preset marti-search] [--checkpoint resources/marti/base-tiny]
  *     [--budgets 4,8,16] [--items 128] [--set k=v …] [--out FILE.json]
@@ -14,9 +14,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import type { MartiConfig } from '../../engine/marti/configSchema';
 import { createMartiTrainer, evaluateMartiDetailed, heldoutTasks } from '../../engine/marti/trainer';
-import { clusteredMean, pairedClusterVerdict, type ItemOutcome } from '../../engine/metrics/clustered';
+import { clusteredMean, pairedClusterVerdict, type ItemOutcome } from './stats/clustered';
 import { Rng } from '../../engine/random/prng';
-import { resolvePresetConfig } from '../../engine/runs/presets';
+import { resolvePresetConfig } from '../../engine/runs/presets/presets';
 import { initBackend } from '../../engine/tensor/backend';
 import { itemScores, martiWorld } from './martiItems';
 import { f3, fp } from './studyParts';

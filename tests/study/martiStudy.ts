@@ -25,7 +25,7 @@
  *
  * Issue 17: every evaluation keeps its per-problem outcomes (problem id, world, private score per mode; the base's
  * too, and a random program's chance per problem: tests/study/martiItems.ts), and the claims are decided on seeds
- * and on items together (engine/metrics/clustered.ts): seed-level exact permutation tests, and sign-flip tests over
+ * and on items together (tests/study/stats/clustered.ts): seed-level exact permutation tests, and sign-flip tests over
  * worlds on the paired per-problem differences, a claim holding only when both reject.
  */
 import fs from 'node:fs';
@@ -39,7 +39,7 @@ import {
   type MartiEvalDetail,
 } from '../../engine/marti/trainer';
 import type { MartiConfig } from '../../engine/marti/configSchema';
-import { resolvePresetConfig } from '../../engine/runs/presets';
+import { resolvePresetConfig } from '../../engine/runs/presets/presets';
 import { initBackend } from '../../engine/tensor/backend';
 import { itemScores, martiWorld, randomProgramChance } from './martiItems';
 import {

@@ -1,6 +1,6 @@
 /**
  * `npm run check:presets`: every preset that declares a success criterion is run at each of its seeds, unchanged but
- * for the seed, and its promise is checked (engine/runs/presetCheck.ts). A figure, not a test: the MARS and MARTI
+ * for the seed, and its promise is checked (engine/runs/presets/presetCheck.ts). A figure, not a test: the MARS and MARTI
  * presets take 10–15 minutes a seed on 2 cores. The fast ones are also checked by `npm test`
  * (tests/integration/presetPromise.test.ts).
  *
@@ -11,8 +11,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { checkPresetPromise, type PromiseCheck } from '../../engine/runs/presetCheck';
-import { listPresets } from '../../engine/runs/presets';
+import { checkPresetPromise, type PromiseCheck } from '../../engine/runs/presets/presetCheck';
+import { listPresets } from '../../engine/runs/presets/presets';
 import { initBackend } from '../../engine/tensor/backend';
 
 function arg(name: string): string | undefined {

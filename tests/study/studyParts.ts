@@ -4,22 +4,16 @@
  * worlds, a chance figure per item), verdicts for "A beats B", "an arm beats its base" and "an arm beats chance", a
  * per-arm table with cluster-robust standard errors, and paired arm-vs-arm tables on the same items.
  *
- * A claim "arm A beats arm B" is decided on two levels that must agree (engine/metrics/clustered.ts `agreeing`):
+ * A claim "arm A beats arm B" is decided on two levels that must agree (tests/study/stats/clustered.ts `agreeing`):
  * across seeds (exact permutation test of the per-seed means: training noise) and across items (sign-flip test over
  * worlds of the paired per-item differences of seed-averaged scores: which items were drawn, with items of one world
  * correlated). Parts written before issue 17 have no per-item outcomes; their claims use seeds only.
  */
 import fs from 'node:fs';
 import { z } from 'zod';
-import {
-  agreeing,
-  clusteredMean,
-  pairedClusterVerdict,
-  seedAveraged,
-  type ItemOutcome,
-} from '../../engine/metrics/clustered';
-import { mcnemar, pairedBootstrap } from '../../engine/metrics/pairedStats';
-import { seedsVerdict, shiftVerdict, type VerdictResult } from '../../engine/metrics/verdict';
+import { agreeing, clusteredMean, pairedClusterVerdict, seedAveraged, type ItemOutcome } from './stats/clustered';
+import { mcnemar, pairedBootstrap } from '../../engine/scoring/pairedStats';
+import { seedsVerdict, shiftVerdict, type VerdictResult } from './stats/verdict';
 import { Rng } from '../../engine/random/prng';
 
 const rowSchema = z.object({

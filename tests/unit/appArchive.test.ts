@@ -44,7 +44,7 @@ describe('app.asar listing', () => {
     const file = join(tempDir(), 'app.asar');
     const files = allFiles();
     delete files['out/cli/index.js'];
-    writeAsar(file, { ...files, 'engine/cli.ts': '// sources do not stand in for the build' });
+    writeAsar(file, { ...files, 'engine/commands/cli.ts': '// sources do not stand in for the build' });
     expect(missingAppFiles(file)).toEqual(['out/cli/index.js']);
     writeAsar(file, allFiles());
     expect(missingAppFiles(file)).toEqual([]);

@@ -22,7 +22,7 @@ function write(rel: string, text: string, mtime = before): void {
 
 beforeEach(() => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-built-entry-'));
-  write('engine/cli.ts', '// cli');
+  write('engine/commands/cli.ts', '// cli');
   write('engine/model/llama.ts', '// model');
   write('out/cli/index.js', '// built');
   write(
@@ -30,8 +30,8 @@ beforeEach(() => {
     JSON.stringify({
       version: 1,
       builtAt,
-      entry: 'engine/cli.ts',
-      sources: ['engine/cli.ts', 'engine/model/llama.ts'],
+      entry: 'engine/commands/cli.ts',
+      sources: ['engine/commands/cli.ts', 'engine/model/llama.ts'],
     }),
   );
 });
@@ -46,7 +46,7 @@ describe('chooseEntry', () => {
     write('engine/model/llama.ts', '// edited', after);
     expect(choose(root, {})).toMatchObject({
       kind: 'sources',
-      file: path.join(root, 'engine/cli.ts'),
+      file: path.join(root, 'engine/commands/cli.ts'),
       reason: 'engine/model/llama.ts changed after the build',
     });
   });
@@ -83,7 +83,7 @@ describe('chooseEntry', () => {
     fs.mkdirSync(path.dirname(asar), { recursive: true });
     fs.cpSync(path.join(root, 'engine'), path.join(asar, 'engine'), { recursive: true });
     fs.cpSync(path.join(root, 'out'), path.join(asar, 'out'), { recursive: true });
-    fs.utimesSync(path.join(asar, 'engine/cli.ts'), after, after);
+    fs.utimesSync(path.join(asar, 'engine/commands/cli.ts'), after, after);
     expect(choose(asar, {})).toEqual({ kind: 'built', file: path.join(asar, 'out/cli/index.js') });
   });
 });

@@ -7,8 +7,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { checkpointTokenizerFile, LEGACY_TOKENIZER_FILE, TOKENIZER_FILE } from '../../engine/model/checkpointFiles';
-import { loadTokenizer } from '../../engine/model/tokenizer';
+import {
+  checkpointTokenizerFile,
+  LEGACY_TOKENIZER_FILE,
+  TOKENIZER_FILE,
+} from '../../engine/model/formats/checkpointFiles';
+import { loadTokenizer } from '../../engine/model/tokenizers/tokenizer';
 
 let dir: string;
 const byteTokenizer = JSON.stringify({

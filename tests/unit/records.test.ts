@@ -22,12 +22,12 @@ import {
   trajectoryLineSchema,
   type TrajectoryKind,
 } from '../../engine/records';
-import { parseRunConfig, type RunConfigInput } from '../../engine/runs/configSchema';
-import { evaluateCheckpoint } from '../../engine/runs/evaluation';
-import { readLiveTrajectories, writeLiveTrajectories } from '../../engine/runs/liveTrajectories';
-import { listCheckpoints, runFilePaths } from '../../engine/runs/runFolder';
+import { parseRunConfig, type RunConfigInput } from '../../engine/runs/config/configSchema';
+import { evaluateCheckpoint } from '../../engine/runs/evaluation/evaluation';
+import { readLiveTrajectories, writeLiveTrajectories } from '../../engine/runs/folder/liveTrajectories';
+import { listCheckpoints, runFilePaths } from '../../engine/runs/folder/runFolder';
 import { startRun } from '../../engine/runs/runLoop';
-import { UserError } from '../../engine/userError';
+import { UserError } from '../../engine/base/userError';
 import { useBackend } from '../helpers/backends';
 import { quickConfig } from '../helpers/runFixtures';
 

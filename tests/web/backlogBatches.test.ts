@@ -7,12 +7,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiEvent } from '../../engine/api/contract';
-import { createHost, type Host } from '../../engine/api/host';
-import { nodeRunLauncher } from '../../engine/api/runLauncher';
-import { RUN_FILES } from '../../engine/runs/home';
-import { createRunFolder } from '../../engine/runs/runFolder';
-import { batchBySize, EVENT_BATCH_BYTES } from '../../engine/runs/watcher';
+import type { ApiEvent } from '../../engine/api/contract/contract';
+import { createHost, type Host } from '../../engine/api/host/host';
+import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
+import { RUN_FILES } from '../../engine/runs/folder/home';
+import { createRunFolder } from '../../engine/runs/folder/runFolder';
+import { batchBySize, EVENT_BATCH_BYTES } from '../../engine/runs/watch/watcher';
 
 let home: string;
 let elsewhere: string;

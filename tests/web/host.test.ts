@@ -7,11 +7,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiEventSchema, apiSchemas, type ApiEvent } from '../../engine/api/contract';
-import { callApi } from '../../engine/api/dispatch';
-import { createHost, type Host } from '../../engine/api/host';
-import { nodeRunLauncher } from '../../engine/api/runLauncher';
-import { createRunFolder, readRunMeta, updateStatus, writeRunMeta } from '../../engine/runs/runFolder';
+import { apiEventSchema, apiSchemas, type ApiEvent } from '../../engine/api/contract/contract';
+import { callApi } from '../../engine/api/host/dispatch';
+import { createHost, type Host } from '../../engine/api/host/host';
+import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
+import { createRunFolder, readRunMeta, updateStatus, writeRunMeta } from '../../engine/runs/folder/runFolder';
 
 let home: string;
 let host: Host;

@@ -9,12 +9,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callApi } from '../../engine/api/dispatch';
-import { createHost, type Host } from '../../engine/api/host';
-import { defaultMaxWorkers } from '../../engine/api/hostGuards';
-import type { RunLauncher, RunProcessHandlers } from '../../engine/api/runLauncher';
-import { createRunFolder, readRunMeta, writeRunMeta } from '../../engine/runs/runFolder';
-import { currentBootId, procStartTicks } from '../../engine/runs/writerProcess';
+import { callApi } from '../../engine/api/host/dispatch';
+import { createHost, type Host } from '../../engine/api/host/host';
+import { defaultMaxWorkers } from '../../engine/api/host/hostGuards';
+import type { RunLauncher, RunProcessHandlers } from '../../engine/api/workers/runLauncher';
+import { createRunFolder, readRunMeta, writeRunMeta } from '../../engine/runs/folder/runFolder';
+import { currentBootId, procStartTicks } from '../../engine/runs/folder/writerProcess';
 
 interface FakeLaunch {
   args: readonly string[];

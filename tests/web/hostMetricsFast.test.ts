@@ -9,13 +9,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callApi } from '../../engine/api/dispatch';
-import { createHost, type Host } from '../../engine/api/host';
-import type { RunLauncher } from '../../engine/api/runLauncher';
-import { decimate, metricSeries } from '../../engine/runs/decimate';
-import { readJsonl } from '../../engine/runs/jsonl';
-import { metricLineProblem, metricNames, setOwn, toMetricPoint } from '../../engine/runs/metricPoint';
-import { createRunFolder } from '../../engine/runs/runFolder';
+import { callApi } from '../../engine/api/host/dispatch';
+import { createHost, type Host } from '../../engine/api/host/host';
+import type { RunLauncher } from '../../engine/api/workers/runLauncher';
+import { decimate, metricSeries } from '../../engine/runs/summary/decimate';
+import { readJsonl } from '../../engine/runs/folder/jsonl';
+import { metricLineProblem, metricNames, setOwn, toMetricPoint } from '../../engine/runs/summary/metricPoint';
+import { createRunFolder } from '../../engine/runs/folder/runFolder';
 
 const noLaunches: RunLauncher = {
   launch() {

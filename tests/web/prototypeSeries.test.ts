@@ -6,9 +6,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { callApi } from '../../engine/api/dispatch';
-import { createHost, type Host } from '../../engine/api/host';
-import { createRunFolder } from '../../engine/runs/runFolder';
+import { callApi } from '../../engine/api/host/dispatch';
+import { createHost, type Host } from '../../engine/api/host/host';
+import { createRunFolder } from '../../engine/runs/folder/runFolder';
 
 let home: string;
 let host: Host;

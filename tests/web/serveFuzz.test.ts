@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { frameText } from '../../engine/api/webServer';
+import { frameText } from '../../engine/api/web/webServer';
 import { BIN } from '../helpers/cli';
 import { rawExchange, statusOf, type Ending } from '../helpers/rawHttp';
 

@@ -14,9 +14,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser } from 'playwright-core';
 import { CHROMIUM, haveChromium, launchChromium } from '../helpers/chromium';
-import { createHost, type Host } from '../../engine/api/host';
-import { nodeRunLauncher } from '../../engine/api/runLauncher';
-import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/webServer';
+import { createHost, type Host } from '../../engine/api/host/host';
+import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
+import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/web/webServer';
 
 if (!haveChromium) {
   console.warn(

@@ -8,11 +8,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiSchemas } from '../../engine/api/contract';
-import { callApi } from '../../engine/api/dispatch';
-import { createHost, type Host } from '../../engine/api/host';
-import type { RunLauncher } from '../../engine/api/runLauncher';
-import { createRunFolder } from '../../engine/runs/runFolder';
+import { apiSchemas } from '../../engine/api/contract/contract';
+import { callApi } from '../../engine/api/host/dispatch';
+import { createHost, type Host } from '../../engine/api/host/host';
+import type { RunLauncher } from '../../engine/api/workers/runLauncher';
+import { createRunFolder } from '../../engine/runs/folder/runFolder';
 
 const fixture = (name: string): Record<string, unknown>[] =>
   fs

@@ -11,8 +11,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { createHost, type Host } from '../../engine/api/host';
-import { nodeRunLauncher } from '../../engine/api/runLauncher';
+import { createHost, type Host } from '../../engine/api/host/host';
+import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
 import {
   frameText,
   parseHostHeader,
@@ -20,9 +20,9 @@ import {
   targetPath,
   TOKEN_REFUSED,
   type WebServer,
-} from '../../engine/api/webServer';
-import { CONTENT_SECURITY_POLICY_HEADER } from '../../engine/api/contentSecurityPolicy';
-import { createRunFolder } from '../../engine/runs/runFolder';
+} from '../../engine/api/web/webServer';
+import { CONTENT_SECURITY_POLICY_HEADER } from '../../engine/api/web/contentSecurityPolicy';
+import { createRunFolder } from '../../engine/runs/folder/runFolder';
 import { rawExchange, statusOf } from '../helpers/rawHttp';
 
 let home: string;

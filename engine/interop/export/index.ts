@@ -5,9 +5,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseRunConfig } from '../../runs/configSchema';
-import { readRunMeta } from '../../runs/runFolder';
-import { UserError } from '../../userError';
+import { parseRunConfig } from '../../runs/config/configSchema';
+import { readRunMeta } from '../../runs/folder/runFolder';
+import { UserError } from '../../base/userError';
 import { martiPlan, requireMarti } from './marti';
 import { planTables, type ExportContext, type ExportPlan } from './plan';
 import { verlPlan } from './verl';

@@ -14,9 +14,9 @@
  * The repository's example scripts call `openrlhf.…` module paths while the package is `marti/` (docs/scale-out.md §2.3);
  * the script uses the package's paths under MARTI_DIR.
  */
-import type { MartiConfig } from '../../runs/configSchema';
-import { UserError } from '../../userError';
-import { ENGINE_VERSION } from '../../version';
+import type { MartiConfig } from '../../runs/config/configSchema';
+import { UserError } from '../../base/userError';
+import { ENGINE_VERSION } from '../../base/version';
 import { lit, sh, type CommandWord, type ExportContext, type ExportPlan, settingsTables } from './plan';
 import { continued, envDefault, shArg } from './shell';
 

@@ -3,7 +3,7 @@
  * from), what does not (and why), and the files to write. A value is literal, or a shell expression (`$MODEL`,
  * `$OUT_DIR/rollouts`) the launch script expands; shell.ts quotes either for the command line.
  */
-import type { RunConfig } from '../../runs/configSchema';
+import type { RunConfig } from '../../runs/config/configSchema';
 
 /** A value as the launch script passes it: literal text, or text with $VARIABLES the script defines. */
 export type ArgValue = { literal: string } | { shell: string };

@@ -1,13 +1,13 @@
 /**
  * `export RUN --to verl|marti --submit --ray URL`: the launch script's command sent to a Ray cluster through the Ray
- * Jobs API (engine/ray/jobsClient.ts), without the `ray` CLI. The launch variables (MODEL, TRAIN_FILES or
+ * Jobs API (engine/cluster/ray/jobsClient.ts), without the `ray` CLI. The launch variables (MODEL, TRAIN_FILES or
  * PROMPT_DATA, OUT_DIR, MARTI_DIR) come from the environment as the script takes them, --model giving MODEL; paths are
  * the cluster's, so OUT_DIR and MARTI_DIR must be absolute. The job's submission id is SUBMISSION_ID or
  * mars-lab-<run id> (Ray refuses an id it has seen: one line says so).
  */
-import type { RayJobsClient } from '../../ray/jobsClient';
-import type { RaySubmitRequest } from '../../ray/jobsSchemas';
-import { UserError } from '../../userError';
+import type { RayJobsClient } from '../../cluster/ray/jobsClient';
+import type { RaySubmitRequest } from '../../cluster/ray/jobsSchemas';
+import { UserError } from '../../base/userError';
 import type { CommandWord, ExportContext, ExportPlan } from './plan';
 import { shQuote } from './shell';
 

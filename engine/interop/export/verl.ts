@@ -11,8 +11,8 @@
  * The dumps `mars-lab import verl` reads are switched on: trainer.rollout_data_dir and the "file" logger
  * (VERL_FILE_LOGGER_PATH, verl/utils/tracking.py).
  */
-import type { RunConfig } from '../../runs/configSchema';
-import { ENGINE_VERSION } from '../../version';
+import type { RunConfig } from '../../runs/config/configSchema';
+import { ENGINE_VERSION } from '../../base/version';
 import { groupShape, lit, sh, type ExportContext, type ExportPlan, settingsTables } from './plan';
 import { continued, envDefault, shArg } from './shell';
 

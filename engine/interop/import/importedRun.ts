@@ -10,10 +10,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { LOG_FILES, RUN_FILES, runDir, runsDir } from '../../runs/home';
-import { JsonlAppender } from '../../runs/jsonl';
-import { logTime, newRunId, RunFolderError, writeRunMeta, type RunMeta } from '../../runs/runFolder';
-import { ENGINE_VERSION } from '../../version';
+import { LOG_FILES, RUN_FILES, runDir, runsDir } from '../../runs/folder/home';
+import { JsonlAppender } from '../../runs/folder/jsonl';
+import { logTime, newRunId, RunFolderError, writeRunMeta, type RunMeta } from '../../runs/folder/runFolder';
+import { ENGINE_VERSION } from '../../base/version';
 
 /** What run.json's `imported` field holds. */
 export interface ImportedInfo {

@@ -31,7 +31,7 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { RECORD_VERSION } from '../../records/version';
-import { UserError } from '../../userError';
+import { UserError } from '../../base/userError';
 import { findFiles, type ImportOptions, type ImportResult, ProblemLog, ProgressMeter } from './common';
 import { MARTI_GROUP_NORM, recomputeAdvantages } from './groups';
 import { ImportedRunWriter } from './importedRun';

@@ -27,7 +27,7 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { RECORD_VERSION } from '../../records/version';
-import { UserError } from '../../userError';
+import { UserError } from '../../base/userError';
 import { recomputeAdvantages, VERL_GRPO } from './groups';
 import { ImportedRunWriter } from './importedRun';
 import { jsonLines } from './jsonLines';

@@ -2,7 +2,7 @@
  * The closed syntax of the MARTI coding world's language (docs/algorithms.md §3: nodes are whole programs). One place lists
  * every keyword, built-in and symbol, so that the lexer, the printer and the tokenizer vocabulary agree.
  *
- * The surface is chosen for a word-level tokenizer (engine/model/wordNormalForm.ts): every token is a lowercase letter
+ * The surface is chosen for a word-level tokenizer (engine/model/tokenizers/wordNormalForm.ts): every token is a lowercase letter
  * run, a single digit, or a single punctuation mark, so a program is spelt with a few dozen vocabulary entries. Integer
  * division and remainder are the words `div` and `mod` because `/` and `%` are glued to their neighbours by the
  * tokenizer's joining rules; comparisons are single characters (`<`, `>`, `=`) because a two-character operator would

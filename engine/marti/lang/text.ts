@@ -1,10 +1,10 @@
 /**
- * Spelling of the MARTI world's text in the word tokenizer's normal form (engine/model/wordTokenizer.ts): every text
+ * Spelling of the MARTI world's text in the word tokenizer's normal form (engine/model/tokenizers/wordTokenizer.ts): every text
  * this world writes (programs, statements, examples, feedback) is built as a list of pre-tokens and joined here by the
  * tokenizer's own joiner, so that `decode(encode(text)) === text` and a model's decoded output reads back exactly.
  */
-import { SpecialTokenMatcher } from '../../model/specialTokens';
-import { WordJoiner, pretokenise } from '../../model/wordNormalForm';
+import { SpecialTokenMatcher } from '../../model/tokenizers/specialTokens';
+import { WordJoiner, pretokenise } from '../../model/tokenizers/wordNormalForm';
 
 const NO_SPECIALS = new SpecialTokenMatcher([]);
 

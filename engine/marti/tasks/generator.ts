@@ -18,7 +18,7 @@
  * sizes. Within a split, `generateTasks` skips repeated targets.
  */
 import { Rng } from '../../random/prng';
-import { UserError } from '../../userError';
+import { UserError } from '../../base/userError';
 import { run } from '../../marti/lang/interpreter';
 import { parse } from '../../marti/lang/parser';
 import { printProgram } from '../../marti/lang/printer';

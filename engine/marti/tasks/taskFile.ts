@@ -18,7 +18,7 @@ import { textTokens } from '../lang/text';
 import { valueTokens, type Value } from '../lang/values';
 import type { MartiTask } from './generator';
 import { evaluateProgram, knownTextWord } from './scoring';
-import { UserError } from '../../userError';
+import { UserError } from '../../base/userError';
 
 const valueSchema: z.ZodType<Value> = z.lazy(() =>
   z.union([z.int().min(-1_000_000).max(1_000_000), z.boolean(), z.string().max(200), z.array(valueSchema).max(64)]),

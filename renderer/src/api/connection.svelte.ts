@@ -6,7 +6,7 @@
  * includes the port) and out of the address bar and history (`history.replaceState`, the hash route kept), so it is
  * not shown, bookmarked or copied with a link; a reload finds it in sessionStorage. It is never put in a cookie.
  */
-import type { MarsLabApi } from '../../../engine/api/contract';
+import type { MarsLabApi } from '../../../engine/api/contract/contract';
 import { createSocketApi, type ConnectionState } from './socketApi';
 
 export const connection = $state<{

@@ -5,12 +5,12 @@
  * accepted, so views reload what they show. A server that refuses the token (it restarted with a new one) closes with
  * TOKEN_REFUSED: the state becomes 'refused' and the page stops retrying.
  */
-import type { ApiEvent, ApiMethod, ApiRequest, ApiResponse, MarsLabApi } from '../../../engine/api/contract';
+import type { ApiEvent, ApiMethod, ApiRequest, ApiResponse, MarsLabApi } from '../../../engine/api/contract/contract';
 import { ApiCallError } from './errors';
 
 export type ConnectionState = 'connecting' | 'open' | 'closed' | 'refused';
 
-/** engine/api/webServer.ts TOKEN_REFUSED (not imported: that module is Node's). */
+/** engine/api/web/webServer.ts TOKEN_REFUSED (not imported: that module is Node's). */
 const TOKEN_REFUSED = 4401;
 
 /** One message from the server: a pushed event, or the answer to call `id`. */
@@ -24,7 +24,7 @@ interface ServerMessage {
 
 /**
  * A socket message read as a ServerMessage, or null where it is not JSON or not an object. The server is the one that
- * checked this page's token, and builds its messages from the same contract (engine/api/webServer.ts); the page checks
+ * checked this page's token, and builds its messages from the same contract (engine/api/web/webServer.ts); the page checks
  * their shape, not every field's content (zod stays out of the page's bundle).
  */
 function readMessage(text: string): ServerMessage | null {

@@ -1,4 +1,4 @@
-/** The parts of a JSON Schema (draft 2020-12, as engine/runs/configJsonSchema.ts makes it) the launch form reads. */
+/** The parts of a JSON Schema (draft 2020-12, as engine/runs/config/configJsonSchema.ts makes it) the launch form reads. */
 export interface JsonSchemaNode {
   type?: string;
   title?: string;

@@ -7,8 +7,8 @@
  * window.__mountTab(name, props) mounts EpisodesTab or TreeTab.
  */
 import { mount, unmount, type Component } from 'svelte';
-import type { ApiEvent, MarsLabApi } from '../../../engine/api/contract';
-import { API_METHODS } from '../../../engine/api/methods';
+import type { ApiEvent, MarsLabApi } from '../../../engine/api/contract/contract';
+import { API_METHODS } from '../../../engine/api/contract/methods';
 
 declare global {
   interface Window {

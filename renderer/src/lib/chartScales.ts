@@ -4,7 +4,7 @@
  *   (which made one timestamp span years);
  * - steps are labelled with whole numbers only;
  * - a flat series gets a band of ±10 % around its value (0 to 1 when the value is 0), a metric whose unit is a share
- *   or a score (0–1, engine/shared/metricCatalog.ts) is never drawn beyond [0, 1] by padding, and values that are never
+ *   or a score (0–1, engine/pure/metricCatalog.ts) is never drawn beyond [0, 1] by padding, and values that are never
  *   negative get no negative axis (2 % of room below 0 for a line at 0).
  */
 import uPlot from 'uplot';

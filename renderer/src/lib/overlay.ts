@@ -5,7 +5,7 @@
  * interpolation on the union of their x (decimated buckets of different runs need not share x), only inside each seed's
  * own range; the band is min–max over seeds, or the mean ± its standard error.
  */
-import type { ApiRunSummary, ApiSeries } from '../../../engine/api/contract';
+import type { ApiRunSummary, ApiSeries } from '../../../engine/api/contract/contract';
 
 /** Ten distinct colours (Tableau 10); past ten, lines repeat them dashed. */
 export const PALETTE = [

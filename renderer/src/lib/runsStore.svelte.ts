@@ -3,7 +3,7 @@
  * changes reload the list (coalesced), appended metrics update the row in place. For running runs it also keeps the
  * recent seconds per step (getRunsMetricSeries on reload, then the pushed lines' times), for the table's ETA.
  */
-import type { ApiEvent, ApiRunSummary } from '../../../engine/api/contract';
+import type { ApiEvent, ApiRunSummary } from '../../../engine/api/contract/contract';
 import { api } from '../api/connection.svelte';
 import { messageOf } from '../api/errors';
 

@@ -57,7 +57,7 @@ export function marsWindowSettings(config: unknown): MarsWindowSettings {
 
 /**
  * System 1's window capacity for one search (docs/algorithms.md §2.3), as the trainer recorded it (the host fills it in
- * for older records: engine/runs/trajectoryPages.ts withCapacities), and the purpose's share of the window; null
+ * for older records: engine/runs/trajectories/trajectoryPages.ts withCapacities), and the purpose's share of the window; null
  * when the record has none (a search without results).
  */
 export function sys1Capacity(
@@ -116,8 +116,8 @@ export function byReward(episodes: readonly MarsEpisode[]): { episode: MarsEpiso
     .sort((a, b) => b.episode.reward - a.episode.reward || b.episode.f1 - a.episode.f1 || a.index - b.index);
 }
 
-/** The MARS question families: the engine's one list (engine/shared/marsFamilies.ts). */
-export { MARS_FAMILIES } from '../../../engine/shared/marsFamilies';
+/** The MARS question families: the engine's one list (engine/pure/marsFamilies.ts). */
+export { MARS_FAMILIES } from '../../../engine/pure/marsFamilies';
 
 /** The text of a page a search found, as the host sends it (getTrajectories `pages`, by `w<seed>:<page id>`). */
 export interface PageText {

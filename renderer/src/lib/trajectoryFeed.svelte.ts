@@ -10,11 +10,11 @@
  * before that end have been fetched, so a growing tree is never replaced by nothing.
  *
  * Besides the newest lines (mode 'newest', followed live), the feed opens one step directly (mode 'step': the host
- * indexes the file by step, engine/runs/trajectoryIndex.ts) or the lines a search keeps (mode 'search', newest first,
+ * indexes the file by step, engine/runs/trajectories/trajectoryIndex.ts) or the lines a search keeps (mode 'search', newest first,
  * older matches on request). Neither follows the run: new lines only raise `newerLines`, and `showNewest()` returns.
  * With each answer come the texts of the pages MARS episodes found (`pages`), which the episode view shows.
  */
-import type { ApiEvent, ApiResponse, ApiTrajectoryFilter } from '../../../engine/api/contract';
+import type { ApiEvent, ApiResponse, ApiTrajectoryFilter } from '../../../engine/api/contract/contract';
 import { api } from '../api/connection.svelte';
 import { messageOf } from '../api/errors';
 
@@ -46,7 +46,7 @@ export class TrajectoryFeed<T> {
   scanned = $state(0);
   /** Lines the run appended since a step or a search was opened (they are not shown until showNewest). */
   newerLines = $state(0);
-  /** The text of pages the loaded MARS episodes found, by `w<seed>:<page id>` (engine/runs/trajectoryPages.ts). */
+  /** The text of pages the loaded MARS episodes found, by `w<seed>:<page id>` (engine/runs/trajectories/trajectoryPages.ts). */
   pages = $state.raw<Record<string, { title: string; text: string }>>({});
 
   /** One past the last loaded line. */

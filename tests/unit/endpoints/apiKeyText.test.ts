@@ -1,9 +1,9 @@
 /**
- * What a key-variable field takes (engine/shared/apiKeyText.ts): names of environment variables, as people write them,
+ * What a key-variable field takes (engine/pure/apiKeyText.ts): names of environment variables, as people write them,
  * pass; keys typed there by mistake (with a provider's prefix, base64 tails, or long mixed-case alphanumerics) do not.
  */
 import { describe, expect, it } from 'vitest';
-import { looksLikeKey } from '../../../engine/shared/apiKeyText';
+import { looksLikeKey } from '../../../engine/pure/apiKeyText';
 
 describe('looksLikeKey', () => {
   it('lets the names of variables through', () => {

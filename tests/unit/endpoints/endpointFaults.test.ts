@@ -8,9 +8,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EndpointError } from '../../../engine/endpoints/endpointClient';
-import { EndpointPolicy } from '../../../engine/endpoints/endpointPolicy';
-import { endpointSourceSchema } from '../../../engine/endpoints/policySource';
+import { EndpointError } from '../../../engine/policy/endpointClient';
+import { EndpointPolicy } from '../../../engine/policy/endpointPolicy';
+import { endpointSourceSchema } from '../../../engine/policy/policySource';
 import { martiFormat } from '../../../engine/marti/format';
 import { marsFormat } from '../../../engine/mars/trainer';
 import { Rng } from '../../../engine/random/prng';

@@ -10,9 +10,9 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { evaluateWithEndpoints } from '../../../engine/endpoints/evaluateEndpoints';
+import { evaluateWithEndpoints } from '../../../engine/runs/evaluation/evaluateEndpoints';
 import { loadMarsCorpus } from '../../../engine/mars/corpus';
-import { parseRunConfig } from '../../../engine/runs/configSchema';
+import { parseRunConfig } from '../../../engine/runs/config/configSchema';
 import { startRun } from '../../../engine/runs/runLoop';
 
 let dir: string;
@@ -54,7 +54,7 @@ beforeAll(async () => {
     req.on('data', (c) => (body += c));
     req.on('end', () => {
       // a raw completions server with no model list: "instructions": "auto" asks GET /models, finds none and sends
-      // raw prompts (engine/endpoints/policySource.ts)
+      // raw prompts (engine/policy/policySource.ts)
       if (req.method !== 'POST') {
         res.writeHead(404, { 'content-type': 'text/plain' });
         res.end('not found');

@@ -7,8 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RequestJournal } from '../../../engine/endpoints/journal';
-import { policySourceSchema, sourceIdentity } from '../../../engine/endpoints/policySource';
+import { RequestJournal } from '../../../engine/policy/journal';
+import { policySourceSchema, sourceIdentity } from '../../../engine/policy/policySource';
 import { marsConfigSchema } from '../../../engine/mars/configSchema';
 
 const ok = { kind: 'endpoint', baseUrl: 'http://127.0.0.1:8000/v1', model: 'qwen' };

@@ -3,9 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseRunConfig } from '../../../engine/runs/configSchema';
+import { parseRunConfig } from '../../../engine/runs/config/configSchema';
 import { startRun } from '../../../engine/runs/runLoop';
-import { UserError } from '../../../engine/userError';
+import { UserError } from '../../../engine/base/userError';
 
 describe('training with endpoint policies', () => {
   it('is refused before a run folder is made', async () => {

@@ -11,9 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportRun, planExport } from '../../../engine/interop/export';
 import type { ExportPlan } from '../../../engine/interop/export/plan';
 import { submissionOf } from '../../../engine/interop/export/submit';
-import { resolvePresetConfig } from '../../../engine/runs/presets';
-import { createRunFolder } from '../../../engine/runs/runFolder';
-import { UserError } from '../../../engine/userError';
+import { resolvePresetConfig } from '../../../engine/runs/presets/presets';
+import { createRunFolder } from '../../../engine/runs/folder/runFolder';
+import { UserError } from '../../../engine/base/userError';
 
 let tmp: string;
 let home: string;

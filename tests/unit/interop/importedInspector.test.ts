@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { importMarti } from '../../../engine/interop/import/marti';
 import { importVerl } from '../../../engine/interop/import/verl';
-import { readJsonl } from '../../../engine/runs/jsonl';
+import { readJsonl } from '../../../engine/runs/folder/jsonl';
 import { num } from '../../../renderer/src/lib/format';
 import {
   groupEpisodes,

@@ -9,9 +9,9 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { importMarti, pythonBlock, treeScores } from '../../../engine/interop/import/marti';
 import { trajectoryLineSchema } from '../../../engine/records';
-import { readJsonl } from '../../../engine/runs/jsonl';
-import { readRunMeta } from '../../../engine/runs/runFolder';
-import { openRunIndex } from '../../../engine/runs/runIndex';
+import { readJsonl } from '../../../engine/runs/folder/jsonl';
+import { readRunMeta } from '../../../engine/runs/folder/runFolder';
+import { openRunIndex } from '../../../engine/runs/summary/runIndex';
 import { martiCodePrompt, writeMartiCall, writeMartiScores } from './trainerFormats';
 
 let tmp: string;

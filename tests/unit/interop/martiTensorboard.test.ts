@@ -12,9 +12,9 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { importMarti } from '../../../engine/interop/import/marti';
 import { crc32c, float32Decimal } from '../../../engine/interop/import/tfevents';
-import { readJsonl } from '../../../engine/runs/jsonl';
-import { readRunMeta } from '../../../engine/runs/runFolder';
-import { UserError } from '../../../engine/userError';
+import { readJsonl } from '../../../engine/runs/folder/jsonl';
+import { readRunMeta } from '../../../engine/runs/folder/runFolder';
+import { UserError } from '../../../engine/base/userError';
 import { martiCodePrompt, writeMartiCall } from './trainerFormats';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../fixtures/interop/marti-tensorboard');

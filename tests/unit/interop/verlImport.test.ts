@@ -9,10 +9,10 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { importVerl } from '../../../engine/interop/import/verl';
 import { trajectoryLineSchema, metricsLineSchema } from '../../../engine/records';
-import { readJsonl } from '../../../engine/runs/jsonl';
-import { readRunMeta } from '../../../engine/runs/runFolder';
-import { openRunIndex } from '../../../engine/runs/runIndex';
-import { UserError } from '../../../engine/userError';
+import { readJsonl } from '../../../engine/runs/folder/jsonl';
+import { readRunMeta } from '../../../engine/runs/folder/runFolder';
+import { openRunIndex } from '../../../engine/runs/summary/runIndex';
+import { UserError } from '../../../engine/base/userError';
 import { chatPrompt, PyFloat, writeVerlFileLogger, writeVerlStep, type VerlSample } from './trainerFormats';
 
 let tmp: string;

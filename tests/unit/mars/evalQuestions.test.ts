@@ -7,9 +7,9 @@
 import { describe, expect, it } from 'vitest';
 import type { MarsConfig } from '../../../engine/mars/configSchema';
 import { evalQuestions, mars } from '../../../engine/mars/trainer';
-import { parseRunConfig } from '../../../engine/runs/configSchema';
-import { loadPreset, resolvePresetConfig } from '../../../engine/runs/presets';
-import { UserError } from '../../../engine/userError';
+import { parseRunConfig } from '../../../engine/runs/config/configSchema';
+import { loadPreset, resolvePresetConfig } from '../../../engine/runs/presets/presets';
+import { UserError } from '../../../engine/base/userError';
 
 const MARS_PRESETS = ['mars-tiny', 'mars-ablations', 'mars-small'];
 

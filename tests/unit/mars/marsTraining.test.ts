@@ -3,7 +3,7 @@
  * gives zero gradient, and each parameter mode routes samples to the right parameter set (§7.7, §7.9, §7.10).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseRunConfig } from '../../../engine/runs/configSchema';
+import { parseRunConfig } from '../../../engine/runs/config/configSchema';
 import type { MarsConfig } from '../../../engine/mars/configSchema';
 import { questionBatch } from '../../../engine/mars/marsBatch';
 import type { Sys1Call, Trajectory } from '../../../engine/mars/rollout';

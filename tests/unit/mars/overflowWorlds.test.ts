@@ -15,7 +15,7 @@ import { SearchIndex } from '../../../engine/mars/search';
 import { containsTokens, rawInfoText, supportSentences } from '../../../engine/mars/sys1Measures';
 import { generateWorld, tokenCount } from '../../../engine/mars/world';
 import { evalWorldSeeds, trainWorldSeeds } from '../../../engine/mars/worldSplits';
-import { resolvePresetConfig } from '../../../engine/runs/presets';
+import { resolvePresetConfig } from '../../../engine/runs/presets/presets';
 
 interface Measured {
   /** Hops whose support sentence is whole in System 2's raw view. */

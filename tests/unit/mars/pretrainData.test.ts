@@ -10,7 +10,7 @@ import { SearchIndex, SEARCH_STOP_WORDS } from '../../../engine/mars/search';
 import { marsFormat } from '../../../engine/mars/trainer';
 import { generateWorld } from '../../../engine/mars/world';
 import { Rng } from '../../../engine/random/prng';
-import { resolvePresetConfig } from '../../../engine/runs/presets';
+import { resolvePresetConfig } from '../../../engine/runs/presets/presets';
 
 // mars-tiny's worlds, budgets and one-hop families.
 const cfg = resolvePresetConfig('mars-tiny', []) as MarsConfig;

@@ -5,7 +5,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseLlamaConfig } from '../../../engine/model/config';
-import { initHfTensors, modelFromHf } from '../../../engine/model/hfWeights';
+import { initHfTensors, modelFromHf } from '../../../engine/model/formats/hfWeights';
 import type { LlamaModel } from '../../../engine/model/llama';
 import { MarsFormat, marsTokenizer } from '../../../engine/mars/format';
 import {

@@ -11,7 +11,7 @@ import type { MarsConfig } from '../../../engine/mars/configSchema';
 import { evalQuestions } from '../../../engine/mars/trainer';
 import { generateWorld } from '../../../engine/mars/world';
 import { evalWorldSeeds } from '../../../engine/mars/worldSplits';
-import { resolvePresetConfig } from '../../../engine/runs/presets';
+import { resolvePresetConfig } from '../../../engine/runs/presets/presets';
 import { marsChance, marsItemScores, marsWorld } from '../../study/marsItems';
 import { writeMarsReport } from '../../study/marsReport';
 import { partSchema, type Part } from '../../study/studyParts';

@@ -5,7 +5,7 @@
  * equal to what its own episode records show.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadCheckpoint } from '../../../engine/model/checkpoint';
+import { loadCheckpoint } from '../../../engine/model/formats/checkpoint';
 import type { LlamaModel } from '../../../engine/model/llama';
 import type { MarsConfig } from '../../../engine/mars/configSchema';
 import { MarsFormat, marsTokenizer } from '../../../engine/mars/format';
@@ -21,7 +21,7 @@ import { evaluateMars, mars, marsFormat } from '../../../engine/mars/trainer';
 import { generateWorld } from '../../../engine/mars/world';
 import type { MarsEpisodeRecord } from '../../../engine/records/mars';
 import { Rng } from '../../../engine/random/prng';
-import { resolvePresetConfig } from '../../../engine/runs/presets';
+import { resolvePresetConfig } from '../../../engine/runs/presets/presets';
 import { useBackend } from '../../helpers/backends';
 import { tinyModel } from '../../helpers/tinyModel';
 

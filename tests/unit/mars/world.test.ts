@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pretokenise } from '../../../engine/model/wordNormalForm';
+import { pretokenise } from '../../../engine/model/tokenizers/wordNormalForm';
 import { NAME_POOL_SIZES, allPoolNames, namePool } from '../../../engine/mars/namePool';
 import {
   MULTI_HOP_FAMILIES,
@@ -19,7 +19,7 @@ import {
 } from '../../../engine/mars/world';
 import { evalWorldSeeds, trainWorldSeeds } from '../../../engine/mars/worldSplits';
 import { RELATION_SCHEMA, templateWords } from '../../../engine/mars/worldTemplates';
-import { UserError } from '../../../engine/userError';
+import { UserError } from '../../../engine/base/userError';
 
 const SEEDS = [0, 1, 2, 3, 4, 5];
 const worlds = new Map<number, World>(SEEDS.map((s) => [s, generateWorld(s)]));

@@ -4,10 +4,10 @@
  * on 1–2-operation tasks, where greedy pass@1 is far from 0, so equal figures are not two zeros.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadCheckpoint } from '../../../engine/model/checkpoint';
+import { loadCheckpoint } from '../../../engine/model/formats/checkpoint';
 import type { MartiConfig } from '../../../engine/marti/configSchema';
 import { evaluateMarti } from '../../../engine/marti/trainer';
-import { resolvePresetConfig } from '../../../engine/runs/presets';
+import { resolvePresetConfig } from '../../../engine/runs/presets/presets';
 import { useBackend } from '../../helpers/backends';
 
 beforeAll(() => useBackend('wasm'));

@@ -5,7 +5,7 @@
  * traces); reports grow by one node per tree per round; and watching changes nothing the step computes.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseRunConfig } from '../../../engine/runs/configSchema';
+import { parseRunConfig } from '../../../engine/runs/config/configSchema';
 import type { MartiConfig } from '../../../engine/marti/configSchema';
 import { createMartiTrainer } from '../../../engine/marti/trainer';
 import { useBackend } from '../../helpers/backends';

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { MartiConfig } from '../../../engine/marti/configSchema';
 import { createMartiTrainer } from '../../../engine/marti/trainer';
-import { loadPreset, resolvePresetConfig } from '../../../engine/runs/presets';
+import { loadPreset, resolvePresetConfig } from '../../../engine/runs/presets/presets';
 import { initBackend } from '../../../engine/tensor/backend';
 
 const NEW = ['marti-hetero-bases', 'marti-homo-updates', 'marti-search'] as const;

@@ -4,7 +4,7 @@
  * pool, where 2,415 exist). The bound is an upper bound: generateTasks never finds more.
  */
 import { describe, expect, it } from 'vitest';
-import { checkRunConfig } from '../../../engine/runs/configSchema';
+import { checkRunConfig } from '../../../engine/runs/config/configSchema';
 import {
   DEFAULT_TASK_SPEC,
   TaskPoolExhaustedError,

@@ -1,6 +1,6 @@
 import { distance } from 'fastest-levenshtein';
 import { describe, expect, it } from 'vitest';
-import { WordTokenizer } from '../../../engine/model/wordTokenizer';
+import { WordTokenizer } from '../../../engine/model/tokenizers/wordTokenizer';
 import { run } from '../../../engine/marti/lang/interpreter';
 import { parse } from '../../../engine/marti/lang/parser';
 import { textTokens } from '../../../engine/marti/lang/text';

@@ -4,7 +4,7 @@
  * parameter set of the agent that wrote them.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseRunConfig } from '../../../engine/runs/configSchema';
+import { parseRunConfig } from '../../../engine/runs/config/configSchema';
 import type { MartiConfig } from '../../../engine/marti/configSchema';
 import { createMartiTrainer, teamOf } from '../../../engine/marti/trainer';
 import type { Sample } from '../../../engine/rl/sample';

@@ -1,6 +1,6 @@
 /** The marti config member: MARTI's own RL defaults, and the team checks that name the field. */
 import { describe, expect, it } from 'vitest';
-import { checkRunConfig, parseRunConfig } from '../../../engine/runs/configSchema';
+import { checkRunConfig, parseRunConfig } from '../../../engine/runs/config/configSchema';
 import { martiFormat } from '../../../engine/marti/format';
 import { rootPrompt } from '../../../engine/marti/prompts';
 import { generateTasks } from '../../../engine/marti/tasks/generator';

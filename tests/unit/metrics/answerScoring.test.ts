@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { exactMatch, f1, normalizeAnswer } from '../../../engine/metrics/answerScoring';
+import { exactMatch, f1, normalizeAnswer } from '../../../engine/scoring/answerScoring';
 
 describe('normalizeAnswer (SQuAD)', () => {
   it('lower-cases, drops punctuation and articles, collapses spaces', () => {

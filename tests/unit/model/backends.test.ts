@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cloneModel } from '../../../engine/model/hfWeights';
+import { cloneModel } from '../../../engine/model/formats/hfWeights';
 import { lastPositionLogits } from '../../../engine/model/inference';
 import { Rng } from '../../../engine/random/prng';
 import { Adam } from '../../../engine/rl/adam';

@@ -2,11 +2,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadCheckpoint, saveCheckpoint, writeFolderAtomic, WEIGHTS_FILE } from '../../../engine/model/checkpoint';
+import {
+  loadCheckpoint,
+  saveCheckpoint,
+  writeFolderAtomic,
+  WEIGHTS_FILE,
+} from '../../../engine/model/formats/checkpoint';
 import { toHfConfigJson } from '../../../engine/model/config';
-import { initHfTensors, modelFromHf, modelToHf } from '../../../engine/model/hfWeights';
+import { initHfTensors, modelFromHf, modelToHf } from '../../../engine/model/formats/hfWeights';
 import { lastPositionLogits } from '../../../engine/model/inference';
-import { decodeSafetensors, encodeSafetensors } from '../../../engine/model/safetensors';
+import { decodeSafetensors, encodeSafetensors } from '../../../engine/model/formats/safetensors';
 import { Rng } from '../../../engine/random/prng';
 import { tinyConfig, tinyModel } from '../../helpers/tinyModel';
 import { useBackend } from '../../helpers/backends';

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { initHfTensors, modelFromHf, modelToHf } from '../../../engine/model/hfWeights';
+import { initHfTensors, modelFromHf, modelToHf } from '../../../engine/model/formats/hfWeights';
 import { lastPositionLogits } from '../../../engine/model/inference';
 import { padBatch, tokenLogProbs } from '../../../engine/model/logProbs';
 import { Rng } from '../../../engine/random/prng';

@@ -8,7 +8,7 @@ import {
   encodeSafetensors,
   readSafetensorsFile,
   writeSafetensorsFile,
-} from '../../../engine/model/safetensors';
+} from '../../../engine/model/formats/safetensors';
 
 const SOURCE = '/ckpt/model.safetensors';
 

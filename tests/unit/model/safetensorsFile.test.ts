@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SafetensorsError, readSafetensorsFile, writeSafetensorsFile } from '../../../engine/model/safetensors';
+import { SafetensorsError, readSafetensorsFile, writeSafetensorsFile } from '../../../engine/model/formats/safetensors';
 
 let dir: string;
 beforeAll(() => {

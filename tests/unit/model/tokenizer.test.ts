@@ -13,7 +13,7 @@ import {
   tokenizerFromJSON,
   type Tokenizer,
   type WordTokenizerFile,
-} from '../../../engine/model/tokenizer';
+} from '../../../engine/model/tokenizers/tokenizer';
 
 const SPECIALS = {
   pad: '<pad>',

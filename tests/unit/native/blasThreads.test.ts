@@ -7,9 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blasThreadsFor } from '../../../engine/commands/options';
-import { defaultBlasThreads } from '../../../engine/native/addon';
-import { configureNativeKernels } from '../../../engine/native/status';
-import { parseRunConfig } from '../../../engine/runs/configSchema';
+import { defaultBlasThreads } from '../../../engine/tensor/native/addon';
+import { configureNativeKernels } from '../../../engine/tensor/native/status';
+import { parseRunConfig } from '../../../engine/runs/config/configSchema';
 import { backendReport, initBackend, tf } from '../../../engine/tensor/backend';
 import { useBackend } from '../../helpers/backends';
 import { addon, built, nativeMissing } from './nativeHelpers';

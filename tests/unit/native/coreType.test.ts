@@ -1,10 +1,10 @@
 /**
- * OpenBLAS's core choice (issue 28, engine/native/coreType.ts), as a rule on /proc/cpuinfo text: a generic fallback
+ * OpenBLAS's core choice (issue 28, engine/tensor/native/coreType.ts), as a rule on /proc/cpuinfo text: a generic fallback
  * core on a CPU with AVX-512 or AVX2+FMA is replaced by the best core for the flags; a core at the CPU's own level,
  * a name the table does not know, an SSE-only CPU and a user's own OPENBLAS_CORETYPE are left alone.
  */
 import { describe, expect, it } from 'vitest';
-import { bestCoreFor, chooseOpenblasCore, decideCore, parseCpuinfo } from '../../../engine/native/coreType';
+import { bestCoreFor, chooseOpenblasCore, decideCore, parseCpuinfo } from '../../../engine/tensor/native/coreType';
 
 const cpuinfo = (model: string, flags: string) =>
   `processor\t: 0\nvendor_id\t: x\nmodel name\t: ${model}\nflags\t\t: ${flags}\n\nprocessor\t: 1\nflags\t\t: fpu\n`;

@@ -1,5 +1,5 @@
 /**
- * The transformer with the fused native ops (issue 16; engine/native/fused.ts) against the same transformer on the
+ * The transformer with the fused native ops (issue 16; engine/tensor/native/fused.ts) against the same transformer on the
  * stock tensor ops, both with the native matrix products, in one process (MARS_LAB_NATIVE_FUSED switched per call):
  * the whole model's logits and parameter gradients (untied and tied embeddings, the trained-rows head, a temperature,
  * the entropy), decoding with the KV cache, an 8-step seqgrpo run (metrics and final weights), and no tensors or wasm
@@ -12,15 +12,15 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { padBatch, tokenLogProbs } from '../../../engine/model/logProbs';
 import { rightPaddedLayout } from '../../../engine/model/llama';
 import { generate } from '../../../engine/model/sampler';
-import { readSafetensorsFile } from '../../../engine/model/safetensors';
-import { fusedKernelCount } from '../../../engine/native/fused';
-import { sharedIdentityRegistered } from '../../../engine/native/kernels';
+import { readSafetensorsFile } from '../../../engine/model/formats/safetensors';
+import { fusedKernelCount } from '../../../engine/tensor/native/fused';
+import { sharedIdentityRegistered } from '../../../engine/tensor/native/kernels';
 import { Rng } from '../../../engine/random/prng';
 import { Adam } from '../../../engine/rl/adam';
 import { adamVariables, policyUpdate } from '../../../engine/rl/policyUpdate';
 import type { Sample } from '../../../engine/rl/sample';
-import { parseRunConfig } from '../../../engine/runs/configSchema';
-import { runFilePaths } from '../../../engine/runs/runFolder';
+import { parseRunConfig } from '../../../engine/runs/config/configSchema';
+import { runFilePaths } from '../../../engine/runs/folder/runFolder';
 import { startRun } from '../../../engine/runs/runLoop';
 import { tf } from '../../../engine/tensor/backend';
 import { useBackend } from '../../helpers/backends';

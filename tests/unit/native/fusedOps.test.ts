@@ -1,12 +1,12 @@
 /**
- * The transformer's fused native ops (issue 16; engine/native/fused.ts, native/mars_fused.c) against the stock tensor
+ * The transformer's fused native ops (issue 16; engine/tensor/native/fused.ts, native/mars_fused.c) against the stock tensor
  * ops they replace, on the wasm backend in one process: values and gradients (tfjs autodiff of the stock ops as the
  * reference, plus a finite-difference check of each fused gradient) on random shapes including odd sizes, the
  * switches (MARS_LAB_NATIVE_FUSED=0, the native products off), and no tensors left behind.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fusedInactiveReason, fusedKernelCount, fusedOps, type FusedOps } from '../../../engine/native/fused';
-import { configureNativeKernels } from '../../../engine/native/status';
+import { fusedInactiveReason, fusedKernelCount, fusedOps, type FusedOps } from '../../../engine/tensor/native/fused';
+import { configureNativeKernels } from '../../../engine/tensor/native/status';
 import { Rng } from '../../../engine/random/prng';
 import { tf } from '../../../engine/tensor/backend';
 import { oneHotF32 } from '../../../engine/tensor/oneHot';

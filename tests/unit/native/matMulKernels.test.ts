@@ -6,7 +6,7 @@
  * The reference broadcasts explicitly (tf.broadcastTo), since the cpu backend's own batch indexing is modular.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nativeProductCount, planProduct } from '../../../engine/native/kernels';
+import { nativeProductCount, planProduct } from '../../../engine/tensor/native/kernels';
 import { Rng } from '../../../engine/random/prng';
 import { tf } from '../../../engine/tensor/backend';
 import { useBackend } from '../../helpers/backends';

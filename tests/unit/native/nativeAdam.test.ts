@@ -11,7 +11,7 @@ import { Adam, type AdamOptions, type AdamState } from '../../../engine/rl/adam'
 import { nativeAdamRequest, nativeAdamStatus } from '../../../engine/rl/nativeAdam';
 import { Rng } from '../../../engine/random/prng';
 import { tf } from '../../../engine/tensor/backend';
-import { UserError } from '../../../engine/userError';
+import { UserError } from '../../../engine/base/userError';
 import { useBackend } from '../../helpers/backends';
 import { maxRelDiff, nativeMissing, useProducts, buildKernels } from './nativeHelpers';
 

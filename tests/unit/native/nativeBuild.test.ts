@@ -9,11 +9,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { blasThreads, loadAddon, nativeRequest, type NativeAddon } from '../../../engine/native/addon';
-import { nativeKernelsRegistered } from '../../../engine/native/kernels';
-import { configureNativeKernels, resetAddonLoad } from '../../../engine/native/status';
+import { blasThreads, loadAddon, nativeRequest, type NativeAddon } from '../../../engine/tensor/native/addon';
+import { nativeKernelsRegistered } from '../../../engine/tensor/native/kernels';
+import { configureNativeKernels, resetAddonLoad } from '../../../engine/tensor/native/status';
 import { tf } from '../../../engine/tensor/backend';
-import { UserError } from '../../../engine/userError';
+import { UserError } from '../../../engine/base/userError';
 import { useBackend } from '../../helpers/backends';
 import { built, maxRelDiff, nativeMissing, take } from './nativeHelpers';
 

@@ -4,12 +4,12 @@
  * comparisons within float tolerance.
  */
 import { expect } from 'vitest';
-import { loadAddon, type LoadedAddon } from '../../../engine/native/addon';
+import { loadAddon, type LoadedAddon } from '../../../engine/tensor/native/addon';
 import {
   registerNativeKernels,
   unregisterNativeKernels,
   nativeKernelsRegistered,
-} from '../../../engine/native/kernels';
+} from '../../../engine/tensor/native/kernels';
 import { tf } from '../../../engine/tensor/backend';
 
 /** The addon of native/build (MARS_LAB_NATIVE_PATH, when set, names another), loaded while the file is collected. */

@@ -4,7 +4,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sizedConfig } from '../../../engine/model/config';
-import { initHfTensors, modelFromHf, modelToHf } from '../../../engine/model/hfWeights';
+import { initHfTensors, modelFromHf, modelToHf } from '../../../engine/model/formats/hfWeights';
 import { Adam } from '../../../engine/rl/adam';
 import {
   adamVariables,

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { applySet, applySets, InvalidSetError } from '../../../engine/runs/configOverrides';
-import { runConfigJsonSchema } from '../../../engine/runs/configJsonSchema';
+import { applySet, applySets, InvalidSetError } from '../../../engine/runs/config/configOverrides';
+import { runConfigJsonSchema } from '../../../engine/runs/config/configJsonSchema';
 import {
   checkRunConfig,
   ConfigValidationError,
   parseRunConfig,
   type RunConfig,
-} from '../../../engine/runs/configSchema';
-import { UserError } from '../../../engine/userError';
+} from '../../../engine/runs/config/configSchema';
+import { UserError } from '../../../engine/base/userError';
 
 /** The thrown error's message, or a failure when nothing was thrown. */
 function errorOf(f: () => unknown): ConfigValidationError {

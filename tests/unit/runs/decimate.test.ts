@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { decimate, metricSeries, type XY } from '../../../engine/runs/decimate';
-import type { MetricPoint } from '../../../engine/runs/metricPoint';
+import { decimate, metricSeries, type XY } from '../../../engine/runs/summary/decimate';
+import type { MetricPoint } from '../../../engine/runs/summary/metricPoint';
 
 function series(n: number, f: (i: number) => number): XY[] {
   return Array.from({ length: n }, (_, i) => ({ x: i, y: f(i) }));

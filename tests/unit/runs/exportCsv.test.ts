@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { metricsToCsv } from '../../../engine/runs/exportCsv';
+import { metricsToCsv } from '../../../engine/runs/summary/exportCsv';
 
 describe('metricsToCsv', () => {
   it('has step,time then every metric in first-seen order, empty where a line lacks one', () => {

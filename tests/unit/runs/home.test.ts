@@ -1,8 +1,8 @@
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { resolveHome, runDir, runsDir } from '../../../engine/runs/home';
-import { UserError } from '../../../engine/userError';
+import { resolveHome, runDir, runsDir } from '../../../engine/runs/folder/home';
+import { UserError } from '../../../engine/base/userError';
 
 describe('resolveHome', () => {
   it('prefers the flag, then MARS_LAB_HOME, then ~/mars-lab', () => {

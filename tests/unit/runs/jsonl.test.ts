@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { JsonlAppender, lastLineEnd, readJsonl, truncateTo } from '../../../engine/runs/jsonl';
-import { UserError } from '../../../engine/userError';
+import { JsonlAppender, lastLineEnd, readJsonl, truncateTo } from '../../../engine/runs/folder/jsonl';
+import { UserError } from '../../../engine/base/userError';
 
 let dir: string;
 let n = 0;

@@ -4,9 +4,9 @@
  * overridden.
  */
 import { describe, expect, it } from 'vitest';
-import { checkRunConfig, parseRunConfig } from '../../../engine/runs/configSchema';
+import { checkRunConfig, parseRunConfig } from '../../../engine/runs/config/configSchema';
 import { estimateRunMemory, memoryProblem } from '../../../engine/training/memoryBudget';
-import { listPresets } from '../../../engine/runs/presets';
+import { listPresets } from '../../../engine/runs/presets/presets';
 
 const GiB = 2 ** 30;
 /** The largest model the schema's bounds allow: 68.7 billion parameters. */

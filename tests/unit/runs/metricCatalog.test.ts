@@ -1,6 +1,6 @@
 /**
  * Every metric a short real run of each algorithm logs (training lines and the evaluation's eval.* keys) has a
- * declaration in engine/shared/metricCatalog.ts: a description, a unit and a dashboard panel. A metric added to a trainer
+ * declaration in engine/pure/metricCatalog.ts: a description, a unit and a dashboard panel. A metric added to a trainer
  * without a declaration fails here. Also: the default dashboard puts reward and the held-out score first, and draws
  * per-agent and per-family series on one chart each.
  */
@@ -8,10 +8,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseRunConfig, type RunConfigInput } from '../../../engine/runs/configSchema';
-import { HEADLINE_METRICS } from '../../../engine/runs/headlineMetric';
-import { dashboard, describeMetric, metricCatalog } from '../../../engine/shared/metricCatalog';
-import { runFilePaths } from '../../../engine/runs/runFolder';
+import { parseRunConfig, type RunConfigInput } from '../../../engine/runs/config/configSchema';
+import { HEADLINE_METRICS } from '../../../engine/runs/summary/headlineMetric';
+import { dashboard, describeMetric, metricCatalog } from '../../../engine/pure/metricCatalog';
+import { runFilePaths } from '../../../engine/runs/folder/runFolder';
 import { startRun } from '../../../engine/runs/runLoop';
 import { useBackend } from '../../helpers/backends';
 import { quickConfig } from '../../helpers/runFixtures';

@@ -1,5 +1,5 @@
 /**
- * engine/api/metricColumns.ts reads a metric's column from metrics.jsonl by looking up the key's text in lines as the
+ * engine/api/views/metricColumns.ts reads a metric's column from metrics.jsonl by looking up the key's text in lines as the
  * run loop writes them, and JSON.parses any other line: its columns must equal what parsing every line gives (the
  * host's getMetricSeries), for NaN written as null, lines without the metric, a key whose text contains the metric's
  * (`"x\"reward"`), lines in another key order, a torn line in the middle, and a last line still being written; and it
@@ -9,10 +9,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { metricColumn } from '../../../engine/api/metricColumns';
-import { secondsPerStep, tailClock } from '../../../engine/api/runsSeries';
-import { decimate, metricSeries } from '../../../engine/runs/decimate';
-import { toMetricPoint } from '../../../engine/runs/metricPoint';
+import { metricColumn } from '../../../engine/api/views/metricColumns';
+import { secondsPerStep, tailClock } from '../../../engine/api/views/runsSeries';
+import { decimate, metricSeries } from '../../../engine/runs/summary/decimate';
+import { toMetricPoint } from '../../../engine/runs/summary/metricPoint';
 import { parsedColumn } from '../../helpers/metricReference';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-columns-'));

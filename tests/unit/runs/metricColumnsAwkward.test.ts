@@ -1,5 +1,5 @@
 /**
- * metricColumns (engine/api/metricColumns.ts) on awkward logs, against parsing every line (metricSeries of
+ * metricColumns (engine/api/views/metricColumns.ts) on awkward logs, against parsing every line (metricSeries of
  * toMetricPoint, as the host's getMetricSeries did): a torn line in the middle that still holds a complete member, a
  * string value holding `}`, prototype names, keys that are prefixes of others, exponents, NaN/Infinity as null or
  * strings; and several metrics read at once (one read of the file) equal each read alone, a key asked twice included.
@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { clearMetricColumns, metricColumn, metricColumns } from '../../../engine/api/metricColumns';
+import { clearMetricColumns, metricColumn, metricColumns } from '../../../engine/api/views/metricColumns';
 import { parsedColumn } from '../../helpers/metricReference';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-columns-awkward-'));

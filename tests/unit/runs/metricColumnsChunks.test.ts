@@ -1,5 +1,5 @@
 /**
- * The column reader (engine/api/metricColumns.ts) reads metrics.jsonl in 8 MiB chunks: a metric named with non-ASCII
+ * The column reader (engine/api/views/metricColumns.ts) reads metrics.jsonl in 8 MiB chunks: a metric named with non-ASCII
  * characters whose bytes are cut by a chunk's end is read whole (as the full parse reads it), and the log grown after
  * such a chunk is extended from the right byte; and the overlay's column decimation (decimateColumns) gives the
  * buckets decimate() gives for the same points, zoomed or not, with non-finite values.
@@ -8,8 +8,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { clearMetricColumns, metricColumns } from '../../../engine/api/metricColumns';
-import { decimate, decimateColumns } from '../../../engine/runs/decimate';
+import { clearMetricColumns, metricColumns } from '../../../engine/api/views/metricColumns';
+import { decimate, decimateColumns } from '../../../engine/runs/summary/decimate';
 import { parsedColumn } from '../../helpers/metricReference';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-columns-chunks-'));

@@ -8,11 +8,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { summarizeMetrics } from '../../../engine/commands/runCommands';
-import { metricSeries } from '../../../engine/runs/decimate';
-import { metricsToCsv } from '../../../engine/runs/exportCsv';
-import { readJsonl } from '../../../engine/runs/jsonl';
-import { metricLineProblem, metricNames, toMetricPoint, type MetricPoint } from '../../../engine/runs/metricPoint';
-import { openRunIndex } from '../../../engine/runs/runIndex';
+import { metricSeries } from '../../../engine/runs/summary/decimate';
+import { metricsToCsv } from '../../../engine/runs/summary/exportCsv';
+import { readJsonl } from '../../../engine/runs/folder/jsonl';
+import {
+  metricLineProblem,
+  metricNames,
+  toMetricPoint,
+  type MetricPoint,
+} from '../../../engine/runs/summary/metricPoint';
+import { openRunIndex } from '../../../engine/runs/summary/runIndex';
 
 const NAMES = ['constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf'];
 

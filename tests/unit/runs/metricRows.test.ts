@@ -1,5 +1,5 @@
 /**
- * A run's pre-parsed metric rows (engine/runs/metricRows.ts, kept by the run loop's summary keeper): the overlay's
+ * A run's pre-parsed metric rows (engine/runs/summary/metricRows.ts, kept by the run loop's summary keeper): the overlay's
  * columns read from them, then from the log past them, equal parsing every line of the log; a cold read of a covered
  * log reads only its few checked bytes and its tail; rows that no longer describe the log (a resume cut it back) are
  * not used.
@@ -8,13 +8,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { clearSeriesCaches, runsMetricSeries } from '../../../engine/api/runsSeries';
-import { decimate } from '../../../engine/runs/decimate';
-import { RUN_FILES } from '../../../engine/runs/home';
-import { JsonlAppender } from '../../../engine/runs/jsonl';
-import { createRunFolder, type NewRunMeta } from '../../../engine/runs/runFolder';
-import { isRowsFile } from '../../../engine/runs/metricRows';
-import { SummaryKeeper } from '../../../engine/runs/summarySidecar';
+import { clearSeriesCaches, runsMetricSeries } from '../../../engine/api/views/runsSeries';
+import { decimate } from '../../../engine/runs/summary/decimate';
+import { RUN_FILES } from '../../../engine/runs/folder/home';
+import { JsonlAppender } from '../../../engine/runs/folder/jsonl';
+import { createRunFolder, type NewRunMeta } from '../../../engine/runs/folder/runFolder';
+import { isRowsFile } from '../../../engine/runs/summary/metricRows';
+import { SummaryKeeper } from '../../../engine/runs/summary/summarySidecar';
 import { parsedColumn } from '../../helpers/metricReference';
 
 const META: NewRunMeta = {

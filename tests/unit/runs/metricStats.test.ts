@@ -1,5 +1,5 @@
 /**
- * scanMetricStats (engine/runs/metricStats.ts), the run index's summary of metrics.jsonl without JSON.parse of every
+ * scanMetricStats (engine/runs/summary/metricStats.ts), the run index's summary of metrics.jsonl without JSON.parse of every
  * line, against the full parse it replaces (readJsonl + metricLineProblem + toMetricPoint, every metric's last/min/max)
  * on awkward lines: torn lines, prototype names, keys that are prefixes of others, exponents, null and strings for
  * NaN/Infinity, repeated keys, escapes, spaces, numbers JSON refuses, chunk boundaries, and random lines.
@@ -8,9 +8,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readJsonl } from '../../../engine/runs/jsonl';
-import { metricLineProblem, metricNames, ownEntry, toMetricPoint } from '../../../engine/runs/metricPoint';
-import { scanMetricStats, type MetricsSummary, type MetricStats } from '../../../engine/runs/metricStats';
+import { readJsonl } from '../../../engine/runs/folder/jsonl';
+import { metricLineProblem, metricNames, ownEntry, toMetricPoint } from '../../../engine/runs/summary/metricPoint';
+import { scanMetricStats, type MetricsSummary, type MetricStats } from '../../../engine/runs/summary/metricStats';
 
 let dir: string;
 beforeEach(() => {

@@ -10,9 +10,9 @@ import {
   resolveConfigFile,
   resolvePresetConfig,
   UnknownPresetError,
-} from '../../../engine/runs/presets';
-import { ConfigValidationError } from '../../../engine/runs/configSchema';
-import { UserError } from '../../../engine/userError';
+} from '../../../engine/runs/presets/presets';
+import { ConfigValidationError } from '../../../engine/runs/config/configSchema';
+import { UserError } from '../../../engine/base/userError';
 
 function thrown(f: () => unknown): Error {
   try {

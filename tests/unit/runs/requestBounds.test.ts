@@ -4,8 +4,8 @@
  * message holding the whole value). Run under vitest's timeout: today's code took minutes and gigabytes on these.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { applySets, InvalidSetError } from '../../../engine/runs/configOverrides';
-import { checkRunConfig } from '../../../engine/runs/configSchema';
+import { applySets, InvalidSetError } from '../../../engine/runs/config/configOverrides';
+import { checkRunConfig } from '../../../engine/runs/config/configSchema';
 
 describe('--set list indices', () => {
   it('refuses an index past the end of a list, naming the field and its length, without building the list', () => {
@@ -92,8 +92,8 @@ describe("errors never quote a file's content", () => {
     const fs = await import('node:fs');
     const os = await import('node:os');
     const path = await import('node:path');
-    const { readRunMeta } = await import('../../../engine/runs/runFolder');
-    const { loadCheckpoint } = await import('../../../engine/model/checkpoint');
+    const { readRunMeta } = await import('../../../engine/runs/folder/runFolder');
+    const { loadCheckpoint } = await import('../../../engine/model/formats/checkpoint');
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-quote-'));
     try {
       fs.writeFileSync(path.join(dir, 'run.json'), 'root:x:0:0:secret-token-9f1c');
@@ -108,7 +108,7 @@ describe("errors never quote a file's content", () => {
   });
 
   it('a request with thousands of unknown keys is answered in a bounded line', async () => {
-    const { parseRequest } = await import('../../../engine/api/dispatch');
+    const { parseRequest } = await import('../../../engine/api/host/dispatch');
     const params: Record<string, number> = {};
     for (let i = 0; i < 5000; i++) params[`${'k'.repeat(1000)}${i}`] = i;
     let message = '';

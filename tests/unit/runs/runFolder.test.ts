@@ -3,10 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RUN_FILES, runsDir } from '../../../engine/runs/home';
-import { readJsonl } from '../../../engine/runs/jsonl';
+import { RUN_FILES, runsDir } from '../../../engine/runs/folder/home';
+import { readJsonl } from '../../../engine/runs/folder/jsonl';
 import {
-  acquireRunLock,
   createRunFolder,
   listCheckpoints,
   listRuns,
@@ -15,8 +14,9 @@ import {
   updateStatus,
   writeRunMeta,
   type NewRunMeta,
-} from '../../../engine/runs/runFolder';
-import { UserError } from '../../../engine/userError';
+} from '../../../engine/runs/folder/runFolder';
+import { acquireRunLock } from '../../../engine/runs/folder/runLock';
+import { UserError } from '../../../engine/base/userError';
 
 const META: NewRunMeta = {
   algorithm: 'marti',

@@ -2,10 +2,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { INDEX_FILE, RUN_FILES } from '../../../engine/runs/home';
-import { JsonlAppender, truncateTo } from '../../../engine/runs/jsonl';
-import { createRunFolder, updateStatus, type NewRunMeta } from '../../../engine/runs/runFolder';
-import { openRunIndex } from '../../../engine/runs/runIndex';
+import { INDEX_FILE, RUN_FILES } from '../../../engine/runs/folder/home';
+import { JsonlAppender, truncateTo } from '../../../engine/runs/folder/jsonl';
+import { createRunFolder, updateStatus, type NewRunMeta } from '../../../engine/runs/folder/runFolder';
+import { openRunIndex } from '../../../engine/runs/summary/runIndex';
 
 const META: NewRunMeta = {
   algorithm: 'mars',

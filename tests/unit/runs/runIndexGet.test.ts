@@ -1,5 +1,5 @@
 /**
- * RunIndex.get (engine/runs/runIndex.ts): one run's summary brought up to date with its folder alone, as the run page
+ * RunIndex.get (engine/runs/summary/runIndex.ts): one run's summary brought up to date with its folder alone, as the run page
  * needs it, with the number of metrics lines read (getRun's metricPoints): the same summary as list() gives, followed
  * as the log grows (a torn last line counted once complete), undefined for a run that is not there; and a cold index
  * built from a log with awkward lines summarises it as parsing every line would.
@@ -8,9 +8,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RUN_FILES } from '../../../engine/runs/home';
-import { createRunFolder } from '../../../engine/runs/runFolder';
-import { openRunIndex } from '../../../engine/runs/runIndex';
+import { RUN_FILES } from '../../../engine/runs/folder/home';
+import { createRunFolder } from '../../../engine/runs/folder/runFolder';
+import { openRunIndex } from '../../../engine/runs/summary/runIndex';
 
 let home: string;
 beforeEach(() => {

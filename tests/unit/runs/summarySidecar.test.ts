@@ -1,5 +1,5 @@
 /**
- * The metrics summary sidecar (engine/runs/summarySidecar.ts): a cold listing of a run whose log it covers reads only
+ * The metrics summary sidecar (engine/runs/summary/summarySidecar.ts): a cold listing of a run whose log it covers reads only
  * the log's few recorded bytes and its tail; a stale or broken sidecar is ignored and written again; a listing with
  * sidecars equals the listing that reads every log whole; a run of an earlier version gets one on its first listing.
  */
@@ -7,12 +7,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { INDEX_FILE, RUN_FILES } from '../../../engine/runs/home';
-import { JsonlAppender } from '../../../engine/runs/jsonl';
-import { createRunFolder, updateStatus, type NewRunMeta } from '../../../engine/runs/runFolder';
-import { openRunIndex, type RunSummary } from '../../../engine/runs/runIndex';
-import { readSummarySidecar, SUMMARY_SIDECAR, SummaryKeeper } from '../../../engine/runs/summarySidecar';
-import type { ReadAt } from '../../../engine/runs/metricStats';
+import { INDEX_FILE, RUN_FILES } from '../../../engine/runs/folder/home';
+import { JsonlAppender } from '../../../engine/runs/folder/jsonl';
+import { createRunFolder, updateStatus, type NewRunMeta } from '../../../engine/runs/folder/runFolder';
+import { openRunIndex, type RunSummary } from '../../../engine/runs/summary/runIndex';
+import { readSummarySidecar, SUMMARY_SIDECAR, SummaryKeeper } from '../../../engine/runs/summary/summarySidecar';
+import type { ReadAt } from '../../../engine/runs/summary/metricStats';
 
 const META: NewRunMeta = {
   algorithm: 'seqgrpo',

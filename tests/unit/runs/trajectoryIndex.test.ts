@@ -1,5 +1,5 @@
 /**
- * The host's index of trajectories.jsonl (engine/runs/trajectoryIndex.ts) and the queries over it (trajectoryQuery.ts):
+ * The host's index of trajectories.jsonl (engine/runs/trajectories/trajectoryIndex.ts) and the queries over it (trajectoryQuery.ts):
  * byte offsets and steps per line, growth scanned incrementally, a torn last line left out until it is finished, a
  * cut or replaced file indexed again; a step opened directly; filters by step range, reward, family, agent, outcome,
  * malformed and text, newest first with a continuation.
@@ -13,9 +13,13 @@ import {
   readTrajectoryLines,
   stepOfLine,
   updateTrajectoryIndex,
-} from '../../../engine/runs/trajectoryIndex';
-import { filterTrajectories, queryTrajectories, trajectoryFacts } from '../../../engine/runs/trajectoryQuery';
-import { marsPagesOf } from '../../../engine/runs/trajectoryPages';
+} from '../../../engine/runs/trajectories/trajectoryIndex';
+import {
+  filterTrajectories,
+  queryTrajectories,
+  trajectoryFacts,
+} from '../../../engine/runs/trajectories/trajectoryQuery';
+import { marsPagesOf } from '../../../engine/runs/trajectories/trajectoryPages';
 
 const fixture = (name: string): Record<string, unknown>[] =>
   fs

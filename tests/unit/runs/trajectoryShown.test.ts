@@ -1,13 +1,13 @@
 /**
  * What the inspector shows of MARS episodes beyond their records: capacities the host fills in for records written
- * before the trainer recorded them (engine/runs/trajectoryPages.ts withCapacities), the gold answer marked in a text
+ * before the trainer recorded them (engine/runs/trajectories/trajectoryPages.ts withCapacities), the gold answer marked in a text
  * as whole words (renderer/src/lib/trajectories.ts markGold), the part of a page a window cut off, and the finder's
  * family list kept equal to the engine's.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { withCapacities } from '../../../engine/runs/trajectoryPages';
+import { withCapacities } from '../../../engine/runs/trajectories/trajectoryPages';
 import { hasGold, markGold, splitTaken } from '../../../renderer/src/lib/trajectories';
 
 const episodes = fs

@@ -8,9 +8,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RUN_FILES, runsDir } from '../../../engine/runs/home';
-import { JsonlAppender, truncateTo } from '../../../engine/runs/jsonl';
-import { clearLiveTrajectories, writeLiveTrajectories } from '../../../engine/runs/liveTrajectories';
+import { RUN_FILES, runsDir } from '../../../engine/runs/folder/home';
+import { JsonlAppender, truncateTo } from '../../../engine/runs/folder/jsonl';
+import { clearLiveTrajectories, writeLiveTrajectories } from '../../../engine/runs/folder/liveTrajectories';
 import {
   createRunFolder,
   readRunMeta,
@@ -18,8 +18,8 @@ import {
   writeRunLabels,
   writeRunMeta,
   type NewRunMeta,
-} from '../../../engine/runs/runFolder';
-import { watchHome, type HomeWatcher, type RunEvent } from '../../../engine/runs/watcher';
+} from '../../../engine/runs/folder/runFolder';
+import { watchHome, type HomeWatcher, type RunEvent } from '../../../engine/runs/watch/watcher';
 
 const META: NewRunMeta = {
   algorithm: 'mars',

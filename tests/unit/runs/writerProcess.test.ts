@@ -1,5 +1,5 @@
 /**
- * A run's writer is verified before the run is called live or its process is signalled (engine/runs/writerProcess.ts):
+ * A run's writer is verified before the run is called live or its process is signalled (engine/runs/folder/writerProcess.ts):
  * crafted pids (-1, 0, 1, non-integers) and pids reused by unrelated processes are not the writer, and a run whose
  * writer is gone is listed `interrupted` without run.json being rewritten.
  */
@@ -9,15 +9,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  acquireRunLock,
   createRunFolder,
   updateStatus,
   writeRunMeta,
   readRunMeta,
   type NewRunMeta,
-} from '../../../engine/runs/runFolder';
-import { openRunIndex } from '../../../engine/runs/runIndex';
-import { checkWriter, currentBootId, procStartTicks, runWriter } from '../../../engine/runs/writerProcess';
+} from '../../../engine/runs/folder/runFolder';
+import { acquireRunLock } from '../../../engine/runs/folder/runLock';
+import { openRunIndex } from '../../../engine/runs/summary/runIndex';
+import { checkWriter, currentBootId, procStartTicks, runWriter } from '../../../engine/runs/folder/writerProcess';
 
 const META: NewRunMeta = { algorithm: 'seqgrpo', config: {}, engineVersion: '0', seed: 1, tags: [], notes: '' };
 const hasProc = fs.existsSync('/proc/self/stat');

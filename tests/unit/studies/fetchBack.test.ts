@@ -1,5 +1,5 @@
 /**
- * The fetch-back of a run folder (engine/studies/fetchBack.ts) without Ray: the fetch job's entrypoint run here with
+ * The fetch-back of a run folder (engine/cluster/studies/fetchBack.ts) without Ray: the fetch job's entrypoint run here with
  * /bin/sh on a made-up cluster home, its output decoded, verified and unpacked into another home; and the faults of
  * the decoder (a damaged archive, missing markers, an archive over the cap, no run folder), each one line.
  */
@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeFetchLog, fetchEntrypoint, FetchError, unpackRun } from '../../../engine/studies/fetchBack';
+import { decodeFetchLog, fetchEntrypoint, FetchError, unpackRun } from '../../../engine/cluster/studies/fetchBack';
 
 const tmps: string[] = [];
 function tmp(): string {

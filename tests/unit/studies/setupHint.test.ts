@@ -1,12 +1,12 @@
 /**
- * A Ray job that could not start train gets a message naming the fix (engine/studies/rayStudy.ts setupHint), not the
+ * A Ray job that could not start train gets a message naming the fix (engine/cluster/studies/rayStudy.ts setupHint), not the
  * last line of node's stack ("Node.js v20…"): no project at the entrypoint's path (with a project path, or with a
  * working_dir that is not a mars-lab package), no node on the cluster's PATH; other failures keep their own line.
  */
 import { describe, expect, it } from 'vitest';
-import { setupHint } from '../../../engine/studies/rayStudy';
-import { planStudy } from '../../../engine/studies/studyPlan';
-import type { StudyWhere } from '../../../engine/studies/studyRecord';
+import { setupHint } from '../../../engine/cluster/studies/rayStudy';
+import { planStudy } from '../../../engine/cluster/studies/studyPlan';
+import type { StudyWhere } from '../../../engine/cluster/studies/studyRecord';
 
 const study = (where: Partial<StudyWhere>) =>
   planStudy({

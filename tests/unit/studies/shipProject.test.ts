@@ -1,5 +1,5 @@
 /**
- * The project package `study --ship` sends to a Ray cluster (engine/studies/shipProject.ts), packed from a small
+ * The project package `study --ship` sends to a Ray cluster (engine/cluster/studies/shipProject.ts), packed from a small
  * made-up project: only what the built engine loads goes in (a production dependency file by file, the .wasm beside
  * it; not an optional dependency, a dev dependency, the packing tool or a package's unused files), with resources/, engine/bin/ and a
  * generated package.json; the zip is content-addressed like Ray's SDK names a zip (sha1) and the same inputs give the
@@ -12,8 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { unzipSync, strFromU8 } from 'fflate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packProject } from '../../../engine/studies/shipProject';
-import { UserError } from '../../../engine/userError';
+import { packProject } from '../../../engine/cluster/studies/shipProject';
+import { UserError } from '../../../engine/base/userError';
 
 let tmp: string;
 let root: string;
@@ -45,7 +45,7 @@ beforeAll(() => {
       "export async function pack() {\n  return import('@vercel/nft');\n}\n",
   );
   write('engine/bin/mars-lab.mjs', "import '../../out/cli/index.js';\n");
-  write('engine/cli.ts', 'export {};\n'); // a source: never shipped
+  write('engine/commands/cli.ts', 'export {};\n'); // a source: never shipped
   write('resources/presets/p.json', '{"name":"p"}\n');
   write('node_modules/dep-a/package.json', JSON.stringify({ name: 'dep-a', version: '1.0.0', main: 'lib/index.js' }));
   write('node_modules/dep-a/lib/index.js', "module.exports = require('./util.js');\n");

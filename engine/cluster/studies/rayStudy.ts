@@ -1,0 +1,274 @@
+/**
+ * Runs a study on a Ray cluster: each run is one Ray job (submission id = run id; entrypoint `node <project>/engine/
+ * bin/mars-lab.mjs train … --home <ray-home> --json`), followed over the log WebSocket until it ends. Progress and the
+ * final metrics come from the log itself, so a cluster without a shared home still reports; each log is kept in
+ * `<home>/studies/<id>/<runId>.log`. Stop asks Ray to stop every job still going.
+ *
+ * Nothing is lost when the cluster becomes unreachable: submitted runs are in the record at once, a run whose
+ * following broke off is marked 'unknown', and `mars-lab study status ID --follow` (attachStudy) picks up from the
+ * record: pending runs are submitted (with the runtime_env and setup the record keeps), unknown and live ones followed
+ * again. Where the ray home is not shared, each finished run's folder is fetched back by a follow-up job
+ * (fetchBack.ts); a failed fetch is retried on re-attach. With a shipped project (shipProject.ts) the record's
+ * runtime_env has its working_dir and the entrypoint is relative to it (`node engine/bin/mars-lab.mjs …`).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { RayError, type RayJobsClient } from '../ray/jobsClient';
+import type { RayJobDetails } from '../ray/jobsSchemas';
+import { followJobLogs } from '../ray/logTail';
+import { fetchRun, wantsFetch } from './fetchBack';
+import type { RunningStudy, StudyEvents } from './localStudy';
+import { FINAL_STATES, studyLogFile, writeStudy, type StudyRecord, type StudyRun } from './studyRecord';
+import { rayEntrypoint } from './studyPlan';
+import { lineSplitter, parseTrainLine, runHeadline } from './trainOutput';
+
+export interface RayStudyOptions extends StudyEvents {
+  /** Extra runtime_env (e.g. env_vars, working_dir) for every job. */
+  runtimeEnv?: Record<string, unknown>;
+  /** A shell command run before train in each job (e.g. an install step when runtime_env ships the project). */
+  setup?: string;
+  /** Delay between reconnects of a dropped log socket (tests make it short). */
+  retryDelayMs?: number;
+  /** Stops following without stopping the jobs (the app's host closing); the record keeps what it knew. */
+  signal?: AbortSignal;
+}
+
+/** A Ray job's status as a run state (a job that succeeded may hold a run stopped by SIGTERM: its done line says). */
+export function stateOfJob(job: RayJobDetails, doneStatus?: string): StudyRun['state'] {
+  switch (job.status) {
+    case 'PENDING':
+      return 'submitted';
+    case 'RUNNING':
+      return 'running';
+    case 'SUCCEEDED':
+      return doneStatus === 'stopped' ? 'stopped' : 'finished';
+    case 'FAILED':
+      return 'failed';
+    case 'STOPPED':
+      return 'stopped';
+  }
+}
+
+/** A log line that can say why a job failed: not Ray's preamble, not one of train's JSON lines. */
+function isReasonLine(line: string): boolean {
+  const t = line.trim();
+  return t !== '' && !t.startsWith('{') && !t.startsWith('Running entrypoint for job ');
+}
+
+/** Re-reads a failed job's full log (up to ~10 s) until it holds a reason line, appending what the saved copy lacks. */
+async function settleFailedLog(client: RayJobsClient, id: string, logFile: string): Promise<void> {
+  for (let i = 0; i < 20; i++) {
+    const saved = fs.readFileSync(logFile, 'utf8');
+    if (saved.split('\n').some(isReasonLine)) return;
+    const full = await client.logs(id).catch(() => null);
+    if (full !== null && full.length > saved.length && full.startsWith(saved)) {
+      fs.appendFileSync(logFile, full.slice(saved.length));
+      continue;
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/**
+ * Why a job could not even start train, in words that name the fix: the cluster has no project at the path the
+ * entrypoint names (node's "Cannot find module", whose last line is only "Node.js v20…"), or no node on its PATH.
+ */
+export function setupHint(log: readonly string[], study: StudyRecord): string | undefined {
+  if (study.where.kind !== 'ray') return undefined;
+  const text = log.join('\n');
+  const missing = /Cannot find module '([^']*engine\/bin\/mars-lab\.mjs)'/.exec(text);
+  if (missing) {
+    return study.where.project === '../../studies'
+      ? `the job's working_dir has no ${missing[1]}: the runtime_env's working_dir is not a mars-lab package (add --ship)`
+      : `the cluster has no ${missing[1]}: add --ship to send the project with the jobs, or give its folder there with --ray-project PATH`;
+  }
+  const node = study.where.node;
+  const escaped = node.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  if (new RegExp(`(^|[\\s:])${escaped}: (command )?not found|${escaped}: No such file or directory`, 'm').test(text)) {
+    return `${node} not found on the cluster: install Node.js 20 on its nodes' PATH, or give its path there with --ray-node PATH`;
+  }
+  return undefined;
+}
+
+function oneLine(text: string | null | undefined): string | undefined {
+  if (!text) return undefined;
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
+  const line = lines.findLast((l) => /^mars-lab: /.test(l)) ?? lines.at(-1) ?? lines[0];
+  return line && (line.length > 300 ? `${line.slice(0, 300)}…` : line);
+}
+
+/** Submits the study's pending runs and follows every run not yet final, until all are final (or stop). */
+export function runStudyOnRay(
+  home: string,
+  study: StudyRecord,
+  client: RayJobsClient,
+  opts: RayStudyOptions = {},
+): RunningStudy {
+  if (study.where.kind !== 'ray') throw new Error('runStudyOnRay: not a Ray study');
+  const follows = new AbortController();
+  opts.signal?.addEventListener('abort', () => follows.abort(), { once: true });
+  let stopRequested = false;
+  const save = (run: StudyRun) => {
+    writeStudy(home, study);
+    opts.onRun?.(run, study);
+  };
+
+  // as given, else as recorded when the study started (a re-attach submits its pending runs the same way)
+  const runtimeEnv = opts.runtimeEnv ?? study.where.runtimeEnv;
+  const setup = opts.setup ?? study.where.setup;
+
+  const submit = async (run: StudyRun) => {
+    const entry = rayEntrypoint(study, run);
+    try {
+      await client.submit({
+        entrypoint: setup ? `${setup} && ${entry}` : entry,
+        submission_id: run.runId,
+        metadata: {
+          mars_lab_study: study.id,
+          mars_lab_run: run.runId,
+          mars_lab_preset: study.preset,
+          mars_lab_variant: run.variant ?? '',
+          mars_lab_seed: String(run.seed),
+        },
+        ...(study.where.kind === 'ray' && study.where.cpusPerJob > 0
+          ? { entrypoint_num_cpus: study.where.cpusPerJob }
+          : {}),
+        ...(runtimeEnv ? { runtime_env: runtimeEnv } : {}),
+      });
+    } catch (err) {
+      // Submitted before (a re-attach after an answer that never arrived): that job is this run's if its metadata says so.
+      if (!(err instanceof RayError) || err.kind !== 'duplicate') throw err;
+      const job = await client.job(run.runId);
+      if (job.metadata?.mars_lab_study !== study.id) throw err;
+    }
+    run.state = 'submitted';
+    run.jobStatus = 'PENDING';
+    save(run);
+    if (stopRequested) await client.stop(run.runId).catch(() => {}); // stop came while this submit was in flight
+  };
+
+  /** The run folder back from a cluster without a shared home (fetchBack.ts); a fault is one line in run.fetch. */
+  const fetchBack = async (run: StudyRun) => {
+    await fetchRun(home, study, run, client, { signal: follows.signal, pollMs: opts.retryDelayMs });
+    save(run);
+  };
+
+  const follow = async (run: StudyRun) => {
+    const logFile = studyLogFile(home, study.id, run.runId);
+    fs.mkdirSync(path.dirname(logFile), { recursive: true });
+    const fd = fs.openSync(logFile, 'w'); // the follower starts again from the log's first byte
+    let doneMetrics: Record<string, unknown> | undefined;
+    let doneStatus: string | undefined;
+    let lastShown = 0;
+    const lines = lineSplitter((line) => {
+      const e = parseTrainLine(line);
+      if (e?.type === 'progress') {
+        run.step = e.step;
+        run.totalSteps = e.totalSteps;
+        if (run.state === 'submitted') run.state = 'running';
+        if (
+          lastShown === 0 ||
+          e.step === e.totalSteps ||
+          e.step - lastShown >= Math.max(1, Math.ceil(e.totalSteps / 10))
+        ) {
+          lastShown = e.step;
+          opts.onRun?.(run, study);
+        }
+      } else if (e?.type === 'done') {
+        doneMetrics = e.metrics;
+        doneStatus = e.status;
+        run.step = e.step;
+      }
+    });
+    try {
+      const r = await followJobLogs(client, run.runId, {
+        signal: follows.signal,
+        retryDelayMs: opts.retryDelayMs,
+        onText: (t) => {
+          fs.writeSync(fd, t);
+          lines.push(t);
+          if (run.state === 'submitted') {
+            run.state = 'running';
+            run.jobStatus = 'RUNNING';
+            save(run);
+          }
+        },
+      });
+      lines.end();
+      if (r.aborted || !r.job) return;
+      run.jobStatus = r.job.status;
+      run.state = stateOfJob(r.job, doneStatus);
+      if (r.job.start_time) run.startedAt = new Date(r.job.start_time).toISOString();
+      if (r.job.end_time) run.endedAt = new Date(r.job.end_time).toISOString();
+      if (run.state === 'failed' || run.state === 'stopped') {
+        // Ray can mark a job FAILED before the entrypoint's last stderr line reaches the job's log (and its
+        // job.message, a copy of the log's tail): read the full log again, briefly, until a line other than Ray's
+        // own "Running entrypoint" preamble and train's JSON progress lines is there.
+        if (run.state === 'failed') await settleFailedLog(client, run.runId, logFile);
+        const saved = fs.readFileSync(logFile, 'utf8').split('\n');
+        run.message =
+          (run.state === 'failed' ? setupHint(saved, study) : undefined) ??
+          oneLine(saved.filter((l) => l.startsWith('mars-lab: ')).join('\n')) ??
+          (run.state === 'failed' ? oneLine(saved.filter(isReasonLine).join('\n')) : undefined) ??
+          oneLine(r.job.message?.split('\n')[0]);
+      }
+      if (run.state === 'finished' || run.state === 'stopped') {
+        run.headline = runHeadline(
+          study.where.kind === 'ray' ? study.where.rayHome : home,
+          run.runId,
+          study.algorithm,
+          doneMetrics,
+        );
+      }
+      save(run);
+      if (wantsFetch(study, run)) await fetchBack(run);
+    } catch (err) {
+      if (!(err instanceof RayError) || (err.kind !== 'unreachable' && err.kind !== 'not-found')) throw err;
+      run.state = 'unknown';
+      run.message = err.message;
+      save(run);
+    } finally {
+      fs.closeSync(fd);
+    }
+  };
+
+  const done = (async () => {
+    writeStudy(home, study);
+    const following: Promise<void>[] = [];
+    for (const run of study.runs) {
+      if (wantsFetch(study, run)) following.push(fetchBack(run)); // a fetch that failed before: again
+      if (FINAL_STATES.has(run.state)) continue;
+      if (run.state === 'pending') {
+        if (stopRequested) continue;
+        await submit(run); // unreachable: the rest stay pending in the record
+      }
+      following.push(follow(run));
+    }
+    await Promise.all(following);
+    for (const r of study.runs) {
+      if (r.state === 'pending' && stopRequested) {
+        r.state = 'stopped';
+        r.message = 'not submitted: the study was stopped';
+      }
+    }
+    writeStudy(home, study);
+    return study;
+  })();
+
+  return {
+    done,
+    stop() {
+      if (stopRequested) {
+        follows.abort(); // second Ctrl-C: stop following; the jobs were already asked to stop
+        return;
+      }
+      stopRequested = true;
+      for (const run of study.runs) {
+        if (run.state === 'submitted' || run.state === 'running') client.stop(run.runId).catch(() => {});
+      }
+    },
+  };
+}

@@ -1,0 +1,214 @@
+/**
+ * Evaluation-only runs with endpoint agents (`mars-lab eval` with a MARS or MARTI config whose `mars.policies` or
+ * `marti.agents[].policy` name endpoints). The rollouts are the in-process ones — MARS's dual system with search,
+ * MARTI's AB-MCTS-A and T+ — and only where each system's or agent's text comes from changes. Results are written in
+ * evaluateCheckpoint's format (eval.json: identity, metrics, per-item outcomes with their episode or tree record)
+ * under `<home>/evals/endpoints-<key>/`, next to `requests.jsonl`, the journal that makes an interrupted or failed
+ * evaluation resume where it stopped (journal.ts). The key is the evaluation identity, the policy sources (never a key)
+ * and, when the run's own model plays a part, its weights.
+ */
+import { createHash } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
+import fs from 'node:fs';
+import path from 'node:path';
+import { CONFIG_FILE, loadCheckpoint, WEIGHTS_FILE, writeFolderAtomic } from '../../model/formats/checkpoint';
+import type { LlamaModel } from '../../model/llama';
+import type { Tokenizer } from '../../model/tokenizers/tokenizer';
+import { evaluateMars, marsFormat, mars } from '../../mars/trainer';
+import { martiFormat } from '../../marti/format';
+import { evaluateMarti, marti, paramIdsOf, teamOf } from '../../marti/trainer';
+import type { RunConfig } from '../config/configSchema';
+import type { CheckpointEval } from './evaluation';
+import type { EvalResult } from '../../training/trainer';
+import { UserError } from '../../base/userError';
+import { EndpointError, EndpointStopped } from '../../policy/endpointClient';
+import { chatDialectFor } from './chat';
+import { EndpointPolicy, type PolicyModel } from '../../policy/endpointPolicy';
+import { RequestJournal } from '../../policy/journal';
+import { corpusFormat, loadMarsCorpus } from '../../mars/corpus';
+import { configuredSources } from '../config/configuredSources';
+import { sourceIdentity, type PolicySource } from '../../policy/policySource';
+
+export { configuredSources, usesEndpoints } from '../config/configuredSources';
+
+export interface EndpointEvalOptions {
+  /** The checkpoint whose model plays the `{ "kind": "model" }` parts, if any. */
+  checkpoint?: string;
+  signal?: AbortSignal;
+  /** Forget earlier answers (the journal) and ask every request again. */
+  fresh?: boolean;
+  onWarning?: (line: string) => void;
+  /** How a stopped or failed evaluation is continued, said after "N answers kept in FILE" (default: the CLI's way). */
+  resumeHint?: string;
+  /** After every answer (replayed from the journal or fresh from an endpoint): the counts so far. */
+  onProgress?: (answers: { replayed: number; fresh: number }) => void;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface EndpointEval extends CheckpointEval {
+  /** The request journal: how many answers were replayed from it and how many were asked of the endpoints. */
+  journal: { file: string; replayed: number; fresh: number };
+  policies: Record<string, string>;
+}
+
+function sha256(...parts: (Buffer | string)[]): string {
+  const h = createHash('sha256');
+  for (const p of parts) h.update(p);
+  return h.digest('hex');
+}
+
+function stableJson(o: Record<string, unknown>): string {
+  return JSON.stringify(Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
+}
+
+export async function evaluateWithEndpoints(
+  home: string,
+  config: RunConfig,
+  o: EndpointEvalOptions = {},
+): Promise<EndpointEval> {
+  if (config.algorithm !== 'mars' && config.algorithm !== 'marti') {
+    throw new UserError(
+      `eval with endpoint policies: ${config.algorithm} configs have none; endpoint agents are for MARS and MARTI`,
+    );
+  }
+  const sources = configuredSources(config);
+  const corpus = config.algorithm === 'mars' && config.task.corpus ? config.task.corpus : null;
+  if (corpus && (sources.length === 0 || sources.some((s) => s.source.kind === 'model'))) {
+    throw new UserError(
+      "task.corpus: a corpus of your own needs endpoint policies for every system (mars.policies.sys2, and sys1 unless it shares sys2's): a mars-lab model knows only the generated worlds' words",
+    );
+  }
+  const needsModel = sources.some((s) => s.source.kind === 'model');
+  if (needsModel && !o.checkpoint) {
+    const who = sources
+      .filter((s) => s.source.kind === 'model')
+      .map((s) => s.label)
+      .join(', ');
+    throw new UserError(
+      `eval: ${who} use${who.includes(',') ? '' : 's'} the run's own model ({"kind": "model"}): add --checkpoint DIR, or give ${who.includes(',') ? 'them' : 'it'} an endpoint`,
+    );
+  }
+  const loaded = corpus ? loadMarsCorpus(corpus.folder, corpus.questions) : null;
+  const identity = {
+    ...(config.algorithm === 'mars' ? mars.evalIdentity(config) : marti.evalIdentity(config)),
+    ...(loaded ? { corpus: loaded.sha } : {}),
+  };
+  const policies = Object.fromEntries(sources.map((s) => [s.label, sourceIdentity(s.source)]));
+  const weights = needsModel
+    ? sha256(
+        fs.readFileSync(path.join(o.checkpoint!, CONFIG_FILE)),
+        fs.readFileSync(path.join(o.checkpoint!, WEIGHTS_FILE)),
+      )
+    : '';
+  const key = sha256(stableJson(identity), stableJson(policies), weights).slice(0, 24);
+  const dir = path.join(home, 'evals', `endpoints-${key}`);
+  const journalFile = path.join(dir, 'requests.jsonl');
+  if (o.fresh) fs.rmSync(journalFile, { force: true });
+  const journal = new RequestJournal(journalFile);
+  journal.onAnswer = o.onProgress;
+
+  // One failed request ends the evaluation: the requests still queued or in flight are cancelled with it.
+  const inner = new AbortController();
+  setMaxListeners(0, inner.signal); // every request in flight listens to it
+  if (o.signal?.aborted) inner.abort();
+  o.signal?.addEventListener('abort', () => inner.abort(), { once: true });
+  const local: LlamaModel | null = needsModel ? (await loadCheckpoint(o.checkpoint!)).model : null;
+  // With every MARS system an endpoint, words the worlds lack (a real model's) are spelt as bytes instead of <unk>;
+  // the worlds' own words keep their ids, so a mars-lab model behind serve-model gives the in-process records.
+  const format = config.algorithm === 'mars' && (loaded || !needsModel) ? corpusFormat() : undefined;
+  const tokenizer: Tokenizer =
+    config.algorithm === 'mars' ? (format ?? marsFormat()).tokenizer : martiFormat().tokenizer;
+  const policyOf = (label: string, s: PolicySource): PolicyModel =>
+    s.kind === 'model'
+      ? local!
+      : new EndpointPolicy({
+          source: s,
+          tokenizer,
+          label,
+          signal: inner.signal,
+          journal,
+          onWarning: o.onWarning,
+          env: o.env,
+          dialect: chatDialectFor(config.algorithm, tokenizer), // "instructions": "chat" (chat/)
+        });
+  const kept = (): string =>
+    `${journal.size} answer${journal.size === 1 ? '' : 's'} kept in ${journalFile}: ${o.resumeHint ?? 'run the same command again to resume'}`;
+  let result: EvalResult;
+  try {
+    if (config.algorithm === 'mars') {
+      const mode = config.mars.sys1Params;
+      const [s2, s1] = sources;
+      if ((mode === 'separate' || mode === 'frozen') && s1?.source.kind === 'model') {
+        throw new UserError(
+          `mars.sys1Params is ${mode}: evaluating its own System 1 weights beside an endpoint is not supported; give System 1 an endpoint (mars.policies.sys1) or evaluate with sys1Params "shared"`,
+        );
+      }
+      const sys2 = policyOf(s2!.label, s2!.source);
+      // one endpoint playing both systems is one client (one concurrency limit), as one model plays both in-process
+      const sys1 = !s1
+        ? null
+        : sourceIdentity(s1.source) === sourceIdentity(s2!.source) && s1.source.kind === s2!.source.kind
+          ? sys2
+          : policyOf(s1.label, s1.source);
+      result = await evaluateMars(config, sys2, sys1, {
+        format,
+        questions: loaded?.questions.slice(0, config.eval.items),
+      });
+    } else {
+      const team = teamOf(config);
+      const agents = config.marti.configuration === 'single' ? config.marti.agents.slice(0, 1) : config.marti.agents;
+      const models = new Map<string, PolicyModel>();
+      for (const pid of paramIdsOf(config)) {
+        const members = team.filter((a) => a.paramId === pid).map((a) => agents.find((x) => x.id === a.id)!);
+        const ids = new Set(
+          members.map((m) => (m.policy ? `${m.policy.kind}:${sourceIdentity(m.policy)}` : 'model:model')),
+        );
+        if (ids.size > 1) {
+          throw new UserError(
+            `marti.agents: ${members.map((m) => m.id).join(', ')} share one parameter set (configuration ${config.marti.configuration}) but name different policies; give them the same one, or use configuration "heterogeneous"`,
+          );
+        }
+        const m = members[0]!;
+        models.set(
+          pid,
+          policyOf(
+            `MARTI agent ${members.length > 1 ? members.map((x) => x.id).join('+') : m.id}`,
+            m.policy ?? { kind: 'model' },
+          ),
+        );
+      }
+      result = await evaluateMarti(config, models);
+    }
+  } catch (err) {
+    inner.abort();
+    if (err instanceof EndpointStopped && o.signal?.aborted) throw new EndpointStopped(`eval stopped; ${kept()}`);
+    if (err instanceof EndpointError) {
+      throw new EndpointError(journal.size > 0 ? `${err.message}; ${kept()}` : err.message);
+    }
+    throw err;
+  } finally {
+    local?.dispose();
+  }
+  result = { ...result, identity }; // with the corpus's hash when there is one
+  const label = sources
+    .map(
+      (s) =>
+        `${s.label}: ${s.source.kind === 'endpoint' ? `${s.source.model} at ${s.source.baseUrl}` : path.resolve(o.checkpoint!)}`,
+    )
+    .join('; ');
+  const file = path.join(dir, 'eval.json');
+  // the journal stays beside the results (a rerun replays it); the folder is rewritten whole, the journal included
+  writeFolderAtomic(dir, {
+    'eval.json':
+      JSON.stringify({ ...result, checkpoint: label, policies, weightsSha256: weights || null }, null, 1) + '\n',
+    'requests.jsonl': fs.existsSync(journalFile) ? fs.readFileSync(journalFile) : '',
+  });
+  return {
+    ...result,
+    checkpoint: label,
+    file,
+    cached: false,
+    policies,
+    journal: { file: journalFile, replayed: journal.stats.replayed, fresh: journal.stats.fresh },
+  };
+}

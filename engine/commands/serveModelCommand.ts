@@ -1,6 +1,6 @@
 /**
  * `serve-model`: a mars-lab checkpoint as an OpenAI-compatible endpoint (engine/serveModel/), so anything that speaks
- * the OpenAI API — and mars-lab's own endpoint agents (engine/endpoints/) — can use it. Loopback only unless
+ * the OpenAI API — and mars-lab's own endpoint agents (engine/policy/) — can use it. Loopback only unless
  * `--allow-remote`, like `serve`; the API key is a random token printed at start (or read from --token-env).
  */
 import fs from 'node:fs';

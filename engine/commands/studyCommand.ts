@@ -3,7 +3,7 @@
  * variants × seeds, run here (as many at once as cores allow) or as one Ray job per run (`--ship`: with the project
  * sent as the jobs' runtime_env working_dir, engine/cluster/studies/shipProject.ts); prints a table of run,
  * variant, seed, status and held-out score. `study status ID [--follow]` re-reads a study (re-attaching to its
- * cluster, submitting what never reached it) and `study ls` lists them (engine/studies/).
+ * cluster, submitting what never reached it) and `study ls` lists them (engine/cluster/studies/).
  */
 import os from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';

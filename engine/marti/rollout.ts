@@ -50,7 +50,7 @@ export interface GrowOptions {
   tasks: readonly MartiTask[];
   treeIds: readonly string[];
   agents: readonly AgentSpec[];
-  /** Each parameter set's policy: the run's own model, or an endpoint (engine/endpoints/) in evaluations. */
+  /** Each parameter set's policy: the run's own model, or an endpoint (engine/policy/) in evaluations. */
   models: ReadonlyMap<string, PolicyModel>;
   search: SearchConfig;
   /** Vanilla GRPO (§6.7 `grpo`): every node is a fresh root child written by the first agent; no search. */

@@ -25,7 +25,7 @@ export interface CompletionAsk {
   stop: string[];
 }
 
-/** A chat request: the messages the instruction template built (engine/endpoints/chat/). */
+/** A chat request: the messages the instruction template built (engine/runs/evaluation/chat/). */
 export interface ChatAsk {
   messages: { role: 'system' | 'user' | 'assistant'; content: string }[];
   maxTokens: number;

@@ -10,7 +10,7 @@
  * decoded text to the same ids, specials included), so an evaluation through the endpoint is the in-process one. For
  * another model the text is whatever it wrote: when the run's tokens cannot hold it exactly (words the tokenizer
  * lacks), the generation also carries the text itself, which MARTI parses instead of the lossy tokens. A "chat"
- * dialect (engine/endpoints/chat/: the algorithm's instruction template) builds the chat from the prompt's tokens and
+ * dialect (engine/runs/evaluation/chat/: the algorithm's instruction template) builds the chat from the prompt's tokens and
  * reads the answer tolerantly (fences and prose stripped, the first well-formed turn taken); what it had to repair is
  * counted and named once in a warning line, and the raw answer stays in the generation (and in the request journal).
  *
@@ -56,7 +56,7 @@ export interface ChatRequest {
   read(answer: string, finish: 'stop' | 'length'): ChatReading;
 }
 
-/** An algorithm's instruction template (engine/endpoints/chat/): the chat for a prompt, null for a prompt it does not know. */
+/** An algorithm's instruction template (engine/runs/evaluation/chat/): the chat for a prompt, null for a prompt it does not know. */
 export interface ChatDialect {
   /** `final`: the rollout's last turn, in which only an answer counts (MARS System 2). */
   chat(prompt: readonly number[], hints?: { final?: boolean }): ChatRequest | null;

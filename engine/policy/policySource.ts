@@ -11,7 +11,7 @@
  * `instructions` says how a prompt reaches the model: "none" sends the run's raw prompt text to /v1/completions (what a
  * mars-lab checkpoint behind serve-model was trained on: the evaluation is the in-process one); "chat" sends a chat
  * whose system message teaches the format (MARS's tags, System 1's distillation, MARTI's language) with one worked
- * example from a training world, and reads the answer tolerantly (engine/endpoints/chat/). "auto", the default, asks
+ * example from a training world, and reads the answer tolerantly (engine/runs/evaluation/chat/). "auto", the default, asks
  * the server's GET /v1/models once: a model serve-model owns ("owned_by": "mars-lab") gets "none", any other listed
  * model "chat"; a server that cannot be asked (or lists no models) gets "none". Its verdict is journaled.
  * Endpoint sources are for evaluation (`mars-lab eval`); training stays with the engine's own models.

@@ -1,7 +1,7 @@
 /**
  * What every metric an algorithm logs means: a one-line description, its unit, and the dashboard panel it belongs to.
  * The charts draw their grouped default dashboards from these declarations, the run page shows the line and unit next
- * to each chart, and `mars-lab show` prints the line next to the summary. It lives in engine/shared/, the floor of
+ * to each chart, and `mars-lab show` prints the line next to the summary. It lives in engine/pure/, the floor of
  * pure modules that import nothing outside it (no Node, no zod, no model code), so the renderer may import it at run
  * time as well as the engine; `npm run deps` enforces that.
  *

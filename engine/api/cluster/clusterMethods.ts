@@ -1,7 +1,7 @@
 /**
  * The host's side of studies (issue 18): the launch form's "where" (a Ray cluster, or this machine with variants ×
- * seeds) and the Runs view's study jobs. Everything goes through the code the CLI uses (engine/studies/ planStudy,
- * runStudyOnRay, runStudyHere; engine/ray/ RayJobsClient), so `mars-lab study [--ray]` and the app start, follow and
+ * seeds) and the Runs view's study jobs. Everything goes through the code the CLI uses (engine/cluster/studies/ planStudy,
+ * runStudyOnRay, runStudyHere; engine/cluster/ray/ RayJobsClient), so `mars-lab study [--ray]` and the app start, follow and
  * record a study the same way. A study here starts its runs through the host's RunLauncher and worker slots
  * (studyLauncher.ts), never as children of process.execPath (the Electron binary in the app).
  *

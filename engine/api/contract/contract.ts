@@ -136,7 +136,7 @@ export const trajectoryFilterSchema = z.strictObject({
 });
 export type ApiTrajectoryFilter = z.infer<typeof trajectoryFilterSchema>;
 
-// ---- studies on a Ray cluster (engine/api/cluster/clusterMethods.ts; engine/studies/) ---------------------------------------
+// ---- studies on a Ray cluster (engine/api/cluster/clusterMethods.ts; engine/cluster/studies/) ---------------------------------------
 
 const idText = z
   .string()

@@ -7,4 +7,4 @@
 import { fileURLToPath } from 'node:url';
 
 /** The root, without a trailing slash. */
-export const PROJECT_ROOT = fileURLToPath(new URL('../../../', import.meta.url)).replace(/\/$/, '');
+export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url)).replace(/\/$/, '');

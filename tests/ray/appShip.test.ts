@@ -88,7 +88,7 @@ describe('shipping from the app, without a cluster', () => {
   it('refuses a stale build in one line naming ray.ship, before asking the cluster, recording nothing', async () => {
     const home = path.join(root, 'stale');
     const project = path.join(root, 'project');
-    fs.mkdirSync(path.join(project, 'engine'), { recursive: true });
+    fs.mkdirSync(path.join(project, 'engine/commands'), { recursive: true });
     fs.mkdirSync(path.join(project, 'out/cli'), { recursive: true });
     fs.writeFileSync(path.join(project, 'engine/commands/cli.ts'), '// a source edited after the build\n');
     fs.writeFileSync(path.join(project, 'out/cli/index.js'), '// the build\n');

@@ -290,7 +290,7 @@ export function createClusterHost(opts: ClusterHostOptions): ClusterHost {
           url: client.where,
           rayHome: req.ray.rayHome ?? home,
           // shipped: the jobs start in the package's folder, so the entrypoint names no path of this machine
-          project: ship ? '..' : env[RAY_PROJECT_ENV] || projectDir,
+          project: ship ? '.' : env[RAY_PROJECT_ENV] || projectDir,
           node: env[RAY_NODE_ENV] || 'node',
           cpusPerJob: req.ray.cpusPerJob ?? 1,
           ...fetchRule(req.ray),

@@ -23,7 +23,7 @@ export function configDiffSets(base: unknown, edited: unknown, prefix: string[] 
     }
   }
   if (JSON.stringify(base) !== JSON.stringify(edited) && prefix.length > 0) {
-    out.push(`${prefix.join('..')}=${JSON.stringify(edited)}`);
+    out.push(`${prefix.join('.')}=${JSON.stringify(edited)}`);
   }
   return out;
 }

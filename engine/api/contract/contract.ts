@@ -22,8 +22,8 @@ export const runIdSchema = z
   .string()
   .min(1)
   .max(200)
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { error: 'a run id: letters, digits, "..", "_" and "-"' })
-  .refine((s) => !s.includes('../..'), { error: 'a run id may not contain "../.."' });
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { error: 'a run id: letters, digits, ".", "_" and "-"' })
+  .refine((s) => !s.includes('..'), { error: 'a run id may not contain ".."' });
 
 export const runStatusSchema = z.enum(RUN_STATUSES);
 export type RunStatus = z.infer<typeof runStatusSchema>;
@@ -142,7 +142,7 @@ const idText = z
   .string()
   .min(1)
   .max(200)
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { error: 'letters, digits, "..", "_" and "-"' });
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { error: 'letters, digits, ".", "_" and "-"' });
 
 /**
  * Where a study runs: a Ray cluster's dashboard, reached from the host (never from the page). What the jobs execute

@@ -22,7 +22,7 @@ export function parseRequest(method: unknown, params: unknown): { method: ApiMet
     const issues = parsed.error.issues;
     const problems = issues
       .slice(0, 10)
-      .map((i) => `${clip(i.path.length ? i.path.join('..') : '(request)', 100)}: ${clip(i.message, 200)}`);
+      .map((i) => `${clip(i.path.length ? i.path.join('.') : '(request)', 100)}: ${clip(i.message, 200)}`);
     if (issues.length > 10) problems.push(`and ${issues.length - 10} more`);
     throw new ApiRequestError(`${method}: invalid request (${problems.join('; ')})`);
   }

@@ -36,7 +36,7 @@ export function allowedRoots(home: string, env: NodeJS.ProcessEnv = process.env)
 
 function inside(root: string, p: string): boolean {
   const rel = path.relative(root, p);
-  return rel === '' || (!rel.startsWith('../..') && !path.isAbsolute(rel));
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
 
 /**

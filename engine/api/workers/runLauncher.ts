@@ -38,8 +38,8 @@ export interface RunLauncher {
 }
 
 /**
- * The CLI's entry point (it starts the built engine, or the TypeScript sources through tsx). Written from the root
- * ('../../../') so it resolves the same from engine/api/ and from the bundle in out/cli/ (engine.vite.config.ts).
+ * The CLI's entry point (it starts the built engine, or the TypeScript sources through tsx), from the project root
+ * (engine/base/projectRoot.ts), so it resolves the same from the sources and from the bundle in out/cli/.
  */
 export const CLI_BIN = path.join(PROJECT_ROOT, 'engine', 'bin', 'mars-lab.mjs');
 
@@ -149,7 +149,7 @@ export function workerResult<S extends z.ZodType>(
       if (!parsed.success) {
         const issue = parsed.error.issues[0]!;
         throw new Error(
-          `the worker's result ${file} is not the expected shape (${issue.path.join('..') || 'the result'}: ${issue.message})`,
+          `the worker's result ${file} is not the expected shape (${issue.path.join('.') || 'the result'}: ${issue.message})`,
         );
       }
       return parsed.data;

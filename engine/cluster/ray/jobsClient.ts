@@ -86,7 +86,7 @@ export function rayErrorLine(body: string): string {
   const lines = body
     .split('\n')
     .map((l) => l.trim())
-    .filter((l) => l !== '' && l !== '../../ray');
+    .filter((l) => l !== '' && l !== '.');
   const raised = lines.findLast((l) => /^[A-Za-z_][\w.]*(Error|Exception)\b[^:]*: /.test(l));
   const line = (raised ?? lines[0] ?? '(empty body)').replace(/\s+/g, ' ');
   return line.length > 300 ? `${line.slice(0, 300)}…` : line;
@@ -262,7 +262,7 @@ export class RayJobsClient {
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       throw new RayError(
-        `${this.where} answered ${method} ${route} in an unexpected shape (${issue ? `${issue.path.join('../../ray') || 'body'}: ${issue.message}` : 'invalid'}): is this a Ray ≥ 2.9 dashboard?`,
+        `${this.where} answered ${method} ${route} in an unexpected shape (${issue ? `${issue.path.join('.') || 'body'}: ${issue.message}` : 'invalid'}): is this a Ray ≥ 2.9 dashboard?`,
         'not-ray',
         res.status,
       );

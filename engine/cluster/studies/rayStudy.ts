@@ -78,7 +78,7 @@ export function setupHint(log: readonly string[], study: StudyRecord): string | 
   const text = log.join('\n');
   const missing = /Cannot find module '([^']*engine\/bin\/mars-lab\.mjs)'/.exec(text);
   if (missing) {
-    return study.where.project === '../../studies'
+    return study.where.project === '.'
       ? `the job's working_dir has no ${missing[1]}: the runtime_env's working_dir is not a mars-lab package (add --ship)`
       : `the cluster has no ${missing[1]}: add --ship to send the project with the jobs, or give its folder there with --ray-project PATH`;
   }

@@ -15,9 +15,7 @@ export const RUN_STATES = ['pending', 'submitted', 'running', 'finished', 'faile
 export type RunState = (typeof RUN_STATES)[number];
 export const FINAL_STATES: ReadonlySet<RunState> = new Set(['finished', 'failed', 'stopped']);
 
-const idText = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { error: 'letters, digits, "../../studies", "_", "-"' });
+const idText = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { error: 'letters, digits, ".", "_", "-"' });
 
 export const studyRunSchema = z.object({
   runId: idText,
@@ -84,7 +82,7 @@ export function studiesDir(home: string): string {
 export function studyFile(home: string, id: string): string {
   if (!idText.safeParse(id).success) {
     throw new UserError(
-      `"${id}" is not a study id (letters, digits, "../../studies", "_", "-"); list them with: mars-lab study ls`,
+      `"${id}" is not a study id (letters, digits, ".", "_", "-"); list them with: mars-lab study ls`,
     );
   }
   return path.join(studiesDir(home), `${id}.json`);
@@ -143,7 +141,7 @@ export function readStudy(home: string, idOrPrefix: string): StudyRecord {
   if (!parsed.success) {
     const i = parsed.error.issues[0]!;
     throw new UserError(
-      `${file}: ${i.path.join('../../studies') || 'record'}: ${i.message}; it is not a study record this version reads`,
+      `${file}: ${i.path.join('.') || 'record'}: ${i.message}; it is not a study record this version reads`,
     );
   }
   return parsed.data;

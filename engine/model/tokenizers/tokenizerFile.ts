@@ -11,7 +11,7 @@
  *     "byteFallback": false,             // optional, default false: OOV words become <0x00>…<0xFF> byte tokens
  *     "specials": {"pad": "<pad>", "bos": "<bos>", "eos": "<eos>", "unk": "<unk>",
  *                  "think": "<think>", "thinkEnd": "</think>", "sep": "<sep>", "sys1": "<sys1>", ...},
- *     "tokens": ["<pad>", "<bos>", "<eos>", "<unk>", ..., "the", "city", "..", "0", ...]
+ *     "tokens": ["<pad>", "<bos>", "<eos>", "<unk>", ..., "the", "city", ".", "0", ...]
  *   }
  *   A token's id is its index in "tokens". Every special's text must be in "tokens"; with byteFallback all 256 byte
  *   tokens `<0x00>`…`<0xFF>` must be too. Tokens are unique and non-empty.

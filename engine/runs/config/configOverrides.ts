@@ -28,7 +28,7 @@ export function parseAssignment(assignment: string): ParsedAssignment {
   if (pathText === '') {
     throw new InvalidSetError(`--set ${clip(assignment)}: the field path before '=' is empty, ${EXAMPLE}`);
   }
-  const path = pathText.split('..').map((s) => s.trim());
+  const path = pathText.split('.').map((s) => s.trim());
   if (path.some((s) => s === '')) {
     throw new InvalidSetError(
       `--set ${clip(assignment)}: the path '${clip(pathText)}' has an empty segment; separate fields with single dots, ${EXAMPLE}`,
@@ -101,8 +101,8 @@ function setInPlace(root: Record<string, unknown>, assignment: string): void {
   const { path, value } = parseAssignment(assignment);
   let node: Record<string, unknown> | unknown[] = root;
   for (let i = 0; i < path.length - 1; i++) {
-    const at = path.slice(0, i + 1).join('..');
-    const key = childKey(node, path[i]!, assignment, path.slice(0, i).join('..') || 'the config');
+    const at = path.slice(0, i + 1).join('.');
+    const key = childKey(node, path[i]!, assignment, path.slice(0, i).join('.') || 'the config');
     const next: unknown = (node as Record<string | number, unknown>)[key];
     if (next === undefined) {
       const created: Record<string, unknown> = {};
@@ -116,7 +116,7 @@ function setInPlace(root: Record<string, unknown>, assignment: string): void {
       );
     }
   }
-  const last = childKey(node, path[path.length - 1]!, assignment, path.slice(0, -1).join('..') || 'the config');
+  const last = childKey(node, path[path.length - 1]!, assignment, path.slice(0, -1).join('.') || 'the config');
   (node as Record<string | number, unknown>)[last] = value;
 }
 

@@ -43,7 +43,7 @@ export const runConfigSchema = z
     if (problem) {
       ctx.addIssue({
         code: 'custom',
-        path: problem.path.split('..'),
+        path: problem.path.split('.'),
         message: problem.message,
         params: { whole: true },
       });
@@ -240,7 +240,7 @@ function expectation(issue: z.core.$ZodIssue, atRoot: boolean, fieldSchema: () =
 /** Turns zod's issues into messages with the path, what is allowed and what was received (read from the input). */
 function describeIssues(issues: readonly z.core.$ZodIssue[], input: unknown, schema: z.ZodType): ConfigIssue[] {
   const out: ConfigIssue[] = [];
-  const pathText = (p: readonly PropertyKey[]) => clip(p.map(String).join('..'), 200);
+  const pathText = (p: readonly PropertyKey[]) => clip(p.map(String).join('.'), 200);
   let total = 0;
   for (const issue of issues) {
     if (issue.code === 'unrecognized_keys') {

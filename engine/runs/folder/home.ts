@@ -52,9 +52,9 @@ const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 /** The folder of one run; the id comes from users (`show RUN`), so it may not climb out of `runs/`. */
 export function runDir(home: string, runId: string): string {
-  if (!RUN_ID.test(runId) || runId.includes('../..')) {
+  if (!RUN_ID.test(runId) || runId.includes('..')) {
     throw new UserError(
-      `"${runId}" is not a run id: run ids are folder names under ${runsDir(home)} (letters, digits, "..", "_", "-"); ` +
+      `"${runId}" is not a run id: run ids are folder names under ${runsDir(home)} (letters, digits, ".", "_", "-"); ` +
         'list the runs to see their ids',
     );
   }

@@ -98,7 +98,7 @@ function readRunJson(dir: string): RunMeta {
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => {
       const what = i.code === 'invalid_type' && i.message.endsWith('received undefined') ? 'missing' : i.message;
-      return `"${i.path.join('..') || '(top level)'}": ${what}`;
+      return `"${i.path.join('.') || '(top level)'}": ${what}`;
     });
     throw new RunFolderError(
       `${file} is not a valid run description (${problems.join('; ')}); fix those fields, or delete the run folder`,
@@ -344,7 +344,7 @@ export type RunListing =
 
 /** Whether a name under runs/ can be a run (hidden names are folders being created). */
 export function isRunFolderName(name: string): boolean {
-  return !name.startsWith('..') && !/\.(tmp|old)-/.test(name);
+  return !name.startsWith('.') && !/\.(tmp|old)-/.test(name);
 }
 
 /** Every run folder under the home, oldest first; a damaged one is listed with the reason instead of its run.json. */

@@ -127,7 +127,7 @@ function presetFiles(dir: string): string[] {
     fs
       .readdirSync(dir)
       .filter((f) => f.endsWith('.json'))
-      // by name, not file name: "marti-homo" before "marti-homo-small" ('..' sorts after '-')
+      // by name, not file name: "marti-homo" before "marti-homo-small" ('.' sorts after '-')
       .sort((a, b) => (a.slice(0, -5) < b.slice(0, -5) ? -1 : 1))
   );
 }
@@ -157,7 +157,7 @@ function resolveWithSets(raw: object, sets: readonly string[], source: string): 
   const withSets = applySets(raw, sets);
   const checked = checkRunConfig(withSets);
   if (checked.success) return checked.data;
-  const setPaths = sets.map((s) => ({ flag: `--set ${s}`, path: parseAssignment(s).path.join('..') }));
+  const setPaths = sets.map((s) => ({ flag: `--set ${s}`, path: parseAssignment(s).path.join('.') }));
   const sourceOf = (issuePath: string): string => {
     const from = setPaths.filter((s) => issuePath !== '' && overlaps(issuePath, s.path)).pop();
     return from ? from.flag : source;

@@ -417,7 +417,7 @@ export async function watchHome(
   const handle = (kind: 'add' | 'addDir' | 'change' | 'unlink' | 'unlinkDir', abs: string): void => {
     if (closed) return;
     const rel = path.relative(root, abs);
-    if (rel === '' || rel.startsWith('../..')) return;
+    if (rel === '' || rel.startsWith('..')) return;
     const parts = rel.split(path.sep);
     const runId = parts[0]!;
     if (parts.length === 1) {
@@ -481,7 +481,7 @@ export async function watchHome(
     atomic: false,
     ignored: (p: string) => {
       const rel = path.relative(root, p);
-      if (rel.startsWith('../..')) return false;
+      if (rel.startsWith('..')) return false;
       return !wanted(rel === '' ? [] : rel.split(path.sep));
     },
   });

@@ -18,7 +18,7 @@ import { z } from 'zod';
 import { MarsFormat } from './format';
 import type { RolloutQuestion } from './rollout';
 import { SearchIndex } from './search';
-import { marsFormat } from './trainer';
+import { marsFormat } from './questionSets';
 import type { Page } from './world';
 import { tokenizerFromJSON } from '../model/tokenizers/tokenizer';
 import { byteTokenName } from '../model/tokenizers/specialTokens';

@@ -1,13 +1,13 @@
 /**
  * The MARS trainer (docs/algorithms.md §2.8): questions from training worlds, G dual-system rollouts each, two advantage
- * pools, balanced System 1 samples, one clipped-loss update (or two, with separate System 1 parameters).
+ * pools, balanced System 1 samples, one clipped-loss update (or two, with separate System 1 parameters). What it shares
+ * with evaluation lives beside it: the worlds and question sets (questionSets.ts), the rollout settings, episode
+ * statistics and records (episodes.ts), the held-out evaluation (evaluate.ts).
  */
-import { encodeSafetensors, readSafetensorsFile } from '../model/formats/safetensors';
-import { encodeModelWeights, loadModelWeights } from '../model/formats/checkpoint';
+import { encodeSafetensors } from '../model/formats/safetensors';
+import { encodeModelWeights } from '../model/formats/checkpoint';
 import { TOKENIZER_FILE } from '../model/formats/checkpointFiles';
-import type { LlamaConfig } from '../model/config';
 import { cloneModel } from '../model/formats/hfWeights';
-import type { PolicyModel } from '../policy/endpointPolicy';
 import type { LlamaModel } from '../model/llama';
 import { Rng } from '../random/prng';
 import type { Adam } from '../rl/adam';
@@ -19,124 +19,21 @@ import {
   restoreStreams,
   saveStreams,
 } from '../training/configuredTraining';
+import { readOptimizerFile, resumePoint } from '../training/resumeChecks';
 import type { Sample } from '../rl/sample';
 import type { Algorithm, EvalResult, StepOutput, Trainer, TrainerSnapshot } from '../training/trainer';
 import type { MarsEpisodeRecord } from '../records/mars';
-import { RECORD_VERSION } from '../records/version';
 import { UserError } from '../base/userError';
-import fs from 'node:fs';
 import path from 'node:path';
 import type { MarsConfig } from './configSchema';
-import { MarsFormat, marsTokenizer } from './format';
+import { episodeStats, rolloutSettings, trajectoryRecord } from './episodes';
+import { evaluateMars, evaluateMarsCheckpoint, marsEvalIdentity } from './evaluate';
 import { questionBatch } from './marsBatch';
-import {
-  emptyRolloutTiming,
-  rolloutBatch,
-  type MarsRolloutSettings,
-  type RolloutQuestion,
-  type Trajectory,
-} from './rollout';
-import { marsVocabulary, generateWorld, type World } from './world';
-import { SearchIndex } from './search';
-import { evalWorldSeeds, trainWorldSeeds } from './worldSplits';
-import { QUESTION_FAMILIES, SINGLE_HOP_FAMILIES } from './questions';
+import { evalQuestions, marsFormat, trainQuestions, trainWorldEnvs } from './questionSets';
+import { emptyRolloutTiming, rolloutBatch, type RolloutQuestion } from './rollout';
+import { SYS1_OPTIMIZER, SYS1_WEIGHTS, sys1FromCheckpoint } from './sys1Checkpoint';
 import { pretrainExamples } from './pretrainData';
-import { supportSentences, sys1Metrics, sys1Stats } from './sys1Measures';
-
-const SYS1_WEIGHTS = 'sys1.safetensors';
-const SYS1_OPTIMIZER = 'sys1_optimizer.safetensors';
-
-let cachedFormat: MarsFormat | null = null;
-/** One tokenizer for every world: the vocabulary does not depend on the seed. */
-export function marsFormat(): MarsFormat {
-  return (cachedFormat ??= new MarsFormat(marsTokenizer(marsVocabulary())));
-}
-
-interface WorldEnv {
-  world: World;
-  index: SearchIndex;
-}
-
-const worldCache = new Map<string, WorldEnv>();
-function worldEnv(seed: number, spec: MarsConfig['task']['world']): WorldEnv {
-  const key = `${seed}:${JSON.stringify(spec)}`;
-  let env = worldCache.get(key);
-  if (!env) {
-    const world = generateWorld(seed, spec);
-    env = { world, index: new SearchIndex(world.pages) };
-    worldCache.set(key, env);
-  }
-  return env;
-}
-
-function questionsOf(envs: WorldEnv[], families: readonly string[]): RolloutQuestion[] {
-  return envs.flatMap(({ world, index }) => {
-    const pagesById = new Map(world.pages.map((p) => [p.id, p]));
-    const names = new Map(world.entities.map((e) => [e.id, e.name]));
-    return world.questions
-      .filter((q) => families.includes(q.family))
-      .map((q) => ({
-        id: `w${world.seed}:${q.id}`,
-        family: q.family,
-        text: q.text,
-        answers: q.answers,
-        env: { search: (query: string, k: number) => index.search(query, k).map((p) => ({ id: p.id, text: p.text })) },
-        supportSentences: supportSentences(q, pagesById, names).filter((x): x is string => x !== null),
-      }));
-  });
-}
-
-function trainQuestions(cfg: MarsConfig): RolloutQuestion[] {
-  return questionsOf(
-    trainWorldSeeds(cfg.task.worldSeed, cfg.task.trainWorlds).map((s) => worldEnv(s, cfg.task.world)),
-    cfg.task.families,
-  );
-}
-
-/**
- * The fixed evaluation set: exactly eval.items questions of the held-out worlds, round-robin over families so every
- * family is represented (deterministic). Fewer held-out questions than eval.items is an error naming both fields,
- * never a smaller evaluation under the same identity.
- */
-export function evalQuestions(cfg: MarsConfig): RolloutQuestion[] {
-  const all = questionsOf(
-    evalWorldSeeds(cfg.task.worldSeed, cfg.task.evalWorlds).map((s) => worldEnv(s, cfg.task.world)),
-    cfg.task.families,
-  );
-  const want = cfg.eval.items;
-  if (all.length < want) {
-    throw new UserError(
-      `eval.items: ${want} held-out questions asked, but the ${cfg.task.evalWorlds} held-out world(s) of task.evalWorlds have ${all.length} questions of the families ${cfg.task.families.join(', ')}; set eval.items to at most ${all.length}, or raise task.evalWorlds`,
-    );
-  }
-  const byFamily = cfg.task.families.map((f) => all.filter((q) => q.family === f));
-  const out: RolloutQuestion[] = [];
-  for (let i = 0; out.length < want && byFamily.some((qs) => i < qs.length); i++) {
-    for (const qs of byFamily) if (i < qs.length && out.length < want) out.push(qs[i]!);
-  }
-  return out;
-}
-
-export function rolloutSettings(cfg: MarsConfig, temperature = cfg.sampler.temperature): MarsRolloutSettings {
-  const m = cfg.mars;
-  return {
-    maxTurns: m.maxTurns,
-    topK: m.topK,
-    sys1PromptMax: m.sys1PromptMax,
-    sys1ResponseMax: m.sys1ResponseMax,
-    sys2PromptMax: m.sys2PromptMax,
-    sys2ResponseMax: m.sys2ResponseMax,
-    sys2TurnMax: m.sys2TurnMax,
-    purposeMax: m.purposeMax,
-    sepCost: m.sepCost,
-    rawInfoBudget: m.rawInfoBudget,
-    packing: m.packing,
-    sys1: m.sys1Params === 'off' ? 'off' : 'on',
-    missingPurpose: m.missingPurpose,
-    temperature,
-    topP: cfg.sampler.topP,
-  };
-}
+import { sys1Metrics, sys1Stats } from './sys1Measures';
 
 /** Positions a MARS rollout can reach: System 2's whole trajectory or one System 1 window and its answer. */
 function maxPositions(cfg: MarsConfig): number {
@@ -159,75 +56,6 @@ interface Streams {
   questions: Rng;
   balance: Rng;
   minibatch: Rng;
-}
-
-const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
-
-/** Per-episode statistics shared by training metrics and evaluation. */
-function episodeStats(trajs: Trajectory[]) {
-  const searches = trajs.map((t) => t.turns.filter((u) => u.query !== null).length);
-  const calls = trajs.flatMap((t) => t.turns.filter((u) => u.results.length > 0).map((u) => u.sys1.length));
-  return {
-    reward: mean(trajs.map((t) => t.reward)),
-    f1: mean(trajs.map((t) => t.f1)),
-    answered: mean(trajs.map((t) => (t.end === 'answer' ? 1 : 0))),
-    malformedTurns: mean(trajs.map((t) => t.turns.filter((u) => u.query === null && u.answer === null).length)),
-    overflow: mean(trajs.map((t) => (t.end === 'overflow' ? 1 : 0))),
-    searchesPerQuestion: mean(searches),
-    sys1CallsPerSearch: mean(calls),
-    sys2Tokens: mean(trajs.map((t) => t.lossMask.reduce((a, b) => a + b, 0))),
-    sys1Tokens: mean(
-      trajs.map((t) => t.turns.reduce((s, u) => s + u.sys1.reduce((a, c) => a + c.output.length, 0), 0)),
-    ),
-  };
-}
-
-function trajectoryRecord(
-  t: Trajectory,
-  format: MarsFormat,
-  a2: number,
-  a1: number[],
-  kept: number[],
-): MarsEpisodeRecord {
-  const tokenTexts = (ids: readonly number[]) => ids.map((id) => format.decode([id]));
-  let j = 0;
-  return {
-    kind: 'mars.episode',
-    version: RECORD_VERSION,
-    questionId: t.question.id,
-    family: t.question.family,
-    question: t.question.text,
-    gold: t.question.answers,
-    turns: t.turns.map((u) => ({
-      text: format.decode(u.tokens),
-      // per generated token: its text and its log-probability under the behaviour policy (the inspector's token view)
-      tokens: tokenTexts(u.tokens),
-      logProbs: u.logProbs,
-      query: u.query,
-      purpose: u.purpose,
-      results: u.results,
-      capacity: u.capacity,
-      bins: u.sys1.map((c) => {
-        const rec = {
-          pages: c.pages,
-          used: c.used,
-          output: format.decode(c.output),
-          outputTokens: tokenTexts(c.output),
-          outputLogProbs: c.logProbs,
-          advantage: a1[j],
-          kept: kept[j],
-        };
-        j++;
-        return rec;
-      }),
-      info: format.decode(u.info),
-    })),
-    answer: t.answer,
-    end: t.end,
-    reward: t.reward,
-    f1: t.f1,
-    advantage: a2,
-  };
 }
 
 /**
@@ -391,128 +219,6 @@ class MarsTrainer implements Trainer {
   }
 }
 
-/**
- * Held-out evaluation; each system's policy may be an endpoint, and a user's corpus may replace the generated worlds
- * with its own questions and format (engine/runs/evaluation/evaluateEndpoints.ts, engine/mars/corpus.ts).
- */
-export async function evaluateMars(
-  cfg: MarsConfig,
-  policy: PolicyModel,
-  sys1: PolicyModel | null,
-  over: { format?: MarsFormat; questions?: RolloutQuestion[] } = {},
-): Promise<EvalResult> {
-  const format = over.format ?? marsFormat();
-  if (policy.config.vocab_size !== format.tokenizer.vocabSize) {
-    throw new UserError(
-      `this checkpoint's vocab_size is ${policy.config.vocab_size}, but MARS needs ${format.tokenizer.vocabSize}: evaluate MARS checkpoints`,
-    );
-  }
-  const qs = over.questions ?? evalQuestions(cfg);
-  const trajs = await rolloutBatch(
-    { sys2: policy, sys1 },
-    format,
-    qs,
-    rolloutSettings(cfg, cfg.eval.temperature),
-    new Rng(cfg.task.worldSeed).split('eval-tokens'),
-  );
-  const e = episodeStats(trajs);
-  const metrics: Record<string, number> = {
-    exactMatch: e.reward,
-    f1: e.f1,
-    answered: e.answered,
-    searchesPerQuestion: e.searchesPerQuestion,
-    sys1CallsPerSearch: e.sys1CallsPerSearch,
-    sys2TokensPerQuestion: e.sys2Tokens,
-    sys1TokensPerQuestion: e.sys1Tokens,
-  };
-  const byKind = (pred: (f: string) => boolean) => trajs.filter((t) => pred(t.question.family));
-  const single = byKind((f) => (SINGLE_HOP_FAMILIES as readonly string[]).includes(f));
-  const multi = byKind((f) => !(SINGLE_HOP_FAMILIES as readonly string[]).includes(f));
-  Object.assign(metrics, sys1Metrics(sys1Stats(trajs, (id) => format.decode([id]))));
-  if (cfg.mars.evalPurposeStripped && sys1 !== null) {
-    // The purpose-stripped ablation: the same questions, System 1 prompted without System 2's purpose.
-    const stripped = await rolloutBatch(
-      { sys2: policy, sys1 },
-      format,
-      qs,
-      { ...rolloutSettings(cfg, cfg.eval.temperature), stripPurpose: true },
-      new Rng(cfg.task.worldSeed).split('eval-tokens'),
-    );
-    metrics['purposeStripped.exactMatch'] = mean(stripped.map((t) => t.reward));
-    Object.assign(
-      metrics,
-      sys1Metrics(
-        sys1Stats(stripped, (id) => format.decode([id])),
-        'purposeStripped.',
-      ),
-    );
-  }
-  if (single.length) metrics.singleHopExactMatch = mean(single.map((t) => t.reward));
-  if (multi.length) metrics.multiHopExactMatch = mean(multi.map((t) => t.reward));
-  for (const f of QUESTION_FAMILIES) {
-    const ts = byKind((x) => x === f);
-    if (!ts.length) continue;
-    metrics[`exactMatch.${f}`] = mean(ts.map((t) => t.reward));
-    metrics[`f1.${f}`] = mean(ts.map((t) => t.f1));
-  }
-  return {
-    identity: marsEvalIdentity(cfg),
-    metrics,
-    // evaluation has no groups: advantages are 0 and nothing is balanced
-    items: trajs.map((t) => ({
-      id: t.question.id,
-      correct: t.reward === 1,
-      score: t.f1,
-      output: t.answer ?? '',
-      target: t.question.answers[0],
-      record: trajectoryRecord(t, format, 0, [], []),
-    })),
-  };
-}
-
-function marsEvalIdentity(cfg: MarsConfig): EvalResult['identity'] {
-  const m = cfg.mars;
-  return {
-    algorithm: 'mars',
-    split: 'heldout',
-    worldSeed: cfg.task.worldSeed,
-    evalWorlds: cfg.task.evalWorlds,
-    world: JSON.stringify(cfg.task.world),
-    families: cfg.task.families.join(','),
-    items: cfg.eval.items,
-    temperature: cfg.eval.temperature,
-    rollout: JSON.stringify({
-      maxTurns: m.maxTurns,
-      topK: m.topK,
-      sys1: m.sys1Params === 'off' ? 'off' : 'on',
-      packing: m.packing,
-      budgets: [
-        m.sys1PromptMax,
-        m.sys1ResponseMax,
-        m.sys2PromptMax,
-        m.sys2ResponseMax,
-        m.sys2TurnMax,
-        m.purposeMax,
-        m.rawInfoBudget,
-      ],
-    }),
-    // the ablation adds figures: a cached evaluation without them must not answer for one with them (left out when
-    // off, so the identities of evaluations cached before the switch existed still match)
-    ...(m.evalPurposeStripped ? { purposeStripped: true } : {}),
-  };
-}
-
-/** The System 1 model a checkpoint of a 'separate' or 'frozen' run carries. */
-async function sys1FromCheckpoint(dir: string, config: LlamaConfig): Promise<LlamaModel> {
-  const file = path.join(dir, SYS1_WEIGHTS);
-  if (!fs.existsSync(file)) {
-    throw new UserError(
-      `${file} is missing: a checkpoint of a run with separate or frozen System 1 parameters carries them`,
-    );
-  }
-  return loadModelWeights(file, config);
-}
-
 export const mars: Algorithm<MarsConfig> = {
   name: 'mars',
   async createTrainer(cfg, from) {
@@ -542,49 +248,24 @@ export const mars: Algorithm<MarsConfig> = {
       };
       return new MarsTrainer(cfg, questions, policy, configuredAdam(cfg, policy), sys1, streams, 0, reference);
     }
-    const state = from.trainerState as { step?: number };
-    if (!Number.isInteger(state?.step)) {
-      throw new UserError('trainer_state.json: step is missing; the checkpoint cannot be resumed');
-    }
-    if (!from.optimizer) {
-      throw new UserError('optimizer.safetensors is missing; the checkpoint cannot be resumed exactly');
-    }
+    const { state, optimizer } = resumePoint(from);
     const opt = configuredAdam(cfg, from.model);
-    opt.importState(from.optimizer);
+    opt.importState(optimizer);
     let sys1: { model: LlamaModel; opt: Adam | null } | null = null;
     if (mode === 'separate' || mode === 'frozen') {
       const model = await sys1FromCheckpoint(from.dir, from.model.config);
       sys1 = { model, opt: null };
       if (mode === 'separate') {
-        const file = path.join(from.dir, SYS1_OPTIMIZER);
-        if (!fs.existsSync(file)) throw new UserError(`${file} is missing; the checkpoint cannot be resumed exactly`);
-        const decoded = await readSafetensorsFile(file);
+        const saved = await readOptimizerFile(path.join(from.dir, SYS1_OPTIMIZER));
         sys1.opt = configuredAdam(cfg, model);
-        sys1.opt.importState({
-          step: Number(decoded.metadata.step),
-          tensors: Object.fromEntries(
-            Object.entries(decoded.tensors).map(([k, t]) => [k, { shape: t.shape, data: t.data as Float32Array }]),
-          ),
-        });
+        sys1.opt.importState(saved);
       }
     }
     const streams = restoreStreams(state, ['tokens', 'questions', 'balance', 'minibatch'] as const);
-    return new MarsTrainer(cfg, questions, from.model, opt, sys1, streams, state.step!, reference);
+    return new MarsTrainer(cfg, questions, from.model, opt, sys1, streams, state.step, reference);
   },
   evalIdentity: marsEvalIdentity,
-  async evaluate(cfg, model, checkpointDir) {
-    const mode = cfg.mars.sys1Params;
-    if (mode === 'off') return evaluateMars(cfg, model, null);
-    if ((mode === 'separate' || mode === 'frozen') && checkpointDir) {
-      const sys1 = await sys1FromCheckpoint(checkpointDir, model.config);
-      try {
-        return await evaluateMars(cfg, model, sys1);
-      } finally {
-        sys1.dispose();
-      }
-    }
-    return evaluateMars(cfg, model, model);
-  },
+  evaluate: evaluateMarsCheckpoint,
   initialModel(cfg, rng) {
     return initialModel(cfg, rng);
   },
@@ -592,7 +273,6 @@ export const mars: Algorithm<MarsConfig> = {
     return { [TOKENIZER_FILE]: JSON.stringify(marsFormat().tokenizer.toJSON()) + '\n' };
   },
   pretrainBatch(cfg, rng, size) {
-    const envs = trainWorldSeeds(cfg.task.worldSeed, cfg.task.trainWorlds).map((s) => worldEnv(s, cfg.task.world));
-    return pretrainExamples(envs, cfg.task, cfg.mars, marsFormat(), rng, size);
+    return pretrainExamples(trainWorldEnvs(cfg), cfg.task, cfg.mars, marsFormat(), rng, size);
   },
 };

@@ -207,11 +207,147 @@ export function tisWeights(
   );
 }
 
+/** One loss branch's L_i [B], its ratio (ρ_t [B, T] or s_i [B]) and where min() picks the clipped branch. */
+interface Branch {
+  perSample: tf.Tensor;
+  ratio: tf.Tensor;
+  /** 0/1 where min() picks the clipped branch; statistics only. */
+  clippedActive: () => tf.Tensor;
+}
+
+/** What both branches and the statistics use: the mask, the token mean, the TIS weights, the clip bounds. */
+interface Common {
+  m: tf.Tensor;
+  hasTokens: tf.Tensor;
+  tokenMean: (x: tf.Tensor) => tf.Tensor;
+  w: tf.Tensor | null;
+  lo: number;
+  hi: number;
+}
+
+/** ppoToken: per-token clipped ratio ρ_t = exp(ℓπ − ℓold), TIS-weighted, averaged over each sample's tokens. */
+function ppoTokenBranch(logp: tf.Tensor, old: tf.Tensor, adv: tf.Tensor, c: Common): Branch {
+  const logRatio = tf.clipByValue(tf.mul(tf.sub(logp, old), c.m), -MAX_LOG_RATIO, MAX_LOG_RATIO);
+  const ratio = tf.exp(logRatio);
+  const unclipped = tf.mul(ratio, adv);
+  const clipped = tf.mul(tf.clipByValue(ratio, c.lo, c.hi), adv);
+  // On ties minimum's gradient goes to its first argument, so the unclipped branch keeps the gradient there.
+  let tok = tf.neg(tf.minimum(unclipped, clipped));
+  if (c.w) tok = tf.mul(tok, c.w);
+  const perSample = c.tokenMean(tok);
+  return { perSample, ratio, clippedActive: () => tf.cast(tf.greater(unclipped, clipped), 'float32') };
+}
+
+/** gspo: one clipped sequence ratio s_i = exp(token-mean(ℓπ − ℓanc)) per sample. */
+function gspoBranch(logp: tf.Tensor, anc: tf.Tensor, advB: tf.Tensor, c: Common): Branch {
+  const meanLogRatio = tf.clipByValue(c.tokenMean(tf.sub(logp, anc)), -MAX_LOG_RATIO, MAX_LOG_RATIO);
+  const ratio = tf.exp(meanLogRatio);
+  const unclipped = tf.mul(ratio, advB);
+  const clipped = tf.mul(tf.clipByValue(ratio, c.lo, c.hi), advB);
+  let seq = tf.neg(tf.minimum(unclipped, clipped));
+  // Each token carries the sequence loss, so TIS scales it by the sequence's mean token weight.
+  seq = c.w ? tf.mul(seq, c.tokenMean(c.w)) : tf.mul(seq, c.hasTokens);
+  return { perSample: seq, ratio, clippedActive: () => tf.cast(tf.greater(unclipped, clipped), 'float32') };
+}
+
+/** The loss's terms, in the order of PolicyLossStats' first four fields. */
+interface Terms {
+  total: tf.Tensor;
+  policyTerm: tf.Tensor;
+  klTerm: tf.Tensor | null;
+  entTerm: tf.Tensor | null;
+}
+
+/** The logged statistics packed in one tensor, kept so it survives the gradient scope (read by statsHandle). */
+function packStats(kind: PolicyLossKind, B: number, c: Common, branch: Branch, terms: Terms): tf.Tensor {
+  const { m, hasTokens, w } = c;
+  const { ratio, clippedActive } = branch;
+  return tf.keep(
+    tf.tidy(() => {
+      const nTok = tf.sum(m);
+      const nTokSafe = tf.maximum(nTok, 1);
+      let ratioMean: tf.Tensor, ratioMin: tf.Tensor, ratioMax: tf.Tensor, clipFraction: tf.Tensor;
+      if (kind === 'ppoToken') {
+        ratioMean = tf.div(tf.sum(tf.mul(ratio, m)), nTokSafe);
+        ratioMax = tf.max(tf.add(tf.mul(ratio, m), tf.mul(tf.sub(1, m), -1e30)));
+        ratioMin = tf.min(tf.add(tf.mul(ratio, m), tf.mul(tf.sub(1, m), 1e30)));
+        clipFraction = tf.div(tf.sum(tf.mul(clippedActive(), m)), nTokSafe);
+      } else {
+        const nSeq = tf.maximum(tf.sum(hasTokens), 1);
+        ratioMean = tf.div(tf.sum(tf.mul(ratio, hasTokens)), nSeq);
+        ratioMax = tf.max(tf.add(tf.mul(ratio, hasTokens), tf.mul(tf.sub(1, hasTokens), -1e30)));
+        ratioMin = tf.min(tf.add(tf.mul(ratio, hasTokens), tf.mul(tf.sub(1, hasTokens), 1e30)));
+        clipFraction = tf.div(tf.sum(tf.mul(clippedActive(), hasTokens)), nSeq);
+      }
+      const zero = tf.scalar(0);
+      const tisMean = w ? tf.div(tf.sum(tf.mul(w, m)), nTokSafe) : zero;
+      // A row with tokens whose weights are all 0 was vetoed: min(exp(·), cap) itself is never 0 for a finite log-ratio above the veto.
+      const vetoed = w ? tf.sum(tf.mul(hasTokens, tf.cast(tf.equal(tf.sum(tf.mul(w, m), 1), 0), 'float32'))) : zero;
+      return tf.stack([
+        terms.total,
+        terms.policyTerm,
+        terms.klTerm ?? zero,
+        terms.entTerm ?? zero,
+        clipFraction,
+        ratioMean,
+        ratioMin,
+        ratioMax,
+        tisMean,
+        vetoed,
+        tf.sub(B, tf.sum(hasTokens)),
+        nTok,
+      ]);
+    }),
+  );
+}
+
+/** The handle policyLoss returns: the loss, and the packed statistics read (once, then freed) or only freed. */
+function statsHandle(
+  loss: tf.Scalar,
+  box: { packed: tf.Tensor | null },
+  has: { ref: boolean; ent: boolean; tis: boolean },
+): PolicyLoss {
+  let read: Promise<PolicyLossStats> | null = null;
+  return {
+    loss,
+    stats(): Promise<PolicyLossStats> {
+      if (read) return read;
+      const t = box.packed;
+      if (!t) return Promise.reject(new Error('policyLoss: the statistics were already disposed.'));
+      box.packed = null;
+      read = t.data().then((d) => {
+        t.dispose();
+        const tokens = d[11]!;
+        const anyTokens = tokens > 0;
+        return {
+          total: d[0]!,
+          policyLoss: d[1]!,
+          kl: has.ref ? d[2]! : null,
+          entropy: has.ent ? d[3]! : null,
+          clipFraction: d[4]!,
+          ratioMean: anyTokens ? d[5]! : 1,
+          ratioMin: anyTokens ? d[6]! : 1,
+          ratioMax: anyTokens ? d[7]! : 1,
+          tisWeightMean: has.tis ? (anyTokens ? d[8]! : 1) : null,
+          tisVetoed: d[9]!,
+          emptySamples: d[10]!,
+          tokens,
+        };
+      });
+      return read;
+    },
+    dispose(): void {
+      box.packed?.dispose();
+      box.packed = null;
+    },
+  };
+}
+
 /** The §1.3 objective L = mean_i L_i + β_KL·mean_i k̄3_i − β_ent·mean_i H̄_i, with ppoToken or gspo for L_i. */
 export function policyLoss(inputs: PolicyLossInputs, options: PolicyLossOptions): PolicyLoss {
   const o = resolveOptions(options);
   const { B } = checkShapes(inputs, o);
-  let packed: tf.Tensor | null = null;
+  const box: { packed: tf.Tensor | null } = { packed: null };
 
   const loss = tf.tidy(() => {
     const logp = inputs.logp;
@@ -226,36 +362,12 @@ export function policyLoss(inputs: PolicyLossInputs, options: PolicyLossOptions)
     const hasTokens = tf.minimum(count, 1);
     const tokenMean = (x: tf.Tensor): tf.Tensor => tf.div(tf.sum(tf.mul(x, m), 1), denom);
     const w = o.tis ? tisWeights(old, beh!, m, o.tis) : null;
-    const lo = 1 - o.clipLow;
-    const hi = 1 + o.clipHigh;
+    const c: Common = { m, hasTokens, tokenMean, w, lo: 1 - o.clipLow, hi: 1 + o.clipHigh };
 
-    let perSample: tf.Tensor; // L_i, [B]
-    let ratio: tf.Tensor; // ρ_t [B, T] or s_i [B]
-    let clippedActive: () => tf.Tensor; // 0/1 where min() picks the clipped branch; statistics only
-    if (o.kind === 'ppoToken') {
-      const logRatio = tf.clipByValue(tf.mul(tf.sub(logp, old), m), -MAX_LOG_RATIO, MAX_LOG_RATIO);
-      ratio = tf.exp(logRatio);
-      const unclipped = tf.mul(ratio, adv);
-      const clipped = tf.mul(tf.clipByValue(ratio, lo, hi), adv);
-      // On ties minimum's gradient goes to its first argument, so the unclipped branch keeps the gradient there.
-      let tok = tf.neg(tf.minimum(unclipped, clipped));
-      if (w) tok = tf.mul(tok, w);
-      perSample = tokenMean(tok);
-      clippedActive = () => tf.cast(tf.greater(unclipped, clipped), 'float32');
-    } else {
-      // §1.3 gspo: ℓanc = ℓbeh with TIS (the sampler is the distribution the data came from), else ℓold.
-      const anc = o.tis ? beh! : old;
-      const meanLogRatio = tf.clipByValue(tokenMean(tf.sub(logp, anc)), -MAX_LOG_RATIO, MAX_LOG_RATIO);
-      ratio = tf.exp(meanLogRatio);
-      const unclipped = tf.mul(ratio, advB);
-      const clipped = tf.mul(tf.clipByValue(ratio, lo, hi), advB);
-      let seq = tf.neg(tf.minimum(unclipped, clipped));
-      // Each token carries the sequence loss, so TIS scales it by the sequence's mean token weight.
-      seq = w ? tf.mul(seq, tokenMean(w)) : tf.mul(seq, hasTokens);
-      perSample = seq;
-      clippedActive = () => tf.cast(tf.greater(unclipped, clipped), 'float32');
-    }
-    const policyTerm = tf.mean(perSample);
+    // §1.3 gspo: ℓanc = ℓbeh with TIS (the sampler is the distribution the data came from), else ℓold.
+    const branch =
+      o.kind === 'ppoToken' ? ppoTokenBranch(logp, old, adv, c) : gspoBranch(logp, o.tis ? beh! : old, advB, c);
+    const policyTerm = tf.mean(branch.perSample);
 
     let klTerm: tf.Tensor | null = null;
     if (inputs.refLogp) {
@@ -270,81 +382,9 @@ export function policyLoss(inputs: PolicyLossInputs, options: PolicyLossOptions)
     if (o.klCoef > 0) total = tf.add(total, tf.mul(klTerm!, o.klCoef));
     if (o.entCoef !== 0) total = tf.sub(total, tf.mul(entTerm!, o.entCoef));
 
-    packed = tf.keep(
-      tf.tidy(() => {
-        const nTok = tf.sum(m);
-        const nTokSafe = tf.maximum(nTok, 1);
-        let ratioMean: tf.Tensor, ratioMin: tf.Tensor, ratioMax: tf.Tensor, clipFraction: tf.Tensor;
-        if (o.kind === 'ppoToken') {
-          ratioMean = tf.div(tf.sum(tf.mul(ratio, m)), nTokSafe);
-          ratioMax = tf.max(tf.add(tf.mul(ratio, m), tf.mul(tf.sub(1, m), -1e30)));
-          ratioMin = tf.min(tf.add(tf.mul(ratio, m), tf.mul(tf.sub(1, m), 1e30)));
-          clipFraction = tf.div(tf.sum(tf.mul(clippedActive(), m)), nTokSafe);
-        } else {
-          const nSeq = tf.maximum(tf.sum(hasTokens), 1);
-          ratioMean = tf.div(tf.sum(tf.mul(ratio, hasTokens)), nSeq);
-          ratioMax = tf.max(tf.add(tf.mul(ratio, hasTokens), tf.mul(tf.sub(1, hasTokens), -1e30)));
-          ratioMin = tf.min(tf.add(tf.mul(ratio, hasTokens), tf.mul(tf.sub(1, hasTokens), 1e30)));
-          clipFraction = tf.div(tf.sum(tf.mul(clippedActive(), hasTokens)), nSeq);
-        }
-        const zero = tf.scalar(0);
-        const tisMean = w ? tf.div(tf.sum(tf.mul(w, m)), nTokSafe) : zero;
-        // A row with tokens whose weights are all 0 was vetoed: min(exp(·), cap) itself is never 0 for a finite log-ratio above the veto.
-        const vetoed = w ? tf.sum(tf.mul(hasTokens, tf.cast(tf.equal(tf.sum(tf.mul(w, m), 1), 0), 'float32'))) : zero;
-        return tf.stack([
-          total,
-          policyTerm,
-          klTerm ?? zero,
-          entTerm ?? zero,
-          clipFraction,
-          ratioMean,
-          ratioMin,
-          ratioMax,
-          tisMean,
-          vetoed,
-          tf.sub(B, tf.sum(hasTokens)),
-          nTok,
-        ]);
-      }),
-    );
+    box.packed = packStats(o.kind, B, c, branch, { total, policyTerm, klTerm, entTerm });
     return total as tf.Scalar;
   });
 
-  let read: Promise<PolicyLossStats> | null = null;
-  const hasRef = Boolean(inputs.refLogp);
-  const hasEnt = Boolean(inputs.entropy);
-  const hasTis = Boolean(o.tis);
-  return {
-    loss,
-    stats(): Promise<PolicyLossStats> {
-      if (read) return read;
-      const t = packed;
-      if (!t) return Promise.reject(new Error('policyLoss: the statistics were already disposed.'));
-      packed = null;
-      read = t.data().then((d) => {
-        t.dispose();
-        const tokens = d[11]!;
-        const anyTokens = tokens > 0;
-        return {
-          total: d[0]!,
-          policyLoss: d[1]!,
-          kl: hasRef ? d[2]! : null,
-          entropy: hasEnt ? d[3]! : null,
-          clipFraction: d[4]!,
-          ratioMean: anyTokens ? d[5]! : 1,
-          ratioMin: anyTokens ? d[6]! : 1,
-          ratioMax: anyTokens ? d[7]! : 1,
-          tisWeightMean: hasTis ? (anyTokens ? d[8]! : 1) : null,
-          tisVetoed: d[9]!,
-          emptySamples: d[10]!,
-          tokens,
-        };
-      });
-      return read;
-    },
-    dispose(): void {
-      packed?.dispose();
-      packed = null;
-    },
-  };
+  return statsHandle(loss, box, { ref: Boolean(inputs.refLogp), ent: Boolean(inputs.entropy), tis: Boolean(o.tis) });
 }

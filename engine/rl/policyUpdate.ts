@@ -122,6 +122,111 @@ function lengthChunks(indices: readonly number[], lengthOf: (i: number) => numbe
   return chunks;
 }
 
+/** What every forward pass of one update shares: the samples, how they are packed and cut, the temperature. */
+interface Passes {
+  samples: readonly Sample[];
+  padId: number;
+  temperature: number;
+  maxTokens: number;
+  lengthOf: (i: number) => number;
+}
+
+/** A training pass's further inputs: the policy, its loss, and ℓold / ℓref per sample when they were computed. */
+interface TrainingPasses extends Passes {
+  model: LlamaModel;
+  loss: PolicyLossOptions;
+  wantEntropy: boolean;
+  old: Float32Array[] | null;
+  ref: Float32Array[] | null;
+}
+
+/** ℓold (and ℓref) per sample, computed before any update; rows keep each sample's own length. */
+async function logProbsBefore(m: LlamaModel, p: Passes, all: readonly number[]): Promise<Float32Array[]> {
+  const { samples, padId, temperature } = p;
+  const out = new Array<Float32Array>(samples.length);
+  for (const chunk of lengthChunks(all, p.lengthOf, p.maxTokens)) {
+    const packed = packBatch(
+      chunk.map((i) => samples[i]!),
+      { padId },
+    );
+    const t = tf.tidy(() => tokenLogProbs(m, toTokenBatch(packed), { temperature, only: packed.mask }).logp);
+    const data = (await t.data()) as Float32Array;
+    t.dispose();
+    chunk.forEach((i, b) => (out[i] = data.slice(b * packed.T, b * packed.T + samples[i]!.tokens.length)));
+  }
+  return out;
+}
+
+/** Gradients of `weight` × (the loss of these samples), and the loss statistics. */
+async function chunkGradients(p: TrainingPasses, chunk: number[], weight: number) {
+  const { samples, padId, temperature, model, old, ref } = p;
+  const packed = packBatch(
+    chunk.map((i) => samples[i]!),
+    { padId },
+  );
+  const rowsOf = (src: Float32Array[]) => {
+    const out = new Float32Array(packed.B * packed.T);
+    chunk.forEach((i, b) => out.set(src[i]!, b * packed.T));
+    return tf.tensor2d(out, [packed.B, packed.T]);
+  };
+  const consts = {
+    mask: tf.tensor2d(packed.mask, [packed.B, packed.T]),
+    beh: tf.tensor2d(packed.behaviourLogProbs, [packed.B, packed.T]),
+    adv: tf.tensor1d(packed.advantages),
+    old: old ? rowsOf(old) : null,
+    ref: ref ? rowsOf(ref) : null,
+  };
+  let pl: ReturnType<typeof policyLoss> | undefined;
+  const { value, grads } = tf.variableGrads(() => {
+    const { logp, entropy } = tokenLogProbs(model, toTokenBatch(packed), {
+      temperature,
+      entropy: p.wantEntropy,
+      only: packed.mask,
+    });
+    pl = policyLoss(
+      {
+        logp,
+        entropy,
+        oldLogp: consts.old ?? stopGradient(logp),
+        behLogp: consts.beh,
+        refLogp: consts.ref ?? undefined,
+        mask: consts.mask,
+        advantages: consts.adv,
+      },
+      p.loss,
+    );
+    return weight === 1 ? pl.loss : tf.mul(pl.loss, weight);
+  }, model.variables());
+  value.dispose();
+  if (weight !== 1) pl!.loss.dispose(); // the unscaled loss outlives the gradient scope; the scaled one was `value`
+  tf.dispose([
+    consts.mask,
+    consts.beh,
+    consts.adv,
+    ...(consts.old ? [consts.old] : []),
+    ...(consts.ref ? [consts.ref] : []),
+  ]);
+  return { grads, stats: await pl!.stats() };
+}
+
+/** One minibatch's gradients, summed over its length chunks (each weighted by its share), and each chunk's statistics. */
+async function minibatchGradients(p: TrainingPasses, mb: number[]) {
+  let sum: Record<string, tf.Tensor> | null = null;
+  const parts: { stats: PolicyLossStats; weight: number }[] = [];
+  for (const chunk of lengthChunks(mb, p.lengthOf, p.maxTokens)) {
+    const weight = chunk.length / mb.length;
+    const { grads, stats: st } = await chunkGradients(p, chunk, weight);
+    parts.push({ stats: st, weight });
+    if (!sum) sum = grads;
+    else {
+      const prev: Record<string, tf.Tensor> = sum;
+      sum = Object.fromEntries(Object.entries(prev).map(([k, g]) => [k, tf.add(g, grads[k]!)]));
+      tf.dispose([...Object.values(prev), ...Object.values(grads)]);
+    }
+  }
+  return { sum: sum!, parts };
+}
+
 export async function policyUpdate(
   model: LlamaModel,
   optimizer: Adam,
@@ -147,75 +252,11 @@ export async function policyUpdate(
   const maxTokens = opts.maxTokensPerPass ?? defaultTokensPerPass(model);
   const lengthOf = (i: number) => samples[i]!.tokens.length;
   const all = samples.map((_, i) => i);
+  const passes: Passes = { samples, padId, temperature, maxTokens, lengthOf };
 
-  /** ℓold (and ℓref) per sample, computed before any update; rows keep each sample's own length. */
-  const before = async (m: LlamaModel): Promise<Float32Array[]> => {
-    const out = new Array<Float32Array>(samples.length);
-    for (const chunk of lengthChunks(all, lengthOf, maxTokens)) {
-      const packed = packBatch(
-        chunk.map((i) => samples[i]!),
-        { padId },
-      );
-      const t = tf.tidy(() => tokenLogProbs(m, toTokenBatch(packed), { temperature, only: packed.mask }).logp);
-      const data = (await t.data()) as Float32Array;
-      t.dispose();
-      chunk.forEach((i, b) => (out[i] = data.slice(b * packed.T, b * packed.T + samples[i]!.tokens.length)));
-    }
-    return out;
-  };
-  const old = onePass ? null : await before(model);
-  const ref = opts.reference && (opts.loss.klCoef ?? 0) > 0 ? await before(opts.reference) : null;
-
-  /** Gradients of `weight` × (the loss of these samples), and the loss statistics. */
-  const chunkGradients = async (chunk: number[], weight: number) => {
-    const packed = packBatch(
-      chunk.map((i) => samples[i]!),
-      { padId },
-    );
-    const rowsOf = (src: Float32Array[]) => {
-      const out = new Float32Array(packed.B * packed.T);
-      chunk.forEach((i, b) => out.set(src[i]!, b * packed.T));
-      return tf.tensor2d(out, [packed.B, packed.T]);
-    };
-    const consts = {
-      mask: tf.tensor2d(packed.mask, [packed.B, packed.T]),
-      beh: tf.tensor2d(packed.behaviourLogProbs, [packed.B, packed.T]),
-      adv: tf.tensor1d(packed.advantages),
-      old: old ? rowsOf(old) : null,
-      ref: ref ? rowsOf(ref) : null,
-    };
-    let pl: ReturnType<typeof policyLoss> | undefined;
-    const { value, grads } = tf.variableGrads(() => {
-      const { logp, entropy } = tokenLogProbs(model, toTokenBatch(packed), {
-        temperature,
-        entropy: wantEntropy,
-        only: packed.mask,
-      });
-      pl = policyLoss(
-        {
-          logp,
-          entropy,
-          oldLogp: consts.old ?? stopGradient(logp),
-          behLogp: consts.beh,
-          refLogp: consts.ref ?? undefined,
-          mask: consts.mask,
-          advantages: consts.adv,
-        },
-        opts.loss,
-      );
-      return weight === 1 ? pl.loss : tf.mul(pl.loss, weight);
-    }, model.variables());
-    value.dispose();
-    if (weight !== 1) pl!.loss.dispose(); // the unscaled loss outlives the gradient scope; the scaled one was `value`
-    tf.dispose([
-      consts.mask,
-      consts.beh,
-      consts.adv,
-      ...(consts.old ? [consts.old] : []),
-      ...(consts.ref ? [consts.ref] : []),
-    ]);
-    return { grads, stats: await pl!.stats() };
-  };
+  const old = onePass ? null : await logProbsBefore(model, passes, all);
+  const ref = opts.reference && (opts.loss.klCoef ?? 0) > 0 ? await logProbsBefore(opts.reference, passes, all) : null;
+  const training: TrainingPasses = { ...passes, model, loss: opts.loss, wantEntropy, old, ref };
 
   const stats: PolicyLossStats[] = [];
   let last: AdamStepResult | null = null;
@@ -224,25 +265,13 @@ export async function policyUpdate(
   for (let e = 0; e < epochs; e++) {
     const order = miniBatches > 1 ? shuffled(all, opts.rng!) : all;
     for (const mb of split(order, miniBatches)) {
-      let sum: Record<string, tf.Tensor> | null = null;
-      const parts: { stats: PolicyLossStats; weight: number }[] = [];
-      for (const chunk of lengthChunks(mb, lengthOf, maxTokens)) {
-        const weight = chunk.length / mb.length;
-        const { grads, stats: st } = await chunkGradients(chunk, weight);
-        parts.push({ stats: st, weight });
-        if (!sum) sum = grads;
-        else {
-          const prev: Record<string, tf.Tensor> = sum;
-          sum = Object.fromEntries(Object.entries(prev).map(([k, g]) => [k, tf.add(g, grads[k]!)]));
-          tf.dispose([...Object.values(prev), ...Object.values(grads)]);
-        }
-      }
+      const { sum, parts } = await minibatchGradients(training, mb);
       const named: Record<string, tf.Tensor> = {};
-      for (const [varName, g] of Object.entries(sum!)) named[internalName.get(varName) ?? varName] = g;
+      for (const [varName, g] of Object.entries(sum)) named[internalName.get(varName) ?? varName] = g;
       last = await optimizer.step(named, opts.trainingStep);
       if (last.skipped) skipped++;
       else steps++;
-      tf.dispose(Object.values(sum!));
+      tf.dispose(Object.values(sum));
       stats.push(combineStats(parts));
     }
   }

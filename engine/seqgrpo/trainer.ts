@@ -22,6 +22,7 @@ import {
   restoreStreams,
   saveStreams,
 } from '../training/configuredTraining';
+import { resumePoint } from '../training/resumeChecks';
 import { UserError } from '../base/userError';
 import { SeqTask, seqTokenizer, type SeqItem } from './task';
 
@@ -225,17 +226,11 @@ export const seqgrpo: Algorithm<SeqGrpoConfig> = {
       return new SeqGrpoTrainer(cfg, task, model, configuredAdam(cfg, model), streams, 0, reference);
     }
     try {
-      const state = from.trainerState as { step?: number };
-      if (!Number.isInteger(state?.step)) {
-        throw new UserError('trainer_state.json: step is missing; the checkpoint cannot be resumed');
-      }
-      if (!from.optimizer) {
-        throw new UserError('optimizer.safetensors is missing; the checkpoint cannot be resumed exactly');
-      }
+      const { state, optimizer: saved } = resumePoint(from);
       const optimizer = configuredAdam(cfg, from.model);
-      optimizer.importState(from.optimizer);
+      optimizer.importState(saved);
       const streams = restoreStreams(state, ['tokens', 'task', 'minibatch'] as const);
-      return new SeqGrpoTrainer(cfg, task, from.model, optimizer, streams, state.step!, reference);
+      return new SeqGrpoTrainer(cfg, task, from.model, optimizer, streams, state.step, reference);
     } catch (err) {
       reference?.dispose();
       throw err;

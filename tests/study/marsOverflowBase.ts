@@ -23,7 +23,7 @@ import { Rng } from '../../engine/random/prng';
 import { generateWith } from '../../engine/policy/endpointPolicy';
 import type { MarsConfig } from '../../engine/mars/configSchema';
 import { containsTokens, supportSentences } from '../../engine/mars/sys1Measures';
-import { marsFormat } from '../../engine/mars/trainer';
+import { marsFormat } from '../../engine/mars/questionSets';
 import { generateWorld } from '../../engine/mars/world';
 import { evalWorldSeeds } from '../../engine/mars/worldSplits';
 import { Adam } from '../../engine/rl/adam';

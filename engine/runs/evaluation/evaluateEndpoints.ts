@@ -14,9 +14,12 @@ import path from 'node:path';
 import { CONFIG_FILE, loadCheckpoint, WEIGHTS_FILE, writeFolderAtomic } from '../../model/formats/checkpoint';
 import type { LlamaModel } from '../../model/llama';
 import type { Tokenizer } from '../../model/tokenizers/tokenizer';
-import { evaluateMars, marsFormat, mars } from '../../mars/trainer';
+import { evaluateMars, marsEvalIdentity } from '../../mars/evaluate';
+import { marsFormat } from '../../mars/questionSets';
 import { martiFormat } from '../../marti/format';
-import { evaluateMarti, marti, paramIdsOf, teamOf } from '../../marti/trainer';
+import { evaluateMarti } from '../../marti/evaluate';
+import { paramIdsOf, teamOf } from '../../marti/team';
+import { marti } from '../../marti/trainer';
 import type { RunConfig } from '../config/configSchema';
 import type { CheckpointEval } from './evaluation';
 import type { EvalResult } from '../../training/trainer';
@@ -61,6 +64,112 @@ function stableJson(o: Record<string, unknown>): string {
   return JSON.stringify(Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
 }
 
+type EndpointConfig = Extract<RunConfig, { algorithm: 'mars' | 'marti' }>;
+type Sources = ReturnType<typeof configuredSources>;
+type PolicyOf = (label: string, s: PolicySource) => PolicyModel;
+
+/** Whether the config's policy sources can be evaluated: a corpus needs endpoints throughout, the run's model a checkpoint. */
+function checkSources(config: EndpointConfig, sources: Sources, checkpoint: string | undefined) {
+  const corpus = config.algorithm === 'mars' && config.task.corpus ? config.task.corpus : null;
+  if (corpus && (sources.length === 0 || sources.some((s) => s.source.kind === 'model'))) {
+    throw new UserError(
+      "task.corpus: a corpus of your own needs endpoint policies for every system (mars.policies.sys2, and sys1 unless it shares sys2's): a mars-lab model knows only the generated worlds' words",
+    );
+  }
+  const needsModel = sources.some((s) => s.source.kind === 'model');
+  if (needsModel && !checkpoint) {
+    const who = sources
+      .filter((s) => s.source.kind === 'model')
+      .map((s) => s.label)
+      .join(', ');
+    throw new UserError(
+      `eval: ${who} use${who.includes(',') ? '' : 's'} the run's own model ({"kind": "model"}): add --checkpoint DIR, or give ${who.includes(',') ? 'them' : 'it'} an endpoint`,
+    );
+  }
+  return { corpus, needsModel };
+}
+
+/** The results folder's key: the evaluation identity, the policy sources and, when the run's model plays, its weights. */
+function evaluationKey(identity: Record<string, unknown>, policies: Record<string, string>, weights: string): string {
+  return sha256(stableJson(identity), stableJson(policies), weights).slice(0, 24);
+}
+
+/** The evaluation's own signal: aborted by the caller's, and by the evaluation itself when one request fails. */
+function innerAbort(signal: AbortSignal | undefined): AbortController {
+  const inner = new AbortController();
+  setMaxListeners(0, inner.signal); // every request in flight listens to it
+  if (signal?.aborted) inner.abort();
+  signal?.addEventListener('abort', () => inner.abort(), { once: true });
+  return inner;
+}
+
+/** MARS with endpoint systems: System 2's policy, and System 1's (the same client when both name one endpoint). */
+function evaluateMarsSources(
+  config: Extract<RunConfig, { algorithm: 'mars' }>,
+  sources: Sources,
+  policyOf: PolicyOf,
+  over: Parameters<typeof evaluateMars>[3],
+): Promise<EvalResult> {
+  const mode = config.mars.sys1Params;
+  const [s2, s1] = sources;
+  if ((mode === 'separate' || mode === 'frozen') && s1?.source.kind === 'model') {
+    throw new UserError(
+      `mars.sys1Params is ${mode}: evaluating its own System 1 weights beside an endpoint is not supported; give System 1 an endpoint (mars.policies.sys1) or evaluate with sys1Params "shared"`,
+    );
+  }
+  const sys2 = policyOf(s2!.label, s2!.source);
+  // one endpoint playing both systems is one client (one concurrency limit), as one model plays both in-process
+  const sys1 = !s1
+    ? null
+    : sourceIdentity(s1.source) === sourceIdentity(s2!.source) && s1.source.kind === s2!.source.kind
+      ? sys2
+      : policyOf(s1.label, s1.source);
+  return evaluateMars(config, sys2, sys1, over);
+}
+
+/** MARTI with endpoint agents: one policy per parameter set, which every agent sharing the set must name alike. */
+function evaluateMartiSources(
+  config: Extract<RunConfig, { algorithm: 'marti' }>,
+  policyOf: PolicyOf,
+): Promise<EvalResult> {
+  const team = teamOf(config);
+  const agents = config.marti.configuration === 'single' ? config.marti.agents.slice(0, 1) : config.marti.agents;
+  const models = new Map<string, PolicyModel>();
+  for (const pid of paramIdsOf(config)) {
+    const members = team.filter((a) => a.paramId === pid).map((a) => agents.find((x) => x.id === a.id)!);
+    const ids = new Set(
+      members.map((m) => (m.policy ? `${m.policy.kind}:${sourceIdentity(m.policy)}` : 'model:model')),
+    );
+    if (ids.size > 1) {
+      throw new UserError(
+        `marti.agents: ${members.map((m) => m.id).join(', ')} share one parameter set (configuration ${config.marti.configuration}) but name different policies; give them the same one, or use configuration "heterogeneous"`,
+      );
+    }
+    const m = members[0]!;
+    models.set(
+      pid,
+      policyOf(
+        `MARTI agent ${members.length > 1 ? members.map((x) => x.id).join('+') : m.id}`,
+        m.policy ?? { kind: 'model' },
+      ),
+    );
+  }
+  return evaluateMarti(config, models);
+}
+
+/** eval.json beside the journal (a rerun replays it); the folder is rewritten whole, the journal included. */
+function writeResults(
+  dir: string,
+  journalFile: string,
+  result: EvalResult,
+  extra: { checkpoint: string; policies: Record<string, string>; weightsSha256: string | null },
+): void {
+  writeFolderAtomic(dir, {
+    'eval.json': JSON.stringify({ ...result, ...extra }, null, 1) + '\n',
+    'requests.jsonl': fs.existsSync(journalFile) ? fs.readFileSync(journalFile) : '',
+  });
+}
+
 export async function evaluateWithEndpoints(
   home: string,
   config: RunConfig,
@@ -72,25 +181,10 @@ export async function evaluateWithEndpoints(
     );
   }
   const sources = configuredSources(config);
-  const corpus = config.algorithm === 'mars' && config.task.corpus ? config.task.corpus : null;
-  if (corpus && (sources.length === 0 || sources.some((s) => s.source.kind === 'model'))) {
-    throw new UserError(
-      "task.corpus: a corpus of your own needs endpoint policies for every system (mars.policies.sys2, and sys1 unless it shares sys2's): a mars-lab model knows only the generated worlds' words",
-    );
-  }
-  const needsModel = sources.some((s) => s.source.kind === 'model');
-  if (needsModel && !o.checkpoint) {
-    const who = sources
-      .filter((s) => s.source.kind === 'model')
-      .map((s) => s.label)
-      .join(', ');
-    throw new UserError(
-      `eval: ${who} use${who.includes(',') ? '' : 's'} the run's own model ({"kind": "model"}): add --checkpoint DIR, or give ${who.includes(',') ? 'them' : 'it'} an endpoint`,
-    );
-  }
+  const { corpus, needsModel } = checkSources(config, sources, o.checkpoint);
   const loaded = corpus ? loadMarsCorpus(corpus.folder, corpus.questions) : null;
   const identity = {
-    ...(config.algorithm === 'mars' ? mars.evalIdentity(config) : marti.evalIdentity(config)),
+    ...(config.algorithm === 'mars' ? marsEvalIdentity(config) : marti.evalIdentity(config)),
     ...(loaded ? { corpus: loaded.sha } : {}),
   };
   const policies = Object.fromEntries(sources.map((s) => [s.label, sourceIdentity(s.source)]));
@@ -100,25 +194,21 @@ export async function evaluateWithEndpoints(
         fs.readFileSync(path.join(o.checkpoint!, WEIGHTS_FILE)),
       )
     : '';
-  const key = sha256(stableJson(identity), stableJson(policies), weights).slice(0, 24);
-  const dir = path.join(home, 'evals', `endpoints-${key}`);
+  const dir = path.join(home, 'evals', `endpoints-${evaluationKey(identity, policies, weights)}`);
   const journalFile = path.join(dir, 'requests.jsonl');
   if (o.fresh) fs.rmSync(journalFile, { force: true });
   const journal = new RequestJournal(journalFile);
   journal.onAnswer = o.onProgress;
 
   // One failed request ends the evaluation: the requests still queued or in flight are cancelled with it.
-  const inner = new AbortController();
-  setMaxListeners(0, inner.signal); // every request in flight listens to it
-  if (o.signal?.aborted) inner.abort();
-  o.signal?.addEventListener('abort', () => inner.abort(), { once: true });
+  const inner = innerAbort(o.signal);
   const local: LlamaModel | null = needsModel ? (await loadCheckpoint(o.checkpoint!)).model : null;
   // With every MARS system an endpoint, words the worlds lack (a real model's) are spelt as bytes instead of <unk>;
   // the worlds' own words keep their ids, so a mars-lab model behind serve-model gives the in-process records.
   const format = config.algorithm === 'mars' && (loaded || !needsModel) ? corpusFormat() : undefined;
   const tokenizer: Tokenizer =
     config.algorithm === 'mars' ? (format ?? marsFormat()).tokenizer : martiFormat().tokenizer;
-  const policyOf = (label: string, s: PolicySource): PolicyModel =>
+  const policyOf: PolicyOf = (label, s) =>
     s.kind === 'model'
       ? local!
       : new EndpointPolicy({
@@ -135,50 +225,13 @@ export async function evaluateWithEndpoints(
     `${journal.size} answer${journal.size === 1 ? '' : 's'} kept in ${journalFile}: ${o.resumeHint ?? 'run the same command again to resume'}`;
   let result: EvalResult;
   try {
-    if (config.algorithm === 'mars') {
-      const mode = config.mars.sys1Params;
-      const [s2, s1] = sources;
-      if ((mode === 'separate' || mode === 'frozen') && s1?.source.kind === 'model') {
-        throw new UserError(
-          `mars.sys1Params is ${mode}: evaluating its own System 1 weights beside an endpoint is not supported; give System 1 an endpoint (mars.policies.sys1) or evaluate with sys1Params "shared"`,
-        );
-      }
-      const sys2 = policyOf(s2!.label, s2!.source);
-      // one endpoint playing both systems is one client (one concurrency limit), as one model plays both in-process
-      const sys1 = !s1
-        ? null
-        : sourceIdentity(s1.source) === sourceIdentity(s2!.source) && s1.source.kind === s2!.source.kind
-          ? sys2
-          : policyOf(s1.label, s1.source);
-      result = await evaluateMars(config, sys2, sys1, {
-        format,
-        questions: loaded?.questions.slice(0, config.eval.items),
-      });
-    } else {
-      const team = teamOf(config);
-      const agents = config.marti.configuration === 'single' ? config.marti.agents.slice(0, 1) : config.marti.agents;
-      const models = new Map<string, PolicyModel>();
-      for (const pid of paramIdsOf(config)) {
-        const members = team.filter((a) => a.paramId === pid).map((a) => agents.find((x) => x.id === a.id)!);
-        const ids = new Set(
-          members.map((m) => (m.policy ? `${m.policy.kind}:${sourceIdentity(m.policy)}` : 'model:model')),
-        );
-        if (ids.size > 1) {
-          throw new UserError(
-            `marti.agents: ${members.map((m) => m.id).join(', ')} share one parameter set (configuration ${config.marti.configuration}) but name different policies; give them the same one, or use configuration "heterogeneous"`,
-          );
-        }
-        const m = members[0]!;
-        models.set(
-          pid,
-          policyOf(
-            `MARTI agent ${members.length > 1 ? members.map((x) => x.id).join('+') : m.id}`,
-            m.policy ?? { kind: 'model' },
-          ),
-        );
-      }
-      result = await evaluateMarti(config, models);
-    }
+    result =
+      config.algorithm === 'mars'
+        ? await evaluateMarsSources(config, sources, policyOf, {
+            format,
+            questions: loaded?.questions.slice(0, config.eval.items),
+          })
+        : await evaluateMartiSources(config, policyOf);
   } catch (err) {
     inner.abort();
     if (err instanceof EndpointStopped && o.signal?.aborted) throw new EndpointStopped(`eval stopped; ${kept()}`);
@@ -196,17 +249,11 @@ export async function evaluateWithEndpoints(
         `${s.label}: ${s.source.kind === 'endpoint' ? `${s.source.model} at ${s.source.baseUrl}` : path.resolve(o.checkpoint!)}`,
     )
     .join('; ');
-  const file = path.join(dir, 'eval.json');
-  // the journal stays beside the results (a rerun replays it); the folder is rewritten whole, the journal included
-  writeFolderAtomic(dir, {
-    'eval.json':
-      JSON.stringify({ ...result, checkpoint: label, policies, weightsSha256: weights || null }, null, 1) + '\n',
-    'requests.jsonl': fs.existsSync(journalFile) ? fs.readFileSync(journalFile) : '',
-  });
+  writeResults(dir, journalFile, result, { checkpoint: label, policies, weightsSha256: weights || null });
   return {
     ...result,
     checkpoint: label,
-    file,
+    file: path.join(dir, 'eval.json'),
     cached: false,
     policies,
     journal: { file: journalFile, replayed: journal.stats.replayed, fresh: journal.stats.fresh },

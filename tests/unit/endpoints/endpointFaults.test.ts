@@ -12,7 +12,7 @@ import { EndpointError } from '../../../engine/policy/endpointClient';
 import { EndpointPolicy } from '../../../engine/policy/endpointPolicy';
 import { endpointSourceSchema } from '../../../engine/policy/policySource';
 import { martiFormat } from '../../../engine/marti/format';
-import { marsFormat } from '../../../engine/mars/trainer';
+import { marsFormat } from '../../../engine/mars/questionSets';
 import { Rng } from '../../../engine/random/prng';
 
 type Handler = (req: http.IncomingMessage, body: Record<string, unknown>, res: http.ServerResponse) => void;

@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { MarsConfig } from '../../../engine/mars/configSchema';
-import { evalQuestions, mars } from '../../../engine/mars/trainer';
+import { evalQuestions } from '../../../engine/mars/questionSets';
+import { mars } from '../../../engine/mars/trainer';
 import { parseRunConfig } from '../../../engine/runs/config/configSchema';
 import { loadPreset, resolvePresetConfig } from '../../../engine/runs/presets/presets';
 import { UserError } from '../../../engine/base/userError';

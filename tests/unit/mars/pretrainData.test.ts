@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { MarsConfig } from '../../../engine/mars/configSchema';
 import { pretrainExamples } from '../../../engine/mars/pretrainData';
 import { SearchIndex, SEARCH_STOP_WORDS } from '../../../engine/mars/search';
-import { marsFormat } from '../../../engine/mars/trainer';
+import { marsFormat } from '../../../engine/mars/questionSets';
 import { generateWorld } from '../../../engine/mars/world';
 import { Rng } from '../../../engine/random/prng';
 import { resolvePresetConfig } from '../../../engine/runs/presets/presets';

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { MarsConfig } from '../../../engine/mars/configSchema';
-import { evalQuestions } from '../../../engine/mars/trainer';
+import { evalQuestions } from '../../../engine/mars/questionSets';
 import { generateWorld } from '../../../engine/mars/world';
 import { evalWorldSeeds } from '../../../engine/mars/worldSplits';
 import { resolvePresetConfig } from '../../../engine/runs/presets/presets';

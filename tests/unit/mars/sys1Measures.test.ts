@@ -17,7 +17,9 @@ import {
   type Trajectory,
 } from '../../../engine/mars/rollout';
 import { containsTokens, supportSentences, sys1Stats } from '../../../engine/mars/sys1Measures';
-import { evaluateMars, mars, marsFormat } from '../../../engine/mars/trainer';
+import { evaluateMars } from '../../../engine/mars/evaluate';
+import { marsFormat } from '../../../engine/mars/questionSets';
+import { mars } from '../../../engine/mars/trainer';
 import { generateWorld } from '../../../engine/mars/world';
 import type { MarsEpisodeRecord } from '../../../engine/records/mars';
 import { Rng } from '../../../engine/random/prng';

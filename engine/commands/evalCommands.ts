@@ -13,8 +13,9 @@ import { usesEndpoints } from '../runs/evaluation/evaluateEndpoints';
 import { UserError } from '../base/userError';
 import { checkJsonNesting } from './ioErrors';
 import { backendOption, blasThreadsFor, blasThreadsOption, homeOption, setOption } from './options';
-import { resolveRun } from './runCommands';
+import { resolveRun } from './runSpec';
 import { terminalText as tt } from './terminalText';
+import { printComparison, printEvaluation } from './evalPrintout';
 
 const splitOption = () =>
   new Option('--split <name>', 'which items: the held-out split, never trained on')
@@ -56,11 +57,31 @@ export function resolveCheckpoint(home: string, spec: string): string {
   return last.path;
 }
 
-function pct(x: number): string {
-  return `${(100 * x).toFixed(1)}%`;
+interface EvalOptions {
+  checkpoint?: string;
+  fresh?: boolean;
+  preset?: string;
+  config?: string;
+  set: string[];
+  json?: boolean;
+  backend?: BackendName;
+  blasThreads?: number;
+  home?: string;
+}
+
+interface CompareOptions {
+  json?: boolean;
+  backend?: BackendName;
+  blasThreads?: number;
+  home?: string;
 }
 
 export function registerEvalCommands(program: Command): void {
+  registerEvalCommand(program);
+  registerCompareCommand(program);
+}
+
+function registerEvalCommand(program: Command): void {
   program
     .command('eval')
     .description(
@@ -85,65 +106,46 @@ export function registerEvalCommands(program: Command): void {
     .addOption(backendOption())
     .addOption(blasThreadsOption())
     .addOption(homeOption())
-    .action(
-      async (opts: {
-        checkpoint?: string;
-        fresh?: boolean;
-        preset?: string;
-        config?: string;
-        set: string[];
-        json?: boolean;
-        backend?: BackendName;
-        blasThreads?: number;
-        home?: string;
-      }) => {
-        if (opts.preset && opts.config) throw new UserError('eval: give at most one of --preset NAME or --config FILE');
-        if (opts.set.length && !opts.preset && !opts.config) {
-          throw new UserError(
-            "eval: --set changes a preset's or config file's fields; add --preset NAME or --config FILE",
-          );
-        }
-        if (!opts.checkpoint && !opts.preset && !opts.config) {
-          throw new UserError(
-            'eval: give --checkpoint DIR (or, for endpoint policies, --config FILE or --preset NAME)',
-          );
-        }
-        if (opts.checkpoint) checkInputs(opts.checkpoint, opts.config);
-        else if (opts.config) checkJsonNesting(opts.config, 'the config');
-        const config = opts.preset
-          ? resolvePresetConfig(opts.preset, opts.set)
-          : opts.config
-            ? resolveConfigFile(opts.config, opts.set)
-            : checkpointConfig(opts.checkpoint!);
-        await initBackend({
-          force: opts.backend ?? (config.backend === 'auto' ? undefined : config.backend),
-          blasThreads: blasThreadsFor(opts.blasThreads, config),
-        });
-        if (usesEndpoints(config)) {
-          return runEndpointEval(resolveHome({ home: opts.home }), config, {
-            checkpoint: opts.checkpoint,
-            json: opts.json,
-            fresh: opts.fresh,
-          });
-        }
-        if (!opts.checkpoint) {
-          throw new UserError(
-            'eval: add --checkpoint DIR: this config names no endpoint policies (mars.policies, marti.agents[].policy)',
-          );
-        }
-        const r = await evaluateCheckpoint(resolveHome({ home: opts.home }), opts.checkpoint, config);
-        if (opts.json) return console.log(JSON.stringify(r));
-        console.log(`${tt(r.checkpoint)}${r.cached ? ' (cached)' : ''}`);
-        console.log(
-          `evaluation: ${Object.entries(r.identity)
-            .map(([k, v]) => `${k}=${tt(v)}`)
-            .join(' ')}`,
-        );
-        for (const [k, v] of Object.entries(r.metrics)) console.log(`  ${tt(k).padEnd(20)} ${v.toFixed(4)}`);
-        console.log(`per-item outcomes: ${tt(r.file)}`);
-      },
-    );
+    .action(evalAction);
+}
 
+async function evalAction(opts: EvalOptions): Promise<void> {
+  if (opts.preset && opts.config) throw new UserError('eval: give at most one of --preset NAME or --config FILE');
+  if (opts.set.length && !opts.preset && !opts.config) {
+    throw new UserError("eval: --set changes a preset's or config file's fields; add --preset NAME or --config FILE");
+  }
+  if (!opts.checkpoint && !opts.preset && !opts.config) {
+    throw new UserError('eval: give --checkpoint DIR (or, for endpoint policies, --config FILE or --preset NAME)');
+  }
+  if (opts.checkpoint) checkInputs(opts.checkpoint, opts.config);
+  else if (opts.config) checkJsonNesting(opts.config, 'the config');
+  const config = opts.preset
+    ? resolvePresetConfig(opts.preset, opts.set)
+    : opts.config
+      ? resolveConfigFile(opts.config, opts.set)
+      : checkpointConfig(opts.checkpoint!);
+  await initBackend({
+    force: opts.backend ?? (config.backend === 'auto' ? undefined : config.backend),
+    blasThreads: blasThreadsFor(opts.blasThreads, config),
+  });
+  if (usesEndpoints(config)) {
+    return runEndpointEval(resolveHome({ home: opts.home }), config, {
+      checkpoint: opts.checkpoint,
+      json: opts.json,
+      fresh: opts.fresh,
+    });
+  }
+  if (!opts.checkpoint) {
+    throw new UserError(
+      'eval: add --checkpoint DIR: this config names no endpoint policies (mars.policies, marti.agents[].policy)',
+    );
+  }
+  const r = await evaluateCheckpoint(resolveHome({ home: opts.home }), opts.checkpoint, config);
+  if (opts.json) return console.log(JSON.stringify(r));
+  printEvaluation(r);
+}
+
+function registerCompareCommand(program: Command): void {
   program
     .command('compare')
     .description('evaluate two checkpoints on the same held-out items and compare them item by item')
@@ -156,60 +158,30 @@ export function registerEvalCommands(program: Command): void {
     .addOption(backendOption())
     .addOption(blasThreadsOption())
     .addOption(homeOption())
-    .action(
-      async (
-        specA: string,
-        specB: string,
-        opts: { json?: boolean; backend?: BackendName; blasThreads?: number; home?: string },
-      ) => {
-        const home = resolveHome({ home: opts.home });
-        const a = resolveCheckpoint(home, specA);
-        const b = resolveCheckpoint(home, specB);
-        checkInputs(a);
-        checkInputs(b);
-        const config = checkpointConfig(a);
-        await initBackend({
-          force: opts.backend ?? (config.backend === 'auto' ? undefined : config.backend),
-          blasThreads: blasThreadsFor(opts.blasThreads, config),
-        });
-        const c = await compareCheckpoints(home, a, b);
-        if (opts.json) {
-          const { a: ea, b: eb, ...rest } = c;
-          return console.log(
-            JSON.stringify({
-              ...rest,
-              a: { checkpoint: ea.checkpoint, metrics: ea.metrics, cached: ea.cached },
-              b: { checkpoint: eb.checkpoint, metrics: eb.metrics, cached: eb.cached },
-            }),
-          );
-        }
-        console.log(
-          `A: ${c.a.checkpoint}${c.a.cached ? ' (cached)' : ''}\nB: ${c.b.checkpoint}${c.b.cached ? ' (cached)' : ''}`,
-        );
-        console.log(
-          `items: ${c.a.items.length} (${Object.entries(c.identity)
-            .map(([k, v]) => `${k}=${v}`)
-            .join(' ')})\n`,
-        );
-        console.log(`${'metric'.padEnd(20)} ${'A'.padStart(9)} ${'B'.padStart(9)} ${'B − A'.padStart(9)}`);
-        for (const m of c.metrics) {
-          console.log(
-            `${m.name.padEnd(20)} ${m.a.toFixed(4).padStart(9)} ${m.b.toFixed(4).padStart(9)} ${((m.diff >= 0 ? '+' : '') + m.diff.toFixed(4)).padStart(9)}`,
-          );
-        }
-        console.log(
-          `\nflipped right → wrong: ${c.flippedToWrong.length}${c.flippedToWrong.length ? ` (${c.flippedToWrong.slice(0, 8).map(tt).join(' | ')}${c.flippedToWrong.length > 8 ? ' …' : ''})` : ''}`,
-        );
-        console.log(
-          `flipped wrong → right: ${c.flippedToRight.length}${c.flippedToRight.length ? ` (${c.flippedToRight.slice(0, 8).map(tt).join(' | ')}${c.flippedToRight.length > 8 ? ' …' : ''})` : ''}`,
-        );
-        console.log(
-          `McNemar exact test on the ${c.mcnemar.n01 + c.mcnemar.n10} discordant items: p = ${c.mcnemar.pValue.toPrecision(3)}`,
-        );
-        console.log(
-          `score difference (B − A): ${c.scoreDiff.meanDiff.toFixed(4)}, 95% paired bootstrap interval [${c.scoreDiff.low.toFixed(4)}, ${c.scoreDiff.high.toFixed(4)}]`,
-        );
-        console.log(`accuracy: A ${pct(c.a.metrics.accuracy ?? NaN)}, B ${pct(c.b.metrics.accuracy ?? NaN)}`);
-      },
+    .action(compareAction);
+}
+
+async function compareAction(specA: string, specB: string, opts: CompareOptions): Promise<void> {
+  const home = resolveHome({ home: opts.home });
+  const a = resolveCheckpoint(home, specA);
+  const b = resolveCheckpoint(home, specB);
+  checkInputs(a);
+  checkInputs(b);
+  const config = checkpointConfig(a);
+  await initBackend({
+    force: opts.backend ?? (config.backend === 'auto' ? undefined : config.backend),
+    blasThreads: blasThreadsFor(opts.blasThreads, config),
+  });
+  const c = await compareCheckpoints(home, a, b);
+  if (opts.json) {
+    const { a: ea, b: eb, ...rest } = c;
+    return console.log(
+      JSON.stringify({
+        ...rest,
+        a: { checkpoint: ea.checkpoint, metrics: ea.metrics, cached: ea.cached },
+        b: { checkpoint: eb.checkpoint, metrics: eb.metrics, cached: eb.cached },
+      }),
     );
+  }
+  printComparison(c);
 }

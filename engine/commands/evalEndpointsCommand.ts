@@ -6,6 +6,7 @@
 import type { RunConfig } from '../runs/config/configSchema';
 import { terminalText as tt } from './terminalText';
 import { evaluateWithEndpoints } from '../runs/evaluation/evaluateEndpoints';
+import { printEvaluation } from './evalPrintout';
 
 export async function runEndpointEval(
   home: string,
@@ -24,14 +25,7 @@ export async function runEndpointEval(
       onWarning: (line) => console.error(`mars-lab: warning: ${tt(line)}`),
     });
     if (opts.json) return console.log(JSON.stringify(r));
-    console.log(tt(r.checkpoint));
-    console.log(
-      `evaluation: ${Object.entries(r.identity)
-        .map(([k, v]) => `${k}=${tt(v)}`)
-        .join(' ')}`,
-    );
-    for (const [k, v] of Object.entries(r.metrics)) console.log(`  ${tt(k).padEnd(20)} ${v.toFixed(4)}`);
-    console.log(`per-item outcomes: ${tt(r.file)}`);
+    printEvaluation(r); // r.cached is always false here: endpoint evaluations replay a journal, not a cache
     console.log(`requests: ${r.journal.fresh} asked, ${r.journal.replayed} replayed from ${tt(r.journal.file)}`);
   } finally {
     process.off('SIGINT', stop);

@@ -3,7 +3,7 @@
  * (`--to verl|marti`, engine/interop/export/): what maps is written, what does not is printed as a table, with why.
  */
 import fs from 'node:fs';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import { EXPORT_TARGETS, exportRun, planExport, type ExportTarget } from '../interop/export';
 import { shQuote } from '../interop/export/shell';
 import { submissionOf } from '../interop/export/submit';
@@ -12,15 +12,10 @@ import { resolveHome } from '../runs/folder/home';
 import { UserError } from '../base/userError';
 import { withFilePath } from './ioErrors';
 import { addRayConnectionOptions, rayClient, type RayFlags } from './jobsCommand';
-import { homeOption } from './options';
+import { homeOption, positiveInt } from './options';
 import { readMetrics } from '../runs/folder/metricsLog';
-import { resolveRun } from './runCommands';
+import { resolveRun } from './runSpec';
 import { terminalText as tt } from './terminalText';
-
-function positiveInt(v: string): number {
-  if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError('expected a positive integer');
-  return Number(v);
-}
 
 interface ExportFlags extends Partial<RayFlags> {
   submit?: boolean;

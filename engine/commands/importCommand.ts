@@ -2,18 +2,13 @@
  * `import verl DIR` / `import marti DIR`: another trainer's rollouts as a mars-lab run folder in the home, so the
  * group grid, token view, charts and compare work on them (issue 18 part 4; engine/interop/import/).
  */
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import { importMarti } from '../interop/import/marti';
 import { importVerl } from '../interop/import/verl';
 import type { ImportOptions, ImportProgress } from '../interop/import/common';
 import { resolveHome } from '../runs/folder/home';
-import { homeOption } from './options';
+import { homeOption, positiveInt } from './options';
 import { terminalText as tt } from './terminalText';
-
-function positiveInt(v: string): number {
-  if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError('expected a positive integer');
-  return Number(v);
-}
 
 /** Progress on a terminal only (a line rewritten in place), and a JSON line per report with --json. */
 function progressOf(json: boolean | undefined): ((p: ImportProgress) => void) | undefined {

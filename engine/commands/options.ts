@@ -18,6 +18,20 @@ export const setOption = (example: string) =>
     .argParser((v: string, prev: string[] = []) => [...prev, v])
     .default([]);
 
+/** A count flag's parser: a whole number from 1 up. */
+export function positiveInt(v: string): number {
+  if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError('expected a positive integer');
+  return Number(v);
+}
+
+/** `--port N`'s parser: 0 to 65535 (0: the system picks a free port). */
+export function portNumber(v: string): number {
+  if (!/^\d+$/.test(v) || Number(v) > 65535) {
+    throw new InvalidArgumentError('expected a port number (0 picks a free one)');
+  }
+  return Number(v);
+}
+
 /** A count flag's parser: a whole number from 1 to 256. */
 function oneTo256(v: string): number {
   if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 256) {

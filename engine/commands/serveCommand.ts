@@ -4,21 +4,15 @@
  * network; an SSH tunnel reaches a loopback-bound server from another machine instead. The warning for a bind beyond
  * loopback goes to stderr always (also with --json, whose stdout stays one JSON line).
  */
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import { createHost } from '../api/host/host';
 import { nodeRunLauncher } from '../api/workers/runLauncher';
 import { DEFAULT_PORT, resolveBindHost, sshTunnelAdvice, startWebServer } from '../api/web/webServer';
 import { resolveHome } from '../runs/folder/home';
-import { homeOption } from './options';
+import { homeOption, portNumber } from './options';
+import { untilStopSignal } from './stopSignal';
 
 export { DEFAULT_PORT };
-
-function port(v: string): number {
-  if (!/^\d+$/.test(v) || Number(v) > 65535) {
-    throw new InvalidArgumentError('expected a port number (0 picks a free one)');
-  }
-  return Number(v);
-}
 
 interface ServeOptions {
   port: number;
@@ -34,7 +28,7 @@ export function registerServeCommand(program: Command): void {
     .description(
       'web mode: serve the app to a browser on this machine (needs `npm run build` first); prints the URL with its token',
     )
-    .option('--port <n>', `port to listen on (0: any free port)`, port, DEFAULT_PORT)
+    .option('--port <n>', `port to listen on (0: any free port)`, portNumber, DEFAULT_PORT)
     .option(
       '--host <address>',
       'interface to bind (default loopback); anything else also needs --allow-remote',
@@ -75,15 +69,7 @@ export function registerServeCommand(program: Command): void {
           `  runs: ${home}; the token in the URL is needed to reach the runs; Ctrl-C stops the server (not the runs)`,
         );
       }
-      await new Promise<void>((resolve) => {
-        const stop = (): void => {
-          process.off('SIGINT', stop);
-          process.off('SIGTERM', stop);
-          resolve();
-        };
-        process.on('SIGINT', stop);
-        process.on('SIGTERM', stop);
-      });
+      await untilStopSignal();
       await server.close();
       await host.close();
     });

@@ -13,14 +13,8 @@ import { loadTokenizer } from '../model/tokenizers/tokenizer';
 import { startModelServer } from '../serveModel/server';
 import { initBackend, type BackendName } from '../tensor/backend';
 import { UserError } from '../base/userError';
-import { backendOption } from './options';
-
-function port(v: string): number {
-  if (!/^\d+$/.test(v) || Number(v) > 65535) {
-    throw new InvalidArgumentError('expected a port number (0 picks a free one)');
-  }
-  return Number(v);
-}
+import { backendOption, portNumber } from './options';
+import { untilStopSignal } from './stopSignal';
 
 function count(v: string): number {
   if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 4096) {
@@ -51,7 +45,7 @@ export function registerServeModelCommand(program: Command): void {
       '--checkpoint <dir>',
       'a checkpoint folder with its mars-lab-tokenizer.json, e.g. <run>/checkpoints/200 or resources/mars/base-tiny',
     )
-    .option('--port <n>', 'port to listen on (0: any free port)', port, 8000)
+    .option('--port <n>', 'port to listen on (0: any free port)', portNumber, 8000)
     .option(
       '--host <address>',
       'interface to bind (default loopback); anything else also needs --allow-remote',
@@ -130,15 +124,7 @@ export function registerServeModelCommand(program: Command): void {
           );
         }
       }
-      await new Promise<void>((resolve) => {
-        const stop = (): void => {
-          process.off('SIGINT', stop);
-          process.off('SIGTERM', stop);
-          resolve();
-        };
-        process.on('SIGINT', stop);
-        process.on('SIGTERM', stop);
-      });
+      await untilStopSignal();
       await server.close();
       model.dispose();
     });

@@ -2,28 +2,25 @@
  * `mars-lab study --preset P [--variants a,b] --seeds N [--set k=v …] [--ray URL --ray-home PATH]`: a preset's
  * variants × seeds, run here (as many at once as cores allow) or as one Ray job per run (`--ship`: with the project
  * sent as the jobs' runtime_env working_dir, engine/cluster/studies/shipProject.ts); prints a table of run,
- * variant, seed, status and held-out score. `study status ID [--follow]` re-reads a study (re-attaching to its
- * cluster, submitting what never reached it) and `study ls` lists them (engine/cluster/studies/).
+ * variant, seed, status and held-out score (studyReport.ts). `study status ID [--follow]` re-reads a study
+ * (re-attaching to its cluster, submitting what never reached it) and `study ls` lists them (engine/cluster/studies/).
  */
 import os from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { chooseEntry } from '../bin/builtEntry.mjs';
+import type { RayJobsClient } from '../cluster/ray/jobsClient';
 import { resolveHome } from '../runs/folder/home';
 import { runStudyHere, type RunningStudy } from '../cluster/studies/localStudy';
 import { runStudyOnRay } from '../cluster/studies/rayStudy';
-import { listStudyIds, readStudy, type StudyRecord, type StudyRun } from '../cluster/studies/studyRecord';
+import { listStudyIds, readStudy, type StudyRecord } from '../cluster/studies/studyRecord';
 import { fetchRule, parseSeeds, parseVariants, planStudy, PROJECT_DIR } from '../cluster/studies/studyPlan';
 import { ensurePackage, shipCacheDir, shipProject } from '../cluster/studies/shipProject';
 import { refreshStudy } from '../cluster/studies/studyStatus';
 import { UserError } from '../base/userError';
 import { addRayConnectionOptions, rayClient, type RayFlags } from './jobsCommand';
-import { homeOption, setOption } from './options';
+import { homeOption, positiveInt, setOption } from './options';
+import { finish, reporter, studyTable } from './studyReport';
 import { terminalText as tt } from './terminalText';
-
-function positiveInt(v: string): number {
-  if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError('expected a positive integer');
-  return Number(v);
-}
 
 function nonNegative(v: string): number {
   const n = Number(v);
@@ -45,20 +42,7 @@ function parseRuntimeEnv(text: string | undefined): Record<string, unknown> | un
   return v as Record<string, unknown>;
 }
 
-/** Prints each run's changes (a line on stderr, or a JSON line on stdout) and stops the study on Ctrl-C. */
-function reporter(json: boolean | undefined) {
-  return (run: StudyRun, study: StudyRecord) => {
-    if (json) return void process.stdout.write(`${JSON.stringify({ type: 'run', study: study.id, ...run })}\n`);
-    const i = study.runs.indexOf(run) + 1;
-    const step = run.step !== undefined && run.totalSteps ? ` step ${run.step}/${run.totalSteps}` : '';
-    const score =
-      run.headline && run.headline.value !== null ? `, ${run.headline.label} ${run.headline.value.toFixed(3)}` : '';
-    process.stderr.write(
-      `[${i}/${study.runs.length}] ${tt(run.runId)}: ${run.state}${step}${score}${run.message && run.state !== 'running' ? ` (${tt(run.message)})` : ''}${run.fetch ? `; ${tt(run.fetch)}` : ''}\n`,
-    );
-  };
-}
-
+/** Waits for the study to end; Ctrl-C stops its runs (each checkpoints first), a second one stops waiting. */
 async function untilDone(running: RunningStudy, where: string): Promise<StudyRecord> {
   let presses = 0;
   const onSig = () => {
@@ -80,35 +64,43 @@ async function untilDone(running: RunningStudy, where: string): Promise<StudyRec
   }
 }
 
-/** The table (or JSON), then one UserError line when not every run finished. */
-function finish(study: StudyRecord, json: boolean | undefined, rayFlag: string): void {
-  if (json) console.log(JSON.stringify({ type: 'study', ...study }));
-  else console.log(studyTable(study));
-  const notDone = study.runs.filter((r) => r.state !== 'finished');
-  const unfetched = study.runs.filter((r) => r.fetch?.startsWith('fetch failed')).length;
-  if (notDone.length === 0 && unfetched > 0) {
-    throw new UserError(
-      `study ${study.id}: ${unfetched} run folder(s) not fetched back; retry with: mars-lab study status ${study.id} --follow${rayFlag}`,
-    );
-  }
-  if (notDone.length === 0) return;
-  const count = (s: StudyRun['state']) => notDone.filter((r) => r.state === s).length;
-  const parts = (['failed', 'stopped', 'unknown', 'pending', 'submitted', 'running'] as const)
-    .filter((s) => count(s) > 0)
-    .map((s) => `${count(s)} ${s}`);
-  const again = study.runs.some(
-    (r) => r.state === 'unknown' || r.state === 'pending' || r.state === 'submitted' || r.state === 'running',
-  );
-  throw new UserError(
-    `study ${study.id}: ${parts.join(', ')} of ${study.runs.length} runs${again ? `; re-attach later with: mars-lab study status ${study.id} --follow${rayFlag}` : ''}`,
-  );
+interface StudyRunOptions extends RayFlags {
+  preset: string;
+  variants?: string;
+  seeds: string;
+  set: string[];
+  home?: string;
+  parallel?: number;
+  rayHome?: string;
+  rayProject?: string;
+  rayNode: string;
+  ship?: boolean;
+  shipNative?: boolean;
+  fetch?: boolean;
+  fetchAll?: boolean;
+  rayCpus: number;
+  raySetup?: string;
+  rayRuntimeEnv?: string;
+  json?: boolean;
+}
+
+/** What the study is made of: the home, the preset's variants and the seeds, as parsed from the flags. */
+interface StudyParts {
+  home: string;
+  variants: (string | null)[];
+  seeds: number[];
 }
 
 export function registerStudyCommand(program: Command): void {
   const study = program
     .command('study')
     .description("run a preset's variants × seeds here or on a Ray cluster, and see how each run ended");
+  registerStudyRunCommand(study);
+  registerStudyStatusCommand(study);
+  registerStudyLsCommand(study);
+}
 
+function registerStudyRunCommand(study: Command): void {
   addRayConnectionOptions(
     study
       .command('run', { isDefault: true })
@@ -156,128 +148,133 @@ export function registerStudyCommand(program: Command): void {
       )
       .option('--ray-runtime-env <json>', 'the jobs\' runtime_env, e.g. \'{"working_dir":"https://…/mars-lab.zip"}\'')
       .option('--json', 'one JSON line per run change, then the study record, on stdout'),
-  ).action(
-    async (
-      opts: RayFlags & {
-        preset: string;
-        variants?: string;
-        seeds: string;
-        set: string[];
-        home?: string;
-        parallel?: number;
-        rayHome?: string;
-        rayProject?: string;
-        rayNode: string;
-        ship?: boolean;
-        shipNative?: boolean;
-        fetch?: boolean;
-        fetchAll?: boolean;
-        rayCpus: number;
-        raySetup?: string;
-        rayRuntimeEnv?: string;
-        json?: boolean;
-      },
-    ) => {
-      const home = resolveHome({ home: opts.home });
-      const variants = parseVariants(opts.variants);
-      const seeds = parseSeeds(opts.seeds);
-      if (!opts.ray && (opts.rayHome || opts.rayProject || opts.raySetup || opts.rayRuntimeEnv)) {
-        throw new UserError('--ray-home, --ray-project, --ray-setup and --ray-runtime-env need --ray URL');
-      }
-      if (!opts.ray && (opts.fetch || opts.fetchAll)) {
-        throw new UserError('--fetch and --fetch-all bring runs back from a Ray cluster: they need --ray URL');
-      }
-      if (!opts.ray && (opts.ship || opts.shipNative)) {
-        throw new UserError('--ship sends the project to a Ray cluster: it needs --ray URL');
-      }
-      if (opts.shipNative && !opts.ship) throw new UserError('--ship-native adds to --ship: give both');
-      if (opts.ship && opts.rayProject !== undefined) {
-        throw new UserError(
-          '--ship and --ray-project: choose one (--ship runs the jobs from the copy it sends; --ray-project from a copy the cluster has)',
-        );
-      }
-      const runtimeEnv = parseRuntimeEnv(opts.rayRuntimeEnv);
-      if (opts.ship && runtimeEnv?.working_dir !== undefined) {
-        throw new UserError(
-          "--ship sets the runtime_env's working_dir itself: drop working_dir from --ray-runtime-env, or drop --ship",
-        );
-      }
-      if (opts.ship) {
-        // the jobs run the build: one older than the sources would run code that is not this checkout's
-        const entry = chooseEntry(PROJECT_DIR, { ...process.env, MARS_LAB_DEV: undefined });
-        if (entry.kind === 'sources') {
-          throw new UserError(
-            `--ship sends the built engine, and it is not up to date (${entry.reason}): run npm run build`,
-          );
-        }
-      }
-      if (!opts.ray) {
-        const record = planStudy({
-          preset: opts.preset,
-          variants,
-          seeds,
-          sets: opts.set,
-          where: { kind: 'local', parallel: opts.parallel ?? Math.max(1, os.availableParallelism()) },
-        });
-        if (!opts.json) {
-          process.stderr.write(
-            `study ${record.id}: ${record.runs.length} runs here, ${record.where.kind === 'local' ? record.where.parallel : 1} at once\n`,
-          );
-        }
-        const done = await untilDone(runStudyHere(home, record, { onRun: reporter(opts.json) }), 'here');
-        return finish(done, opts.json, '');
-      }
-      const client = rayClient(opts);
-      const record = planStudy({
-        preset: opts.preset,
-        variants,
-        seeds,
-        sets: opts.set,
-        where: {
-          kind: 'ray',
-          url: client.where,
-          rayHome: opts.rayHome ?? home,
-          project: opts.ship ? '.' : (opts.rayProject ?? PROJECT_DIR),
-          node: opts.rayNode,
-          cpusPerJob: opts.rayCpus,
-          ...fetchRule({ fetch: opts.fetchAll ? 'all' : opts.fetch ? 'last' : undefined, rayHome: opts.rayHome }),
-        },
-      });
-      const v = await client.version(); // unreachable or not Ray: one line, and nothing recorded or submitted
-      let jobEnv = runtimeEnv;
-      if (opts.ship) {
-        const shipped = await shipProject(client, {
-          root: PROJECT_DIR,
-          cacheDir: shipCacheDir(home),
-          native: opts.shipNative,
-        });
-        jobEnv = { ...runtimeEnv, working_dir: shipped.uri };
-        if (opts.json) process.stdout.write(`${JSON.stringify({ type: 'ship', ...shipped })}\n`);
-        else {
-          const mb = (shipped.bytes / 2 ** 20).toFixed(1);
-          const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-          process.stderr.write(
-            `shipping the project as ${shipped.uri} (${mb} MiB, ${shipped.files} files; ${shipped.cached ? 'packed before' : `packed in ${s(shipped.packMs)}`}, ${shipped.uploaded ? `uploaded in ${s(shipped.uploadMs)}` : 'on the cluster already'})\n`,
-          );
-        }
-      }
-      if (record.where.kind === 'ray') {
-        if (jobEnv) record.where.runtimeEnv = jobEnv;
-        if (opts.raySetup) record.where.setup = opts.raySetup;
-      }
-      if (!opts.json) {
-        process.stderr.write(
-          `study ${record.id}: ${record.runs.length} runs as jobs on Ray ${v.ray_version} at ${client.where}\n`,
-        );
-      }
-      const done = await untilDone(
-        runStudyOnRay(home, record, client, { onRun: reporter(opts.json) }),
-        `on ${client.where}`,
-      );
-      finish(done, opts.json, ` --ray ${client.where}`);
-    },
-  );
+  ).action(studyRunAction);
+}
 
+async function studyRunAction(opts: StudyRunOptions): Promise<void> {
+  const parts: StudyParts = {
+    home: resolveHome({ home: opts.home }),
+    variants: parseVariants(opts.variants),
+    seeds: parseSeeds(opts.seeds),
+  };
+  const runtimeEnv = checkStudyFlags(opts);
+  if (!opts.ray) return studyHere(opts, parts);
+  return studyOnRay(opts, parts, runtimeEnv);
+}
+
+/** Refuses flags that do not go together (before anything is planned); returns the parsed --ray-runtime-env. */
+function checkStudyFlags(opts: StudyRunOptions): Record<string, unknown> | undefined {
+  if (!opts.ray && (opts.rayHome || opts.rayProject || opts.raySetup || opts.rayRuntimeEnv)) {
+    throw new UserError('--ray-home, --ray-project, --ray-setup and --ray-runtime-env need --ray URL');
+  }
+  if (!opts.ray && (opts.fetch || opts.fetchAll)) {
+    throw new UserError('--fetch and --fetch-all bring runs back from a Ray cluster: they need --ray URL');
+  }
+  if (!opts.ray && (opts.ship || opts.shipNative)) {
+    throw new UserError('--ship sends the project to a Ray cluster: it needs --ray URL');
+  }
+  if (opts.shipNative && !opts.ship) throw new UserError('--ship-native adds to --ship: give both');
+  if (opts.ship && opts.rayProject !== undefined) {
+    throw new UserError(
+      '--ship and --ray-project: choose one (--ship runs the jobs from the copy it sends; --ray-project from a copy the cluster has)',
+    );
+  }
+  const runtimeEnv = parseRuntimeEnv(opts.rayRuntimeEnv);
+  if (opts.ship && runtimeEnv?.working_dir !== undefined) {
+    throw new UserError(
+      "--ship sets the runtime_env's working_dir itself: drop working_dir from --ray-runtime-env, or drop --ship",
+    );
+  }
+  if (opts.ship) {
+    // the jobs run the build: one older than the sources would run code that is not this checkout's
+    const entry = chooseEntry(PROJECT_DIR, { ...process.env, MARS_LAB_DEV: undefined });
+    if (entry.kind === 'sources') {
+      throw new UserError(
+        `--ship sends the built engine, and it is not up to date (${entry.reason}): run npm run build`,
+      );
+    }
+  }
+  return runtimeEnv;
+}
+
+/** The study's runs on this machine, `--parallel` at once. */
+async function studyHere(opts: StudyRunOptions, { home, variants, seeds }: StudyParts): Promise<void> {
+  const record = planStudy({
+    preset: opts.preset,
+    variants,
+    seeds,
+    sets: opts.set,
+    where: { kind: 'local', parallel: opts.parallel ?? Math.max(1, os.availableParallelism()) },
+  });
+  if (!opts.json) {
+    process.stderr.write(
+      `study ${record.id}: ${record.runs.length} runs here, ${record.where.kind === 'local' ? record.where.parallel : 1} at once\n`,
+    );
+  }
+  const done = await untilDone(runStudyHere(home, record, { onRun: reporter(opts.json) }), 'here');
+  return finish(done, opts.json, '');
+}
+
+/** The study's runs as Ray jobs: planned, the cluster asked, the project shipped if asked, then followed to the end. */
+async function studyOnRay(
+  opts: StudyRunOptions,
+  { home, variants, seeds }: StudyParts,
+  runtimeEnv: Record<string, unknown> | undefined,
+): Promise<void> {
+  const client = rayClient(opts);
+  const record = planStudy({
+    preset: opts.preset,
+    variants,
+    seeds,
+    sets: opts.set,
+    where: {
+      kind: 'ray',
+      url: client.where,
+      rayHome: opts.rayHome ?? home,
+      project: opts.ship ? '.' : (opts.rayProject ?? PROJECT_DIR),
+      node: opts.rayNode,
+      cpusPerJob: opts.rayCpus,
+      ...fetchRule({ fetch: opts.fetchAll ? 'all' : opts.fetch ? 'last' : undefined, rayHome: opts.rayHome }),
+    },
+  });
+  const v = await client.version(); // unreachable or not Ray: one line, and nothing recorded or submitted
+  let jobEnv = runtimeEnv;
+  if (opts.ship) jobEnv = { ...runtimeEnv, working_dir: await shipForJobs(client, home, opts) };
+  if (record.where.kind === 'ray') {
+    if (jobEnv) record.where.runtimeEnv = jobEnv;
+    if (opts.raySetup) record.where.setup = opts.raySetup;
+  }
+  if (!opts.json) {
+    process.stderr.write(
+      `study ${record.id}: ${record.runs.length} runs as jobs on Ray ${v.ray_version} at ${client.where}\n`,
+    );
+  }
+  const done = await untilDone(
+    runStudyOnRay(home, record, client, { onRun: reporter(opts.json) }),
+    `on ${client.where}`,
+  );
+  finish(done, opts.json, ` --ray ${client.where}`);
+}
+
+/** `--ship`: packs and uploads the project (unless the cluster has it), says so, and returns its package URI. */
+async function shipForJobs(client: RayJobsClient, home: string, opts: StudyRunOptions): Promise<string> {
+  const shipped = await shipProject(client, {
+    root: PROJECT_DIR,
+    cacheDir: shipCacheDir(home),
+    native: opts.shipNative,
+  });
+  if (opts.json) process.stdout.write(`${JSON.stringify({ type: 'ship', ...shipped })}\n`);
+  else {
+    const mb = (shipped.bytes / 2 ** 20).toFixed(1);
+    const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+    process.stderr.write(
+      `shipping the project as ${shipped.uri} (${mb} MiB, ${shipped.files} files; ${shipped.cached ? 'packed before' : `packed in ${s(shipped.packMs)}`}, ${shipped.uploaded ? `uploaded in ${s(shipped.uploadMs)}` : 'on the cluster already'})\n`,
+    );
+  }
+  return shipped.uri;
+}
+
+function registerStudyStatusCommand(study: Command): void {
   addRayConnectionOptions(
     study
       .command('status')
@@ -289,103 +286,73 @@ export function registerStudyCommand(program: Command): void {
       .option('--ray <url>', "the cluster's dashboard address (default: the one the study was submitted to)")
       .option('--follow', 'submit what never reached the cluster, follow the rest until they end (Ctrl-C stops them)')
       .option('--json', 'print the study record as JSON'),
-  ).action(async (spec: string, opts: RayFlags & { home?: string; follow?: boolean; json?: boolean }) => {
-    const home = resolveHome({ home: opts.home });
-    const record = readStudy(home, spec);
-    if (record.where.kind === 'local') {
-      if (opts.follow) {
-        throw new UserError(
-          `study ${record.id} ran here: --follow is for studies on a Ray cluster (see its runs with mars-lab ls)`,
-        );
-      }
-      await refreshStudy(home, record);
-      if (opts.json) return console.log(JSON.stringify(record, null, 2));
-      return console.log(studyTable(record));
-    }
-    const client = rayClient({ ...opts, ray: opts.ray ?? record.where.url });
-    if (client.where !== record.where.url) record.where.url = client.where; // the cluster's address now, for the next re-attach
-    if (opts.follow) {
-      await client.version();
-      // a shipped study's runs not yet submitted need its package on the cluster (deleted there once unused)
-      const shipped = record.where.runtimeEnv?.working_dir;
-      if (
-        typeof shipped === 'string' &&
-        shipped.startsWith('gcs://') &&
-        record.runs.some((r) => r.state === 'pending')
-      ) {
-        await ensurePackage(client, shipped, shipCacheDir(home));
-      }
-      const done = await untilDone(
-        runStudyOnRay(home, record, client, { onRun: reporter(opts.json) }),
-        `on ${client.where}`,
-      );
-      return finish(done, opts.json, opts.ray ? ` --ray ${client.where}` : '');
-    }
-    try {
-      await refreshStudy(home, record, client);
-    } catch (err) {
-      // unreachable: show what the record last knew, then say so
-      console.log(opts.json ? JSON.stringify(record, null, 2) : studyTable(record));
-      throw err;
-    }
-    console.log(opts.json ? JSON.stringify(record, null, 2) : studyTable(record));
-  });
+  ).action(studyStatusAction);
+}
 
+async function studyStatusAction(
+  spec: string,
+  opts: RayFlags & { home?: string; follow?: boolean; json?: boolean },
+): Promise<void> {
+  const home = resolveHome({ home: opts.home });
+  const record = readStudy(home, spec);
+  if (record.where.kind === 'local') {
+    if (opts.follow) {
+      throw new UserError(
+        `study ${record.id} ran here: --follow is for studies on a Ray cluster (see its runs with mars-lab ls)`,
+      );
+    }
+    await refreshStudy(home, record);
+    if (opts.json) return console.log(JSON.stringify(record, null, 2));
+    return console.log(studyTable(record));
+  }
+  const client = rayClient({ ...opts, ray: opts.ray ?? record.where.url });
+  if (client.where !== record.where.url) record.where.url = client.where; // the cluster's address now, for the next re-attach
+  if (opts.follow) {
+    await client.version();
+    // a shipped study's runs not yet submitted need its package on the cluster (deleted there once unused)
+    const shipped = record.where.runtimeEnv?.working_dir;
+    if (typeof shipped === 'string' && shipped.startsWith('gcs://') && record.runs.some((r) => r.state === 'pending')) {
+      await ensurePackage(client, shipped, shipCacheDir(home));
+    }
+    const done = await untilDone(
+      runStudyOnRay(home, record, client, { onRun: reporter(opts.json) }),
+      `on ${client.where}`,
+    );
+    return finish(done, opts.json, opts.ray ? ` --ray ${client.where}` : '');
+  }
+  try {
+    await refreshStudy(home, record, client);
+  } catch (err) {
+    // unreachable: show what the record last knew, then say so
+    console.log(opts.json ? JSON.stringify(record, null, 2) : studyTable(record));
+    throw err;
+  }
+  console.log(opts.json ? JSON.stringify(record, null, 2) : studyTable(record));
+}
+
+function registerStudyLsCommand(study: Command): void {
   study
     .command('ls')
     .description('the studies in this home, with where they ran and how many runs finished')
     .addOption(homeOption())
-    .action(async (opts: { home?: string }) => {
-      const home = resolveHome({ home: opts.home });
-      const ids = listStudyIds(home);
-      if (ids.length === 0) {
-        return console.log(
-          `no studies in ${tt(home)} (start one with: mars-lab study --preset seqgrpo-copy --seeds 3)`,
-        );
-      }
-      for (const id of ids) {
-        try {
-          const s = readStudy(home, id);
-          const fin = s.runs.filter((r) => r.state === 'finished').length;
-          console.log(
-            `${tt(s.id)}  ${tt(s.preset)}  ${s.where.kind === 'local' ? 'here' : tt(s.where.url)}  ${fin}/${s.runs.length} finished`,
-          );
-        } catch (err) {
-          console.log(`${tt(id)}  (unreadable: ${tt((err as Error).message)})`);
-        }
-      }
-    });
+    .action(studyLsAction);
 }
 
-function fmtHeadline(run: StudyRun): string {
-  const h = run.headline;
-  if (!h) return '–';
-  return h.value === null ? `– ${h.label}` : `${h.value.toFixed(3)} ${h.label}`;
-}
-
-/** The study's table: run id, variant, seed, status, step, headline score (one line each), then failures' reasons. */
-export function studyTable(study: StudyRecord): string {
-  const head = ['run', 'variant', 'seed', 'status', 'steps', 'held-out score'];
-  const rows = study.runs.map((r) => [
-    tt(r.runId),
-    tt(r.variant ?? '–'),
-    String(r.seed),
-    r.state + (r.jobStatus && study.where.kind === 'ray' ? ` (${r.jobStatus})` : ''),
-    r.step === undefined ? '–' : `${r.step}${r.totalSteps ? `/${r.totalSteps}` : ''}`,
-    fmtHeadline(r),
-  ]);
-  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const lines = [head, ...rows].map((r) =>
-    r
-      .map((c, i) => c.padEnd(w[i]!))
-      .join('  ')
-      .trimEnd(),
-  );
-  for (const r of study.runs) if (r.message && r.state !== 'finished') lines.push(`  ${tt(r.runId)}: ${tt(r.message)}`);
-  for (const r of study.runs) if (r.fetch && r.fetch !== 'fetched') lines.push(`  ${tt(r.runId)}: ${tt(r.fetch)}`);
-  const where =
-    study.where.kind === 'local'
-      ? `here (${study.where.parallel} at once)`
-      : `Ray at ${study.where.url} (runs in ${study.where.rayHome})`;
-  return [`study ${tt(study.id)}: preset ${tt(study.preset)}, ${where}`, ...lines].join('\n');
+async function studyLsAction(opts: { home?: string }): Promise<void> {
+  const home = resolveHome({ home: opts.home });
+  const ids = listStudyIds(home);
+  if (ids.length === 0) {
+    return console.log(`no studies in ${tt(home)} (start one with: mars-lab study --preset seqgrpo-copy --seeds 3)`);
+  }
+  for (const id of ids) {
+    try {
+      const s = readStudy(home, id);
+      const fin = s.runs.filter((r) => r.state === 'finished').length;
+      console.log(
+        `${tt(s.id)}  ${tt(s.preset)}  ${s.where.kind === 'local' ? 'here' : tt(s.where.url)}  ${fin}/${s.runs.length} finished`,
+      );
+    } catch (err) {
+      console.log(`${tt(id)}  (unreadable: ${tt((err as Error).message)})`);
+    }
+  }
 }

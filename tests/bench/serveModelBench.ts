@@ -14,7 +14,7 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { evaluateWithEndpoints } from '../../engine/runs/evaluation/evaluateEndpoints';
 import { rootPrompt } from '../../engine/marti/prompts';
-import { heldoutTasks } from '../../engine/marti/trainer';
+import { heldoutTasks } from '../../engine/marti/problems';
 import { endpointSourceSchema } from '../../engine/policy/policySource';
 import { parseRunConfig, type Algorithm, type RunConfig } from '../../engine/runs/config/configSchema';
 import { checkpointConfig, evaluateCheckpoint } from '../../engine/runs/evaluation/evaluation';

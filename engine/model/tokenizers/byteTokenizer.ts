@@ -9,15 +9,8 @@
  */
 import type { DecodeOptions, Tokenizer } from './tokenizer';
 import { SpecialTokenMatcher, byteTokenName, parseByteTokenName, type SpecialTokens } from './specialTokens';
-import {
-  TokenizerFileError,
-  UnknownTokenError,
-  checkKnownFields,
-  checkSpecials,
-  checkVersion,
-  isPlainObject,
-  type ByteTokenizerFile,
-} from './tokenizerFile';
+import { UnknownTokenError, checkFileHead, checkSpecials, type ByteTokenizerFile } from './tokenizerFile';
+import { checkTokenId } from './tokenIdRange';
 
 const BYTE_FIELDS = ['type', 'version', 'specials'] as const;
 const IN_MEMORY = '(in-memory byte tokenizer)';
@@ -36,19 +29,7 @@ export class ByteTokenizer implements Tokenizer {
 
   /** Validates `file` completely; errors name `source` and the field. */
   constructor(file: ByteTokenizerFile, source: string = IN_MEMORY) {
-    const raw: unknown = file;
-    if (!isPlainObject(raw)) {
-      throw new TokenizerFileError(source, '(root)', 'must be a JSON object with "type": "byte"');
-    }
-    checkKnownFields(raw, BYTE_FIELDS, source);
-    if (raw.type !== 'byte') {
-      throw new TokenizerFileError(
-        source,
-        'type',
-        `is ${JSON.stringify(raw.type)}; a byte tokenizer has "type": "byte"`,
-      );
-    }
-    checkVersion(raw, source);
+    const raw = checkFileHead(file, 'byte', BYTE_FIELDS, source);
     this.source = source;
     this.specialRoles = checkSpecials(raw.specials, source);
     this.specialTexts = this.specialRoles.map(([, text]) => text);
@@ -85,7 +66,7 @@ export class ByteTokenizer implements Tokenizer {
     };
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i]!;
-      this.checkId(id);
+      checkTokenId(id, this.vocabSize, this.source);
       if (id < 256) {
         bytes.push(id);
         continue;
@@ -110,7 +91,7 @@ export class ByteTokenizer implements Tokenizer {
   }
 
   tokenOf(id: number): string {
-    this.checkId(id);
+    checkTokenId(id, this.vocabSize, this.source);
     return id < 256 ? byteTokenName(id) : this.specialTexts[id - 256]!;
   }
 
@@ -120,13 +101,5 @@ export class ByteTokenizer implements Tokenizer {
 
   toJSON(): ByteTokenizerFile {
     return { type: 'byte', version: 1, specials: Object.fromEntries(this.specialRoles) };
-  }
-
-  private checkId(id: number): void {
-    if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
-      throw new RangeError(
-        `Token id ${id} is outside the vocabulary of ${this.source} (ids 0–${this.vocabSize - 1}); the model's vocabulary size must match the tokenizer's`,
-      );
-    }
   }
 }

@@ -62,7 +62,7 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-export function checkKnownFields(obj: Record<string, unknown>, known: readonly string[], source: string): void {
+function checkKnownFields(obj: Record<string, unknown>, known: readonly string[], source: string): void {
   for (const key of Object.keys(obj)) {
     if (!known.includes(key)) {
       throw new TokenizerFileError(
@@ -74,7 +74,7 @@ export function checkKnownFields(obj: Record<string, unknown>, known: readonly s
   }
 }
 
-export function checkVersion(obj: Record<string, unknown>, source: string): void {
+function checkVersion(obj: Record<string, unknown>, source: string): void {
   if (obj.version !== undefined && obj.version !== 1) {
     throw new TokenizerFileError(
       source,
@@ -82,6 +82,31 @@ export function checkVersion(obj: Record<string, unknown>, source: string): void
       `is ${JSON.stringify(obj.version)}; this mars-lab reads version 1 (or omit the field)`,
     );
   }
+}
+
+/**
+ * The checks a tokenizer file of either type starts with: a JSON object, no field outside `fields`, `"type"` the
+ * tokenizer's own, version 1 (or none). Returns the file as an object whose fields the caller then checks.
+ */
+export function checkFileHead(
+  file: unknown,
+  type: TokenizerFile['type'],
+  fields: readonly string[],
+  source: string,
+): Record<string, unknown> {
+  if (!isPlainObject(file)) {
+    throw new TokenizerFileError(source, '(root)', `must be a JSON object with "type": "${type}"`);
+  }
+  checkKnownFields(file, fields, source);
+  if (file.type !== type) {
+    throw new TokenizerFileError(
+      source,
+      'type',
+      `is ${JSON.stringify(file.type)}; a ${type} tokenizer has "type": "${type}"`,
+    );
+  }
+  checkVersion(file, source);
+  return file;
 }
 
 export function optionalBoolean(obj: Record<string, unknown>, field: string, source: string): boolean {

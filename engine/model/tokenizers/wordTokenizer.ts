@@ -20,13 +20,12 @@ import { SpecialTokenMatcher, byteTokenName, type SpecialTokens } from './specia
 import {
   TokenizerFileError,
   UnknownTokenError,
-  checkKnownFields,
+  checkFileHead,
   checkSpecials,
-  checkVersion,
-  isPlainObject,
   optionalBoolean,
   type WordTokenizerFile,
 } from './tokenizerFile';
+import { checkTokenId } from './tokenIdRange';
 import { WordJoiner, normaliseWordText, pretokenise } from './wordNormalForm';
 
 const WORD_FIELDS = ['type', 'version', 'lowercase', 'byteFallback', 'specials', 'tokens'] as const;
@@ -54,19 +53,7 @@ export class WordTokenizer implements Tokenizer {
 
   /** Validates `file` completely; errors name `source` and the field. */
   constructor(file: WordTokenizerFile, source: string = IN_MEMORY) {
-    const raw: unknown = file;
-    if (!isPlainObject(raw)) {
-      throw new TokenizerFileError(source, '(root)', 'must be a JSON object with "type": "word"');
-    }
-    checkKnownFields(raw, WORD_FIELDS, source);
-    if (raw.type !== 'word') {
-      throw new TokenizerFileError(
-        source,
-        'type',
-        `is ${JSON.stringify(raw.type)}; a word tokenizer has "type": "word"`,
-      );
-    }
-    checkVersion(raw, source);
+    const raw = checkFileHead(file, 'word', WORD_FIELDS, source);
     this.source = source;
     this.lowercase = optionalBoolean(raw, 'lowercase', source);
     this.byteFallback = optionalBoolean(raw, 'byteFallback', source);
@@ -192,7 +179,7 @@ export class WordTokenizer implements Tokenizer {
     };
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i]!;
-      this.checkId(id);
+      checkTokenId(id, this.vocabSize, this.source);
       if (this.byteFallback && this.byteOfId[id]! >= 0) {
         bytes.push(this.byteOfId[id]!);
         continue;
@@ -222,7 +209,7 @@ export class WordTokenizer implements Tokenizer {
   }
 
   tokenOf(id: number): string {
-    this.checkId(id);
+    checkTokenId(id, this.vocabSize, this.source);
     return this.tokens[id]!;
   }
 
@@ -239,13 +226,5 @@ export class WordTokenizer implements Tokenizer {
       specials: Object.fromEntries(this.specialRoles),
       tokens: [...this.tokens],
     };
-  }
-
-  private checkId(id: number): void {
-    if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
-      throw new RangeError(
-        `Token id ${id} is outside the vocabulary of ${this.source} (ids 0–${this.vocabSize - 1}); the model's vocabulary size must match the tokenizer's`,
-      );
-    }
   }
 }

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { summarizeMetrics } from '../../../engine/commands/runCommands';
+import { summarizeMetrics } from '../../../engine/commands/runInspectCommands';
 import { metricSeries } from '../../../engine/runs/summary/decimate';
 import { metricsToCsv } from '../../../engine/runs/summary/exportCsv';
 import { readJsonl } from '../../../engine/runs/folder/jsonl';

@@ -1,0 +1,80 @@
+/**
+ * serve-model's request side: the JSON body read (capped at 16 MiB: 413 beyond, 400 when not JSON), a schema
+ * failure said as one line naming the field, the model a request names checked against the one served (404
+ * model_not_found), and a prompt (text or token ids) turned into the ids the model is given. Answers go out through
+ * sendJson.
+ */
+import type http from 'node:http';
+import type { z } from 'zod';
+import type { Tokenizer } from '../model/tokenizers/tokenizer';
+import { HttpError, type CompletionRequest } from './protocol';
+
+const MAX_BODY = 16 * 1024 * 1024;
+
+export function readBody(req: http.IncomingMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) {
+        reject(new HttpError(413, `request body over ${MAX_BODY} bytes`));
+        req.destroy();
+      } else chunks.push(c);
+    });
+    req.on('end', () => {
+      try {
+        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      } catch {
+        reject(new HttpError(400, 'the request body is not valid JSON'));
+      }
+    });
+    req.on('error', reject);
+  });
+}
+
+/** The first schema problem as `field: message`. */
+export function zodProblem(err: z.ZodError): string {
+  const i = err.issues[0]!;
+  return `${i.path.length ? i.path.join('.') : '(body)'}: ${i.message}`;
+}
+
+/** A JSON answer (never cached, never sniffed as another type). */
+export function sendJson(res: http.ServerResponse, status: number, body: string): void {
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff',
+  });
+  res.end(body);
+}
+
+/** Throws the OpenAI-style 404 unless `name` is the model this server serves (`served`). */
+export function checkModel(name: string, served: string): void {
+  if (name !== served) {
+    throw new HttpError(
+      404,
+      `The model \`${name}\` does not exist; this server serves \`${served}\` (GET /v1/models)`,
+      'invalid_request_error',
+      'model_not_found',
+    );
+  }
+}
+
+/** The prompt's token ids: given ids checked against the vocabulary, or the text encoded (never to nothing). */
+export function promptIds(tok: Tokenizer, prompt: CompletionRequest['prompt']): number[] {
+  if (Array.isArray(prompt) && typeof prompt[0] === 'number') {
+    const ids = prompt as number[];
+    const bad = ids.find((i) => i >= tok.vocabSize);
+    if (bad !== undefined) {
+      throw new HttpError(400, `prompt: token id ${bad} is outside the vocabulary (size ${tok.vocabSize})`);
+    }
+    return ids;
+  }
+  const text = Array.isArray(prompt) ? (prompt[0] as string) : prompt;
+  const ids = tok.encode(text);
+  if (ids.length === 0) {
+    throw new HttpError(400, "prompt: empty; the model needs at least one token (e.g. the tokenizer's <bos>)");
+  }
+  return ids;
+}

@@ -11,7 +11,7 @@
  * operations, of the problem's input kind) that has not read the statement, scored on the problem's private tests
  * exactly as a node is scored; the per-problem figure is the share of such programs that pass.
  */
-import type { MartiEvalDetail } from '../../engine/marti/trainer';
+import type { MartiEvalDetail } from '../../engine/marti/evaluate';
 import { nonRootNodes } from '../../engine/marti/search/abmcts';
 import { chooseFinal, treeMetrics } from '../../engine/marti/search/metrics';
 import { evaluateProgram } from '../../engine/marti/tasks/scoring';

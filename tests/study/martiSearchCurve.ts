@@ -13,7 +13,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import type { MartiConfig } from '../../engine/marti/configSchema';
-import { createMartiTrainer, evaluateMartiDetailed, heldoutTasks } from '../../engine/marti/trainer';
+import { evaluateMartiDetailed } from '../../engine/marti/evaluate';
+import { heldoutTasks } from '../../engine/marti/problems';
+import { createMartiTrainer } from '../../engine/marti/trainer';
 import { clusteredMean, pairedClusterVerdict, type ItemOutcome } from './stats/clustered';
 import { Rng } from '../../engine/random/prng';
 import { resolvePresetConfig } from '../../engine/runs/presets/presets';

@@ -31,13 +31,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import {
-  createMartiTrainer,
-  evaluateMartiDetailed,
-  heldoutTasks,
-  taskSpec,
-  type MartiEvalDetail,
-} from '../../engine/marti/trainer';
+import { evaluateMartiDetailed, type MartiEvalDetail } from '../../engine/marti/evaluate';
+import { heldoutTasks, taskSpec } from '../../engine/marti/problems';
+import { createMartiTrainer } from '../../engine/marti/trainer';
 import type { MartiConfig } from '../../engine/marti/configSchema';
 import { resolvePresetConfig } from '../../engine/runs/presets/presets';
 import { initBackend } from '../../engine/tensor/backend';

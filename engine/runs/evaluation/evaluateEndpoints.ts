@@ -17,9 +17,8 @@ import type { Tokenizer } from '../../model/tokenizers/tokenizer';
 import { evaluateMars, marsEvalIdentity } from '../../mars/evaluate';
 import { marsFormat } from '../../mars/questionSets';
 import { martiFormat } from '../../marti/format';
-import { evaluateMarti } from '../../marti/evaluate';
+import { evaluateMarti, martiEvalIdentity } from '../../marti/evaluate';
 import { paramIdsOf, teamOf } from '../../marti/team';
-import { marti } from '../../marti/trainer';
 import type { RunConfig } from '../config/configSchema';
 import type { CheckpointEval } from './evaluation';
 import type { EvalResult } from '../../training/trainer';
@@ -184,7 +183,7 @@ export async function evaluateWithEndpoints(
   const { corpus, needsModel } = checkSources(config, sources, o.checkpoint);
   const loaded = corpus ? loadMarsCorpus(corpus.folder, corpus.questions) : null;
   const identity = {
-    ...(config.algorithm === 'mars' ? marsEvalIdentity(config) : marti.evalIdentity(config)),
+    ...(config.algorithm === 'mars' ? marsEvalIdentity(config) : martiEvalIdentity(config)),
     ...(loaded ? { corpus: loaded.sha } : {}),
   };
   const policies = Object.fromEntries(sources.map((s) => [s.label, sourceIdentity(s.source)]));

@@ -11,7 +11,7 @@ import { evaluateWithEndpoints } from '../../../engine/runs/evaluation/evaluateE
 import { loadMartiTaskFile } from '../../../engine/marti/tasks/taskFile';
 import { loadCheckpoint } from '../../../engine/model/formats/checkpoint';
 import { loadTokenizer } from '../../../engine/model/tokenizers/tokenizer';
-import { heldoutTasks } from '../../../engine/marti/trainer';
+import { heldoutTasks } from '../../../engine/marti/problems';
 import type { MartiConfig } from '../../../engine/marti/configSchema';
 import { parseRunConfig } from '../../../engine/runs/config/configSchema';
 import { checkpointConfig, evaluateCheckpoint } from '../../../engine/runs/evaluation/evaluation';

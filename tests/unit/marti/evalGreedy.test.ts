@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadCheckpoint } from '../../../engine/model/formats/checkpoint';
 import type { MartiConfig } from '../../../engine/marti/configSchema';
-import { evaluateMarti } from '../../../engine/marti/trainer';
+import { evaluateMarti } from '../../../engine/marti/evaluate';
 import { resolvePresetConfig } from '../../../engine/runs/presets/presets';
 import { useBackend } from '../../helpers/backends';
 

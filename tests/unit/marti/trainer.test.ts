@@ -6,7 +6,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseRunConfig } from '../../../engine/runs/config/configSchema';
 import type { MartiConfig } from '../../../engine/marti/configSchema';
-import { createMartiTrainer, teamOf } from '../../../engine/marti/trainer';
+import { teamOf } from '../../../engine/marti/team';
+import { createMartiTrainer } from '../../../engine/marti/trainer';
 import type { Sample } from '../../../engine/rl/sample';
 import { tf } from '../../../engine/tensor/backend';
 import { useBackend } from '../../helpers/backends';

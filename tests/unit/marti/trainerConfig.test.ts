@@ -4,7 +4,7 @@ import { checkRunConfig, parseRunConfig } from '../../../engine/runs/config/conf
 import { martiFormat } from '../../../engine/marti/format';
 import { rootPrompt } from '../../../engine/marti/prompts';
 import { generateTasks } from '../../../engine/marti/tasks/generator';
-import { heldoutTasks } from '../../../engine/marti/trainer';
+import { heldoutTasks } from '../../../engine/marti/problems';
 
 const issues = (input: object) => {
   const r = checkRunConfig({ algorithm: 'marti', ...input });

@@ -1,0 +1,44 @@
+/**
+ * The team a MARTI config names (docs/algorithms.md §3.1): its agents, the parameter set each writes to, and the
+ * AB-MCTS-A search configuration over them. Shared by the trainer, the evaluation and endpoint evaluations.
+ *
+ * Parameter sets: `single` → one set 'policy' (first agent only); `homogeneous` → one set 'shared' for all agents;
+ * `heterogeneous` → one set per agent, named by the agent id.
+ */
+import type { MartiConfig } from './configSchema';
+import type { AgentSpec } from './rollout';
+import { makeSearchConfig, type SearchConfig } from './search/abmcts';
+
+/** The team (§3.1): agents with the parameter set each writes to. */
+export function teamOf(cfg: MartiConfig): AgentSpec[] {
+  const m = cfg.marti;
+  if (m.configuration === 'single') {
+    return [{ id: m.agents[0]!.id, paramId: 'policy', rolePrompt: m.agents[0]!.rolePrompt }];
+  }
+  return m.agents.map((a) => ({
+    id: a.id,
+    paramId: m.configuration === 'homogeneous' ? 'shared' : a.id,
+    rolePrompt: a.rolePrompt,
+  }));
+}
+
+export function paramIdsOf(cfg: MartiConfig): string[] {
+  return [...new Set(teamOf(cfg).map((a) => a.paramId))];
+}
+
+/** The search over `agents` with `nodes` nodes per tree; `tplus` adds T+'s depth weighting when configured. */
+export function searchConfig(
+  cfg: MartiConfig,
+  nodes: number,
+  agents: readonly AgentSpec[],
+  tplus = false,
+): SearchConfig {
+  const t = cfg.marti.tplus;
+  return makeSearchConfig({
+    agents: agents.map((a) => a.id),
+    nodesPerTree: nodes,
+    posterior: cfg.marti.posterior,
+    agentSelect: cfg.marti.agentSelect,
+    depthWeighting: tplus && t.depthWeighting ? { alpha: t.alpha, beta: t.beta } : null,
+  });
+}

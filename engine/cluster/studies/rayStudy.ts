@@ -101,6 +101,7 @@ function oneLine(text: string | null | undefined): string | undefined {
 }
 
 /** Submits the study's pending runs and follows every run not yet final, until all are final (or stop). */
+// eslint-disable-next-line max-lines-per-function -- one pass in order; not yet split by step (issue 29, left for the next session)
 export function runStudyOnRay(
   home: string,
   study: StudyRecord,

@@ -13,23 +13,23 @@
  *
  * The repository's example scripts call `openrlhf.…` module paths while the package is `marti/` (docs/scale-out.md §2.3);
  * the script uses the package's paths under MARTI_DIR.
+ *
+ * This file holds the mapping, one function per section of MARTI's flags; the launch script and the job's command
+ * are in martiLaunch.ts.
  */
 import type { MartiConfig } from '../../runs/config/configSchema';
 import { UserError } from '../../base/userError';
-import { ENGINE_VERSION } from '../../base/version';
-import { lit, sh, type CommandWord, type ExportContext, type ExportPlan, settingsTables } from './plan';
-import { continued, envDefault, shArg } from './shell';
+import { martiJobCommand, martiScript, type MartiTeam } from './martiLaunch';
+import { lit, sh, type ExportContext, type ExportPlan, settingsTables, type SettingsTables } from './plan';
 
 const j = (v: unknown) => JSON.stringify(v);
 
-export function martiPlan(c: MartiConfig, ctx: ExportContext): ExportPlan {
-  const { mapped, unmapped, map, skip } = settingsTables();
-  const m = c.marti;
-  const rl = c.rl;
+type Marti = MartiConfig['marti'];
+
+/** The team: one --agents JSON per agent; homogeneous = one parameter set shared (--shared_agents); the workflow. */
+function mapTeam({ map }: SettingsTables, m: Marti): MartiTeam {
   const tree = !(m.configuration === 'single' && m.singleSearch === 'none');
   const agents = m.configuration === 'single' ? m.agents.slice(0, 1) : m.agents;
-
-  // --- the team: one --agents JSON per agent; homogeneous = one parameter set shared (--shared_agents) ---------------
   const agentJson = agents.map((a, i) => ({
     [String(i)]: {
       role: 'generator',
@@ -79,8 +79,13 @@ export function martiPlan(c: MartiConfig, ctx: ExportContext): ExportPlan {
       'vanilla GRPO: N independent samples',
     );
   }
+  return { tree, agentJson, workflowArgs };
+}
 
-  // --- the algorithm -------------------------------------------------------------------------------------------------
+/** The algorithm: group-normalised advantages, batches, the optimiser and its schedule, the loss and its filters. */
+function mapAlgorithm({ map, skip }: SettingsTables, c: MartiConfig, tree: boolean): void {
+  const m = c.marti;
+  const rl = c.rl;
   map('--advantage_estimator', lit('group_norm'), 'algorithm', 'all nodes of a tree (or the N samples) are one group');
   map(
     '--n_samples_per_prompt',
@@ -141,8 +146,11 @@ export function martiPlan(c: MartiConfig, ctx: ExportContext): ExportPlan {
   }
   if (rl.zscoreEps !== 1e-9) skip('rl.zscoreEps', rl.zscoreEps, "MARTI's group_norm adds a fixed 1e-9");
   if (rl.stdMode !== 'unbiased') skip('rl.stdMode', rl.stdMode, 'MARTI divides by torch.std (unbiased)');
+}
 
-  // --- sampling, lengths, budget, checkpoints, evaluation, resources --------------------------------------------------
+/** Sampling, lengths, budget, checkpoints, evaluation, data and the cluster's resources. */
+function mapRunSettings({ map }: SettingsTables, c: MartiConfig, ctx: ExportContext): void {
+  const m = c.marti;
   map('--temperature', lit(c.sampler.temperature), 'sampler.temperature');
   map('--top_p', lit(c.sampler.topP), 'sampler.topP');
   map('--eval_temperature', lit(m.evalSearchTemperature), 'marti.evalSearchTemperature');
@@ -176,8 +184,11 @@ export function martiPlan(c: MartiConfig, ctx: ExportContext): ExportPlan {
     map(f, null, '', f === '--packing_samples' ? 'MARTI requires it' : 'as examples/mars2');
   }
   map('--zero_stage', lit(3), '', 'as examples/mars2');
+}
 
-  // --- what does not map ---------------------------------------------------------------------------------------------
+/** What does not map, and why. */
+function skipUnmapped({ skip }: SettingsTables, c: MartiConfig): void {
+  const m = c.marti;
   skip(
     'model',
     c.model.from.kind === 'checkpoint' ? c.model.from.path : c.model.size,
@@ -222,105 +233,29 @@ export function martiPlan(c: MartiConfig, ctx: ExportContext): ExportPlan {
     'MARTI evaluates all of --eval_dataset at --eval_temperature',
   );
   skip('backend', c.backend, 'a TensorFlow.js backend; MARTI runs DeepSpeed with vLLM on the GPUs you give');
+}
 
-  // --- the script: agent and workflow JSON filled with MODEL and OUT_DIR, JSON-escaped ---------------------------------
-  const words = mapped.map((x) => {
-    if ('literal' in x.value && x.value.literal === '') return x.target;
-    if (x.target === '--agents') return `--agents ${agentJson.map((_, i) => `"$AGENT${i}"`).join(' ')}`;
-    if (x.target === '--workflow_args') return '--workflow_args "$WORKFLOW_ARGS"';
-    if (x.target === '--eps_clip_low_high' || x.target === '--dynamic_filtering_reward_range') {
-      return `${x.target} ${(x.value as { literal: string }).literal}`;
-    }
-    return `${x.target} ${shArg('', x.value)}`;
-  });
-  const fillLine = (name: string, template: unknown) => `${name}=$(fill ${shArg('', lit(j(template)))})`;
-  const script = [
-    '#!/usr/bin/env bash',
-    `# Launch of mars-lab run ${ctx.runId} (marti${ctx.preset ? `, preset ${ctx.preset}` : ''}) on MARTI through Ray Jobs.`,
-    `# Written by mars-lab ${ENGINE_VERSION} (mars-lab export ${ctx.runId} --to marti); what maps and what does not: mapping.txt.`,
-    "# Set MODEL (an HF id or a folder), PROMPT_DATA (and EVAL_DATA), MARTI_DIR (a MARTI checkout, the job's working",
-    '# dir), RAY_ADDRESS (reach the dashboard through an SSH tunnel: ssh -L 8265:localhost:8265 HEAD) and OUT_DIR (a folder',
-    '# the cluster shares). Extra flags given to this script are passed on. When it has run:',
-    '#   mars-lab import marti "$OUT_DIR/workflow" --nodes ' + m.nodesPerTree,
-    'set -euo pipefail',
-    envDefault('MODEL', ctx.model),
-    envDefault('PROMPT_DATA', undefined),
-    'EVAL_DATA="${EVAL_DATA:-$PROMPT_DATA}"',
-    envDefault('MARTI_DIR', '.'),
-    envDefault('RAY_ADDRESS', 'http://127.0.0.1:8265'),
-    envDefault('OUT_DIR', `./marti-${ctx.runId}`),
-    envDefault('SUBMISSION_ID', `mars-lab-${ctx.runId}`),
-    'die() { echo "launch.sh: $*" >&2; exit 2; }',
-    '[ -n "$MODEL" ] || die "set MODEL to a Hugging Face model id or a model folder (or export again with --model)"',
-    '[ -n "$PROMPT_DATA" ] || die "set PROMPT_DATA to MARTI coding prompts (e.g. json@/data/CODE)"',
-    '[ -f "$MARTI_DIR/marti/cli/multi_agent_train_ppo_ray.py" ] || die "set MARTI_DIR to a checkout of TsinghuaC3I/MARTI"',
-    '# JSON strings with MODEL and OUT_DIR in them (escaped for JSON)',
-    'esc() { local s=${1//\\\\/\\\\\\\\}; printf \'%s\' "${s//\\"/\\\\\\"}"; }',
-    // the replacements quoted: unquoted, bash 5.2 would read their backslashes and & (patsub_replacement)
-    'fill() { local t=$1 m o; m=$(esc "$MODEL"); o=$(esc "$OUT_DIR"); t=${t//@MODEL@/"$m"}; printf \'%s\' "${t//@OUT_DIR@/"$o"}"; }',
-    ...agentJson.map((a, i) => fillLine(`AGENT${i}`, a)),
-    fillLine('WORKFLOW_ARGS', workflowArgs),
-    'RUNTIME_ENV="{\\"working_dir\\": \\"$(esc "$MARTI_DIR")\\"}"',
-    continued([
-      'ray job submit',
-      '--address "$RAY_ADDRESS"',
-      '--submission-id "$SUBMISSION_ID"',
-      '--runtime-env-json "$RUNTIME_ENV"',
-      '-- python3 -m marti.cli.multi_agent_train_ppo_ray',
-      ...words,
-      '"$@"',
-    ]),
-    '',
-  ].join('\n');
-  // the same words for `export --submit` (shell.ts quotes them into the job's entrypoint)
-  const commandWords: CommandWord[] = mapped.flatMap((x): CommandWord[] => {
-    if ('literal' in x.value && x.value.literal === '') return [{ text: x.target }];
-    if (x.target === '--agents') {
-      return [{ text: x.target }, ...agentJson.map((a) => ({ text: j(a), expand: 'json' as const }))];
-    }
-    if (x.target === '--workflow_args') return [{ text: x.target }, { text: j(workflowArgs), expand: 'json' }];
-    if (x.target === '--eps_clip_low_high' || x.target === '--dynamic_filtering_reward_range') {
-      return [{ text: x.target }, ...(x.value as { literal: string }).literal.split(' ').map((text) => ({ text }))];
-    }
-    return [
-      { text: x.target },
-      'literal' in x.value ? { text: x.value.literal } : { text: x.value.shell, expand: 'shell' },
-    ];
-  });
+export function martiPlan(c: MartiConfig, ctx: ExportContext): ExportPlan {
+  const tables = settingsTables();
+  const { mapped, unmapped } = tables;
+  const m = c.marti;
+  const team = mapTeam(tables, m);
+  mapAlgorithm(tables, c, team.tree);
+  mapRunSettings(tables, c, ctx);
+  skipUnmapped(tables, c);
   return {
     target: 'marti',
     context: ctx,
     mapped,
     unmapped,
-    command: {
-      // MARTI's code is not a package on the cluster's path: the job runs from a checkout there
-      before: [{ text: 'cd' }, { text: '$MARTI_DIR', expand: 'shell' }, { text: '&&' }],
-      module: 'marti.cli.multi_agent_train_ppo_ray',
-      words: commandWords,
-      runtimeEnv: {},
-      vars: [
-        {
-          name: 'MODEL',
-          ...(ctx.model ? { default: ctx.model } : {}),
-          required: 'a Hugging Face model id or a model folder (--model or MODEL)',
-        },
-        { name: 'PROMPT_DATA', required: 'MARTI coding prompts on the cluster, e.g. json@/data/CODE' },
-        { name: 'EVAL_DATA', defaultFrom: 'PROMPT_DATA' },
-        { name: 'MARTI_DIR', required: 'a checkout of TsinghuaC3I/MARTI on the cluster', absolute: true },
-        {
-          name: 'OUT_DIR',
-          required: 'a folder the cluster shares, for the workflow logs, TensorBoard and checkpoints',
-          absolute: true,
-        },
-      ],
-    },
+    command: martiJobCommand(mapped, team, ctx),
     files: {
-      'launch.sh': script,
+      'launch.sh': martiScript(mapped, team, ctx, m.nodesPerTree),
       'agents.json':
-        JSON.stringify(agentJson, null, 2)
+        JSON.stringify(team.agentJson, null, 2)
           .replaceAll('@MODEL@', ctx.model ?? '$MODEL')
           .replaceAll('@OUT_DIR@', '$OUT_DIR') + '\n',
-      'workflow_args.json': JSON.stringify(workflowArgs, null, 2).replaceAll('@OUT_DIR@', '$OUT_DIR') + '\n',
+      'workflow_args.json': JSON.stringify(team.workflowArgs, null, 2).replaceAll('@OUT_DIR@', '$OUT_DIR') + '\n',
     },
   };
 }

@@ -148,3 +148,6 @@ export function planTables(plan: ExportPlan): string {
   );
   return `Mapped (${plan.mapped.length}):\n${mapped}\n\nNot mapped (${plan.unmapped.length}):\n${unmapped}\n`;
 }
+
+/** The tables and their two writers, as the section builders of an export take them. */
+export type SettingsTables = ReturnType<typeof settingsTables>;

@@ -10,18 +10,16 @@
  * follows docs/start/multinode.rst (`ray job submit --address=http://HEAD:8265 -- python3 -m verl.trainer.main_ppo`).
  * The dumps `mars-lab import verl` reads are switched on: trainer.rollout_data_dir and the "file" logger
  * (VERL_FILE_LOGGER_PATH, verl/utils/tracking.py).
+ *
+ * This file holds the mapping, one function per section of verl's config; the launch script and the job's command
+ * are in verlLaunch.ts.
  */
 import type { RunConfig } from '../../runs/config/configSchema';
-import { ENGINE_VERSION } from '../../base/version';
-import { groupShape, lit, sh, type ExportContext, type ExportPlan, settingsTables } from './plan';
-import { continued, envDefault, shArg } from './shell';
+import { groupShape, lit, sh, type ExportContext, type ExportPlan, settingsTables, type SettingsTables } from './plan';
+import { verlJobCommand, verlScript } from './verlLaunch';
 
-export function verlPlan(c: RunConfig, ctx: ExportContext): ExportPlan {
-  const { mapped, unmapped, map, skip } = settingsTables();
-  const { groupSize, promptsPerStep, groupFrom, promptsFrom } = groupShape(c);
-  const rl = c.rl;
-
-  // --- what the export sets: the user's model and data, where the run writes, and the dumps import reads -----------
+/** What the export sets: the user's model and data, where the run writes, and the dumps import reads. */
+function mapExportSettings({ map }: SettingsTables, ctx: ExportContext): void {
   map('actor_rollout_ref.model.path', sh('$MODEL'), '', 'your model: an HF id or a folder (MODEL)');
   map('data.train_files', sh('$TRAIN_FILES'), '', 'verl parquet prompts (TRAIN_FILES)');
   map('data.val_files', sh('$VAL_FILES'), '', 'VAL_FILES (default: TRAIN_FILES)');
@@ -33,8 +31,12 @@ export function verlPlan(c: RunConfig, ctx: ExportContext): ExportPlan {
   map('trainer.nnodes', lit(ctx.nnodes), '', '--nnodes');
   map('trainer.n_gpus_per_node', lit(ctx.gpusPerNode), '', '--gpus-per-node');
   map('actor_rollout_ref.rollout.name', lit('vllm'), '', 'or sglang');
+}
 
-  // --- the algorithm: GRPO, its group, batch and optimiser ----------------------------------------------------------
+/** The algorithm: GRPO, its group, batch and optimiser. */
+function mapAlgorithm({ map, skip }: SettingsTables, c: RunConfig): void {
+  const { groupSize, promptsPerStep, groupFrom, promptsFrom } = groupShape(c);
+  const rl = c.rl;
   map(
     'algorithm.adv_estimator',
     lit('grpo'),
@@ -116,8 +118,10 @@ export function verlPlan(c: RunConfig, ctx: ExportContext): ExportPlan {
       'verl gives a lone sample mean 0 and std 1; with rollout.n ≥ 2 no group is alone',
     );
   }
+}
 
-  // --- sampling, budget, checkpoints, evaluation --------------------------------------------------------------------
+/** Sampling, budget, checkpoints, evaluation. */
+function mapRunSettings({ map, skip }: SettingsTables, c: RunConfig): void {
   map('actor_rollout_ref.rollout.temperature', lit(c.sampler.temperature), 'sampler.temperature');
   map('actor_rollout_ref.rollout.top_p', lit(c.sampler.topP), 'sampler.topP');
   map('trainer.total_training_steps', lit(c.budget.steps), 'budget.steps');
@@ -133,8 +137,10 @@ export function verlPlan(c: RunConfig, ctx: ExportContext): ExportPlan {
   map('actor_rollout_ref.rollout.val_kwargs.do_sample', lit(c.eval.temperature > 0), 'eval.temperature');
   map('data.seed', lit(c.seed), 'seed');
   skip('eval.items', c.eval.items, 'verl validates on all of data.val_files');
+}
 
-  // --- lengths: mars-lab counts its own tokens ----------------------------------------------------------------------
+/** Lengths: mars-lab counts its own tokens. */
+function mapLengths({ map, skip }: SettingsTables, c: RunConfig): void {
   if (c.algorithm === 'mars') {
     map(
       'data.max_prompt_length',
@@ -162,8 +168,10 @@ export function verlPlan(c: RunConfig, ctx: ExportContext): ExportPlan {
       "the toy task's sequences are a few symbols of mars-lab's vocabulary; keep verl's data.max_prompt_length / max_response_length for real prompts",
     );
   }
+}
 
-  // --- what does not map ---------------------------------------------------------------------------------------------
+/** What does not map, and why. */
+function skipUnmapped({ skip }: SettingsTables, c: RunConfig): void {
   skip(
     'model',
     c.model.from.kind === 'checkpoint' ? c.model.from.path : c.model.size,
@@ -234,73 +242,25 @@ export function verlPlan(c: RunConfig, ctx: ExportContext): ExportPlan {
       skip('marti.dynamicFiltering', true, 'verl: algorithm.filter_groups (DAPO recipe), not in main_ppo');
     }
   }
+}
 
-  const overrides = mapped.map((m) => shArg(`${m.target}=`, m.value));
-  const script = [
-    '#!/usr/bin/env bash',
-    `# Launch of mars-lab run ${ctx.runId} (${c.algorithm}${ctx.preset ? `, preset ${ctx.preset}` : ''}) on verl through Ray Jobs.`,
-    `# Written by mars-lab ${ENGINE_VERSION} (mars-lab export ${ctx.runId} --to verl); what maps and what does not: mapping.txt.`,
-    '# Set MODEL (an HF id or a folder), TRAIN_FILES (and VAL_FILES) to verl parquet prompts, RAY_ADDRESS to the Ray',
-    '# dashboard (reach it through an SSH tunnel: ssh -L 8265:localhost:8265 HEAD), OUT_DIR to a folder the cluster',
-    '# shares. Extra Hydra overrides given to this script are passed on. When it has run: mars-lab import verl "$OUT_DIR".',
-    'set -euo pipefail',
-    envDefault('MODEL', ctx.model),
-    envDefault('TRAIN_FILES', undefined),
-    'VAL_FILES="${VAL_FILES:-$TRAIN_FILES}"',
-    envDefault('RAY_ADDRESS', 'http://127.0.0.1:8265'),
-    envDefault('OUT_DIR', `./verl-${ctx.runId}`),
-    envDefault('SUBMISSION_ID', `mars-lab-${ctx.runId}`),
-    'die() { echo "launch.sh: $*" >&2; exit 2; }',
-    '[ -n "$MODEL" ] || die "set MODEL to a Hugging Face model id or a model folder (or export again with --model)"',
-    '[ -n "$TRAIN_FILES" ] || die "set TRAIN_FILES to verl parquet prompts (verl examples/data_preprocess makes them)"',
-    'case "$OUT_DIR" in *\\"*|*\\\\*) die "OUT_DIR may not contain quotes or backslashes";; esac',
-    'RUNTIME_ENV="{\\"env_vars\\": {\\"VERL_FILE_LOGGER_PATH\\": \\"$OUT_DIR/metrics.jsonl\\"}}"',
-    continued([
-      'ray job submit',
-      '--address "$RAY_ADDRESS"',
-      '--submission-id "$SUBMISSION_ID"',
-      '--runtime-env-json "$RUNTIME_ENV"',
-      '-- python3 -m verl.trainer.main_ppo',
-      ...overrides,
-      '"$@"',
-    ]),
-    '',
-  ].join('\n');
+export function verlPlan(c: RunConfig, ctx: ExportContext): ExportPlan {
+  const tables = settingsTables();
+  const { mapped, unmapped } = tables;
+  mapExportSettings(tables, ctx);
+  mapAlgorithm(tables, c);
+  mapRunSettings(tables, c);
+  mapLengths(tables, c);
+  skipUnmapped(tables, c);
   const plan: ExportPlan = {
     target: 'verl',
     context: ctx,
     mapped,
     unmapped,
     files: {},
-    command: {
-      before: [],
-      module: 'verl.trainer.main_ppo',
-      words: mapped.map((m) =>
-        'literal' in m.value
-          ? { text: `${m.target}=${m.value.literal}` }
-          : { text: `${m.target}=${m.value.shell}`, expand: 'shell' as const },
-      ),
-      runtimeEnv: { env_vars: { VERL_FILE_LOGGER_PATH: '$OUT_DIR/metrics.jsonl' } },
-      vars: [
-        {
-          name: 'MODEL',
-          ...(ctx.model ? { default: ctx.model } : {}),
-          required: 'a Hugging Face model id or a model folder (--model or MODEL)',
-        },
-        {
-          name: 'TRAIN_FILES',
-          required: 'verl parquet prompts, a path on the cluster (verl examples/data_preprocess makes them)',
-        },
-        { name: 'VAL_FILES', defaultFrom: 'TRAIN_FILES' },
-        {
-          name: 'OUT_DIR',
-          required: 'a folder the cluster shares, for rollouts, metrics and checkpoints',
-          absolute: true,
-        },
-      ],
-    },
+    command: verlJobCommand(mapped, ctx),
   };
-  plan.files['launch.sh'] = script;
+  plan.files['launch.sh'] = verlScript(mapped, c.algorithm, ctx);
   plan.files['overrides.txt'] =
     mapped.map((m) => `${m.target}=${'literal' in m.value ? m.value.literal : m.value.shell}`).join('\n') + '\n';
   return plan;

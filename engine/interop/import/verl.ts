@@ -147,6 +147,7 @@ async function* samplesOf(
   }
 }
 
+// eslint-disable-next-line max-lines-per-function -- one pass in order; not yet split by step (issue 29, left for the next session)
 export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
   const dir = path.resolve(opts.dir);
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {

@@ -114,22 +114,25 @@ const size = (shape: readonly number[]) => tf.util.sizeFromShape(shape as number
 type Inputs = Record<string, tf.TensorInfo>;
 type Attrs = Record<string, unknown>;
 
-/** The wasm kernels, closing over the addon. */
-function kernelConfigs(addon: FusedAddon): tf.KernelConfig[] {
-  const k = (
-    kernelName: string,
-    f: (b: WasmBackendLike, inputs: Inputs, attrs: Attrs) => tf.TensorInfo | tf.TensorInfo[],
-  ) => ({
-    kernelName,
-    backendName: 'wasm',
-    kernelFunc: ((args: { inputs: unknown; backend: unknown; attrs?: unknown }) => {
-      calls++;
-      return f(args.backend as WasmBackendLike, args.inputs as Inputs, (args.attrs ?? {}) as Attrs);
-    }) as unknown as tf.KernelFunc,
-  });
-  const heap = (b: WasmBackendLike) => b.wasm.HEAPU8.buffer as ArrayBuffer;
+/** One wasm kernel: counts its calls and hands `f` the backend, inputs and attributes. */
+const wasmKernel = (
+  kernelName: string,
+  f: (b: WasmBackendLike, inputs: Inputs, attrs: Attrs) => tf.TensorInfo | tf.TensorInfo[],
+) => ({
+  kernelName,
+  backendName: 'wasm',
+  kernelFunc: ((args: { inputs: unknown; backend: unknown; attrs?: unknown }) => {
+    calls++;
+    return f(args.backend as WasmBackendLike, args.inputs as Inputs, (args.attrs ?? {}) as Attrs);
+  }) as unknown as tf.KernelFunc,
+});
+
+const heap = (b: WasmBackendLike) => b.wasm.HEAPU8.buffer as ArrayBuffer;
+
+/** RMSNorm forward and backward. */
+function rmsNormKernels(addon: FusedAddon): tf.KernelConfig[] {
   return [
-    k('MarsRmsNorm', (b, { x, weight }, { eps }) => {
+    wasmKernel('MarsRmsNorm', (b, { x, weight }, { eps }) => {
       float32('rmsNorm', x!, weight!);
       const d = x!.shape[x!.shape.length - 1]!;
       if (size(weight!.shape) !== d) throw new Error(`rmsNorm: weight has ${size(weight!.shape)} values, not ${d}`);
@@ -145,7 +148,7 @@ function kernelConfigs(addon: FusedAddon): tf.KernelConfig[] {
       );
       return y;
     }),
-    k('MarsRmsNormGrad', (b, { x, weight, dy }, { eps }) => {
+    wasmKernel('MarsRmsNormGrad', (b, { x, weight, dy }, { eps }) => {
       const d = x!.shape[x!.shape.length - 1]!;
       const dx = b.makeOutput(x!.shape, 'float32');
       const dw = b.makeOutput(weight!.shape, 'float32');
@@ -162,14 +165,20 @@ function kernelConfigs(addon: FusedAddon): tf.KernelConfig[] {
       );
       return [dx, dw];
     }),
-    k('MarsSwiGLU', (b, { gate, up }) => {
+  ];
+}
+
+/** SwiGLU forward and backward. */
+function swigluKernels(addon: FusedAddon): tf.KernelConfig[] {
+  return [
+    wasmKernel('MarsSwiGLU', (b, { gate, up }) => {
       float32('swiglu', gate!, up!);
       if (!tf.util.arraysEqual(gate!.shape, up!.shape)) throw new Error('swiglu: gate and up must have one shape');
       const y = b.makeOutput(gate!.shape, 'float32');
       addon.swiglu(heap(b), offsetOf(b, gate!), offsetOf(b, up!), offsetOf(b, y), size(gate!.shape));
       return y;
     }),
-    k('MarsSwiGLUGrad', (b, { gate, up, dy }) => {
+    wasmKernel('MarsSwiGLUGrad', (b, { gate, up, dy }) => {
       const dg = b.makeOutput(gate!.shape, 'float32');
       const du = b.makeOutput(up!.shape, 'float32');
       addon.swigluGrad(
@@ -183,7 +192,13 @@ function kernelConfigs(addon: FusedAddon): tf.KernelConfig[] {
       );
       return [dg, du];
     }),
-    k('MarsRope', (b, { x, cos, sin }, { scale, adjoint }) => {
+  ];
+}
+
+/** RoPE, whose backward is the same kernel with the adjoint rotation. */
+function ropeKernels(addon: FusedAddon): tf.KernelConfig[] {
+  return [
+    wasmKernel('MarsRope', (b, { x, cos, sin }, { scale, adjoint }) => {
       float32('rope', x!, cos!, sin!);
       const [outer, heads, t, hd] = x!.shape as [number, number, number, number];
       const tableShape = [outer, 1, t, hd];
@@ -212,7 +227,13 @@ function kernelConfigs(addon: FusedAddon): tf.KernelConfig[] {
       );
       return y;
     }),
-    k('MarsLogSoftmaxPick', (b, { logits, targets }, { temperature, entropy }) => {
+  ];
+}
+
+/** Log-softmax with the target picked (and the entropy), forward and backward. */
+function logSoftmaxPickKernels(addon: FusedAddon): tf.KernelConfig[] {
+  return [
+    wasmKernel('MarsLogSoftmaxPick', (b, { logits, targets }, { temperature, entropy }) => {
       float32('logSoftmaxPick', logits!);
       int32('logSoftmaxPick', targets!);
       const [rows, v] = logits!.shape as [number, number];
@@ -233,7 +254,7 @@ function kernelConfigs(addon: FusedAddon): tf.KernelConfig[] {
       );
       return ent ? [logp, ent] : [logp];
     }),
-    k('MarsLogSoftmaxPickGrad', (b, { logits, targets, dLogp, dEntropy }, { temperature }) => {
+    wasmKernel('MarsLogSoftmaxPickGrad', (b, { logits, targets, dLogp, dEntropy }, { temperature }) => {
       const [rows, v] = logits!.shape as [number, number];
       const dz = b.makeOutput(logits!.shape, 'float32');
       addon.logSoftmaxPickGrad(
@@ -249,7 +270,13 @@ function kernelConfigs(addon: FusedAddon): tf.KernelConfig[] {
       );
       return dz;
     }),
-    k('MarsGatherRows', (b, { x, indices }) => {
+  ];
+}
+
+/** Row gather and scatter-add, each the other's backward. */
+function rowKernels(addon: FusedAddon): tf.KernelConfig[] {
+  return [
+    wasmKernel('MarsGatherRows', (b, { x, indices }) => {
       float32('gatherRows', x!);
       int32('gatherRows', indices!);
       const n = x!.shape[0]!;
@@ -259,7 +286,7 @@ function kernelConfigs(addon: FusedAddon): tf.KernelConfig[] {
       addon.gatherRows(heap(b), offsetOf(b, x!), offsetOf(b, indices!), offsetOf(b, y), n, m, width);
       return y;
     }),
-    k('MarsScatterAddRows', (b, { values, indices }, { rows }) => {
+    wasmKernel('MarsScatterAddRows', (b, { values, indices }, { rows }) => {
       float32('scatterRows', values!);
       int32('scatterRows', indices!);
       const m = size(indices!.shape);
@@ -277,6 +304,17 @@ function kernelConfigs(addon: FusedAddon): tf.KernelConfig[] {
       );
       return y;
     }),
+  ];
+}
+
+/** The wasm kernels, closing over the addon. */
+function kernelConfigs(addon: FusedAddon): tf.KernelConfig[] {
+  return [
+    ...rmsNormKernels(addon),
+    ...swigluKernels(addon),
+    ...ropeKernels(addon),
+    ...logSoftmaxPickKernels(addon),
+    ...rowKernels(addon),
   ];
 }
 

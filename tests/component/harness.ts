@@ -1,7 +1,7 @@
 /**
  * Component tests of the renderer's inspector components in the same headless Chromium as the browser tests (Debian's,
  * driven by playwright-core), served by Vite's dev server with the Svelte plugin: no DOM emulation, the real layout,
- * titles and keyboard. The page (tests/component/harness/index.html) loads renderer/src/harness/harness.svelte.ts,
+ * titles and keyboard. The page (tests/component/harness/index.html) loads tests/component/harness/harness.ts,
  * which mounts a component by name with the props the test sends.
  *
  * Fixtures are recorded trajectories.jsonl files under tests/fixtures/ (see tests/fixtures/README.md).

@@ -1,19 +1,23 @@
 /**
- * Component-test harness (tests/component): mounts one of the inspector components with props given by the test, in
- * the same headless Chromium as the browser tests, served by Vite's dev server. Not part of the app's build (only
- * tests/component/harness/index.html loads it).
+ * Component-test harness page script (driven by openHarness in tests/component/harness.ts): mounts one of the inspector
+ * components with props given by the test, in the same headless Chromium as the browser tests, served by Vite's dev
+ * server. It lives with the tests, not in the app's source: only index.html beside it loads it.
  *
  * window.__mount(name, props) mounts (replacing what was mounted); window.__update(props) changes some props in place,
  * as new records arriving would.
+ *
+ * It is type-checked with the tests (tsconfig.json: Node's types, no DOM library), so the two page globals it uses are
+ * declared here, for this module only; the props' $state lives in mountedProps.svelte.js.
  */
 import { mount, unmount, type Component } from 'svelte';
-import EpisodeInspector from '../components/EpisodeInspector.svelte';
-import EpisodeView from '../components/EpisodeView.svelte';
-import MetricChart from '../components/MetricChart.svelte';
-import OverlayChart from '../components/OverlayChart.svelte';
-import TokenStrip from '../components/TokenStrip.svelte';
-import TreeExplorer from '../components/TreeExplorer.svelte';
-import TreeView from '../components/TreeView.svelte';
+import EpisodeInspector from '../../../renderer/src/components/EpisodeInspector.svelte';
+import EpisodeView from '../../../renderer/src/components/EpisodeView.svelte';
+import MetricChart from '../../../renderer/src/components/MetricChart.svelte';
+import OverlayChart from '../../../renderer/src/components/OverlayChart.svelte';
+import TokenStrip from '../../../renderer/src/components/TokenStrip.svelte';
+import TreeExplorer from '../../../renderer/src/components/TreeExplorer.svelte';
+import TreeView from '../../../renderer/src/components/TreeView.svelte';
+import { props } from './mountedProps.svelte.js';
 
 /** A component that takes its props as JSON from the test: their types are the test's promise, not checked here. */
 type JsonPropsComponent = Component<Record<string, unknown>>;
@@ -32,15 +36,15 @@ const components: Record<string, JsonPropsComponent> = {
 };
 
 let current: Record<string, unknown> | null = null;
-const props: Record<string, unknown> = $state({});
 
-declare global {
-  interface Window {
-    __mount(name: string, initial: Record<string, unknown>): void;
-    __update(changes: Record<string, unknown>): void;
-    __ready: boolean;
-  }
-}
+/** What svelte's mount() takes as its target: a page element (any here, where the DOM library is absent). */
+type MountTarget = Parameters<typeof mount>[1]['target'];
+declare const document: { getElementById(id: string): MountTarget };
+declare const window: {
+  __mount(name: string, initial: Record<string, unknown>): void;
+  __update(changes: Record<string, unknown>): void;
+  __ready: boolean;
+};
 
 window.__mount = (name, initial) => {
   const component = components[name];

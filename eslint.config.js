@@ -87,6 +87,17 @@ export default defineConfig(
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     extends: [tseslint.configs.disableTypeChecked],
   },
+  {
+    // The house's sizes (CONTRIBUTING, "Where code goes"): a file holds one idea in at most ~450 lines of code and a
+    // function at most ~120, blank and comment lines not counted. A file or function that must be larger says why at
+    // its top, in the `eslint-disable-next-line` or `eslint-disable` comment's `-- reason`. Tests and studies are
+    // exempt: a test file is a list of cases.
+    files: ['engine/**', 'main/**', 'preload/**', 'renderer/**', 'scripts/**'],
+    rules: {
+      'max-lines': ['error', { max: 450, skipBlankLines: true, skipComments: true }],
+      'max-lines-per-function': ['error', { max: 120, skipBlankLines: true, skipComments: true, IIFEs: true }],
+    },
+  },
   prettier,
   // eslint-config-prettier switches `curly` off; with 'multi-line' it agrees with Prettier, so it comes back.
   { rules: { curly: ['error', 'multi-line'] } },

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * `npm start`: the desktop app where Electron's binary is installed; otherwise one sentence saying so, then web mode
- * (`mars-lab serve`) with the URL to open. Both need the build (`npm run build`); it is made here if it is missing.
+ * (`mars-lab serve`) with the URL to open. Both need the build (`npm run build`); it is made here when it is missing
+ * or older than the sources (scripts/buildStamp.mjs).
  *
  * Whether the binary is there is read from the electron package's files, not by `require('electron')`, which would
  * try to download it (from GitHub, unreachable on many lab and CI machines).
@@ -10,6 +11,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isBuildFresh } from './buildStamp.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const electronDir = path.join(root, 'node_modules', 'electron');
@@ -31,11 +33,9 @@ function run(command, args) {
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 }
 
-const built = ['out/main/index.js', 'out/preload/index.cjs', 'out/renderer/index.html', 'out/cli/index.js'].every((f) =>
-  fs.existsSync(path.join(root, f)),
-);
-if (!built) {
-  console.log('Building the app first (npm run build)…');
+const build = isBuildFresh();
+if (!build.fresh) {
+  console.log(`Building the app first (npm run build), since ${build.reason}…`);
   const result = spawnSync(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['run', 'build'], {
     cwd: root,
     stdio: 'inherit',

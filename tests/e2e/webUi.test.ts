@@ -6,7 +6,7 @@
  * command line grows its trees in the Tree tab node by node during a step (then shows each final tree) and its
  * diversity curves in the Diversity tab; compare the mars-tiny run's two checkpoints.
  *
- * Needs the built renderer (`npm run build`, as .ci/run does before `npm test`). Screenshots of each view, and the
+ * Needs the built renderer (`npm run build`, which `npm test` runs first when the build is stale). Screenshots of each view, and the
  * measured append→chart latency (a figure, never asserted) and the states the open search tree went through, go to
  * tests/output/e2e/ (git-ignored).
  */
@@ -47,7 +47,7 @@ describe.skipIf(!haveChromium)('the app in a browser (web mode)', () => {
     const index = path.join(DEFAULT_RENDERER_DIR, 'index.html');
     if (!fs.existsSync(index)) {
       throw new Error(
-        `the built renderer is missing (${index}): run \`npm run build\` before these tests (.ci/run does)`,
+        `the built renderer is missing (${index}): run \`npm run build\` before these tests (npm test does)`,
       );
     }
     fs.mkdirSync(OUTPUT, { recursive: true });

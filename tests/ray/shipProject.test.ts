@@ -6,7 +6,7 @@
  * checkout), a 2-step seqgrpo-copy run finishes, and its folder comes back through the fetch-back. A second study
  * takes the packed zip from the cache and uploads nothing (the cluster has it). A job that finds no project at its
  * path, or no node, fails with a line naming --ship / --ray-node. A package the cluster lost is uploaded again from the
- * cache before a re-attach submits runs (ensurePackage). Needs `npm run build` first (CI runs it).
+ * cache before a re-attach submits runs (ensurePackage). Needs `npm run build` first (npm test runs it).
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';

@@ -27,7 +27,7 @@ let token = '';
 beforeAll(async () => {
   expect(
     fs.existsSync('out/renderer/index.html'),
-    'the build is missing: run `npm run build` before the tests (.ci/run does)',
+    'the build is missing: run `npm run build` before the tests (npm test does)',
   ).toBe(true);
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-fuzz-'));
   child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--json', '--home', home], {

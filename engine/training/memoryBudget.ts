@@ -294,3 +294,50 @@ export function memoryProblem(
       `for a run made elsewhere, ${IGNORE_MEMORY_ENV}=1)`,
   };
 }
+
+/** LoRA's trainable parameters at `rank` on every linear projection of every layer (q, k, v, o, gate, up, down). */
+export function loraParameterCount(c: LlamaConfig, rank: number): number {
+  const hd = headDim(c);
+  const q = c.num_attention_heads * hd;
+  const kv = c.num_key_value_heads * hd;
+  const h = c.hidden_size;
+  const i = c.intermediate_size;
+  const perLayer = rank * (h + q + 2 * (h + kv) + (q + h) + 2 * (h + i) + (i + h));
+  return perLayer * c.num_hidden_layers;
+}
+
+/** What `model info` reports: memory to sample, to train fully and to train with LoRA, at a stated shape. */
+export interface ModelMemory {
+  shape: { sampleRows: number; trainRows: number; seq: number; loraRank: number };
+  sample: number;
+  full: number;
+  lora: number;
+  limit: { bytes: number; what: string };
+}
+
+/**
+ * The three figures for a model held as float32 (GGUF's quantised tensors are dequantised on load): sampling `rows`
+ * sequences of `seq` tokens (weights, KV cache, a row of logits each); a GRPO step over `trainRows` × `seq` tokens
+ * trained fully (the weights' TRAINED_COPIES, a KL reference, one pass's activations); and the same with LoRA at
+ * `loraRank` (the base frozen once, the adapters' copies, the same activations: LoRA saves optimizer state, not
+ * activations). Rough as estimateRunMemory is, erring high.
+ */
+export function modelMemory(
+  c: LlamaConfig,
+  opts: { backend?: string; sampleRows?: number; trainRows?: number; seq?: number; loraRank?: number } = {},
+  totalmem = os.totalmem(),
+): ModelMemory {
+  const shape = {
+    sampleRows: opts.sampleRows ?? 16,
+    trainRows: opts.trainRows ?? 16,
+    seq: Math.min(opts.seq ?? 256, c.max_position_embeddings),
+    loraRank: opts.loraRank ?? 16,
+  };
+  const params = parameterCount(c);
+  const weights = params * FLOAT;
+  const sample = weights + shape.sampleRows * (shape.seq * kvBytesPerToken(c) + c.vocab_size * FLOAT);
+  const activations = passBytes(c, shape.trainRows * shape.seq, shape.seq, tokensPerPass(opts.backend, c, params));
+  const full = weights * (TRAINED_COPIES + 1) + activations;
+  const lora = weights + loraParameterCount(c, shape.loraRank) * FLOAT * TRAINED_COPIES + activations;
+  return { shape, sample, full, lora, limit: memoryLimit(opts.backend, totalmem) };
+}

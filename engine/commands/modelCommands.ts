@@ -21,6 +21,7 @@ import { CATALOGUE, knownArtefact } from '../fetch/catalogue';
 import { fetchArtefact } from '../fetch/fetchArtefact';
 import { terminalReporter } from '../fetch/fetchProgress';
 import { backendOption } from './options';
+import { registerModelUseCommands, resolveModelPath } from './modelUseCommands';
 
 function parseIds(value: string): number[] {
   const ids = value.split(',').map((s) => s.trim());
@@ -98,18 +99,6 @@ function registerFetchCommand(model: Command): void {
     });
 }
 
-/** A path, or a name `model fetch` knows (fetched into the cache, or found there). */
-export async function resolveModelPath(spec: string): Promise<string> {
-  if (fs.existsSync(spec)) return spec;
-  const artefact = CATALOGUE.find((a) => a.name === spec);
-  if (!artefact) {
-    throw new UserError(
-      `${spec}: no such file or folder, and not a name model fetch knows (${CATALOGUE.map((a) => a.name).join(', ')})`,
-    );
-  }
-  return (await fetchArtefact(artefact, { reporter: terminalReporter() })).path;
-}
-
 function parsePositive(value: string): number {
   if (!/^[1-9]\d{0,6}$/.test(value)) throw new InvalidArgumentError('expected a positive integer');
   return Number(value);
@@ -184,6 +173,7 @@ export function registerModelCommands(program: Command): void {
   const model = program.command('model').description('create, fetch and inspect policy checkpoints');
   registerFetchCommand(model);
   registerInfoCommand(model);
+  registerModelUseCommands(model);
   model
     .command('init')
     .description('write a randomly initialised checkpoint (config.json + model.safetensors)')

@@ -41,6 +41,20 @@ export class ChatEncoder {
     return { text, ids: this.tokenizer.encode(text) };
   }
 
+  /** The special token's text the template writes right after an assistant turn (ChatML's <|im_end|>), or ''. */
+  endOfTurnText(): string {
+    const probe = 'end-of-turn probe';
+    const text = this.template.render(
+      [
+        { role: 'user', content: 'q' },
+        { role: 'assistant', content: probe },
+      ],
+      { addGenerationPrompt: false },
+    );
+    const at = text.lastIndexOf(probe);
+    return at < 0 ? '' : this.endOfTurn(text.slice(at + probe.length));
+  }
+
   /** The special token that ends an assistant turn, when the template writes one right after the turn's text. */
   private endOfTurn(after: string): string {
     for (let end = Math.min(after.length, 32); end > 0; end--) {

@@ -1,0 +1,76 @@
+/**
+ * A real pretrained model, loaded whole for sampling and scoring (issue 30): the weights as a LlamaModel, the model's
+ * own tokenizer, and its chat template when it has one. From
+ *
+ *   a .gguf file   dequantised to float32 (formats/gguf/), the tokenizer rebuilt from its metadata, the template from
+ *                  tokenizer.chat_template;
+ *   a folder       a Llama checkpoint (config.json + model.safetensors: an HF Llama folder, or a mars-lab checkpoint),
+ *                  with tokenizer.json (tokenizers/hf/) and its template (chat/).
+ *
+ * What this does not do yet: sharded HF folders, Qwen2's q/k/v biases, Qwen3's q/k norms, Llama 3's RoPE scaling
+ * (refused in one line by the config and GGUF readers), and streaming a large model in without whole copies.
+ * The caller chooses and initialises the backend before loading.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { UserError } from '../base/userError';
+import { ChatEncoder } from './chat/chatEncoding';
+import { loadChatTemplate, templateTokens, type ModelChatTemplate } from './chat/templateSource';
+import { loadCheckpoint } from './formats/checkpoint';
+import { readGgufAsHf } from './formats/gguf/ggufToHf';
+import { modelFromHf } from './formats/hfWeights';
+import type { LlamaModel } from './llama';
+import { loadGgufTokenizer, tokenizerFilesFromGguf } from './tokenizers/hf/ggufTokenizer';
+import { withGgufFile } from './formats/gguf/ggufFile';
+import { HfTokenizer } from './tokenizers/hf/hfTokenizer';
+import { readHfTokenizerFiles } from './tokenizers/hf/hfFolder';
+
+export interface RealModel {
+  path: string;
+  model: LlamaModel;
+  tokenizer: HfTokenizer;
+  chat: ModelChatTemplate | null;
+  /** Through the chat template, or null for a base model. */
+  encoder: ChatEncoder | null;
+  /** The ids that end a generation: eos and the template's end-of-turn token. */
+  stopTokens: number[];
+}
+
+/** The tokenizer of a model file or folder, and its chat template. */
+export async function loadRealTokenizer(
+  where: string,
+): Promise<{ tokenizer: HfTokenizer; chat: ModelChatTemplate | null }> {
+  if (where.toLowerCase().endsWith('.gguf')) {
+    const files = await withGgufFile(where, async (f) => tokenizerFilesFromGguf(f.metadata, where));
+    const tokenizer = await loadGgufTokenizer(where);
+    return { tokenizer, chat: await loadChatTemplate(where, templateTokens(files.config)) };
+  }
+  if (!fs.existsSync(path.join(where, 'tokenizer.json'))) {
+    throw new UserError(`${where}: has no tokenizer.json (a real model's folder carries its own tokenizer)`);
+  }
+  const files = await readHfTokenizerFiles(where);
+  const tokenizer = new HfTokenizer(files, path.join(where, 'tokenizer.json'));
+  return { tokenizer, chat: await loadChatTemplate(where, templateTokens(files.config)) };
+}
+
+/** Loads the model at `where` (a .gguf file or a model folder). */
+export async function loadRealModel(where: string): Promise<RealModel> {
+  const { tokenizer, chat } = await loadRealTokenizer(where);
+  let model: LlamaModel;
+  if (where.toLowerCase().endsWith('.gguf')) {
+    const { plan, tensors } = await readGgufAsHf(where);
+    model = modelFromHf(plan.config, tensors);
+  } else {
+    model = (await loadCheckpoint(where)).model;
+  }
+  if (model.config.vocab_size < tokenizer.vocabSize) {
+    const size = tokenizer.vocabSize;
+    model.dispose();
+    throw new UserError(`${where}: the tokenizer has ${size} tokens, more than the model's vocab_size`);
+  }
+  const encoder = chat ? new ChatEncoder(chat.template, tokenizer) : null;
+  const stop = new Set([tokenizer.specials.eos]);
+  const end = encoder?.endOfTurnText();
+  if (end) stop.add(tokenizer.idOf(end));
+  return { path: where, model, tokenizer, chat, encoder, stopTokens: [...stop] };
+}

@@ -26,6 +26,7 @@ export default defineConfig(
       'tests/output/**',
       'tests/artifacts/**',
       '.venv*/**',
+      '.peer-llama/**',
     ],
   },
   js.configs.recommended,

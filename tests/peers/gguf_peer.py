@@ -7,7 +7,11 @@
                                                          each named HF tensor of its state_dict to OUTDIR/NAME.f32 and,
                                                          with --ids, the last position's logits to OUTDIR/logits.f32
 
-Both print one JSON line {name: shape}. Run with the project's peer venv (.venv-peers/bin/python, scripts/peerEnv.mjs).
+    python gguf_peer.py f32 FILE OUT_GGUF                a copy of FILE with every tensor dequantised to F32 by
+                                                         gguf-py, metadata unchanged (what llama.cpp computes
+                                                         without quantising activations)
+
+Each prints one JSON line ({name: shape}; f32: {"bytes": N}). Run with the project's peer venv (.venv-peers/bin/python, scripts/peerEnv.mjs).
 transformers leaves lm_head untied (and random) for a GGUF without output.weight: it is tied by hand here.
 """
 
@@ -58,8 +62,33 @@ def hf(path: str, outdir: str, names: list[str], ids: list[int] | None) -> dict:
     return shapes
 
 
+def f32_copy(path: str, out: str) -> dict:
+    from gguf import GGUFReader, GGUFWriter, GGMLQuantizationType, Keys
+    from gguf.quants import dequantize
+    from scripts.gguf_new_metadata import decode_field
+
+    reader = GGUFReader(path)
+    arch = decode_field(reader.fields[Keys.General.ARCHITECTURE])
+    writer = GGUFWriter(out, arch)
+    for field in reader.fields.values():
+        if field.name == Keys.General.ARCHITECTURE or field.name.startswith("GGUF."):
+            continue
+        writer.add_key_value(field.name, decode_field(field), field.types[0])
+    for t in reader.tensors:
+        values = dequantize(t.data, t.tensor_type).astype(np.float32)
+        writer.add_tensor(t.name, values.reshape([int(d) for d in reversed(t.shape)]), raw_dtype=GGMLQuantizationType.F32)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return {"bytes": os.path.getsize(out)}
+
+
 def main() -> None:
     mode, path, outdir, *rest = sys.argv[1:]
+    if mode == "f32":
+        print(json.dumps(f32_copy(path, outdir)))
+        return
     ids = None
     if rest[:1] == ["--ids"]:
         ids = [int(x) for x in rest[1].split(",")]

@@ -48,7 +48,7 @@ function llamaPeerOrSkipReason(): string | null {
 async function llamaCpp(model: string, prompts: number[][], dir: string): Promise<PeerResult[]> {
   const input = path.join(dir, 'in.json');
   const output = path.join(dir, 'out.json');
-  fs.writeFileSync(input, JSON.stringify({ model, prompts, maxTokens: MAX_TOKENS, threads: 2 }));
+  fs.writeFileSync(input, JSON.stringify({ model, prompts, maxTokens: MAX_TOKENS, threads: 1 }));
   await run(process.execPath, [path.join(ROOT, 'tests/peers/llama_cpp_peer.mjs'), LLAMA_PEER, input, output], {
     timeout: 600_000,
   });

@@ -49,8 +49,9 @@ function firstLine(err: unknown): string {
 async function readJson(file: string): Promise<unknown> {
   const st = await stat(file);
   if (!st.isFile()) throw new UserError(`${file}: is not a regular file`);
-  if (st.size > MAX_JSON_BYTES)
-    {throw new UserError(`${file}: is ${st.size} bytes, more than a model's JSON file may be`);}
+  if (st.size > MAX_JSON_BYTES) {
+    throw new UserError(`${file}: is ${st.size} bytes, more than a model's JSON file may be`);
+  }
   try {
     return JSON.parse(await readFile(file, 'utf8'));
   } catch {
@@ -91,8 +92,9 @@ async function safetensorsHeader(file: string): Promise<{ types: Record<string, 
     for (const [name, entry] of Object.entries(raw as Record<string, unknown>)) {
       if (name === '__metadata__') continue;
       const e = headerEntry.safeParse(entry);
-      if (!e.success)
-        {throw new UserError(`${file}: tensor entry ${JSON.stringify(name.slice(0, 60))} has no dtype and shape`);}
+      if (!e.success) {
+        throw new UserError(`${file}: tensor entry ${JSON.stringify(name.slice(0, 60))} has no dtype and shape`);
+      }
       types[e.data.dtype] = (types[e.data.dtype] ?? 0) + 1;
       elements += e.data.shape.reduce((a, b) => a * b, 1);
     }

@@ -9,6 +9,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { RayError, type RayJobsClient } from '../../cluster/ray/jobsClient';
 import { runStudyHere, type StudyLauncher } from '../../cluster/studies/localStudy';
 import { runStudyOnRay } from '../../cluster/studies/rayStudy';
+import { openExistingHomeFile } from '../../runs/folder/homeFile';
 import { studyLogFile, type StudyRecord } from '../../cluster/studies/studyRecord';
 import type { ClusterContext } from './clusterContext';
 
@@ -39,7 +40,7 @@ function pumpLogs(ctx: ClusterContext, record: StudyRecord): void {
     if (size === state.offset) continue;
     const length = Math.min(size - state.offset, LOG_CHUNK);
     const buf = Buffer.alloc(length);
-    const fd = fs.openSync(file, 'r');
+    const fd = openExistingHomeFile(file);
     try {
       fs.readSync(fd, buf, 0, length, state.offset);
     } finally {

@@ -62,14 +62,24 @@ export const runSchemas = {
   listRuns: { request: empty, response: z.object({ home: z.string(), runs: z.array(runSummarySchema) }) },
   /** One run: run.json, its summary, checkpoints, the latest events, what its logs hold. Metrics: getMetricSeries. */
   getRun: {
-    request: z.strictObject({ runId: runIdSchema, eventsLimit: z.number().int().min(0).max(5000).optional() }),
+    request: z.strictObject({
+      runId: runIdSchema,
+      eventsLimit: z.number().int().min(0).max(5000).optional(),
+      /** Only events before this one (0 = the first): the continuation of an answer whose events were cut. */
+      eventsBefore: z.number().int().min(0).optional(),
+    }),
     response: z.object({
       meta: runMetaSchema,
       summary: runSummarySchema.optional(),
       checkpoints: z.array(z.object({ step: z.number() })),
-      /** The last `eventsLimit` (default 200) lines of events.jsonl, oldest first; eventsTotal counts them all. */
+      /**
+       * The last `eventsLimit` (default 200) lines of events.jsonl (before `eventsBefore`), oldest first, at most 4 MiB
+       * of them; eventsTotal counts them all, and `eventsFrom` is the position of the first one sent (pass it as
+       * `eventsBefore` for the ones before).
+       */
       events: z.array(z.record(z.string(), z.unknown())),
       eventsTotal: z.number(),
+      eventsFrom: z.number().optional(),
       metricNames: z.array(z.string()),
       metricPoints: z.number(),
       /** Step of the last metrics line; null before the first. */

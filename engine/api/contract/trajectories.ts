@@ -52,6 +52,11 @@ export const trajectorySchemas = {
       next: z.number().nullable().optional(),
       scanned: z.number().optional(),
       pages: z.record(z.string(), z.object({ title: z.string(), text: z.string() })).optional(),
+      /**
+       * Fewer records than asked, because the lines are larger than one answer's byte bound (16 MiB): continue from
+       * `offset + records.length` (by position or step) or from `next` (a filter).
+       */
+      truncated: z.literal(true).optional(),
     }),
   },
   /**

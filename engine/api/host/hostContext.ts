@@ -6,7 +6,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Checked, RunConfig } from '../../runs/config/configSchema';
-import { RUN_FILES, runDir } from '../../runs/folder/home';
+import { RUN_FILES, runDir, runsDir } from '../../runs/folder/home';
+import { insideReal } from '../../runs/folder/homeFile';
 import type { RunIndex } from '../../runs/summary/runIndex';
 import type { TrajectoryIndex } from '../../runs/trajectories/trajectoryIndex';
 import { UserError } from '../../base/userError';
@@ -35,12 +36,22 @@ export interface HostContext {
   readonly launchWorker: LaunchWorker;
 }
 
-/** A run's folder in this home, which must hold its run.json. */
+/**
+ * A run's folder in this home, which must hold its run.json, and which must lie inside the home's runs/ once symbolic
+ * links are resolved: a home is untrusted (runs are copied in, come back by tar), and a linked run folder would let a
+ * window read and write (labels.json) a folder elsewhere.
+ */
 export function runDirOf(home: string): (runId: string) => string {
   return (runId) => {
     const dir = runDir(home, runId);
     if (!fs.existsSync(path.join(dir, RUN_FILES.meta))) {
       throw new UserError(`no run '${runId}' in ${path.dirname(dir)}`);
+    }
+    if (!insideReal(runsDir(home), dir)) {
+      throw new UserError(
+        `run '${runId}': its folder ${dir} is a symbolic link that leads outside ${runsDir(home)}; the host reads ` +
+          'only run folders inside the home: move the run in instead of linking it',
+      );
     }
     return dir;
   };

@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import { RUN_FILES } from '../../runs/folder/home';
+import { checkHomeFile } from '../../runs/folder/homeFile';
 import { updateTrajectoryIndex, type TrajectoryIndex } from '../../runs/trajectories/trajectoryIndex';
 
 /** Runs whose trajectories.jsonl index the host keeps in memory (engine/runs/trajectories/trajectoryIndex.ts). */
@@ -21,10 +22,10 @@ export function keptTrajectoryLines(dirOf: (runId: string) => string): Trajector
   const trajectoryIndexes = new Map<string, TrajectoryIndex>();
   return {
     lines(runId) {
-      const index = updateTrajectoryIndex(
-        path.join(dirOf(runId), RUN_FILES.trajectories),
-        trajectoryIndexes.get(runId),
-      );
+      const file = path.join(dirOf(runId), RUN_FILES.trajectories);
+      // A FIFO would block the host in open(), a link out of the run's folder read elsewhere: refused (homeFile.ts).
+      checkHomeFile(file);
+      const index = updateTrajectoryIndex(file, trajectoryIndexes.get(runId));
       // the most recently read runs' indexes are kept (a few MB each for a file of gigabytes)
       trajectoryIndexes.delete(runId);
       trajectoryIndexes.set(runId, index);

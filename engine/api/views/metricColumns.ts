@@ -14,6 +14,7 @@
  */
 import { isAscii } from 'node:buffer';
 import fs from 'node:fs';
+import { openExistingHomeFile } from '../../runs/folder/homeFile';
 import { parseNumber, parsedNumberEnd } from '../../runs/summary/metricStats';
 
 export interface Column {
@@ -213,7 +214,7 @@ export function metricColumns(
     return keys.map(() => ({ x: [], y: [] }));
   }
   const columns: Cached[] = [];
-  const fd = fs.openSync(file, 'r');
+  const fd = openExistingHomeFile(file);
   try {
     const head = headOf(fd, HEAD_BYTES);
     let seeded: ReturnType<ColumnSeed> | undefined;

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { decimateColumns } from '../../runs/summary/decimate';
 import { RUN_FILES } from '../../runs/folder/home';
+import { openExistingHomeFile } from '../../runs/folder/homeFile';
 import { setOwn } from '../../runs/summary/metricPoint';
 import { readRunMeta } from '../../runs/folder/runFolder';
 import { rowColumns } from '../../runs/summary/summarySidecar';
@@ -54,7 +55,7 @@ const TAIL_BYTES = 256 << 10;
 export function tailClock(file: string): { step: number; time: number }[] {
   let fd: number;
   try {
-    fd = fs.openSync(file, 'r');
+    fd = openExistingHomeFile(file);
   } catch {
     return [];
   }

@@ -8,6 +8,7 @@ import type { Duplex } from 'node:stream';
 import { timingSafeEqual } from 'node:crypto';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { z } from 'zod';
+import { clip } from '../../base/boundedText';
 import { ENGINE_VERSION } from '../../base/version';
 import type { ApiEvent } from '../contract/contract';
 import { callApi, errorPayload } from '../host/dispatch';
@@ -22,6 +23,12 @@ export const SOCKET_PATH = '/api';
  * with a new token, or the URL was mistyped) and says so instead of reconnecting forever.
  */
 export const TOKEN_REFUSED = 4401;
+
+/**
+ * The most JSON one answer carries (characters): far above any answer the windows ask for (getTrajectories and getRun
+ * bound theirs in bytes and say where to continue), far below V8's string limit (~512 MiB).
+ */
+export const MAX_ANSWER_CHARS = 64 << 20;
 
 /** How long a new socket may take to send its token before it is closed. */
 const AUTH_TIMEOUT_MS = 10_000;
@@ -53,6 +60,32 @@ function serveSocket(ws: WebSocket, opts: SocketServing): void {
   const { token } = opts;
   const send = (message: unknown): void => {
     if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(message));
+  };
+  // An answer that cannot be sent (nested too deep for JSON.stringify, past V8's string limit, past the byte bound) is
+  // answered as an error: a throw here would reject a promise nobody handles, and the CLI ends on those.
+  const answer = (id: number | string, result: unknown): void => {
+    let text: string;
+    try {
+      text = JSON.stringify({ id, ok: true, result });
+    } catch (err) {
+      const why = err instanceof RangeError ? 'too large or too deeply nested to send' : 'not sendable as JSON';
+      return sendError(id, `the answer is ${why}; ask for less (a smaller limit or a narrower range)`);
+    }
+    if (text.length > MAX_ANSWER_CHARS) {
+      return sendError(
+        id,
+        `the answer is ${Math.round(text.length / (1 << 20))} MB of JSON, more than the ${MAX_ANSWER_CHARS >> 20} MB ` +
+          'one answer may be; ask for less (a smaller limit or a narrower range)',
+      );
+    }
+    if (ws.readyState === ws.OPEN) ws.send(text);
+  };
+  const sendError = (id: number | string, message: string): void => {
+    try {
+      send({ id, ok: false, error: { message } });
+    } catch {
+      // nothing more can be said on this socket
+    }
   };
   let unsubscribe: (() => void) | null = null;
   const refuseToken = (why: string): void =>
@@ -91,10 +124,14 @@ function serveSocket(ws: WebSocket, opts: SocketServing): void {
       send({ id: null, ok: false, error: { message: `not a request: ${(err as Error).message}` } });
       return;
     }
-    callApi(opts.host.handlers, message.method, message.params).then(
-      (result) => send({ id: message.id, ok: true, result }),
-      (err: unknown) => send({ id: message.id, ok: false, error: errorPayload(err) }),
-    );
+    const id = message.id;
+    callApi(opts.host.handlers, message.method, message.params)
+      .then(
+        (result) => answer(id, result),
+        (err: unknown) => send({ id, ok: false, error: errorPayload(err) }),
+      )
+      // Last resort: whatever went wrong sending, this socket and every other keep being served.
+      .catch((err: unknown) => sendError(id, `the answer could not be sent (${clip(String(err), 200)})`));
   });
 }
 

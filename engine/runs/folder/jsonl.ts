@@ -3,10 +3,12 @@
  *
  * A writer puts each record in one `write(2)`, so a crash leaves at most one torn line, at the end. A reader only ever
  * parses complete lines (ending in "\n") and reads from a byte offset, so a tailing reader never re-reads a file and
- * never sees half a record.
+ * never sees half a record. Readers open through homeFile.ts: a home's files are untrusted input (issue 34).
  */
 import fs from 'node:fs';
+import { jsonParseProblem } from '../../base/boundedText';
 import { UserError } from '../../base/userError';
+import { jsonNestedDeeper, MAX_RECORD_DEPTH, openHomeFile } from './homeFile';
 
 const NEWLINE = 0x0a;
 
@@ -118,18 +120,27 @@ export interface JsonlRead<T> {
 
 const CHUNK = 1 << 20;
 
-/** Read the complete lines of a JSON Lines file from `from`. A missing file reads as empty. */
+/**
+ * The longest line a reader parses: the engine's longest records (a MARTI step's trees) are a few MB. A longer line is
+ * skipped with a warning instead of being held whole (a line of gigabytes would exhaust memory, or V8's string limit).
+ */
+export const MAX_LINE_BYTES = 64 << 20;
+
+/** Warnings one read reports one by one; past them, one line counts the rest (a hostile file has millions of lines). */
+export const MAX_READ_WARNINGS = 20;
+
+/**
+ * Read the complete lines of a JSON Lines file from `from`. A missing file reads as empty; one that is not a regular
+ * file, or a symbolic link out of its folder, is refused (HomeFileError) without blocking. A line nested deeper than
+ * MAX_RECORD_DEPTH or longer than MAX_LINE_BYTES is skipped with a warning that quotes nothing of it.
+ */
 export function readJsonl<T = unknown>(file: string, opts: JsonlReadOptions = {}): JsonlRead<T> {
   const from = opts.from ?? 0;
   const firstLine = opts.firstLine ?? (from === 0 ? 1 : undefined);
   const out: JsonlRead<T> = { records: [], end: from, nextLine: firstLine, partial: 0, shrunk: false, warnings: [] };
-  let fd: number;
-  try {
-    fd = fs.openSync(file, 'r');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return out;
-    throw err;
-  }
+  const fd = openHomeFile(file);
+  if (fd === null) return out;
+  const warn = boundedWarnings(out.warnings, file);
   try {
     // Reading up to the size seen now, not to EOF: a line being appended meanwhile is left for the next read.
     const size = fs.fstatSync(fd).size;
@@ -140,53 +151,83 @@ export function readJsonl<T = unknown>(file: string, opts: JsonlReadOptions = {}
     let pos = from;
     let line = firstLine;
     let carry: Buffer | null = null;
+    // Inside a line longer than MAX_LINE_BYTES: its bytes are dropped until its newline.
+    let skipping = false;
     const buf = Buffer.allocUnsafe(Math.min(CHUNK, Math.max(size - from, 1)));
     while (pos < size) {
       const n = fs.readSync(fd, buf, 0, Math.min(buf.length, size - pos), pos);
       if (n === 0) break;
+      const chunkStart = pos - (carry ? carry.length : 0);
       pos += n;
       const chunk: Buffer = carry ? Buffer.concat([carry, buf.subarray(0, n)]) : buf.subarray(0, n);
       let start = 0;
       for (let nl = chunk.indexOf(NEWLINE, start); nl !== -1; nl = chunk.indexOf(NEWLINE, start)) {
         const where = line === undefined ? `the line at byte ${out.end}` : `line ${line}`;
-        parseLine(chunk.subarray(start, nl), file, where, opts.validate, out);
+        if (skipping) {
+          warn(`${where} is longer than ${MAX_LINE_BYTES >> 20} MiB; skipped it`);
+          skipping = false;
+        } else parseLine(chunk.subarray(start, nl), where, opts.validate, out, warn);
         if (line !== undefined) line++;
-        out.end += nl + 1 - start;
+        out.end = chunkStart + nl + 1;
         start = nl + 1;
       }
       // Copy the unfinished tail: `buf` is reused by the next read.
-      carry = start < chunk.length ? Buffer.from(chunk.subarray(start)) : null;
+      carry = start < chunk.length && !skipping ? Buffer.from(chunk.subarray(start)) : null;
+      if (carry && carry.length > MAX_LINE_BYTES) {
+        skipping = true;
+        carry = null;
+      }
     }
     out.nextLine = line;
     out.partial = size - out.end;
     if (out.partial > 0 && !opts.tail) {
-      out.warnings.push(`${file}: skipped a torn last line (${out.partial} bytes), probably from a crash`);
+      warn(`skipped a torn last line (${out.partial} bytes), probably from a crash`);
     }
+    warn.finish();
     return out;
   } finally {
     fs.closeSync(fd);
   }
 }
 
+/** A warning sink that keeps the first MAX_READ_WARNINGS (each prefixed with the file) and counts the rest. */
+function boundedWarnings(into: string[], file: string): ((message: string) => void) & { finish(): void } {
+  let dropped = 0;
+  const warn = (message: string): void => {
+    if (into.length < MAX_READ_WARNINGS) into.push(`${file}: ${message}`);
+    else dropped++;
+  };
+  return Object.assign(warn, {
+    finish(): void {
+      if (dropped > 0) into.push(`${file}: and ${dropped} more lines skipped for the same kinds of reasons`);
+    },
+  });
+}
+
 function parseLine<T>(
   bytes: Buffer,
-  file: string,
   where: string,
   validate: ((value: unknown) => string | undefined) | undefined,
   out: JsonlRead<T>,
+  warn: (message: string) => void,
 ): void {
+  if (jsonNestedDeeper(bytes)) {
+    warn(`${where} is nested more than ${MAX_RECORD_DEPTH} levels deep, deeper than any record; skipped it`);
+    return;
+  }
   const text = bytes.toString('utf8').trim();
   if (text === '') return;
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (err) {
-    out.warnings.push(`${file}: ${where} is not valid JSON (${(err as Error).message}); skipped it`);
+    // By position only: Node's message quotes the line's first bytes, which may be any file's content.
+    warn(`${where} is not valid JSON (${jsonParseProblem(err)}); skipped it`);
     return;
   }
   const reason = validate?.(value);
   if (reason !== undefined) {
-    out.warnings.push(`${file}: ${where} ${reason}; skipped it`);
+    warn(`${where} ${reason}; skipped it`);
     return;
   }
   out.records.push(value as T);
@@ -197,13 +238,8 @@ function parseLine<T>(
  * written starts, without reading what came before.
  */
 export function lastLineEnd(file: string): number {
-  let fd: number;
-  try {
-    fd = fs.openSync(file, 'r');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-    throw err;
-  }
+  const fd = openHomeFile(file);
+  if (fd === null) return 0;
   try {
     const buf = Buffer.allocUnsafe(64 * 1024);
     let pos = fs.fstatSync(fd).size;

@@ -8,6 +8,7 @@
  */
 import fs from 'node:fs';
 import { RECORD_VERSION } from '../../records/version';
+import { MAX_RECORD_DEPTH, readHomeText, valueNestedDeeper } from './homeFile';
 import { replaceFile } from './runFolder';
 
 export interface LiveTrajectories {
@@ -27,18 +28,33 @@ export function clearLiveTrajectories(file: string): void {
   fs.rmSync(file, { force: true });
 }
 
-/** The file's contents, or null when there is none (between steps) or it cannot be read. */
-export function readLiveTrajectories(file: string): LiveTrajectories | null {
-  let text: string;
+/** The largest live.json read: a MARTI step's trees in flight are a few MB. */
+export const MAX_LIVE_BYTES = 64 << 20;
+
+/**
+ * The file's contents, or null when there is none (between steps) or it cannot be read (not a regular file, a link
+ * out of the run's folder, larger than MAX_LIVE_BYTES, not JSON). A record nested deeper than any the engine writes is
+ * left out and counted in `skipped`, so the valid records beside it still reach the windows.
+ */
+export function readLiveTrajectories(file: string): (LiveTrajectories & { skipped: number }) | null {
+  let text: string | null;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    text = readHomeText(file, MAX_LIVE_BYTES);
   } catch {
     return null;
   }
+  if (text === null) return null;
   try {
+    // V8's JSON.parse takes any depth without recursion; the walks after it would not, hence the filter below.
     const v = JSON.parse(text) as Partial<LiveTrajectories>;
-    if (typeof v.step !== 'number' || !Array.isArray(v.records)) return null;
-    return { step: v.step, time: typeof v.time === 'number' ? v.time : 0, records: v.records };
+    if (typeof v !== 'object' || v === null || typeof v.step !== 'number' || !Array.isArray(v.records)) return null;
+    const records = v.records.filter((r) => !valueNestedDeeper(r, MAX_RECORD_DEPTH));
+    return {
+      step: v.step,
+      time: typeof v.time === 'number' ? v.time : 0,
+      records,
+      skipped: v.records.length - records.length,
+    };
   } catch {
     return null;
   }

@@ -9,7 +9,8 @@ import { z } from 'zod';
 import { UserError } from '../../base/userError';
 import { CHECKPOINT_REQUIRED_FILES, LOG_FILES, RUN_FILES, runDir, runsDir } from './home';
 import { JsonlAppender } from './jsonl';
-import { jsonParseProblem } from '../../base/boundedText';
+import { clip, jsonParseProblem, MAX_CONFIG_DEPTH } from '../../base/boundedText';
+import { HomeFileError, jsonTextNestedDeeper, MAX_RECORD_DEPTH, readHomeText } from './homeFile';
 import { RECORD_VERSION } from '../../records/version';
 
 import { RUN_STATUSES, type RunStatus } from '../summary/runSummary';
@@ -57,6 +58,11 @@ const runMetaSchema = z.looseObject({
 
 export class RunFolderError extends UserError {}
 
+/** The largest run.json read: a config is at most 256 KiB (MAX_CONFIG_BYTES), the rest a few KB. */
+const MAX_RUN_JSON_BYTES = 4 << 20;
+/** The largest labels.json read (tags and notes typed in a window). */
+const MAX_LABELS_BYTES = 1 << 20;
+
 function metaPath(dir: string): string {
   return path.join(dir, RUN_FILES.meta);
 }
@@ -75,15 +81,23 @@ export function readRunMeta(dir: string): RunMeta {
 /** run.json as written, without labels.json (what the run's own read-modify-writes start from). */
 function readRunJson(dir: string): RunMeta {
   const file = metaPath(dir);
-  let text: string;
+  let text: string | null;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    text = readHomeText(file, MAX_RUN_JSON_BYTES);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') {
-      throw new RunFolderError(`${file} is missing: this folder is not a mars-lab run (or it was deleted)`);
-    }
+    if (err instanceof HomeFileError) throw new RunFolderError(err.message);
     throw new RunFolderError(`${file}: cannot read it (${(err as Error).message})`);
+  }
+  if (text === null) {
+    throw new RunFolderError(`${file} is missing: this folder is not a mars-lab run (or it was deleted)`);
+  }
+  // Before the parse: a config nested thousands deep parses, then overflows every recursive walk (the watcher's
+  // comparisons, zod, the answer's JSON) and would end the host that read it.
+  if (jsonTextNestedDeeper(text)) {
+    throw new RunFolderError(
+      `${file} is nested more than ${MAX_RECORD_DEPTH} levels deep (a run description is at most ${MAX_CONFIG_DEPTH + 1}): ` +
+        'the file is damaged or crafted; delete the run folder',
+    );
   }
   let value: unknown;
   try {
@@ -96,10 +110,13 @@ function readRunJson(dir: string): RunMeta {
   }
   const parsed = runMetaSchema.safeParse(value);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => {
+    // Bounded: a crafted run.json may have 200,000 bad tags, and this message is kept in index.json and sent to windows.
+    const issues = parsed.error.issues;
+    const problems = issues.slice(0, 10).map((i) => {
       const what = i.code === 'invalid_type' && i.message.endsWith('received undefined') ? 'missing' : i.message;
-      return `"${i.path.join('.') || '(top level)'}": ${what}`;
+      return `"${clip(i.path.join('.') || '(top level)', 100)}": ${clip(what, 200)}`;
     });
+    if (issues.length > 10) problems.push(`and ${issues.length - 10} more`);
     throw new RunFolderError(
       `${file} is not a valid run description (${problems.join('; ')}); fix those fields, or delete the run folder`,
     );
@@ -151,12 +168,14 @@ export type RunLabels = z.infer<typeof labelsSchema>;
 
 /** labels.json, or null when there is none (or it cannot be read: run.json's tags and notes then stand). */
 function readRunLabels(dir: string): RunLabels | null {
-  let text: string;
+  let text: string | null;
   try {
-    text = fs.readFileSync(path.join(dir, RUN_FILES.labels), 'utf8');
+    // A FIFO, a link out of the run's folder or a huge file is no labels file (homeFile.ts).
+    text = readHomeText(path.join(dir, RUN_FILES.labels), MAX_LABELS_BYTES);
   } catch {
     return null;
   }
+  if (text === null || jsonTextNestedDeeper(text)) return null;
   try {
     const parsed = labelsSchema.safeParse(JSON.parse(text));
     return parsed.success ? parsed.data : null;

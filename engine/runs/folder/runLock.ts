@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { RUN_FILES } from './home';
+import { HomeFileError, readHomeText } from './homeFile';
 import { appendEvent, RunFolderError } from './runFolder';
 import { checkWriter, isSignallablePid, ownStartStamp } from './writerProcess';
 
@@ -98,7 +99,7 @@ export function acquireRunLock(dir: string): () => void {
       // Only remove our own lock: after a takeover by someone else the file is theirs.
       let current: LockInfo | null;
       try {
-        current = parseLock(fs.readFileSync(file, 'utf8'));
+        current = parseLock(readHomeText(file, MAX_LOCK_BYTES) ?? '');
       } catch {
         return;
       }
@@ -122,7 +123,7 @@ function setAside(file: string, staleText: string): boolean {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw err;
   }
-  const moved = fs.readFileSync(aside, 'utf8');
+  const moved = readLockText(aside) ?? '';
   if (moved !== staleText) {
     // A fresh lock of another process: put it back (link fails if yet another lock exists, which then stands).
     try {
@@ -137,12 +138,28 @@ function setAside(file: string, staleText: string): boolean {
   return true;
 }
 
+/** A lock is a few hundred bytes. */
+const MAX_LOCK_BYTES = 4096;
+
+/** The lock's text, null when it is gone, '' when it is not a regular file or too large (unparseable, then). */
+function readLockText(file: string): string | null {
+  try {
+    return readHomeText(file, MAX_LOCK_BYTES);
+  } catch (err) {
+    if (err instanceof HomeFileError) return '';
+    throw err;
+  }
+}
+
 /** The stale lock's text and contents (info null: unreadable), 'gone' if it vanished; throws if its holder is alive. */
 function staleLock(file: string, runId: string): { text: string; info: LockInfo | null } | 'gone' {
   let text: string;
   let mtimeMs: number;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    // Not a regular file (a FIFO would block in open()) or too large: an unreadable lock, judged by its age below.
+    const read = readLockText(file);
+    if (read === null) return 'gone';
+    text = read;
     mtimeMs = fs.statSync(file).mtimeMs;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';

@@ -19,6 +19,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { RUN_FILES } from './home';
+import { readHomeText } from './homeFile';
 
 /** What a run folder claims about its writer. */
 export interface WriterClaim {
@@ -187,8 +188,9 @@ export function checkWriter(claim: WriterClaim): WriterState {
 /** The lock file's contents as a claim, or null when there is no readable lock. */
 export function readLockClaim(dir: string): WriterClaim | null {
   try {
-    const text = fs.readFileSync(path.join(dir, RUN_FILES.lock), 'utf8');
-    if (text.length > 4096) return null;
+    // A FIFO lock would block the host in open(); a large one is no lock (homeFile.ts refuses both, reading nothing).
+    const text = readHomeText(path.join(dir, RUN_FILES.lock), 4096);
+    if (text === null) return null;
     const v = JSON.parse(text) as unknown;
     return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as WriterClaim) : null;
   } catch {

@@ -14,6 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { openExistingHomeFile } from '../folder/homeFile';
 import type { RowSink } from './metricStats';
 
 const ROWS_NAME = /^metrics\.rows\.[0-9a-f]{8}\.bin$/;
@@ -115,7 +116,7 @@ export function readRowColumns(
   if (!isRowsFile(file)) return null;
   let buf: Buffer;
   try {
-    const fd = fs.openSync(path.join(dir, file), 'r');
+    const fd = openExistingHomeFile(path.join(dir, file));
     try {
       buf = Buffer.allocUnsafe(bytes);
       if (fs.readSync(fd, buf, 0, bytes, 0) !== bytes) return null;

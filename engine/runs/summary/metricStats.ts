@@ -9,6 +9,7 @@
  * toMetricPoint), so the summary is the same as parsing every line. Only complete lines count (tail reading).
  */
 import fs from 'node:fs';
+import { HomeFileError, openExistingHomeFile } from '../folder/homeFile';
 import { metricLineProblem, metricNames, ownEntry, toMetricPoint } from './metricPoint';
 
 export interface MetricStats {
@@ -304,9 +305,10 @@ export function scanMetricStats(
   const out: ScanEnd = { end: from, nextLine: firstLine };
   let fd: number;
   try {
-    fd = fs.openSync(file, 'r');
+    fd = openExistingHomeFile(file);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return out;
+    // Missing, or not a regular file (a FIFO would block in open(); homeFile.ts): nothing to summarise.
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || err instanceof HomeFileError) return out;
     throw err;
   }
   try {

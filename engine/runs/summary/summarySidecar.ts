@@ -16,6 +16,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { RUN_FILES } from '../folder/home';
+import { jsonTextNestedDeeper, openExistingHomeFile, readHomeText } from '../folder/homeFile';
 import { isRowsFile, newRowsFile, readRowColumns, removeOtherRows, RowsBuilder, type RowColumn } from './metricRows';
 import { readAt, scanMetricStats, type MetricsSummary, type ReadAt, type RowSink, type ScanEnd } from './metricStats';
 import { metricsByNameSchema } from './runSummary';
@@ -25,6 +26,8 @@ export const SUMMARY_SIDECAR = 'metrics.summary.json';
 const SIDECAR_VERSION = 1;
 /** Bytes of the log recorded at its start and just before the covered offset, to notice a log cut or replaced. */
 const PRINT_BYTES = 64;
+/** The largest summary sidecar read: one entry per metric name, a few KB (a crafted one is refused unread). */
+const MAX_SIDECAR_BYTES = 16 << 20;
 /** A run with no sidecar gets one from the index when this much of its log was read (smaller logs are read as fast). */
 export const SIDECAR_MIN_SCAN = 256 << 10;
 
@@ -92,7 +95,7 @@ export function printsAt(fd: number, end: number, read: ReadAt = readAt): { head
 export function tailPrint(file: string, end: number, read: ReadAt = readAt): string {
   let fd: number;
   try {
-    fd = fs.openSync(file, 'r');
+    fd = openExistingHomeFile(file);
   } catch {
     return '';
   }
@@ -113,11 +116,13 @@ export type SidecarRead = { cover: MetricsCover } | { problem: string };
 export function readSummarySidecar(dir: string, read: ReadAt = readAt): SidecarRead {
   let text: string;
   try {
-    text = fs.readFileSync(path.join(dir, SUMMARY_SIDECAR), 'utf8');
+    const read = readHomeText(path.join(dir, SUMMARY_SIDECAR), MAX_SIDECAR_BYTES);
+    if (read === null) return { problem: 'absent' };
+    text = read;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { problem: 'absent' };
     return { problem: (err as Error).message };
   }
+  if (jsonTextNestedDeeper(text)) return { problem: 'nested too deeply' };
   let parsed;
   try {
     parsed = sidecarSchema.safeParse(JSON.parse(text));
@@ -130,7 +135,7 @@ export function readSummarySidecar(dir: string, read: ReadAt = readAt): SidecarR
   if (rows && rows.end <= cover.end) cover.rows = rows;
   let fd: number;
   try {
-    fd = fs.openSync(path.join(dir, RUN_FILES.metrics), 'r');
+    fd = openExistingHomeFile(path.join(dir, RUN_FILES.metrics));
   } catch {
     return { problem: 'metrics.jsonl cannot be read' };
   }
@@ -167,7 +172,7 @@ export function extendCover(
   if (head || end.end !== start.end) {
     let fd: number | undefined;
     try {
-      fd = fs.openSync(file, 'r');
+      fd = openExistingHomeFile(file);
       const n = Math.min(end.end, PRINT_BYTES);
       if (head) cover.head = bytesAt(fd, 0, n, read);
       if (end.end !== start.end) cover.tail = bytesAt(fd, end.end - n, n, read);

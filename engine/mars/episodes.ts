@@ -33,7 +33,8 @@ export const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0)
 
 /** Per-episode statistics shared by training metrics and evaluation. */
 export function episodeStats(trajs: Trajectory[]) {
-  const searches = trajs.map((t) => t.turns.filter((u) => u.query !== null).length);
+  // Searches that ran: a <search> on the last turn, where only an answer counts, runs none (issue 32, defect 1).
+  const searches = trajs.map((t) => t.turns.filter((u) => u.searched).length);
   const calls = trajs.flatMap((t) => t.turns.filter((u) => u.results.length > 0).map((u) => u.sys1.length));
   return {
     reward: mean(trajs.map((t) => t.reward)),

@@ -67,6 +67,11 @@ export interface Sys2Turn {
   query: string | null;
   purpose: string | null;
   answer: string | null;
+  /**
+   * Whether a search ran for this turn: a closed <search> with a non-empty query on a tool turn. A <search> on the last
+   * turn (only an answer counts there), on a turn that overflowed, or with an empty query runs none.
+   */
+  searched: boolean;
   /** Pages the search returned (id and token length), in rank order. */
   results: { id: string; length: number }[];
   sys1: Sys1Call[];
@@ -176,6 +181,7 @@ export async function rolloutBatch(
           query: parsed.query ? format.decode(parsed.query) : null,
           purpose: parsed.purpose ? format.decode(parsed.purpose) : null,
           answer: parsed.answer ? format.decode(parsed.answer) : null,
+          searched: false,
           results: [],
           sys1: [],
           capacity: null,
@@ -232,7 +238,8 @@ async function runTools(
   for (const { t, turn } of searching) {
     const s0 = performance.now();
     // A malformed call (no closed <search>) or an empty query finds nothing: no System 1 call (§2.9).
-    const docs = turn.query && turn.query.trim() ? t.question.env.search(turn.query, s.topK) : [];
+    turn.searched = !!turn.query?.trim();
+    const docs = turn.searched ? t.question.env.search(turn.query!, s.topK) : [];
     const docTokens = docs.map((d) => format.encode(d.text));
     const s1 = performance.now();
     timing.searchMs += s1 - s0;

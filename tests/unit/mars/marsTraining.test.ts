@@ -43,6 +43,7 @@ function group(rewards: number[], calls: number[]): Trajectory[] {
         query: 'q',
         purpose: null,
         answer: null,
+        searched: true,
         results: [],
         sys1: Array.from({ length: calls[k]! }, () => call(tag++)),
         capacity: 8,

@@ -14,6 +14,7 @@ import {
   type RolloutQuestion,
   type Trajectory,
 } from '../../../engine/mars/rollout';
+import { episodeStats } from '../../../engine/mars/episodes';
 import { Rng } from '../../../engine/random/prng';
 import { policyLoss } from '../../../engine/rl/losses';
 import { padBatch, tokenLogProbs } from '../../../engine/model/logProbs';
@@ -108,6 +109,30 @@ describe('MARS rollout', () => {
       const expected = format.infoBlock(turn.sys1.map((c) => c.output.filter((id) => id !== format.ids.eos)));
       expect(turn.info).toEqual(expected);
     }
+  });
+
+  it('searchesPerQuestion counts the searches that ran: a <search> on the last turn runs none (issue 32, defect 1)', async () => {
+    let calls = 0;
+    const counting: RolloutQuestion = { ...question, env: { search: (q, k) => (calls++, question.env.search(q, k)) } };
+    const rows = Array.from({ length: 48 }, () => counting);
+    // maxTurns 0: the only turn is the last, in which only an answer counts
+    const last = await rolloutBatch(
+      { sys2: model, sys1: model },
+      format,
+      rows,
+      { ...settings, maxTurns: 0 },
+      new Rng(11),
+    );
+    const closed = last.flatMap((t) => t.turns).filter((u) => u.query !== null);
+    expect(closed.length).toBeGreaterThan(0); // the same seed's first turns include closed searches (test above)
+    expect(calls).toBe(0);
+    expect(closed.every((u) => !u.searched && u.results.length === 0)).toBe(true);
+    expect(episodeStats(last).searchesPerQuestion).toBe(0);
+    // with tool turns, the count is the number of searches the environment ran
+    calls = 0;
+    const tools = await rolloutBatch({ sys2: model, sys1: model }, format, rows, settings, new Rng(11));
+    expect(calls).toBeGreaterThan(0);
+    expect(episodeStats(tools).searchesPerQuestion).toBeCloseTo(calls / rows.length, 12);
   });
 
   it('System 2 mask: 0 on the prompt and on every <info> block (inclusive), 1 on every System 2 token (§7.4)', () => {

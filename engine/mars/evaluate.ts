@@ -14,7 +14,7 @@ import type { MarsFormat } from './format';
 import { evalQuestions, marsFormat } from './questionSets';
 import { QUESTION_FAMILIES, SINGLE_HOP_FAMILIES } from './questions';
 import { rolloutBatch, type RolloutQuestion } from './rollout';
-import { sys1FromCheckpoint } from './sys1Checkpoint';
+import { carriesSys1, sys1FromCheckpoint } from './sys1Checkpoint';
 import { sys1Metrics, sys1Stats } from './sys1Measures';
 
 /**
@@ -110,7 +110,12 @@ export function marsEvalIdentity(cfg: MarsConfig): EvalResult['identity'] {
     rollout: JSON.stringify({
       maxTurns: m.maxTurns,
       topK: m.topK,
-      sys1: m.sys1Params === 'off' ? 'off' : 'on',
+      // Every System 1 mode (issue 32, defect 3): a frozen or separate System 1 is other weights than the policy's,
+      // so 'on' alone let a checkpoint evaluated under one mode be served another mode's result.
+      sys1: m.sys1Params,
+      missingPurpose: m.missingPurpose,
+      sepCost: m.sepCost,
+      topP: cfg.sampler.topP,
       packing: m.packing,
       budgets: [
         m.sys1PromptMax,
@@ -139,7 +144,9 @@ export async function evaluateMarsCheckpoint(
 ): Promise<EvalResult> {
   const mode = cfg.mars.sys1Params;
   if (mode === 'off') return evaluateMars(cfg, model, null);
-  if ((mode === 'separate' || mode === 'frozen') && checkpointDir) {
+  // A checkpoint with no System 1 of its own (a base, a shared run's) evaluated as 'separate' or 'frozen': such a run
+  // starts its System 1 from the policy's weights, so that is its System 1 at step 0 (issue 32, defect 3: this threw).
+  if ((mode === 'separate' || mode === 'frozen') && checkpointDir && carriesSys1(checkpointDir)) {
     const sys1 = await sys1FromCheckpoint(checkpointDir, model.config);
     try {
       return await evaluateMars(cfg, model, sys1);

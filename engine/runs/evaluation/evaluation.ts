@@ -69,6 +69,34 @@ function readRegularFile(file: string): Buffer {
   return fs.readFileSync(file);
 }
 
+/**
+ * Parameter files beside model.safetensors that change a checkpoint's answers: a MARS System 1 of its own
+ * (sys1.safetensors) and a heterogeneous MARTI team's other agents (agent-<id>.safetensors and .config.json).
+ * Optimiser state changes no answer and is left out.
+ */
+const EXTRA_WEIGHTS = /^(sys1\.safetensors|agent-[^/]+\.safetensors|agent-[^/]+\.config\.json)$/;
+
+/**
+ * The hash of every file of a checkpoint that changes an answer (issue 32, defect 3: sys1.safetensors was left out,
+ * so a frozen System 1 replaced or removed was served the old result). config.json and model.safetensors as before
+ * (a checkpoint with nothing else keeps its cache key), then each other parameter file by name.
+ */
+export function checkpointWeightsHash(dir: string): string {
+  const parts: (Buffer | string)[] = [
+    readRegularFile(path.join(dir, CONFIG_FILE)),
+    readRegularFile(path.join(dir, WEIGHTS_FILE)),
+  ];
+  const extras = fs
+    .readdirSync(dir)
+    .filter((name) => EXTRA_WEIGHTS.test(name) && !name.includes('_optimizer'))
+    .sort();
+  for (const name of extras) {
+    const bytes = readRegularFile(path.join(dir, name));
+    parts.push(`\n${name}\n${bytes.length}\n`, bytes);
+  }
+  return sha256(...parts);
+}
+
 function stableJson(o: Record<string, unknown>): string {
   return JSON.stringify(Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
 }
@@ -83,7 +111,7 @@ export async function evaluateCheckpoint(
 ): Promise<CheckpointEval> {
   const algorithm = algorithmFor(config);
   const identity = algorithm.evalIdentity(config);
-  const weights = sha256(readRegularFile(path.join(dir, CONFIG_FILE)), readRegularFile(path.join(dir, WEIGHTS_FILE)));
+  const weights = checkpointWeightsHash(dir);
   const key = `${weights.slice(0, 20)}-${sha256(stableJson(identity)).slice(0, 12)}`;
   const cacheDir = path.join(home, 'evals', key);
   const file = path.join(cacheDir, 'eval.json');

@@ -71,7 +71,7 @@ describe('the MARS evaluation cache', () => {
     expect((await evaluateCheckpoint(evalHome, copy, marsConfig('frozen'))).cached).toBe(false);
     // other System 1 weights (the last weight's lowest byte changed), the same config.json and model.safetensors
     const sys1 = fs.readFileSync(path.join(copy, SYS1_WEIGHTS));
-    sys1[sys1.length - 1] ^= 1;
+    sys1.writeUInt8(sys1.readUInt8(sys1.length - 1) ^ 1, sys1.length - 1);
     fs.writeFileSync(path.join(copy, SYS1_WEIGHTS), sys1);
     expect((await evaluateCheckpoint(evalHome, copy, marsConfig('frozen'))).cached).toBe(false);
   }, 300_000);

@@ -39,7 +39,7 @@ export async function evaluateMars(
     format,
     qs,
     rolloutSettings(cfg, cfg.eval.temperature),
-    new Rng(cfg.task.worldSeed).split('eval-tokens'),
+    evalTokenRng(cfg),
   );
   const e = episodeStats(trajs);
   const metrics: Record<string, number> = {
@@ -62,7 +62,7 @@ export async function evaluateMars(
       format,
       qs,
       { ...rolloutSettings(cfg, cfg.eval.temperature), stripPurpose: true },
-      new Rng(cfg.task.worldSeed).split('eval-tokens'),
+      evalTokenRng(cfg),
     );
     metrics['purposeStripped.exactMatch'] = mean(stripped.map((t) => t.reward));
     Object.assign(
@@ -94,6 +94,12 @@ export async function evaluateMars(
       record: trajectoryRecord(t, format, 0, [], []),
     })),
   };
+}
+
+/** The evaluation's token stream: by the world seed, and by eval.drawSeed when it is not 0 (0 keeps the old stream). */
+function evalTokenRng(cfg: MarsConfig): Rng {
+  const rng = new Rng(cfg.task.worldSeed).split('eval-tokens');
+  return cfg.eval.drawSeed ? rng.split(`draws-${cfg.eval.drawSeed}`) : rng;
 }
 
 export function marsEvalIdentity(cfg: MarsConfig): EvalResult['identity'] {
@@ -130,6 +136,7 @@ export function marsEvalIdentity(cfg: MarsConfig): EvalResult['identity'] {
     // the ablation adds figures: a cached evaluation without them must not answer for one with them (left out when
     // off, so the identities of evaluations cached before the switch existed still match)
     ...(m.evalPurposeStripped ? { purposeStripped: true } : {}),
+    ...(cfg.eval.drawSeed ? { drawSeed: cfg.eval.drawSeed } : {}),
   };
 }
 

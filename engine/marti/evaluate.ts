@@ -85,7 +85,7 @@ interface EvalContext {
   tasks: MartiTask[];
   team: AgentSpec[];
   root: Rng;
-  base: Pick<GrowOptions, 'tasks' | 'agents' | 'models' | 'rewardMode' | 'maxNewTokens' | 'topP'>;
+  base: Pick<GrowOptions, 'tasks' | 'agents' | 'models' | 'rewardMode' | 'maxNewTokens' | 'topP' | 'streamsPerTree'>;
   treeIds: (mode: string) => string[];
   metrics: Record<string, number>;
   timing: GrowTiming[];
@@ -253,7 +253,7 @@ export async function evaluateMartiDetailed(
     fmt,
     tasks,
     team,
-    root: new Rng(cfg.task.taskSeed).split('marti-eval'),
+    root: evalRoot(cfg),
     base: {
       tasks,
       agents: team,
@@ -261,6 +261,8 @@ export async function evaluateMartiDetailed(
       rewardMode: cfg.task.rewardMode,
       maxNewTokens: cfg.task.maxProgramTokens,
       topP: cfg.sampler.topP,
+      // each problem's tree from its own streams (by tree id): seeded by the problem, whatever is evaluated beside it
+      streamsPerTree: true,
     },
     treeIds: (mode: string) => tasks.map((t) => `${mode}-${t.id}`),
     metrics: {},
@@ -285,6 +287,12 @@ export async function evaluateMarti(
   return (await evaluateMartiDetailed(cfg, models, opts)).result;
 }
 
+/** The evaluation's streams: by the task seed, and by eval.drawSeed when it is not 0 (0 keeps the streams it had). */
+function evalRoot(cfg: MartiConfig): Rng {
+  const root = new Rng(cfg.task.taskSeed).split('marti-eval');
+  return cfg.eval.drawSeed ? root.split(`draws-${cfg.eval.drawSeed}`) : root;
+}
+
 export function martiEvalIdentity(cfg: MartiConfig): EvalResult['identity'] {
   const m = cfg.marti;
   return {
@@ -307,6 +315,9 @@ export function martiEvalIdentity(cfg: MartiConfig): EvalResult['identity'] {
       topP: cfg.sampler.topP,
     }),
     tplus: JSON.stringify(m.tplus),
+    // each problem's tree from its own streams (issue 32, defect 4): entries from the shared streams do not answer
+    streams: 'perTree',
+    ...(cfg.eval.drawSeed ? { drawSeed: cfg.eval.drawSeed } : {}),
     ...(cfg.task.file ? { taskFile: loadMartiTaskFile(cfg.task.file).sha } : {}),
   };
 }

@@ -63,6 +63,12 @@ export interface GrowOptions {
   searchRng: Rng;
   tokenRng: Rng;
   /**
+   * Each tree draws from its own streams, split from searchRng and tokenRng by its tree id, so a problem's tree does
+   * not depend on the problems grown beside it (evaluation; issue 32 defect 4). Off: the trees share the two streams,
+   * consumed in tree order (training, whose recorded runs are reproduced step for step).
+   */
+  streamsPerTree?: boolean;
+  /**
    * Called after every round with the trees as they stand (each has gained at most one node). It may read them but
    * not change them; the growth does not wait for anything it starts.
    */
@@ -96,11 +102,14 @@ export async function growTrees(fmt: MartiFormat, o: GrowOptions): Promise<GrowR
   const agentOf = new Map(o.agents.map((a) => [a.id, a]));
   const paramOrder = [...new Set(o.agents.map((a) => a.paramId))];
   const timing: GrowTiming = { selectionMs: 0, generationMs: 0, testMs: 0, rounds: 0, generateCalls: 0 };
+  const own = o.streamsPerTree
+    ? new Map(trees.map((t) => [t.treeId, { search: o.searchRng.split(t.treeId), tokens: o.tokenRng.split(t.treeId) }]))
+    : null;
   for (;;) {
     const t0 = performance.now();
     const exps = o.independent
       ? trees.filter((t) => !t.pending && !isComplete(t)).map((t) => forceExpansion(t, 0, o.agents[0]!.id))
-      : selectExpansions(trees, o.searchRng);
+      : selectExpansions(trees, own ? (t) => own.get(t.treeId)!.search : o.searchRng);
     const t1 = performance.now();
     timing.selectionMs += t1 - t0;
     if (exps.length === 0) break;
@@ -124,6 +133,7 @@ export async function growTrees(fmt: MartiFormat, o: GrowOptions): Promise<GrowR
           topP: o.topP,
           stopTokens: [fmt.eos],
           rng: o.tokenRng,
+          ...(own ? { rowRngs: idx.map((i) => own.get(exps[i]!.treeId)!.tokens) } : {}),
         },
       );
       timing.generationMs += performance.now() - g0;

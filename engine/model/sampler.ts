@@ -23,6 +23,11 @@ export interface SampleOptions {
   stopStrings?: string[];
   decode?: (ids: number[]) => string;
   rng: Rng;
+  /**
+   * One stream per prompt row, drawn from instead of `rng`: a row's tokens then depend on its own stream only, never on
+   * the rows batched before it (MARTI's evaluation gives each problem its own, issue 32 defect 4).
+   */
+  rowRngs?: readonly Rng[];
   /** Recompute the whole prefix at every step instead of caching keys and values (for checks and benchmarks). */
   useCache?: boolean;
 }
@@ -267,6 +272,9 @@ export class DecodeSession {
     if (rowMax && rowMax.length !== this.rows) {
       throw new Error(`sample: rowMaxNewTokens has ${rowMax.length} limits for ${this.rows} rows`);
     }
+    if (opts.rowRngs && opts.rowRngs.length !== this.rows) {
+      throw new Error(`sample: rowRngs has ${opts.rowRngs.length} streams for ${this.rows} rows`);
+    }
     const limit = this.seqs.map((_, b) => Math.max(0, Math.min(opts.maxNewTokens, rowMax ? rowMax[b]! : Infinity)));
     const out: Generation[] = this.seqs.map(() => ({ tokens: [], logProbs: [], finish: 'length' }));
     // Batch row → output row; shrinks only in `final` mode.
@@ -277,7 +285,7 @@ export class DecodeSession {
       const fresh: number[] = [];
       owner.forEach((o, b) => {
         if (done.has(o)) return;
-        const { id, logProb } = drawToken(this.logits!, b, V, temperature, topP, opts.rng);
+        const { id, logProb } = drawToken(this.logits!, b, V, temperature, topP, opts.rowRngs?.[o] ?? opts.rng);
         const g = out[o]!;
         g.tokens.push(id);
         g.logProbs.push(logProb);

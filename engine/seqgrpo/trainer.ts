@@ -158,6 +158,7 @@ function evalIdentity(cfg: SeqGrpoConfig): EvalResult['identity'] {
     heldoutFraction: cfg.task.heldoutFraction,
     items: cfg.eval.items,
     temperature: cfg.eval.temperature,
+    ...(cfg.eval.drawSeed ? { drawSeed: cfg.eval.drawSeed } : {}),
   };
 }
 
@@ -174,7 +175,9 @@ async function evaluateSeq(cfg: SeqGrpoConfig, task: SeqTask, model: LlamaModel)
     {
       maxNewTokens: cfg.task.length,
       temperature: cfg.eval.temperature,
-      rng: new Rng(cfg.task.evalSeed).split('eval-tokens'),
+      rng: cfg.eval.drawSeed
+        ? new Rng(cfg.task.evalSeed).split('eval-tokens').split(`draws-${cfg.eval.drawSeed}`)
+        : new Rng(cfg.task.evalSeed).split('eval-tokens'),
     },
   );
   const outcomes = items.map((it, i) => {

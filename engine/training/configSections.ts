@@ -323,6 +323,15 @@ export const evalSchema = z.strictObject({
     'Evaluation temperature',
     'Sampling temperature during evaluation: 0 is greedy, so an evaluation is deterministic.',
   ),
+  drawSeed: field(
+    z
+      .int()
+      .min(0)
+      .max(2 ** 31 - 1)
+      .default(0),
+    'Evaluation draw seed',
+    "Seed of the evaluation's own random draws (sampled tokens, MARTI's search), beside the task seed that fixes the items: evaluate under several to see how much a figure moves with the draws alone.",
+  ),
 });
 
 export const checkpointSchema = z.strictObject({

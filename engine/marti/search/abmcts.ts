@@ -357,11 +357,13 @@ export function selectExpansion(tree: SearchTree<unknown>, rng: Rng, opts: Selec
  */
 export function selectExpansions(
   trees: readonly SearchTree<unknown>[],
-  rng: Rng,
+  rng: Rng | ((tree: SearchTree<unknown>, index: number) => Rng),
   opts: SelectOptions = {},
 ): Expansion[] {
   const out: Expansion[] = [];
-  for (const t of trees) if (!t.pending && !isComplete(t)) out.push(selectExpansion(t, rng, opts));
+  trees.forEach((t, i) => {
+    if (!t.pending && !isComplete(t)) out.push(selectExpansion(t, typeof rng === 'function' ? rng(t, i) : rng, opts));
+  });
   return out;
 }
 

@@ -51,7 +51,7 @@ describe('run config schema: defaults', () => {
       },
       budget: { steps: 200 },
       pretrain: { steps: 300, lr: 1e-3, batch: 32 },
-      eval: { every: 50, items: 64, temperature: 0 },
+      eval: { every: 50, items: 64, temperature: 0, drawSeed: 0 },
       checkpoint: { every: 50, keep: 'all' },
       task: {
         kind: 'reverse',

@@ -29,8 +29,6 @@ export interface IsolationOptions {
   python?: string;
   /** Run unsandboxed when bubblewrap is missing or fails, instead of refusing. */
   allowUnsandboxed?: boolean;
-  /** Ignore bubblewrap even when present (tests of the refusal and of the unsandboxed path). */
-  forceNone?: boolean;
   /** Where to look for bwrap and python3 (default: $PATH). */
   searchPath?: string;
 }
@@ -90,7 +88,7 @@ export function detectIsolation(opts: IsolationOptions = {}): Promise<Isolation>
 
 async function detect(opts: IsolationOptions): Promise<Isolation> {
   const { python, prefix } = await resolvePython(opts);
-  const bwrap = opts.forceNone ? null : findExecutable('bwrap', opts.searchPath);
+  const bwrap = findExecutable('bwrap', opts.searchPath);
   let problem: string;
   if (bwrap) {
     const pythonPrefix = prefix === '/usr' || prefix.startsWith('/usr/') ? null : prefix;
@@ -107,9 +105,7 @@ async function detect(opts: IsolationOptions): Promise<Isolation> {
       probe.stderr ? ` — ${probe.stderr.trim().split('\n')[0]}` : ''
     } (user namespaces may be disabled: sysctl kernel.unprivileged_userns_clone=1, or Ubuntu's AppArmor userns restriction)`;
   } else {
-    problem = opts.forceNone
-      ? 'bubblewrap was not used (forced off)'
-      : `bubblewrap (bwrap) is not installed: ${INSTALL}`;
+    problem = `bubblewrap (bwrap) is not installed: ${INSTALL}`;
   }
   if (opts.allowUnsandboxed) return { kind: 'none', python };
   throw new UserError(

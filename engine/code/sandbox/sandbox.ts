@@ -313,6 +313,9 @@ export function judge(o: Observed): { status: SandboxStatus; passed: boolean; re
       return fail('memory', `memory: ${which} raised MemoryError (address-space limit ${o.limits.memoryBytes} bytes)`);
     }
     if (raised.type === 'RecursionError') return fail('failed', `recursion: ${which} raised ${where(raised)}`);
+    if (raised.type === 'BlockingIOError' && /Resource temporarily unavailable/.test(raised.error)) {
+      return fail('failed', `process limit (${o.limits.processes}): ${which} raised ${where(raised)}`);
+    }
     return fail('failed', `${which} raised ${where(raised)}`);
   }
   if (o.done && o.program?.ok && o.tests.length === o.testCount) {

@@ -9,6 +9,7 @@
  * (It exits explicitly at all because a TensorFlow.js backend may keep the event loop alive after the command.)
  */
 import { Command } from 'commander';
+import { registerCodeCommands } from './codeCommands';
 import { registerDoctorCommand } from './doctorCommand';
 import { registerEvalCommands } from './evalCommands';
 import { registerJobsCommand } from './jobsCommand';
@@ -38,6 +39,7 @@ export function buildProgram(): Command {
   registerStudyCommand(program);
   registerJobsCommand(program);
   registerWorkerCommand(program);
+  registerCodeCommands(program);
   return program;
 }
 

@@ -14,7 +14,7 @@
 
 /** The runner's Python source (no triple-quoted strings, so it passes through `-c` unchanged). */
 export const RUNNER_SOURCE = String.raw`
-import sys, os, json, resource, traceback
+import sys, os, json, resource
 req = json.loads(sys.stdin.buffer.read().decode('utf-8'))
 _nul = os.open('/dev/null', os.O_RDONLY)
 os.dup2(_nul, 0)
@@ -42,6 +42,7 @@ def _describe(e):
     text = '%s: %s' % (type(e).__name__, e) if str(e) else type(e).__name__
     line = None
     try:
+        import traceback
         for fr in traceback.extract_tb(e.__traceback__):
             src = _sources.get(fr.filename)
             if src is not None and fr.lineno:

@@ -3,7 +3,7 @@
  * alternatives (unshare -n, bubblewrap alone), and its throughput at 16 programs × 8 tests, medians over repeats.
  * docs/results/marti-python.md quotes its output. Run on an otherwise idle machine:
  *
- *   npx tsx tests/unit/code/sandboxBench.mts [--repeats 30] [--batches 7]
+ *   npx tsx tests/unit/code/sandboxBench.ts [--repeats 30] [--batches 7]
  */
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';

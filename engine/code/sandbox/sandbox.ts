@@ -149,7 +149,7 @@ function spawnSandbox(iso: Isolation, limits: SandboxLimits): { child: ChildProc
 }
 
 /** Sandboxes still running, killed if the host exits first. */
-const live = new Set<ChildProcess>();
+const live = new Map<ChildProcess, Isolation>();
 let exitHook = false;
 
 function killSandbox(child: ChildProcess, iso: Isolation): void {
@@ -169,10 +169,10 @@ export function runInSandbox(iso: Isolation, limits: SandboxLimits, req: Sandbox
   const tests = req.tests ?? [];
   const started = performance.now();
   const { child, cleanup } = spawnSandbox(iso, limits);
-  live.add(child);
+  live.set(child, iso);
   if (!exitHook) {
     exitHook = true;
-    process.once('exit', () => live.forEach((c) => killSandbox(c, iso)));
+    process.once('exit', () => live.forEach((how, c) => killSandbox(c, how)));
   }
   let readyAt: number | null = null;
   let program: SandboxResult['program'] = null;

@@ -107,6 +107,11 @@ describe.skipIf(!haveChromium)('Evaluate with endpoints, from the Launch view (w
     served = await serveModel(MARS_CK);
     proxy = await slowProxy(served.baseUrl, 0);
     process.env[KEY_VAR] = served.token; // the app's environment; the worker inherits it
+    // where a window may have it sent (engine/api/host/keyGrants.ts); H3_NOT_IN_THE_APP_KEY is declared but unset
+    process.env.MARS_LAB_ALLOW_KEYS = [served.baseUrl, proxy.baseUrl]
+      .map((u) => `${KEY_VAR}=${new URL(u).host}`)
+      .concat(`H3_NOT_IN_THE_APP_KEY=${new URL(served.baseUrl).host}`)
+      .join(',');
     host = await createHost({ home, launcher: nodeRunLauncher(), transport: 'web' });
     server = await startWebServer({ host, port: 0 });
     const sets = [
@@ -123,6 +128,7 @@ describe.skipIf(!haveChromium)('Evaluate with endpoints, from the Launch view (w
 
   afterAll(async () => {
     delete process.env[KEY_VAR];
+    delete process.env.MARS_LAB_ALLOW_KEYS;
     await browser?.close();
     await server?.close();
     await host?.close();
@@ -206,12 +212,12 @@ describe.skipIf(!haveChromium)('Evaluate with endpoints, from the Launch view (w
       await page.getByTestId(`agent-${id}-base-url`).fill(served.baseUrl);
       await page.getByTestId(`agent-${id}-model`).fill(served.model);
     }
-    await page.getByTestId('agent-beta-key-env').fill('H3_NOT_IN_THE_APP_ENV');
+    await page.getByTestId('agent-beta-key-env').fill('H3_NOT_IN_THE_APP_KEY');
     await page.getByTestId('agent-beta-key-env').press('Tab');
     const keyProblem = page.locator('[data-problem="marti.agents.1.policy.apiKeyEnv"]');
     await expect
       .poll(() => keyProblem.first().textContent(), { timeout: 20_000 })
-      .toMatch(/the app's environment has no variable H3_NOT_IN_THE_APP_ENV/);
+      .toMatch(/the app's environment has no variable H3_NOT_IN_THE_APP_KEY/);
     await page.getByTestId('agent-beta-key-env').fill('');
     await page.getByTestId('agent-beta-key-env').press('Tab');
     await page.getByTestId('ee-own').check();

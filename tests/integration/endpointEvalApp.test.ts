@@ -92,12 +92,17 @@ beforeAll(async () => {
   proxy = await slowProxy(served.baseUrl, 0);
   // the app's environment holds the key (the worker inherits it); the form names the variable only
   process.env[KEY_VAR] = served.token;
+  // and declares where a window may have it sent (engine/api/host/keyGrants.ts): the server, and the proxy before it
+  process.env.MARS_LAB_ALLOW_KEYS = [served.baseUrl, proxy.baseUrl]
+    .map((u) => `${KEY_VAR}=${new URL(u).host}`)
+    .join(',');
   host = await createHost({ home, launcher: nodeRunLauncher(), transport: 'web' });
   reference = await cliEval(PRESET, sets(served.baseUrl), { [KEY_VAR]: served.token });
 }, 300_000);
 
 afterAll(async () => {
   delete process.env[KEY_VAR];
+  delete process.env.MARS_LAB_ALLOW_KEYS;
   await host?.close();
   await proxy?.close();
   await served?.stop();
@@ -130,12 +135,18 @@ describe('an endpoint evaluation launched from the app', () => {
     withKey.mars.policies.sys2.apiKeyEnv = `sk-${key}`;
     const bySchema = await call('validateEndpointEval', { preset: PRESET, config: withKey });
     expect(bySchema.ok ? [] : bySchema.issues.map((i) => i.path)).toEqual(['mars.policies.sys2.apiKeyEnv']);
-    // a variable the app does not have
-    withKey.mars.policies.sys2.apiKeyEnv = 'H3_NO_SUCH_VARIABLE';
-    const unset = await call('validateEndpointEval', { preset: PRESET, config: withKey });
-    expect(unset.ok ? '' : unset.issues[0]!.message).toMatch(
-      /the app's environment has no variable H3_NO_SUCH_VARIABLE/,
+    // a variable not declared for this endpoint in MARS_LAB_ALLOW_KEYS: refused before the environment is looked at
+    withKey.mars.policies.sys2.apiKeyEnv = 'H3_NO_SUCH_KEY';
+    const undeclared = await call('validateEndpointEval', { preset: PRESET, config: withKey });
+    expect(undeclared.ok ? '' : undeclared.issues[0]!.message).toMatch(
+      /^H3_NO_SUCH_KEY is not declared for 127\.0\.0\.1:\d+ in MARS_LAB_ALLOW_KEYS/,
     );
+    // declared, but a variable the app does not have
+    const allowed = process.env.MARS_LAB_ALLOW_KEYS;
+    process.env.MARS_LAB_ALLOW_KEYS = `${allowed},H3_NO_SUCH_KEY=${new URL(served.baseUrl).host}`;
+    const unset = await call('validateEndpointEval', { preset: PRESET, config: withKey });
+    process.env.MARS_LAB_ALLOW_KEYS = allowed;
+    expect(unset.ok ? '' : unset.issues[0]!.message).toMatch(/the app's environment has no variable H3_NO_SUCH_KEY/);
     for (const text of [message, JSON.stringify(answer), JSON.stringify(bySchema)]) expect(text).not.toContain(key);
     expect((await call('listRuns', {})).runs).toEqual([]);
     for (const f of allFiles(home).filter((f) => fs.statSync(f).isFile())) {
@@ -204,6 +215,7 @@ describe('an endpoint evaluation launched from the app', () => {
 
   it("MARTI: the run's trajectories are the search trees mars-lab eval gives", async () => {
     const marti = await serveModel(MARTI_CK);
+    const allowed = process.env.MARS_LAB_ALLOW_KEYS;
     try {
       const martiSets = [
         'eval.items=3',
@@ -214,6 +226,7 @@ describe('an endpoint evaluation launched from the app', () => {
         `marti.agents.0.policy=${JSON.stringify({ kind: 'endpoint', baseUrl: marti.baseUrl, model: marti.model, apiKeyEnv: 'H3_MARTI_KEY' })}`,
       ];
       process.env.H3_MARTI_KEY = marti.token;
+      process.env.MARS_LAB_ALLOW_KEYS = `${allowed},H3_MARTI_KEY=${new URL(marti.baseUrl).host}`;
       const ref = await cliEval('marti-single-small', martiSets, { H3_MARTI_KEY: marti.token });
       const { runId } = await call('startEndpointEval', { preset: 'marti-single-small', sets: martiSets });
       const run = await until(runId, (r) => r.meta.status === 'finished' || r.meta.status === 'failed');
@@ -229,6 +242,7 @@ describe('an endpoint evaluation launched from the app', () => {
       expect(series.series['eval.pass1']!.last).toEqual([ref.metrics.pass1]);
     } finally {
       delete process.env.H3_MARTI_KEY;
+      process.env.MARS_LAB_ALLOW_KEYS = allowed;
       await marti.stop();
     }
   }, 300_000);

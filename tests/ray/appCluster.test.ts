@@ -209,7 +209,16 @@ describe.runIf(expectRay || !missing)('the app against a real Ray head', () => {
       seeds: [0],
       ray: { url: head.url, tokenEnv: 'MARS_LAB_TEST_NO_SUCH_TOKEN' },
     }).catch((e: unknown) => e as Error);
-    expect((badToken as Error).message).toMatch(/^ray\.tokenEnv: MARS_LAB_TEST_NO_SUCH_TOKEN is not set/);
+    // undeclared for the head's host (MARS_LAB_ALLOW_KEYS): refused before the variable is looked at; declared: unset
+    expect((badToken as Error).message).toMatch(/^ray\.tokenEnv: MARS_LAB_TEST_NO_SUCH_TOKEN is not declared for /);
+    process.env.MARS_LAB_ALLOW_KEYS = `MARS_LAB_TEST_NO_SUCH_TOKEN=${new URL(head.url).host}`;
+    const unsetToken = await api('startStudy', {
+      preset: 'seqgrpo-copy',
+      seeds: [0],
+      ray: { url: head.url, tokenEnv: 'MARS_LAB_TEST_NO_SUCH_TOKEN' },
+    }).catch((e: unknown) => e as Error);
+    delete process.env.MARS_LAB_ALLOW_KEYS;
+    expect((unsetToken as Error).message).toMatch(/^ray\.tokenEnv: MARS_LAB_TEST_NO_SUCH_TOKEN is not set/);
     const badRequest = await api('startStudy', { preset: 'seqgrpo-copy', seeds: [], ray: { url: head.url } }).catch(
       (e: unknown) => e as Error,
     );

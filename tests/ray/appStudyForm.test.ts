@@ -74,8 +74,14 @@ describe('cluster methods without a cluster', () => {
         /^--ray: "ray:\/\/127\.0\.0\.1:10001" is not an http\(s\) URL/,
       ],
       [
+        // a token variable the user did not declare for this host is refused before the host looks at it
         { preset: 'seqgrpo-copy', seeds: [0], ray: { url, tokenEnv: 'MARS_LAB_TEST_UNSET_TOKEN' } },
-        /^ray\.tokenEnv: MARS_LAB_TEST_UNSET_TOKEN is not set/,
+        /^ray\.tokenEnv: MARS_LAB_TEST_UNSET_TOKEN is not declared for 127\.0\.0\.1:\d+ in MARS_LAB_ALLOW_KEYS/,
+      ],
+      [
+        // declared (MARS_LAB_ALLOW_KEYS, set for this case below) but not set
+        { preset: 'seqgrpo-copy', seeds: [0], ray: { url, tokenEnv: 'MARS_LAB_TEST_DECLARED_TOKEN' } },
+        /^ray\.tokenEnv: MARS_LAB_TEST_DECLARED_TOKEN is not set/,
       ],
       [
         { preset: 'seqgrpo-copy', seeds: [0], ray: { url, tokenEnv: 'not a name' } },
@@ -87,11 +93,13 @@ describe('cluster methods without a cluster', () => {
       ],
       [{ preset: 'seqgrpo-copy', sets: ['budget.steps=-1'], seeds: [0], ray: { url } }, /budget\.steps/],
     ];
+    process.env.MARS_LAB_ALLOW_KEYS = `MARS_LAB_TEST_DECLARED_TOKEN=127.0.0.1:${closed}`;
     for (const [request, want] of cases) {
       const message = await refusal('startStudy', request);
       expect(message, JSON.stringify(request)).toMatch(want);
       expect(message.split('\n'), JSON.stringify(request)).toHaveLength(1);
     }
+    delete process.env.MARS_LAB_ALLOW_KEYS;
     expect(listStudyIds(home)).toEqual([]);
   });
 

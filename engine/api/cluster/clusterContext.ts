@@ -5,10 +5,11 @@
  * client from a token variable's name).
  */
 import type { StringDecoder } from 'node:string_decoder';
-import { RayJobsClient } from '../../cluster/ray/jobsClient';
+import { RAY_TOKEN_ENV, RayJobsClient } from '../../cluster/ray/jobsClient';
 import { readStudy, type StudyRecord, type StudyRun } from '../../cluster/studies/studyRecord';
 import { PROJECT_DIR } from '../../cluster/studies/studyPlan';
 import { UserError } from '../../base/userError';
+import { checkKeyGrant } from '../host/keyGrants';
 import type { ApiEvent, ApiStudyView } from '../contract/contract';
 import type { ClusterHostOptions } from './clusterMethods';
 import { shippedPackage } from './clusterShip';
@@ -101,16 +102,18 @@ export function createClusterContext(opts: ClusterHostOptions): ClusterContext {
     },
 
     clientFor(url, tokenEnv) {
-      let token: string | undefined;
-      if (tokenEnv) {
-        token = env[tokenEnv];
-        if (!token) {
-          throw new UserError(
-            `ray.tokenEnv: ${tokenEnv} is not set in the environment of this app's host; set it there (ray get-auth-token prints the token) or leave the field empty`,
-          );
-        }
+      // a window names the variable and the URL: the token goes only where the user declared it may (keyGrants.ts);
+      // without a tokenEnv the client would send $MARS_LAB_RAY_TOKEN, which is held to the same rule
+      const name = tokenEnv || (env[RAY_TOKEN_ENV] ? RAY_TOKEN_ENV : undefined);
+      if (name === undefined) return new RayJobsClient({ url, token: '', env, timeoutMs: opts.timeoutMs ?? 15_000 });
+      checkKeyGrant(tokenEnv ? 'ray.tokenEnv' : `ray.tokenEnv (empty: ${RAY_TOKEN_ENV})`, name, url, env);
+      const token = env[name];
+      if (!token) {
+        throw new UserError(
+          `ray.tokenEnv: ${name} is not set in the environment of this app's host; set it there (ray get-auth-token prints the token) or leave the field empty`,
+        );
       }
-      return new RayJobsClient({ url, ...(token ? { token } : {}), env, timeoutMs: opts.timeoutMs ?? 15_000 });
+      return new RayJobsClient({ url, token, env, timeoutMs: opts.timeoutMs ?? 15_000 });
     },
 
     readView(id) {

@@ -50,8 +50,9 @@ export function createStudyAttachMethods(
         }
         return { study: viewOf(record) };
       }
-      if (ray?.tokenEnv) tokenEnvs.set(record.id, ray.tokenEnv);
-      const client = clientFor(ray?.url ?? record.where.url, tokenEnvs.get(record.id));
+      const tokenEnv = ray?.tokenEnv ?? tokenEnvs.get(record.id);
+      const client = clientFor(ray?.url ?? record.where.url, tokenEnv); // refused: the variable is not kept either
+      if (tokenEnv) tokenEnvs.set(record.id, tokenEnv);
       try {
         await client.version();
       } catch (err) {

@@ -4,6 +4,10 @@
  * here), API keys named by environment variables of the app and never written in the form, and the user's files
  * (a corpus folder and its questions, a MARTI task file) inside the folders a window may name (hostGuards.ts).
  *
+ * A key variable must also be a key's name declared for the endpoint's host in MARS_LAB_ALLOW_KEYS (keyGrants.ts):
+ * otherwise a window holding the web token could have the host's secrets sent to a URL of its choosing. The worker
+ * checks again (endpointEvalProblem) on a start and on a resume, whose config comes from a run folder in the home.
+ *
  * Issues carry the config's dotted field path, so the form shows each beside its field. No message ever repeats what
  * was typed into a key-variable field: if it was a key, it must not travel on (into a log, an event, an error line).
  */
@@ -12,6 +16,7 @@ import { configuredSources } from '../../runs/config/configuredSources';
 import type { ConfigIssue, RunConfig } from '../../runs/config/configSchema';
 import { looksLikeKey } from '../../pure/apiKeyText';
 import { pathProblem } from '../host/hostGuards';
+import { keyGrantProblem } from '../host/keyGrants';
 
 /** The field path of each configured policy source, as configuredSources labels them. */
 function sourceFields(
@@ -65,6 +70,9 @@ export function endpointEvalIssues(
         message:
           'this looks like a key itself: give the NAME of an environment variable that holds it (e.g. OPENAI_API_KEY); what was typed was not kept',
       });
+    } else if (keyGrantProblem(name, source.baseUrl, env)) {
+      // before "is it set": a window learns nothing of the host's environment from a variable it may not use
+      issues.push({ path: `${field}.apiKeyEnv`, message: keyGrantProblem(name, source.baseUrl, env)! });
     } else if (!env[name]) {
       issues.push({
         path: `${field}.apiKeyEnv`,

@@ -100,6 +100,9 @@ export async function resumeEndpointEvalRun(
   const meta = readRunMeta(runDir);
   const config = parseRunConfig(meta.config, path.join(runDir, RUN_FILES.meta));
   const home = path.dirname(path.dirname(path.resolve(runDir)));
+  // the config comes from a run folder, which anyone who can write the home can craft: checked as a start's is
+  const problem = endpointEvalProblem(config);
+  if (problem) throw new UserError(`${path.join(runDir, RUN_FILES.meta)}: ${problem}`);
   const release = acquireRunLock(runDir);
   try {
     if (meta.status === 'finished') return { runId: meta.id, dir: runDir, status: 'finished', step: EVAL_STEP };

@@ -2,14 +2,16 @@
  * The host's methods for run processes: start a run, stop one (the host's own process, or a terminal's by its verified
  * writer pid), resume one. Each run trains in its own `run-worker` process (workerLaunch.ts), never in the host.
  */
-import { ConfigValidationError } from '../../runs/config/configSchema';
+import { ConfigValidationError, parseRunConfig } from '../../runs/config/configSchema';
 import { readRunMeta } from '../../runs/folder/runFolder';
 import { runWriter } from '../../runs/folder/writerProcess';
 import { UserError } from '../../base/userError';
 import type { WorkerJob } from '../workers/runWorker';
 import type { ApiHandlers } from './host';
 import type { HostContext } from './hostContext';
-import { verifiedWriterPid } from './hostGuards';
+import { endpointEvalIssues } from '../endpointEval/endpointEvalChecks';
+import { usesEndpoints } from '../../runs/config/configuredSources';
+import { configPathIssues, verifiedWriterPid } from './hostGuards';
 
 /** A launch the contract refuses: the config's issues travel with it (the form shows them by field). */
 export class LaunchRefusedError extends ConfigValidationError {}
@@ -58,6 +60,13 @@ export function createRunProcessMethods(ctx: HostContext): Pick<ApiHandlers, 'st
       if (writer?.state === 'alive') {
         throw new UserError(`run ${runId} is running in process ${writer.pid}; stop it before resuming`);
       }
+      // the config comes from the run folder, which whoever can write the home can craft: held to what a start from
+      // a window is held to (its files inside the allowed folders; an evaluation's keys declared for their hosts)
+      const config = parseRunConfig(meta.config, `run ${runId}'s run.json`);
+      const issues = usesEndpoints(config) // an evaluation with endpoints (endpointEvalRun.ts isEndpointEvalRun)
+        ? endpointEvalIssues(config, { roots: ctx.roots })
+        : configPathIssues(config, ctx.roots);
+      if (issues.length) throw new LaunchRefusedError(issues, `run ${runId}`);
       await launchWorker({ kind: 'resume', runDir: dir }, (line) => (line.type === 'created' ? true : undefined));
       return { runId };
     },

@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { ConfigIssue, RunConfig } from '../../runs/config/configSchema';
 import { PRESETS_DIR } from '../../runs/presets/presets';
 import { PROJECT_ROOT } from '../../base/projectRoot';
-import { runWriter } from '../../runs/folder/writerProcess';
+import { provenWriter } from '../../runs/folder/writerProcess';
 import { UserError } from '../../base/userError';
 
 /** The project's resources/ folder (shipped presets and base checkpoints). */
@@ -127,10 +127,11 @@ export class WorkerSlots {
 
 /**
  * The verified writer of a run that says it is running, or a UserError: never signal a pid that is not the run's
- * own process (pid reuse after a crash, a crafted folder naming 0, -1 or 1).
+ * own process (pid reuse after a crash, a crafted folder naming 0, -1 or 1, or naming a live process with its start
+ * time and boot id copied): the process must hold the run's lock file open (writerProcess.ts provenWriter).
  */
 export function verifiedWriterPid(runId: string, dir: string, meta: { pid?: number; statusAt?: string }): number {
-  const writer = runWriter(dir, meta);
+  const writer = provenWriter(dir, meta); // alive, with the start time recorded, and holding the run's lock open
   if (writer.state === 'alive') return writer.pid;
   if (writer.state === 'unknown') {
     throw new UserError(

@@ -1,7 +1,8 @@
 /**
  * The run's write lock (`<dir>/lock`, docs/architecture.md "Run folder"): one writer per run. The lock names its process by pid,
  * host, time, and (on Linux) the process's start time, so that a pid reused after a crash is not taken for the writer
- * (writerProcess.ts).
+ * (writerProcess.ts). The writer keeps the lock file open while it holds it: a host signals a run's process only when
+ * that process holds this very file open, which a crafted folder cannot arrange.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -89,13 +90,21 @@ export function acquireRunLock(dir: string): () => void {
     try {
       fs.writeSync(fd, text);
       fs.fsyncSync(fd);
-    } finally {
+    } catch (err) {
       fs.closeSync(fd);
+      throw err;
     }
+    // Held open until release (or the process's end): the proof that this process is the run's writer, which a
+    // crafted folder cannot give another process (writerProcess.ts holdsRunLock; only then may a host signal it).
     let released = false;
     return () => {
       if (released) return;
       released = true;
+      try {
+        fs.closeSync(fd);
+      } catch {
+        // already closed
+      }
       // Only remove our own lock: after a takeover by someone else the file is theirs.
       let current: LockInfo | null;
       try {

@@ -13,6 +13,12 @@
  * Where /proc is absent (macOS) the start time comes from `ps -o lstart=` (one-second resolution); if that fails too,
  * nothing can be verified: the answer is 'unknown', which callers treat conservatively (never signal; keep showing
  * the recorded status; never take the lock over).
+ *
+ * A start time and a boot id are no secret, though: a crafted folder can copy them from /proc/<pid>/stat of any
+ * process (issue 34, finding 3). Before the writer is signalled it must also be proven by what a folder cannot
+ * forge (provenWriter): the writer keeps its lock file open for the run's life (runLock.ts), so the process must have a
+ * descriptor (/proc/<pid>/fd) that opened this run folder's lock by its path and is that very file (device and inode),
+ * the lock being a regular file, not a link to a file the process happens to hold (/dev/null, its log).
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -228,4 +234,62 @@ export function shownStatus<S extends string>(
 ): S | 'interrupted' {
   if (meta.status !== 'running') return meta.status;
   return runWriter(dir, meta).state === 'gone' ? 'interrupted' : meta.status;
+}
+
+/**
+ * Whether process `pid` holds this run folder's lock file open (Linux: its /proc/<pid>/fd links): the descriptor's path
+ * is the lock's real path and its file is the lock (device and inode). 'unknown' where /proc cannot say (no /proc, or
+ * another user's process).
+ */
+export function holdsRunLock(pid: number, dir: string): { held: true } | { held: false | 'unknown'; reason: string } {
+  const lock = path.join(dir, RUN_FILES.lock);
+  let st: fs.Stats;
+  let real: string;
+  try {
+    st = fs.lstatSync(lock);
+    real = fs.realpathSync(lock);
+  } catch {
+    return { held: false, reason: 'the run has no lock file' };
+  }
+  if (!st.isFile()) return { held: false, reason: 'its lock is not a regular file' };
+  let fds: string[];
+  try {
+    fds = fs.readdirSync(`/proc/${pid}/fd`);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (!fs.existsSync('/proc/self/fd')) {
+      return { held: 'unknown', reason: 'this system has no /proc to show which files a process holds' };
+    }
+    if (code === 'EACCES' || code === 'EPERM') {
+      return { held: 'unknown', reason: `process ${pid} belongs to another user` };
+    }
+    return { held: false, reason: `process ${pid} is no longer running` };
+  }
+  for (const fd of fds) {
+    const link = `/proc/${pid}/fd/${fd}`;
+    try {
+      if (fs.readlinkSync(link) !== real) continue;
+      const held = fs.statSync(link);
+      if (held.dev === st.dev && held.ino === st.ino) return { held: true };
+    } catch {
+      // a descriptor closed meanwhile
+    }
+  }
+  return { held: false, reason: `process ${pid} does not hold this run's lock file open` };
+}
+
+/**
+ * The writer of a run that may be signalled: runWriter's live process, proven to hold the run's lock file open
+ * (holdsRunLock), which a crafted folder cannot arrange for a process it names. Otherwise 'unknown' with the reason:
+ * a writer of an earlier version (which closed its lock) is stopped where it runs, never from here.
+ */
+export function provenWriter(dir: string, meta: { pid?: number; statusAt?: string }): WriterState {
+  const writer = runWriter(dir, meta);
+  if (writer.state !== 'alive') return writer;
+  const proof = holdsRunLock(writer.pid, dir);
+  if (proof.held === true) return writer;
+  return {
+    state: 'unknown',
+    reason: `${proof.reason}, so it is not proven to be the run's writer (a run started by an earlier mars-lab, or a folder naming another process)`,
+  };
 }

@@ -27,6 +27,7 @@ import {
 } from '../model/config';
 import { activationBytesPerToken, tokensPerPass, WASM_HEAP_BYTES } from '../rl/passSize';
 import { UserError } from '../base/userError';
+import { MAX_MODEL_CONFIG_BYTES, readRegularText } from '../base/regularFile';
 
 const FLOAT = 4;
 /** Per trained parameter: the weight, Adam's two moments, the gradient, and the chunks' summed gradient. */
@@ -73,15 +74,16 @@ interface ConfigView {
 
 const num = (v: unknown, dflt: number): number => (typeof v === 'number' && Number.isFinite(v) ? v : dflt);
 
-/** A checkpoint's config.json, when it is a small regular file that parses; else null (the loader reports it later). */
+/**
+ * A checkpoint's config.json, read up to the bound the loader itself holds it to (so a config.json padded past a
+ * smaller bound cannot skip the estimate), without blocking on a FIFO; null when it is missing, not a regular file,
+ * too large or does not parse: the loader refuses it then, before anything is allocated.
+ */
 function checkpointArchitecture(p: string | undefined): LlamaConfig | null {
   if (!p) return null;
   const dir = path.isAbsolute(p) || fs.existsSync(p) ? p : path.join(PROJECT_ROOT, p);
   try {
-    const file = path.join(dir, 'config.json');
-    const st = fs.statSync(file);
-    if (!st.isFile() || st.size > 64 * 1024) return null;
-    return parseLlamaConfig(JSON.parse(fs.readFileSync(file, 'utf8')));
+    return parseLlamaConfig(JSON.parse(readRegularText(path.join(dir, 'config.json'), MAX_MODEL_CONFIG_BYTES)));
   } catch {
     return null;
   }

@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { faultPoint } from '../../base/faultPoints';
 import { UserError } from '../../base/userError';
 import { jsonParseProblem } from '../../base/boundedText';
+import { MAX_MODEL_CONFIG_BYTES, openRegularFile, readOpenFile } from '../../base/regularFile';
 import { parseLlamaConfig, toHfConfigJson, type LlamaConfig } from '../config';
 import { checkHfTensors, modelFromHf, modelToHf, type HostTensor } from './hfWeights';
 import type { LlamaModel } from '../llama';
@@ -122,12 +123,30 @@ export async function saveCheckpoint(
 
 export class CheckpointError extends UserError {}
 
-function readJson(file: string): unknown {
+/** config.json and trainer_state.json are a few KB (MARTI's buffers: a few MB); the bound keeps /dev/zero out. */
+const MAX_JSON_FILE_BYTES = 256 * 1024 * 1024;
+
+function readJson(file: string, maxBytes = MAX_JSON_FILE_BYTES): unknown {
+  // Never blocking on a FIFO nor reading a device without end: regularFile.ts refuses both before any read.
   let text: string;
+  let opened: ReturnType<typeof openRegularFile>;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    opened = openRegularFile(file);
   } catch (err) {
-    throw new CheckpointError(`${file}: cannot read (${(err as Error).message}); is this a checkpoint folder?`);
+    throw new CheckpointError(
+      `${file}: cannot read (${(err as NodeJS.ErrnoException).code ?? 'error'}); is this a checkpoint folder?`,
+    );
+  }
+  if ('missing' in opened) {
+    throw new CheckpointError(`${file}: cannot read (no such file); is this a checkpoint folder?`);
+  }
+  if ('kind' in opened) {
+    throw new CheckpointError(`${file} is ${opened.kind}, not a regular file; is this a checkpoint folder?`);
+  }
+  try {
+    text = readOpenFile(opened.fd, maxBytes, file).toString('utf8');
+  } finally {
+    fs.closeSync(opened.fd);
   }
   try {
     return JSON.parse(text);
@@ -138,7 +157,8 @@ function readJson(file: string): unknown {
 
 /** Load a checkpoint folder (ours, or a Llama-architecture checkpoint in float32/float16/bfloat16 made elsewhere). */
 export async function loadCheckpoint(dir: string): Promise<CheckpointContents> {
-  const config = parseLlamaConfig(readJson(path.join(dir, CONFIG_FILE)), path.join(dir, CONFIG_FILE));
+  const configFile = path.join(dir, CONFIG_FILE);
+  const config = parseLlamaConfig(readJson(configFile, MAX_MODEL_CONFIG_BYTES), configFile);
   const weightsPath = path.join(dir, WEIGHTS_FILE);
   if (!fs.existsSync(weightsPath)) {
     throw new CheckpointError(

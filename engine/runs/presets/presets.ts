@@ -19,6 +19,8 @@ import {
   type RunConfigInput,
 } from '../config/configSchema';
 import { UserError } from '../../base/userError';
+import { jsonParseProblem } from '../../base/boundedText';
+import { openRegularFile, readOpenFile } from '../../base/regularFile';
 
 /** resources/presets, found from this file so that it resolves the same from the CLI, tests and tsx. */
 export const PRESETS_DIR = path.join(PROJECT_ROOT, 'resources', 'presets');
@@ -75,20 +77,30 @@ export interface Preset {
 
 export class UnknownPresetError extends UserError {}
 
+/** A preset or config file is a few KB; the bound is far above that and far below what fills memory. */
+const MAX_CONFIG_FILE_BYTES = 4 * 1024 * 1024;
+
 function readJson(file: string, what: string): unknown {
+  // Without blocking (a FIFO) or reading without end (/dev/zero): regularFile.ts refuses both before any read.
   let text: string;
+  let opened: ReturnType<typeof openRegularFile>;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    opened = openRegularFile(file);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new UserError(
-      `${file}: cannot read ${what} (${code === 'ENOENT' ? 'no such file' : (err as Error).message})`,
-    );
+    throw new UserError(`${file}: cannot read ${what} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  if ('missing' in opened) throw new UserError(`${file}: cannot read ${what} (no such file)`);
+  if ('kind' in opened) throw new UserError(`${file}: ${what} is ${opened.kind}, not a regular file; give a JSON file`);
+  try {
+    text = readOpenFile(opened.fd, MAX_CONFIG_FILE_BYTES, `${file}: ${what}`).toString('utf8');
+  } finally {
+    fs.closeSync(opened.fd);
   }
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new UserError(`${file}: ${what} is not valid JSON (${(err as Error).message})`);
+    // never the parser's own message: it quotes the file's first bytes
+    throw new UserError(`${file}: ${what} is not valid JSON (${jsonParseProblem(err)})`);
   }
 }
 
@@ -189,7 +201,7 @@ export function resolveConfigFile(file: string, sets: readonly string[] = []): R
   const raw = readJson(file, 'the config');
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     throw new UserError(
-      `${file}: expected a JSON object with an "algorithm" field, got ${Array.isArray(raw) ? 'a list' : JSON.stringify(raw).slice(0, 60)}`,
+      `${file}: expected a JSON object with an "algorithm" field, got ${Array.isArray(raw) ? 'a list' : raw === null ? 'null' : `a ${typeof raw}`}`,
     );
   }
   return resolveWithSets(raw, sets, file);

@@ -112,6 +112,9 @@ export function marsEvalIdentity(cfg: MarsConfig): EvalResult['identity'] {
     world: JSON.stringify(cfg.task.world),
     families: cfg.task.families.join(','),
     items: cfg.eval.items,
+    // the held-out questions balanced over worlds within each family (issue 32, defect 2): other questions than the
+    // world-after-world selection's whenever eval.items is less than the held-out worlds hold
+    selection: 'worldsBalanced',
     temperature: cfg.eval.temperature,
     rollout: JSON.stringify({
       maxTurns: m.maxTurns,

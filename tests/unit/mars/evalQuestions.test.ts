@@ -6,13 +6,30 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { MarsConfig } from '../../../engine/mars/configSchema';
-import { evalQuestions } from '../../../engine/mars/questionSets';
+import { evalQuestions, heldOutQuestionsByWorld } from '../../../engine/mars/questionSets';
 import { mars } from '../../../engine/mars/trainer';
 import { parseRunConfig } from '../../../engine/runs/config/configSchema';
 import { loadPreset, resolvePresetConfig } from '../../../engine/runs/presets/presets';
 import { UserError } from '../../../engine/base/userError';
 
-const MARS_PRESETS = ['mars-tiny', 'mars-ablations', 'mars-small'];
+const MARS_PRESETS = ['mars-tiny', 'mars-ablations', 'mars-small', 'mars-overflow', 'mars-overflow-long'];
+/** The presets the MARS study runs (tests/study/marsStudy.ts): tested over worlds, so they need many. */
+const STUDY_PRESETS = ['mars-overflow', 'mars-overflow-long'];
+
+/** For each family, how many questions each held-out world gave to the evaluation set, and how many it had. */
+function spread(cfg: MarsConfig): Map<string, { chosen: number; had: number }[]> {
+  const chosen = new Set(evalQuestions(cfg).map((q) => q.id));
+  const worlds = heldOutQuestionsByWorld(cfg);
+  return new Map(
+    cfg.task.families.map((f) => [
+      f,
+      worlds.map((qs) => {
+        const of = qs.filter((q) => q.family === f);
+        return { chosen: of.filter((q) => chosen.has(q.id)).length, had: of.length };
+      }),
+    ]),
+  );
+}
 
 describe('the MARS held-out set', () => {
   it('has exactly eval.items questions for every MARS preset and variant', () => {
@@ -21,6 +38,30 @@ describe('the MARS held-out set', () => {
       for (const variant of variants) {
         const cfg = resolvePresetConfig(name, [], undefined, variant) as MarsConfig;
         expect(evalQuestions(cfg).length, `${name}${variant ? ` --variant ${variant}` : ''}`).toBe(cfg.eval.items);
+      }
+    }
+  });
+
+  it('is balanced over the held-out worlds within every family (issue 32, defect 2), for every MARS preset', () => {
+    for (const name of MARS_PRESETS) {
+      const cfg = resolvePresetConfig(name) as MarsConfig;
+      for (const [family, worlds] of spread(cfg)) {
+        // a world gives fewer than another only when it has no more of that family
+        for (const w of worlds) {
+          for (const v of worlds) {
+            expect(w.chosen, `${name}, ${family}`).toBeGreaterThanOrEqual(Math.min(w.had, v.chosen - 1));
+          }
+        }
+      }
+    }
+  });
+
+  it('the study presets evaluate at least 20 held-out worlds, each family from at least 20 of them', () => {
+    for (const name of STUDY_PRESETS) {
+      const cfg = resolvePresetConfig(name) as MarsConfig;
+      expect(cfg.task.evalWorlds, name).toBeGreaterThanOrEqual(20);
+      for (const [family, worlds] of spread(cfg)) {
+        expect(worlds.filter((w) => w.chosen > 0).length, `${name}, ${family}`).toBeGreaterThanOrEqual(20);
       }
     }
   });

@@ -3,7 +3,7 @@
  * Jobs API; here, through the host's own launcher, studyLauncher.ts), and read the end of a run's kept job log.
  */
 import fs from 'node:fs';
-import { FINAL_STATES, readStudy, studyLogFile } from '../../cluster/studies/studyRecord';
+import { FINAL_STATES, openStudyLog, readStudy } from '../../cluster/studies/studyRecord';
 import { UserError } from '../../base/userError';
 import type { ApiHandlers } from '../host/host';
 import type { ClusterContext } from './clusterContext';
@@ -56,18 +56,17 @@ export function createClusterJobMethods(ctx: ClusterContext): Pick<ApiHandlers, 
       if (!record.runs.some((r) => r.runId === runId)) {
         throw new UserError(`runId: study ${studyId} has no run '${runId}'`);
       }
-      const file = studyLogFile(home, record.id, runId);
+      // a link out of the home or a FIFO is refused unread (studyRecord.ts openStudyLog)
+      const fd = openStudyLog(home, record.id, runId);
+      if (fd === null) return { text: '', from: 0, size: 0 }; // not followed yet
       let size: number;
+      let from: number;
+      let buf: Buffer;
       try {
-        size = fs.statSync(file).size;
-      } catch {
-        return { text: '', from: 0, size: 0 }; // not followed yet
-      }
-      const from = Math.max(0, size - maxBytes);
-      const buf = Buffer.alloc(size - from);
-      const fd = fs.openSync(file, 'r');
-      try {
-        fs.readSync(fd, buf, 0, buf.length, from);
+        size = fs.fstatSync(fd).size;
+        from = Math.max(0, size - maxBytes);
+        buf = Buffer.alloc(size - from);
+        buf = buf.subarray(0, fs.readSync(fd, buf, 0, buf.length, from));
       } finally {
         fs.closeSync(fd);
       }

@@ -9,8 +9,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { RayError, type RayJobsClient } from '../../cluster/ray/jobsClient';
 import { runStudyHere, type StudyLauncher } from '../../cluster/studies/localStudy';
 import { runStudyOnRay } from '../../cluster/studies/rayStudy';
-import { openExistingHomeFile } from '../../runs/folder/homeFile';
-import { studyLogFile, type StudyRecord } from '../../cluster/studies/studyRecord';
+import { openStudyLog, type StudyRecord } from '../../cluster/studies/studyRecord';
 import type { ClusterContext } from './clusterContext';
 
 const LOG_CHUNK = 1 << 20;
@@ -26,26 +25,29 @@ export interface StudyFollowing {
 function pumpLogs(ctx: ClusterContext, record: StudyRecord): void {
   const { home, pushed } = ctx;
   for (const run of record.runs) {
-    const file = studyLogFile(home, record.id, run.runId);
     const key = `${record.id}/${run.runId}`;
-    let size: number;
+    let fd: number | null;
     try {
-      size = fs.statSync(file).size;
+      fd = openStudyLog(home, record.id, run.runId); // a link out of the home or a FIFO: refused, nothing pushed
     } catch {
-      continue; // not followed yet
+      continue;
     }
-    let state = pushed.get(key);
-    // the follower rewrites the log from its first byte on a re-attach
-    if (!state || size < state.offset) pushed.set(key, (state = { offset: 0, decoder: new StringDecoder('utf8') }));
-    if (size === state.offset) continue;
-    const length = Math.min(size - state.offset, LOG_CHUNK);
-    const buf = Buffer.alloc(length);
-    const fd = openExistingHomeFile(file);
+    if (fd === null) continue; // not followed yet
+    let state: { offset: number; decoder: StringDecoder } | undefined;
+    let buf: Buffer;
     try {
-      fs.readSync(fd, buf, 0, length, state.offset);
+      const size = fs.fstatSync(fd).size;
+      state = pushed.get(key);
+      // the follower rewrites the log from its first byte on a re-attach
+      if (!state || size < state.offset) pushed.set(key, (state = { offset: 0, decoder: new StringDecoder('utf8') }));
+      if (size === state.offset) continue;
+      const length = Math.min(size - state.offset, LOG_CHUNK);
+      buf = Buffer.alloc(length);
+      buf = buf.subarray(0, fs.readSync(fd, buf, 0, length, state.offset));
     } finally {
       fs.closeSync(fd);
     }
+    const length = buf.length;
     const from = state.offset;
     state.offset += length;
     const text = state.decoder.write(buf);

@@ -17,6 +17,7 @@ import readline from 'node:readline';
 import { mcnemar, pairedBootstrap } from '../../scoring/pairedStats';
 import { Rng } from '../../random/prng';
 import { RUN_FILES } from '../../runs/folder/home';
+import { openHomeFile } from '../../runs/folder/homeFile';
 import { UserError } from '../../base/userError';
 import type { ApiParsedRequest, ApiResponse } from '../contract/contract';
 
@@ -90,8 +91,13 @@ export function promptSamples(record: unknown): Sample | null {
 /** Reads a run's trajectories.jsonl into per-step, per-prompt sums (complete lines only). */
 export async function readRollouts(file: string): Promise<RunRollouts> {
   const out: RunRollouts = { kind: null, byStep: new Map(), texts: new Map(), records: 0, skipped: 0 };
-  if (!fs.existsSync(file)) return out;
-  const lines = readline.createInterface({ input: fs.createReadStream(file, 'utf8'), crlfDelay: Infinity });
+  // a FIFO would block the host in open(), a link out of the run's folder be read elsewhere: refused (homeFile.ts)
+  const fd = openHomeFile(file);
+  if (fd === null) return out;
+  const lines = readline.createInterface({
+    input: fs.createReadStream('', { fd, encoding: 'utf8' }),
+    crlfDelay: Infinity,
+  });
   for await (const line of lines) {
     if (!line.trim()) continue;
     let record: unknown;

@@ -15,8 +15,12 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../../base/projectRoot';
+import { readHomeText } from '../../runs/folder/homeFile';
 import { z } from 'zod';
 import { apiSchemas, checkpointEvalSchema } from '../contract/contract';
+
+/** A worker's result file: every item's episode or tree of an evaluation (hundreds of KB to MB). */
+const MAX_RESULT_BYTES = 1024 * 1024 * 1024;
 
 export interface RunProcessHandlers {
   /** Each complete line the process writes to stdout. */
@@ -135,7 +139,8 @@ export function workerResult<S extends z.ZodType>(
       }
       let text: string;
       try {
-        text = fs.readFileSync(file, 'utf8');
+        // under the home: never a FIFO (the host would block in open()) nor a link out of it (homeFile.ts)
+        text = readHomeText(file, MAX_RESULT_BYTES) ?? '';
       } finally {
         fs.rmSync(file, { force: true });
       }

@@ -12,13 +12,19 @@
  * runtime_env has its working_dir and the entrypoint is relative to it (`node engine/bin/mars-lab.mjs …`).
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import { RayError, type RayJobsClient } from '../ray/jobsClient';
 import type { RayJobDetails } from '../ray/jobsSchemas';
 import { followJobLogs } from '../ray/logTail';
 import { fetchRun, wantsFetch } from './fetchBack';
 import type { RunningStudy, StudyEvents } from './localStudy';
-import { FINAL_STATES, studyLogFile, writeStudy, type StudyRecord, type StudyRun } from './studyRecord';
+import {
+  FINAL_STATES,
+  openStudyLogForWrite,
+  studyLogFile,
+  writeStudy,
+  type StudyRecord,
+  type StudyRun,
+} from './studyRecord';
 import { rayEntrypoint } from './studyPlan';
 import { lineSplitter, parseTrainLine, runHeadline } from './trainOutput';
 
@@ -205,8 +211,8 @@ function endMessage(run: StudyRun, study: StudyRecord, job: RayJobDetails, logFi
 async function followRun(s: RayState, run: StudyRun): Promise<void> {
   const { home, study } = s;
   const logFile = studyLogFile(home, study.id, run.runId);
-  fs.mkdirSync(path.dirname(logFile), { recursive: true });
-  const fd = fs.openSync(logFile, 'w'); // the follower starts again from the log's first byte
+  // the follower starts again from the log's first byte; never through a link planted in the home (studyRecord.ts)
+  const fd = openStudyLogForWrite(home, study.id, run.runId);
   const { lines, outcome } = followTrainLog(run, study, s.opts);
   try {
     const r = await followJobLogs(s.client, run.runId, {

@@ -27,6 +27,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { RayJobsClient } from '../ray/jobsClient';
 import { UserError } from '../../base/userError';
+import { readOpenFile } from '../../base/regularFile';
+import { openHomeFile } from '../../runs/folder/homeFile';
 
 /** The largest upload Ray's dashboard takes (aiohttp client_max_size = DASHBOARD_CLIENT_MAX_SIZE, Ray 2.52). */
 export const RAY_UPLOAD_CAP = 100 * 2 ** 20;
@@ -189,7 +191,7 @@ export async function packProject(opts: PackOptions): Promise<PackedProject> {
   try {
     const entry = cacheEntrySchema.parse(JSON.parse(fs.readFileSync(indexFile, 'utf8')));
     const zipFile = path.join(opts.cacheDir, entry.uri.slice('gcs://'.length));
-    if (fs.statSync(zipFile).size === entry.bytes) {
+    if (readCachedPackage(zipFile, entry.uri)?.length === entry.bytes) {
       if (entry.bytes >= cap) throw tooLarge(entry.bytes);
       return {
         uri: entry.uri,
@@ -234,12 +236,40 @@ export async function packProject(opts: PackOptions): Promise<PackedProject> {
   return { uri, zipFile, bytes: zip.length, files: entry.files, cached: false, packMs: Date.now() - started };
 }
 
+/**
+ * A package's bytes from the home's cache, or null when they are not there or are not that package. The cache lies in
+ * a home, which is untrusted (issue 34): a FIFO or a link out of the cache is refused unread (homeFile.ts), and the
+ * bytes must hash to the name's sha1, so a planted file (a link to a key, say) is never uploaded to a cluster.
+ */
+export function readCachedPackage(zipFile: string, uri: string): Buffer | null {
+  const m = /^gcs:\/\/_ray_pkg_([0-9a-f]{40})\.zip$/.exec(uri);
+  if (!m || path.basename(zipFile) !== uri.slice('gcs://'.length)) return null;
+  let fd: number | null;
+  try {
+    fd = openHomeFile(zipFile);
+  } catch {
+    return null;
+  }
+  if (fd === null) return null;
+  let zip: Buffer;
+  try {
+    zip = readOpenFile(fd, 2 * RAY_UPLOAD_CAP, zipFile);
+  } catch {
+    return null;
+  } finally {
+    fs.closeSync(fd);
+  }
+  return createHash('sha1').update(zip).digest('hex') === m[1] ? zip : null;
+}
+
 /** Packs (or takes the cache) and uploads unless the cluster has the package already. */
 export async function shipProject(client: RayJobsClient, opts: PackOptions): Promise<ShippedProject> {
   const packed = await packProject(opts);
   const started = Date.now();
   if (await client.packageExists(packed.uri)) return { ...packed, uploaded: false, uploadMs: Date.now() - started };
-  await client.uploadPackage(packed.uri, fs.readFileSync(packed.zipFile));
+  const zip = readCachedPackage(packed.zipFile, packed.uri);
+  if (!zip) throw new UserError(`${packed.zipFile}: the packed project changed or is not a file; ship the study again`);
+  await client.uploadPackage(packed.uri, zip);
   return { ...packed, uploaded: true, uploadMs: Date.now() - started };
 }
 
@@ -255,10 +285,8 @@ export async function ensurePackage(
 ): Promise<'there' | 'uploaded'> {
   if (await client.packageExists(uri)) return 'there';
   const zipFile = path.join(cacheDir, uri.slice('gcs://'.length));
-  let zip: Buffer;
-  try {
-    zip = fs.readFileSync(zipFile);
-  } catch {
+  const zip = readCachedPackage(zipFile, uri);
+  if (!zip) {
     throw new UserError(
       `the shipped package ${uri} is gone from the cluster and from ${cacheDir}: start the runs left in a new study with --ship`,
     );

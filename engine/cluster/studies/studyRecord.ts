@@ -10,6 +10,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { UserError } from '../../base/userError';
+import { jsonParseProblem } from '../../base/boundedText';
+import {
+  HomeFileError,
+  insideReal,
+  jsonTextNestedDeeper,
+  openHomeFile,
+  readHomeText,
+} from '../../runs/folder/homeFile';
+
+/** A study's record: its runs' ids, states and messages (a few hundred bytes a run). */
+const MAX_STUDY_RECORD_BYTES = 16 * 1024 * 1024;
 
 export const RUN_STATES = ['pending', 'submitted', 'running', 'finished', 'failed', 'stopped', 'unknown'] as const;
 export type RunState = (typeof RUN_STATES)[number];
@@ -93,6 +104,45 @@ export function studyLogFile(home: string, id: string, runId: string): string {
   return path.join(studiesDir(home), id, `${runId}.log`);
 }
 
+/**
+ * A study run's kept log for reading, as a descriptor, or null when there is none yet. A home is untrusted (issue 34):
+ * the log, or the study's folder, may be a link out of the home (a window would be sent the file it leads to) or a
+ * FIFO (the host would block in open()); both are refused with a HomeFileError, nothing read.
+ */
+export function openStudyLog(home: string, id: string, runId: string): number | null {
+  const file = studyLogFile(home, id, runId);
+  const folder = path.dirname(file);
+  if (fs.existsSync(folder) && !insideReal(studiesDir(home), folder)) {
+    throw new HomeFileError(
+      `${folder} leads outside ${studiesDir(home)}: a study's logs must lie in its folder; remove the link`,
+    );
+  }
+  return openHomeFile(file, folder);
+}
+
+/**
+ * A study run's log opened for writing from its first byte (the follower rewrites it). Whatever lies there that is not
+ * a regular file of the study's folder (a link to a file elsewhere, a FIFO) is removed first and never written
+ * through; a study folder that leads outside the home's studies/ is refused.
+ */
+export function openStudyLogForWrite(home: string, id: string, runId: string): number {
+  const file = studyLogFile(home, id, runId);
+  const folder = path.dirname(file);
+  fs.mkdirSync(folder, { recursive: true });
+  if (!insideReal(studiesDir(home), folder)) {
+    throw new HomeFileError(
+      `${folder} leads outside ${studiesDir(home)}: a study's logs must lie in its folder; remove the link`,
+    );
+  }
+  try {
+    if (!fs.lstatSync(file).isFile()) fs.rmSync(file, { force: true });
+  } catch {
+    // none yet
+  }
+  const flags = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | (fs.constants.O_NOFOLLOW ?? 0);
+  return fs.openSync(file, flags, 0o644);
+}
+
 /** `20261201-173000-seqgrpo-copy-3f9a`: UTC time first, so ids sort by creation. */
 export function newStudyId(preset: string, now: Date = new Date()): string {
   const iso = now.toISOString();
@@ -133,9 +183,14 @@ export function readStudy(home: string, idOrPrefix: string): StudyRecord {
   }
   let json: unknown;
   try {
-    json = JSON.parse(fs.readFileSync(file, 'utf8'));
+    // without blocking on a FIFO, nor following a link out of studies/, nor quoting the file (homeFile.ts)
+    const text = readHomeText(file, MAX_STUDY_RECORD_BYTES);
+    if (text === null) throw new UserError(`${file}: no such file`);
+    if (jsonTextNestedDeeper(text)) throw new UserError(`${file}: nested too deeply`);
+    json = JSON.parse(text);
   } catch (err) {
-    throw new UserError(`${file}: cannot read it (${(err as Error).message}); it is not a study record`);
+    const why = err instanceof SyntaxError ? `not valid JSON (${jsonParseProblem(err)})` : (err as Error).message;
+    throw new UserError(`${file}: cannot read it (${why}); it is not a study record`);
   }
   const parsed = studyRecordSchema.safeParse(json);
   if (!parsed.success) {

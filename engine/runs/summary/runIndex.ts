@@ -27,6 +27,10 @@ import {
   type SidecarRead,
 } from './summarySidecar';
 import { shownStatus } from '../folder/writerProcess';
+import { HomeFileError, readHomeText } from '../folder/homeFile';
+
+/** index.json: a summary of a few KB a run; far above a home of tens of thousands of runs. */
+const MAX_INDEX_BYTES = 512 * 1024 * 1024;
 
 export type { MetricStats } from './metricStats';
 
@@ -98,9 +102,12 @@ class IndexFile implements SyncAdapter<IndexData> {
   read(): IndexData | null {
     let text: string;
     try {
-      text = fs.readFileSync(this.file, 'utf8');
+      // a cache: a FIFO, a link out of the home or a file past the bound is no index, rebuilt (homeFile.ts)
+      const read = readHomeText(this.file, MAX_INDEX_BYTES);
+      if (read === null) return null;
+      text = read;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      if (err instanceof HomeFileError) return null;
       throw err;
     }
     try {

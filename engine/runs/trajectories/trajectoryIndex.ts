@@ -15,6 +15,7 @@
  * newline: a resume cut it and wrote past the old end) is indexed again from the start.
  */
 import fs from 'node:fs';
+import { openExistingHomeFile } from '../folder/homeFile';
 
 /** Byte ranges [start, end) and steps of the complete lines of one trajectories.jsonl, found so far. */
 export interface TrajectoryIndex {
@@ -71,7 +72,7 @@ export function updateTrajectoryIndex(file: string, index?: TrajectoryIndex): Tr
   }
   let fd: number;
   try {
-    fd = fs.openSync(file, 'r');
+    fd = openExistingHomeFile(file); // never a FIFO nor a link out of the run's folder (homeFile.ts)
   } catch {
     return emptyIndex(file, 0);
   }
@@ -135,7 +136,7 @@ export function updateTrajectoryIndex(file: string, index?: TrajectoryIndex): Tr
 export function readTrajectoryLines(index: TrajectoryIndex, positions: readonly number[]): unknown[] {
   const out: unknown[] = [];
   if (positions.length === 0) return out;
-  const fd = fs.openSync(index.file, 'r');
+  const fd = openExistingHomeFile(index.file);
   try {
     let i = 0;
     while (i < positions.length) {

@@ -3,7 +3,9 @@
  * each budget N, every held-out problem gets a plain AB-MCTS-A tree (per-test feedback, no depth weighting; its pick
  * by public score = pass1MCTS, its best = bestOfTree) and a T+ tree (rich feedback, depth weighting; tplus.pass1,
  * tplus.bestOfTree), both of N nodes. T+ against plain is paired per problem and tested by sign flips over worlds
- * (tests/study/stats/clustered.ts); no seeds are involved (one checkpoint; the search draws are seeded by the task seed).
+ * (tests/study/stats/clustered.ts); no training seeds are involved (one checkpoint). Each problem's search draws come
+ * from its own streams, seeded by the task seed and `--set eval.drawSeed=K`: run K = 0, 1, 2 and give
+ * martiSearchCompare.ts the files as comma lists to test over draws of the search (issue 32, defect 4).
  *
  *   npx tsx tests/study/martiSearchCurve.ts [--preset marti-search] [--checkpoint resources/marti/base-tiny]
  *     [--budgets 4,8,16] [--items 128] [--set k=v …] [--out FILE.json]

@@ -11,6 +11,7 @@ import { shownStatus } from '../runs/folder/writerProcess';
 import { listCheckpoints, readRunMeta } from '../runs/folder/runFolder';
 import { headlineScore } from '../runs/summary/headlineMetric';
 import { describeMetric, UNIT_TEXT } from '../pure/metricCatalog';
+import { meanTimeSplit, TIME_PARTS } from '../pure/timeSplit';
 import { openRunIndex } from '../runs/summary/runIndex';
 import { homeOption } from './options';
 import { resolveRun } from './runSpec';
@@ -81,6 +82,8 @@ async function showAction(spec: string, opts: { json?: boolean; home?: string })
   };
   const headline = headlineScore(meta.algorithm, (key) => records.findLast((rec) => Number.isFinite(rec[key]))?.[key]);
   if (headline) Object.assign(out, { headline });
+  const timeSplit = meanTimeSplit(meta.algorithm, records);
+  if (timeSplit) Object.assign(out, { timeSplit });
   if (opts.json) return console.log(JSON.stringify(out, null, 2));
   // Everything below comes from the run folder: control characters are shown escaped, never sent to the terminal.
   console.log(
@@ -98,6 +101,16 @@ async function showAction(spec: string, opts: { json?: boolean; home?: string })
     console.log(
       `  ${tt(k).padEnd(22)} last ${fmt(s.last)}  min ${fmt(s.min)}  max ${fmt(s.max)}${d ? `  (${UNIT_TEXT[d.unit]}) ${d.description}` : ''}`,
     );
+  }
+  if (timeSplit) {
+    const parts = TIME_PARTS.filter((p) => timeSplit.meanMs[p] > 0).map(
+      (p) => `${p} ${(100 * timeSplit.share[p]).toFixed(1)}% (${fmtMs(timeSplit.meanMs[p])})`,
+    );
+    const rate =
+      timeSplit.tokensPerSec === null
+        ? ''
+        : `; rollout tokens per second of sampling ${timeSplit.tokensPerSec.toFixed(0)}`;
+    console.log(`time per step, mean of ${timeSplit.steps}: ${parts.join(', ')}${rate}`);
   }
   for (const w of warnings) console.error(`warning: ${tt(w)}`);
   console.log(`config: ${tt(JSON.stringify(meta.config))}`);
@@ -121,6 +134,10 @@ export function summarizeMetrics(
     }
   }
   return summary;
+}
+
+function fmtMs(ms: number): string {
+  return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(ms >= 10 ? 0 : 1)} ms`;
 }
 
 function fmt(x: number): string {

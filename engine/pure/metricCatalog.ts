@@ -98,6 +98,16 @@ const OPTIMISATION: D[] = [
   ],
   ['timing.rolloutMs', 'ms', 'timing', 'wall-clock time of the step’s rollouts'],
   ['timing.updateMs', 'ms', 'timing', 'wall-clock time of the step’s policy update'],
+  // logged by the run loop (engine/runs/runLoop.ts) for every algorithm; split by engine/pure/timeSplit.ts
+  [
+    'timing.stepMs',
+    'ms',
+    'timing',
+    'wall-clock time since the previous step’s line: the step, its evaluation and the checkpoint before it',
+  ],
+  ['timing.evalMs', 'ms', 'timing', 'wall-clock time of the held-out evaluation (steps that evaluate)'],
+  ['timing.checkpointMs', 'ms', 'timing', 'wall-clock time writing the checkpoint after the previous step'],
+  ['timing.rolloutTokens', 'tokens', 'timing', 'tokens the step’s rollouts processed (prompts and outputs)'],
 ];
 
 const SEQGRPO: MetricDecl[] = decls([

@@ -177,8 +177,13 @@ async function drive(
   let lastMetrics: Record<string, number> = {};
   let lastCheckpoint = trainer.step;
   const stepsAtStart = trainer.step;
+  // Where the time goes (engine/pure/timeSplit.ts): each line's interval since the previous one, and the checkpoint
+  // written after the previous step, which falls in this line's interval.
+  let lineEnd = performance.now();
+  let checkpointMs = 0;
 
   const checkpoint = async () => {
+    const c0 = performance.now();
     // Offsets must refer to lines that are on disk before the checkpoint that names them.
     metrics.sync();
     trajectories.sync();
@@ -199,6 +204,7 @@ async function drive(
     updateRunMeta(dir, (meta) => ({ ...meta, lastCheckpointStep: trainer.step }));
     pruneCheckpoints(dir, config.checkpoint.keep);
     summaryKeeper.flush();
+    checkpointMs += performance.now() - c0;
   };
 
   // What a step in flight looks like so far; each report replaces the last (windows show it, nothing reads it back).
@@ -221,9 +227,19 @@ async function drive(
       const line: Record<string, number> = { step, time: Date.now() / 1000, ...out.metrics };
       const evalDue = (config.eval.every > 0 && step % config.eval.every === 0) || step === total;
       if (evalDue) {
+        const e0 = performance.now();
         const ev = await trainer.evaluate();
         for (const [k, v] of Object.entries(ev.metrics)) line[`eval.${k}`] = v;
+        line['timing.evalMs'] = performance.now() - e0;
       }
+      const now = performance.now();
+      Object.assign(line, {
+        'timing.stepMs': now - lineEnd,
+        'timing.checkpointMs': checkpointMs,
+        'timing.rolloutTokens': out.tokens,
+      });
+      lineEnd = now;
+      checkpointMs = 0;
       faultPoint('append', () => {
         // What a kill in the middle of a write leaves behind: half a line.
         const text = JSON.stringify(line);

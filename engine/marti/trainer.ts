@@ -133,6 +133,8 @@ function treeStepMetrics({ grown, nodes, routing, updateMs, liveMs }: StepFacts)
         .map((n) => n.publicScore - trees.find((t) => t.nodes.includes(n))!.nodes[n.parentId!]!.publicScore),
     ),
     programTokens: mean(nodes.map((n) => n.payload!.outputTokens.length)),
+    // a program that never wrote its end token: cut by task.maxProgramTokens or the context (issue 33, item 4)
+    truncatedShare: mean(nodes.map((n) => (n.payload!.finish === 'stop' ? 0 : 1))),
     zeroAdvantageShare: routing.routed ? routing.zeroAdv / routing.routed : 1,
     droppedTrees: routing.dropped,
     samples: routing.routed,

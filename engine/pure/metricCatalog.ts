@@ -283,6 +283,12 @@ const MARTI: MetricDecl[] = decls([
   ['refineShare', 'fraction', 'tree', 'share of nodes that refine a parent (depth > 1)'],
   ['refineGain', 'value', 'tree', 'mean public-score gain of a refinement over its parent'],
   ['programTokens', 'tokens', 'tree', 'mean tokens per program'],
+  [
+    'truncatedShare',
+    'fraction',
+    'tree',
+    'share of programs cut before their end token (task.maxProgramTokens or the context)',
+  ],
   ['droppedTrees', 'count', 'tree', 'trees dropped because no node had an advantage'],
   ['samples', 'count', 'tree', 'samples routed to the updates this step'],
   ['generateCalls', 'count', 'timing', 'batched generation calls of the step'],

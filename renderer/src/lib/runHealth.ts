@@ -132,6 +132,14 @@ export const HEALTH_RULES: readonly HealthRule[] = [
         : null,
   },
   {
+    metric: 'truncatedShare',
+    threshold: 'last value ≥ 50 %',
+    check: (s) =>
+      s.last !== null && s.last >= 0.5
+        ? `${pct(s.last)} of programs were cut before their end token: their tests score a fragment; raise task.maxProgramTokens`
+        : null,
+  },
+  {
     metric: 'clipFraction',
     threshold: 'last value ≥ 30 %',
     check: (s) =>

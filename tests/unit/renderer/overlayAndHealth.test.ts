@@ -81,5 +81,9 @@ describe('run health', () => {
     );
     expect(healthWarnings({ loss: st(null, 2) })[0]!.metric).toBe('loss');
     expect(healthWarnings({ loss: st(0.5) })).toEqual([]);
+    expect(healthWarnings({ truncatedShare: st(0.49) })).toEqual([]);
+    expect(healthWarnings({ truncatedShare: st(0.6) })[0]!.message).toMatch(
+      /60 % of programs were cut before their end token.*raise task\.maxProgramTokens/,
+    );
   });
 });

@@ -65,12 +65,13 @@ export function registerJobsCommand(program: Command): void {
       .sort((a, b) => (b.start_time ?? 0) - (a.start_time ?? 0));
     if (opts.json) return console.log(JSON.stringify(list, null, 2));
     if (list.length === 0) return console.log(`no jobs on the Ray cluster at ${client.where}`);
-    const head = ['job', 'status', 'started', 'study', 'entrypoint'];
+    const head = ['job', 'status', 'started', 'study', 'gpus', 'entrypoint'];
     const rows = list.map((j) => [
       tt(j.submission_id ?? ''),
       j.status,
       when(j.start_time),
       tt(j.metadata?.mars_lab_study ?? '–'),
+      j.entrypoint_num_gpus ? String(j.entrypoint_num_gpus) : '–',
       tt((j.entrypoint ?? '').slice(0, 60)),
     ]);
     const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));

@@ -79,6 +79,7 @@ interface StudyRunOptions extends RayFlags {
   fetch?: boolean;
   fetchAll?: boolean;
   rayCpus: number;
+  rayGpus: number;
   raySetup?: string;
   rayRuntimeEnv?: string;
   json?: boolean;
@@ -141,6 +142,14 @@ function registerStudyRunCommand(study: Command): void {
         new Option('--ray-cpus <n>', 'CPUs Ray reserves for each job (entrypoint_num_cpus)')
           .argParser(nonNegative)
           .default(1),
+      )
+      .addOption(
+        new Option(
+          '--ray-gpus <n>',
+          'GPUs Ray reserves for each job (entrypoint_num_gpus; 0.5 shares one); such jobs train on webgpu unless --set backend=… says otherwise',
+        )
+          .argParser(nonNegative)
+          .default(0),
       )
       .option(
         '--ray-setup <command>',
@@ -234,6 +243,7 @@ async function studyOnRay(
       project: opts.ship ? '.' : (opts.rayProject ?? PROJECT_DIR),
       node: opts.rayNode,
       cpusPerJob: opts.rayCpus,
+      ...(opts.rayGpus > 0 ? { gpusPerJob: opts.rayGpus } : {}),
       ...fetchRule({ fetch: opts.fetchAll ? 'all' : opts.fetch ? 'last' : undefined, rayHome: opts.rayHome }),
     },
   });

@@ -88,6 +88,7 @@ export function createClusterContext(opts: ClusterHostOptions): ClusterContext {
                 kind: 'ray',
                 url: record.where.url,
                 rayHome: record.where.rayHome,
+                ...(record.where.gpusPerJob ? { gpusPerJob: record.where.gpusPerJob } : {}),
                 ...(shippedPackage(record) ? { shipped: shippedPackage(record) } : {}),
               }
             : { kind: 'local' },

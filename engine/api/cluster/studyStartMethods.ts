@@ -66,6 +66,7 @@ export function createStudyStartMethods(
           project: ship ? '.' : env[RAY_PROJECT_ENV] || projectDir,
           node: env[RAY_NODE_ENV] || 'node',
           cpusPerJob: req.ray.cpusPerJob ?? 1,
+          ...(req.ray.gpusPerJob ? { gpusPerJob: req.ray.gpusPerJob } : {}),
           ...fetchRule(req.ray),
         },
       });

@@ -29,6 +29,9 @@ const rayTargetSchema = z.strictObject({
   rayHome: z.string().trim().min(1).max(4096).optional(),
   /** CPUs Ray reserves for each job (entrypoint_num_cpus); default 1. */
   cpusPerJob: z.number().min(0).max(4096).optional(),
+  /** GPUs Ray reserves for each job (entrypoint_num_gpus; fractions share a GPU); default 0. Jobs given GPUs train on
+   * the webgpu backend unless the config names one. */
+  gpusPerJob: z.number().min(0).max(64).optional(),
   /**
    * Send the project with the jobs (the built engine, its packages, resources/ as the runtime_env working_dir, as
    * `study --ship`), so the cluster needs only Node.js. Default: on in a packaged app without $MARS_LAB_RAY_PROJECT.
@@ -81,6 +84,8 @@ export const studyViewSchema = z.object({
     rayHome: z.string().optional(),
     /** The shipped project's package (gcs://_ray_pkg_<sha1>.zip), when the study sent it with its jobs. */
     shipped: z.string().optional(),
+    /** GPUs each job asked Ray for, when any. */
+    gpusPerJob: z.number().optional(),
   }),
   runs: z.array(studyRunViewSchema),
   link: z.enum(['following', 'unreachable', 'error', 'idle']),

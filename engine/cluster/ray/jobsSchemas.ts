@@ -34,6 +34,9 @@ export const jobDetailsSchema = z.object({
   metadata: z.record(z.string(), z.string()).nullish(),
   runtime_env: z.record(z.string(), z.unknown()).nullish(),
   driver_exit_code: nullableNumber,
+  /** What the job asked Ray for (JobInfo since Ray 2.2); absent or null when it asked for none. */
+  entrypoint_num_cpus: nullableNumber,
+  entrypoint_num_gpus: nullableNumber,
 });
 export type RayJobDetails = z.infer<typeof jobDetailsSchema>;
 

@@ -139,6 +139,9 @@ async function submitRun(s: RayState, run: StudyRun): Promise<void> {
       ...(study.where.kind === 'ray' && study.where.cpusPerJob > 0
         ? { entrypoint_num_cpus: study.where.cpusPerJob }
         : {}),
+      ...(study.where.kind === 'ray' && (study.where.gpusPerJob ?? 0) > 0
+        ? { entrypoint_num_gpus: study.where.gpusPerJob }
+        : {}),
       ...(runtimeEnv ? { runtime_env: runtimeEnv } : {}),
     });
   } catch (err) {

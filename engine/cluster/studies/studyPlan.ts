@@ -109,14 +109,24 @@ export function shellQuote(word: string): string {
   return /^[A-Za-z0-9_./:=,@%+-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
 }
 
-/** The Ray job's entrypoint: node running this project's CLI at the path it has on the cluster. */
+/**
+ * The Ray job's entrypoint: node running this project's CLI at the path it has on the cluster. A job that Ray gives
+ * GPUs (where.gpusPerJob) trains on the webgpu backend unless the study's sets name a backend: 'auto' would fall back
+ * to wasm on a node without a usable adapter and leave the GPU idle, where webgpu refuses in one line (issue 33).
+ */
 export function rayEntrypoint(
   study: StudyRecord,
   run: { runId: string; variant: string | null; seed: number },
 ): string {
   if (study.where.kind !== 'ray') throw new Error('rayEntrypoint: not a Ray study');
   const cli = path.posix.join(study.where.project, 'engine/bin/mars-lab.mjs');
-  return [study.where.node, cli, ...trainArgs(study, run, study.where.rayHome)].map(shellQuote).join(' ');
+  const gpuBackend =
+    (study.where.gpusPerJob ?? 0) > 0 && !study.sets.some((s) => s.startsWith('backend='))
+      ? ['--set', 'backend=webgpu']
+      : [];
+  return [study.where.node, cli, ...trainArgs(study, run, study.where.rayHome), ...gpuBackend]
+    .map(shellQuote)
+    .join(' ');
 }
 
 /** The headline score from a `train --json` "done" line's metrics (the last step's), when no run folder is readable. */

@@ -62,6 +62,8 @@ export const studyWhereSchema = z.discriminatedUnion('kind', [
     project: z.string(),
     node: z.string(),
     cpusPerJob: z.number().nonnegative(),
+    /** GPUs Ray reserves for each job (entrypoint_num_gpus); absent in records from before GPUs could be asked for. */
+    gpusPerJob: z.number().nonnegative().optional(),
     /** Fetch each finished run's folder back here (the ray home is not shared): the last checkpoint, or all. */
     fetch: z.enum(['last', 'all']).optional(),
     /** The jobs' runtime_env (a shipped project's working_dir among it) and setup command, for runs submitted on a

@@ -17,6 +17,8 @@ export interface StudyTarget {
   rayUrl: string;
   tokenEnv: string;
   rayHome: string;
+  /** GPUs Ray reserves for each job, as typed ('' or '0': none; a job given GPUs trains on webgpu). */
+  gpusText: string;
   /**
    * Ship this app's project with the jobs (runtime_env working_dir, as `mars-lab study --ship`): on by default only
    * in a packaged app without $MARS_LAB_RAY_PROJECT (the host says, studyOptions.shipByDefault), until changed here.
@@ -35,6 +37,7 @@ export function newStudyTarget(): StudyTarget {
     rayUrl: 'http://127.0.0.1:8265',
     tokenEnv: '',
     rayHome: '',
+    gpusText: '',
     ship: false,
     shipTouched: false,
     seedsText: '1',
@@ -88,18 +91,30 @@ export function targetProblem(
           ? 'seeds: a count (3 = seeds 0, 1, 2) or a list like 0,4,7'
           : where === 'ray' && tokenEnv.trim() !== '' && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(tokenEnv.trim())
             ? 'token: the name of an environment variable of the app, e.g. MARS_LAB_RAY_TOKEN'
-            : null;
+            : where === 'ray' && gpusPerJob(target) === null
+              ? 'GPUs per job: a number from 0 to 64 (0.5 shares one GPU between two jobs)'
+              : null;
+}
+
+/** The GPUs per job the form's text asks for (0 when empty), or null when it is not a number from 0 to 64. */
+export function gpusPerJob(target: StudyTarget): number | null {
+  const t = target.gpusText.trim();
+  if (t === '') return 0;
+  const n = Number(t);
+  return Number.isFinite(n) && n >= 0 && n <= 64 ? n : null;
 }
 
 /** The startStudy request's `ray` part for a cluster launch (empty for a study here). */
 export function rayRequest(target: StudyTarget): Pick<ApiRequest<'startStudy'>, 'ray'> {
   const { where, rayUrl, tokenEnv, rayHome, ship } = target;
+  const gpus = gpusPerJob(target) ?? 0;
   return where === 'ray'
     ? {
         ray: {
           url: rayUrl.trim(),
           ...(tokenEnv.trim() ? { tokenEnv: tokenEnv.trim() } : {}),
           ...(rayHome.trim() ? { rayHome: rayHome.trim() } : {}),
+          ...(gpus > 0 ? { gpusPerJob: gpus } : {}),
           ship,
         },
       }

@@ -1,0 +1,63 @@
+/**
+ * GPUs for a study's Ray jobs (issue 33, item 6), the parts that need no cluster: a study asking for GPUs per job
+ * trains on the webgpu backend unless its sets name a backend, one asking for none keeps the entrypoint it had; a
+ * record from before GPUs could be asked for still reads; Ray's job details keep entrypoint_num_gpus for the jobs list;
+ * the launch form's text becomes the request's gpusPerJob or a problem naming the field.
+ */
+import { describe, expect, it } from 'vitest';
+import { planStudy, rayEntrypoint } from '../../../engine/cluster/studies/studyPlan';
+import { studyRecordSchema, type StudyWhere } from '../../../engine/cluster/studies/studyRecord';
+import { jobDetailsSchema } from '../../../engine/cluster/ray/jobsSchemas';
+import {
+  gpusPerJob,
+  newStudyTarget,
+  rayRequest,
+  targetProblem,
+} from '../../../renderer/src/components/launch/studyTarget';
+
+const study = (where: Partial<StudyWhere>, sets: string[] = []) =>
+  planStudy({
+    preset: 'seqgrpo-copy',
+    variants: [null],
+    seeds: [0],
+    sets,
+    where: {
+      kind: 'ray',
+      url: 'http://127.0.0.1:8265',
+      rayHome: '/h',
+      project: '/opt/mars-lab',
+      node: 'node',
+      cpusPerJob: 1,
+      ...where,
+    } as StudyWhere,
+  });
+
+describe('GPU jobs', () => {
+  it('a job given GPUs trains on webgpu unless the sets name a backend', () => {
+    const none = study({});
+    expect(rayEntrypoint(none, none.runs[0]!)).not.toContain('backend=');
+    const gpu = study({ gpusPerJob: 1 });
+    expect(rayEntrypoint(gpu, gpu.runs[0]!)).toMatch(/ --set backend=webgpu$/);
+    const named = study({ gpusPerJob: 0.5 }, ['backend=wasm']);
+    const entry = rayEntrypoint(named, named.runs[0]!);
+    expect(entry).toContain('--set backend=wasm');
+    expect(entry).not.toContain('webgpu');
+  });
+
+  it('a record without gpusPerJob still reads; the job details keep what the job asked for', () => {
+    const old = study({});
+    expect(old.where).not.toHaveProperty('gpusPerJob');
+    expect(studyRecordSchema.parse(JSON.parse(JSON.stringify(old))).where).toMatchObject({ kind: 'ray' });
+    const job = jobDetailsSchema.parse({ status: 'PENDING', submission_id: 'r1', entrypoint_num_gpus: 2 });
+    expect(job.entrypoint_num_gpus).toBe(2);
+  });
+
+  it("the launch form's GPUs per job: empty is none, a number is sent, anything else is a problem", () => {
+    const t = { ...newStudyTarget(), where: 'ray' as const };
+    expect(rayRequest(t).ray).not.toHaveProperty('gpusPerJob');
+    expect(rayRequest({ ...t, gpusText: ' 0.5 ' }).ray?.gpusPerJob).toBe(0.5);
+    expect(gpusPerJob({ ...t, gpusText: 'two' })).toBeNull();
+    expect(targetProblem({ ...t, gpusText: 'two' }, 'seqgrpo-copy', [0], false)).toMatch(/^GPUs per job:/);
+    expect(targetProblem({ ...t, gpusText: '1' }, 'seqgrpo-copy', [0], false)).toBeNull();
+  });
+});

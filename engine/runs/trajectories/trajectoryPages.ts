@@ -86,7 +86,7 @@ export function marsPagesOf(records: readonly unknown[], config: unknown): Recor
   return out;
 }
 
-/** MARS episodes with every search's `capacity` filled in where the record lacks it; other records unchanged. */
+/** MARS episodes with every search's `capacity` filled in where the record lacks the field; other records unchanged. */
 export function withCapacities(records: readonly unknown[], config: unknown): unknown[] {
   const mars = isRec(config) && isRec(config['mars']) ? config['mars'] : {};
   const n = (v: unknown, d: number): number => (typeof v === 'number' && Number.isFinite(v) ? v : d);
@@ -95,11 +95,13 @@ export function withCapacities(records: readonly unknown[], config: unknown): un
   const missing = mars['missingPurpose'] === 'empty' ? 'empty' : 'query';
   return records.map((r) => {
     if (!isRec(r) || r['kind'] !== 'mars.episode' || !Array.isArray(r['turns'])) return r;
-    if (r['turns'].every((t) => !isRec(t) || typeof t['capacity'] === 'number' || t['query'] === null)) return r;
+    // a recorded capacity, null included (no pages found, or System 1 off: no window), is the trainer's and kept
+    const keep = (t: unknown): boolean => !isRec(t) || 'capacity' in t || t['query'] === null;
+    if (r['turns'].every(keep)) return r;
     return {
       ...r,
       turns: r['turns'].map((t: unknown) => {
-        if (!isRec(t) || typeof t['capacity'] === 'number' || t['query'] === null) return t;
+        if (!isRec(t) || keep(t)) return t;
         const purpose =
           typeof t['purpose'] === 'string'
             ? t['purpose']

@@ -45,6 +45,9 @@ describe('capacities filled in by the host', () => {
     // a recorded capacity is kept, and the record itself is not changed
     const recorded = { kind: 'mars.episode', turns: [{ query: 'x', purpose: null, capacity: 7, bins: [] }] };
     expect(withCapacities([recorded], config)[0]).toBe(recorded);
+    // so is a recorded null: the search found no pages (or System 1 was off), so there was no window to size
+    const none = { kind: 'mars.episode', turns: [{ query: 'x', purpose: null, capacity: null, bins: [] }] };
+    expect(withCapacities([none], config)[0]).toBe(none);
     expect(episodes[0]!.turns[0]!.capacity).toBeUndefined();
   });
 });

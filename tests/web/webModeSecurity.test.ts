@@ -86,6 +86,18 @@ function openSocket(query = '', headers: Record<string, string> = {}): Promise<O
   });
 }
 
+/**
+ * The promise's value, or a failure naming the step that did not happen within 40 s: a CI run once timed out at the
+ * test's 120 s with no word of which wait hung (it never did here, loaded or not).
+ */
+function within<T>(promise: Promise<T>, step: string, ms = 40_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`not within ${ms / 1000} s: ${step}`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 /** A socket that sent the token and got host-ready. */
 async function authedSocket(): Promise<OpenSocket> {
   const open = await openSocket('', { origin: `http://127.0.0.1:${server.port}` });
@@ -158,15 +170,18 @@ describe('the renderer files are public, the token goes nowhere but the socket',
 
 describe('the socket tells nothing without the token', () => {
   it('closes a socket whose first message is not the token with TOKEN_REFUSED, having sent it nothing, events included', async () => {
-    const control = await authedSocket();
-    const wrong = await openSocket();
-    const inUrl = await openSocket(`?token=${server.token}`);
-    const silent = await openSocket();
+    const control = await within(authedSocket(), 'the authenticated socket opened');
+    const wrong = await within(openSocket(), 'a socket opened');
+    const inUrl = await within(openSocket(`?token=${server.token}`), 'a socket with the token in its URL opened');
+    const silent = await within(openSocket(), 'a silent socket opened');
     if ('refused' in wrong || 'refused' in inUrl || 'refused' in silent) throw new Error('upgrade refused');
     wrong.socket.send(JSON.stringify({ token: `${server.token.slice(0, -1)}x` }));
     // The token in the socket's URL counts for nothing: the first message must be the token, not a call.
     inUrl.socket.send(JSON.stringify({ id: 1, method: 'ping' }));
-    const [w, u] = await Promise.all([wrong.closed, inUrl.closed]);
+    const [w, u] = await within(
+      Promise.all([wrong.closed, inUrl.closed]),
+      'the wrong-token and URL-token sockets closed',
+    );
     for (const closed of [w, u]) {
       expect(closed.code).toBe(TOKEN_REFUSED);
       expect(closed.reason).toMatch(/open the URL that mars-lab serve printed/);
@@ -187,7 +202,7 @@ describe('the socket tells nothing without the token', () => {
       control.messages.some((m) => (m['event'] as { type?: string; runId?: string } | undefined)?.runId === id),
     ).toBe(true);
     silent.socket.send('not json');
-    expect((await silent.closed).code).toBe(TOKEN_REFUSED);
+    expect((await within(silent.closed, 'the silent socket closed')).code).toBe(TOKEN_REFUSED);
     for (const s of [wrong, inUrl, silent]) expect(s.messages).toEqual([]);
     control.socket.close();
   });

@@ -185,6 +185,49 @@ describe('paths from a request', () => {
     expect(await callApi(host.handlers, 'validateConfig', { preset: 'mars-tiny' })).toMatchObject({ ok: true }); // resources/mars/base-tiny
   });
 
+  it('a task file or corpus outside the allowed folders is refused on its field, at start and at resume', async () => {
+    const marti = (file: string) => ({ config: { algorithm: 'marti', task: { file } } });
+    const mars = (folder: string, questions: string) => ({
+      config: { algorithm: 'mars', task: { corpus: { folder, questions } } },
+    });
+    fs.writeFileSync(path.join(outside, 'questions.jsonl'), '{}\n');
+    const launched = launcher.launches.length;
+    expect(await callApi(host.handlers, 'validateConfig', marti('/etc/passwd'))).toMatchObject({
+      ok: false,
+      issues: [{ path: 'task.file', message: expect.stringMatching(/\/etc\/passwd is outside the folders/) }],
+    });
+    await expect(callApi(host.handlers, 'startRun', marti('/etc/passwd'))).rejects.toThrow(/task\.file: .* is outside/);
+    const marsAnswer = (await callApi(
+      host.handlers,
+      'validateConfig',
+      mars(outside, path.join(outside, 'questions.jsonl')),
+    )) as { issues: { path: string }[] };
+    expect(marsAnswer.issues.map((i) => i.path)).toEqual(['task.corpus.folder', 'task.corpus.questions']);
+    expect(JSON.stringify(marsAnswer)).not.toContain('{}');
+
+    // a run folder whose run.json was edited to read /etc/passwd is not resumed
+    const { id, dir } = createRunFolder(home, {
+      algorithm: 'marti',
+      config: {},
+      engineVersion: '0',
+      seed: 1,
+      tags: [],
+      notes: '',
+    });
+    const checked = (await callApi(host.handlers, 'validateConfig', { config: { algorithm: 'marti' } })) as {
+      config: Record<string, unknown>;
+    };
+    const crafted = { ...checked.config, task: { ...(checked.config['task'] as object), file: '/etc/passwd' } };
+    writeRunMeta(dir, { ...readRunMeta(dir), status: 'interrupted', config: crafted });
+    await expect(callApi(host.handlers, 'resumeRun', { runId: id })).rejects.toThrow(/task\.file: .* is outside/);
+    expect(launcher.launches.length).toBe(launched);
+
+    const inHome = path.join(home, 'tasks.jsonl');
+    fs.writeFileSync(inHome, '');
+    const ok = (await callApi(host.handlers, 'validateConfig', marti(inHome))) as { issues?: { path: string }[] };
+    expect((ok.issues ?? []).filter((i) => i.path === 'task.file')).toEqual([]);
+  });
+
   it('MARS_LAB_ALLOW_PATHS adds folders', async () => {
     process.env.MARS_LAB_ALLOW_PATHS = outside;
     const allowing = await createHost({ home, launcher: fakeLauncher(), transport: 'web' });

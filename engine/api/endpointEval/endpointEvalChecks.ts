@@ -15,7 +15,7 @@ import { ENV_NAME } from '../../policy/policySource';
 import { configuredSources } from '../../runs/config/configuredSources';
 import type { ConfigIssue, RunConfig } from '../../runs/config/configSchema';
 import { looksLikeKey } from '../../pure/apiKeyText';
-import { pathProblem } from '../host/hostGuards';
+import { pathProblem, taskFileSources } from '../host/hostGuards';
 import { keyGrantProblem } from '../host/keyGrants';
 
 /** The field path of each configured policy source, as configuredSources labels them. */
@@ -80,19 +80,9 @@ export function endpointEvalIssues(
       });
     }
   }
-  const roots = opts.roots;
-  if (roots) {
-    const files: [string, string | undefined][] =
-      config.algorithm === 'mars'
-        ? [
-            ['task.corpus.folder', config.task.corpus?.folder],
-            ['task.corpus.questions', config.task.corpus?.questions],
-          ]
-        : [['task.file', config.task.file]];
-    for (const [field, p] of files) {
-      const problem = p === undefined ? undefined : pathProblem(p, roots);
-      if (problem) issues.push({ path: field, message: problem });
-    }
+  for (const [field, p] of opts.roots ? taskFileSources(config) : []) {
+    const problem = p === undefined ? undefined : pathProblem(p, opts.roots!);
+    if (problem) issues.push({ path: field, message: problem });
   }
   return issues;
 }

@@ -71,11 +71,29 @@ function checkpointSources(config: RunConfig): [string, { kind: string; path?: s
   return out;
 }
 
-/** The config's checkpoint paths that lie outside `roots`, as issues on their fields (the form shows them there). */
+/** Every field of a config that names a user's task file or folder (a MARS corpus and its questions, a MARTI task file). */
+export function taskFileSources(config: RunConfig): [string, string | undefined][] {
+  if (config.algorithm === 'mars') {
+    return [
+      ['task.corpus.folder', config.task.corpus?.folder],
+      ['task.corpus.questions', config.task.corpus?.questions],
+    ];
+  }
+  return config.algorithm === 'marti' ? [['task.file', config.task.file]] : [];
+}
+
+/**
+ * The config's checkpoint paths and task files that lie outside `roots`, as issues on their fields (the form shows
+ * them there): a window may have the worker read no file the host would not show it.
+ */
 export function configPathIssues(config: RunConfig, roots: readonly string[]): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   for (const [field, from] of checkpointSources(config)) {
     const problem = from.kind === 'checkpoint' && from.path !== undefined ? pathProblem(from.path, roots) : undefined;
+    if (problem) issues.push({ path: field, message: problem });
+  }
+  for (const [field, p] of taskFileSources(config)) {
+    const problem = p === undefined ? undefined : pathProblem(p, roots);
     if (problem) issues.push({ path: field, message: problem });
   }
   return issues;

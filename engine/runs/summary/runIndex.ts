@@ -10,11 +10,12 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { LowSync, type SyncAdapter } from 'lowdb';
 import { z } from 'zod';
+import { clip } from '../../base/boundedText';
 import { UserError } from '../../base/userError';
 import { headlineScore, type HeadlineScore } from './headlineMetric';
 import { INDEX_FILE, RUN_FILES, runsDir } from '../folder/home';
 import { readAt, type MetricStats, type ReadAt } from './metricStats';
-import { runSummarySchema } from './runSummary';
+import { runSummarySchema, SUMMARY_BOUNDS } from './runSummary';
 import { isRunFolderName, listCheckpoints, readRunMeta, type RunStatus } from '../folder/runFolder';
 import {
   extendCover,
@@ -166,13 +167,13 @@ function rebuildEntry(dir: string, id: string, old: IndexEntry | undefined, stam
     if (meta.preset !== undefined) summary.preset = meta.preset;
     summary.createdAt = meta.createdAt;
     summary.statusAt = meta.statusAt;
-    summary.tags = meta.tags;
-    summary.notes = meta.notes;
+    summary.tags = meta.tags.slice(0, SUMMARY_BOUNDS.tags).map((t) => clip(t, SUMMARY_BOUNDS.tagChars));
+    summary.notes = clip(meta.notes, SUMMARY_BOUNDS.notesChars);
     const total = (meta.config as { budget?: { steps?: unknown } } | null | undefined)?.budget?.steps;
     if (typeof total === 'number' && Number.isFinite(total)) summary.totalSteps = total;
   } catch (err) {
     if (!(err instanceof UserError)) throw err;
-    summary.error = err.message;
+    summary.error = clip(err.message, SUMMARY_BOUNDS.errorChars);
   }
 
   const metricsFile = path.join(dir, RUN_FILES.metrics);

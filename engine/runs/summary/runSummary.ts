@@ -27,6 +27,13 @@ export const metricsByNameSchema = z.custom<Record<string, MetricStatsShape>>(
   { message: 'expected an object of {last, min, max} by metric name' },
 );
 
+/**
+ * What one row of the run list carries of a run's labels and error, whatever its run.json holds (a crafted one may
+ * have 200,000 tags or megabytes of notes): the tags and notes a window can set (api contract setRunLabels), and an
+ * error of a few lines. The run page's meta (getRun) has them whole.
+ */
+export const SUMMARY_BOUNDS = { tags: 32, tagChars: 64, notesChars: 10_000, errorChars: 2_000 } as const;
+
 /** One row of the run list (runIndex.ts RunSummary, whose fields are documented there). */
 export const runSummarySchema = z.object({
   id: z.string(),

@@ -177,3 +177,43 @@ describe('openRunIndex', () => {
     expect(fs.existsSync(empty)).toBe(false);
   });
 });
+
+describe('an index entry is bounded whatever run.json holds (issue 34, Low)', () => {
+  function craft(patch: (meta: Record<string, unknown>) => void): string {
+    const { id, dir } = createRunFolder(home, META);
+    const file = path.join(dir, RUN_FILES.meta);
+    const meta = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
+    patch(meta);
+    fs.writeFileSync(file, JSON.stringify(meta));
+    return id;
+  }
+
+  it('200,000 bad tags: the run is listed corrupt with an error of a few hundred characters, index.json stays small', () => {
+    const id = craft((m) => (m['tags'] = Array.from({ length: 200_000 }, (_, i) => i)));
+    const row = openRunIndex(home)
+      .list()
+      .find((r) => r.id === id)!;
+    expect(row.status).toBe('corrupt');
+    expect(row.error).toMatch(/"tags\.0": .*and 199990 more/);
+    expect(row.error!.length).toBeLessThan(4_000);
+    expect(fs.statSync(path.join(home, INDEX_FILE)).size).toBeLessThan(64 << 10);
+  });
+
+  it('20,000 tags of 70 characters and a 1 MB note (run.json may be 4 MiB): the list shows the first 32 tags and the note cut, run.json untouched', () => {
+    const id = craft((m) => {
+      m['tags'] = Array.from({ length: 20_000 }, (_, i) => `tag-${i}-${'x'.repeat(64)}`);
+      m['notes'] = 'n'.repeat(1_000_000);
+    });
+    const before = fs.readFileSync(path.join(home, 'runs', id, RUN_FILES.meta), 'utf8');
+    const index = openRunIndex(home);
+    const row = index.list().find((r) => r.id === id)!;
+    expect(row.status).toBe('created');
+    expect(row.tags).toHaveLength(32);
+    expect(row.tags[0]).toMatch(/^tag-0-x+…$/);
+    expect(row.tags[0]!.length).toBeLessThanOrEqual(64);
+    expect(row.notes.length).toBeLessThanOrEqual(10_000);
+    expect(fs.statSync(path.join(home, INDEX_FILE)).size).toBeLessThan(64 << 10);
+    expect(index.get(id)!.summary.tags).toEqual(row.tags); // the same bound on a run page's summary
+    expect(fs.readFileSync(path.join(home, 'runs', id, RUN_FILES.meta), 'utf8')).toBe(before);
+  });
+});

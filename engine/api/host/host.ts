@@ -52,16 +52,26 @@ export type ApiHandlers = { [M in ApiMethod]: (request: ApiParsedRequest<M>) => 
 export interface Host {
   readonly home: string;
   readonly handlers: ApiHandlers;
-  /** Every event for every window; returns the unsubscribe function. */
-  subscribe(listener: (event: ApiEvent) => void): () => void;
+  /**
+   * Every event for every window; returns the unsubscribe function. `queued`, when the transport can tell, is how many
+   * bytes of events this listener has yet to send: a backlog is read no faster than the slowest listener sends it.
+   */
+  subscribe(listener: (event: ApiEvent) => void, queued?: () => number): () => void;
   /** Stops watching; run processes keep running (they belong to their run folders, not to the window). */
   close(): Promise<void>;
 }
+
+/**
+ * A listener with more than this still to send holds a backlog's next slice back (watcher.ts canTake): a copied-in run's
+ * 77 MiB of logs queued in front of every answer on every socket.
+ */
+const BACKLOG_QUEUE_BYTES = 2 << 20;
 
 export async function createHost(opts: HostOptions): Promise<Host> {
   const home = path.resolve(opts.home);
   const presetsDir = opts.presetsDir ?? PRESETS_DIR;
   const listeners = new Set<(event: ApiEvent) => void>();
+  const queues = new Set<() => number>();
   const dirOf = runDirOf(home);
   /** Per run, the byte offsets and steps of trajectories.jsonl's lines (engine/runs/trajectories/trajectoryIndex.ts). */
   const trajectories = keptTrajectoryLines(dirOf);
@@ -74,11 +84,15 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       }
     }
   };
-  const watcher: HomeWatcher = await watchHome(home, (event) => {
-    // A resume cut trajectories.jsonl back: its index is built again on the next request.
-    if (event.type === 'fileReset' && event.file === 'trajectories.jsonl') trajectories.forget(event.runId);
-    broadcast(toApiEvent(event));
-  });
+  const watcher: HomeWatcher = await watchHome(
+    home,
+    (event) => {
+      // A resume cut trajectories.jsonl back: its index is built again on the next request.
+      if (event.type === 'fileReset' && event.file === 'trajectories.jsonl') trajectories.forget(event.runId);
+      broadcast(toApiEvent(event));
+    },
+    { canTake: () => [...queues].every((queued) => queued() < BACKLOG_QUEUE_BYTES) },
+  );
   const index = openRunIndex(home);
   /** Run processes this host started, by run id, while they live. */
   const running = new Map<string, Launched>();
@@ -127,14 +141,17 @@ export async function createHost(opts: HostOptions): Promise<Host> {
   return {
     home,
     handlers,
-    subscribe(listener) {
+    subscribe(listener, queued) {
       listeners.add(listener);
+      if (queued) queues.add(queued);
       return () => {
         listeners.delete(listener);
+        if (queued) queues.delete(queued);
       };
     },
     async close() {
       listeners.clear();
+      queues.clear();
       await cluster.close();
       await watcher.close();
     },

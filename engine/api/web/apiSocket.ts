@@ -110,7 +110,10 @@ function serveSocket(ws: WebSocket, opts: SocketServing): void {
         // not JSON: refused below
       }
       if (!sameSecret(given, token)) return refuseToken('token refused');
-      unsubscribe = opts.host.subscribe((event: ApiEvent) => send({ event }));
+      unsubscribe = opts.host.subscribe(
+        (event: ApiEvent) => send({ event }),
+        () => ws.bufferedAmount,
+      );
       const ready: ApiEvent = { type: 'host-ready', engineVersion: ENGINE_VERSION };
       send({ event: ready });
       return;

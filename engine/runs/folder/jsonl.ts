@@ -103,6 +103,11 @@ export interface JsonlReadOptions {
   tail?: boolean;
   /** Reject parsed lines that are valid JSON but not a record of this file: return the reason, or undefined. */
   validate?: (value: unknown) => string | undefined;
+  /**
+   * Stop after about this many bytes (at the end of the 1 MiB chunk that passes it, once a line is complete), so a
+   * caller on an event loop can read a large backlog a slice at a time; `more` then says there is more to read.
+   */
+  maxBytes?: number;
 }
 
 export interface JsonlRead<T> {
@@ -115,6 +120,8 @@ export interface JsonlRead<T> {
   partial: number;
   /** The file is shorter than `from`: it was truncated or replaced, so the caller should read again from 0. */
   shrunk: boolean;
+  /** The read stopped at maxBytes before the size it saw: read again from `end`. */
+  more: boolean;
   warnings: string[];
 }
 
@@ -137,7 +144,15 @@ export const MAX_READ_WARNINGS = 20;
 export function readJsonl<T = unknown>(file: string, opts: JsonlReadOptions = {}): JsonlRead<T> {
   const from = opts.from ?? 0;
   const firstLine = opts.firstLine ?? (from === 0 ? 1 : undefined);
-  const out: JsonlRead<T> = { records: [], end: from, nextLine: firstLine, partial: 0, shrunk: false, warnings: [] };
+  const out: JsonlRead<T> = {
+    records: [],
+    end: from,
+    nextLine: firstLine,
+    partial: 0,
+    shrunk: false,
+    more: false,
+    warnings: [],
+  };
   const fd = openHomeFile(file);
   if (fd === null) return out;
   const warn = boundedWarnings(out.warnings, file);
@@ -177,9 +192,13 @@ export function readJsonl<T = unknown>(file: string, opts: JsonlReadOptions = {}
         skipping = true;
         carry = null;
       }
+      if (opts.maxBytes !== undefined && pos < size && pos - from >= opts.maxBytes && out.end > from) {
+        out.more = true;
+        break;
+      }
     }
     out.nextLine = line;
-    out.partial = size - out.end;
+    out.partial = out.more ? 0 : size - out.end;
     if (out.partial > 0 && !opts.tail) {
       warn(`skipped a torn last line (${out.partial} bytes), probably from a crash`);
     }

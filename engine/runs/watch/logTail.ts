@@ -13,6 +13,12 @@ import { emit, type RunState, type Tail, type WatchContext } from './watchState'
 
 const FINGERPRINT_BYTES = 32;
 
+/**
+ * The most of a log one tail reads before it lets the event loop turn: a run copied into the home with 77 MiB of logs
+ * was read and sent in one go, and every client's ping waited 3–5 s (issue 34). The rest follows on the next turn.
+ */
+export const TAIL_SLICE_BYTES = 2 << 20;
+
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -54,6 +60,7 @@ function emitRecords(ctx: WatchContext, runId: string, log: LogFileName, records
 export function tail(ctx: WatchContext, runId: string, s: RunState, log: LogFileName): boolean {
   const file = path.join(ctx.root, runId, log);
   let t = s.tails.get(log);
+  if (t?.continuing) return false; // a backlog's next slice is on its way and reads what is there
   for (let attempt = 0; attempt < 2; attempt++) {
     let st: fs.Stats;
     try {
@@ -84,6 +91,7 @@ export function tail(ctx: WatchContext, runId: string, s: RunState, log: LogFile
       firstLine: t.nextLine,
       tail: true,
       validate: log === RUN_FILES.metrics ? metricLineProblem : log === RUN_FILES.events ? eventLineProblem : undefined,
+      maxBytes: TAIL_SLICE_BYTES,
     });
     // Truncated between the stat and the read: stat again, which resets the tail.
     if (read.shrunk) continue;
@@ -95,9 +103,27 @@ export function tail(ctx: WatchContext, runId: string, s: RunState, log: LogFile
     if (grew) t.fingerprint = bytesBefore(file, t.offset);
     for (const message of read.warnings) emit(ctx, { type: 'warning', runId, message });
     if (read.records.length > 0) emitRecords(ctx, runId, log, read.records, readBytes);
+    if (read.more) continueTail(ctx, runId, s, log);
     return grew;
   }
   return false;
+}
+
+/**
+ * The next slice of a backlog, once the event loop has served what waits and the consumers can take more (polled every
+ * 20 ms while they cannot). Until then the log's other reads return at once, so slices are never read twice over.
+ */
+function continueTail(ctx: WatchContext, runId: string, s: RunState, log: LogFileName): void {
+  const t = s.tails.get(log);
+  if (!t) return;
+  t.continuing = true;
+  const next = (): void => {
+    if (ctx.closed || ctx.runs.get(runId) !== s || s.tails.get(log) !== t) return;
+    if (!ctx.canTake()) return void setTimeout(next, 20);
+    t.continuing = false;
+    tail(ctx, runId, s, log);
+  };
+  setImmediate(next);
 }
 
 /**

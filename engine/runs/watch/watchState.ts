@@ -15,6 +15,8 @@ export interface Tail {
   /** The bytes just before `offset`, to notice a file rewritten to at least its old length. */
   fingerprint: Buffer;
   partial: number;
+  /** A backlog is being read a slice at a time (logTail.ts): its next slice is scheduled, other reads wait for it. */
+  continuing?: boolean;
 }
 
 export interface RunState {
@@ -40,6 +42,8 @@ export interface WatchContext {
   readonly fromStart: boolean;
   readonly runs: Map<string, RunState>;
   readonly onEvent: (event: RunEvent) => void;
+  /** Whether the events' consumers can take a backlog's next slice now (WatchOptions.canTake). */
+  readonly canTake: () => boolean;
   ready: boolean;
   closed: boolean;
 }

@@ -11,7 +11,9 @@
  * its removal (the step's records are in trajectories.jsonl) as `step: null`. labels.json counts as part of run.json.
  *
  * A large read (a run copied into the home with its whole backlog) goes out in events of at most EVENT_BATCH_BYTES of
- * JSON each, in order, rather than as one event the size of the log (a 250 MB log was one 233 MB socket message).
+ * JSON each, in order, rather than as one event the size of the log (a 250 MB log was one 233 MB socket message), and
+ * is read TAIL_SLICE_BYTES at a time, the next slice only once the event loop turned and the consumers can take it
+ * (`canTake`): a 77 MiB backlog read in one go stalled every client's requests for seconds.
  *
  * This file holds the event union and the chokidar watch; the pieces share a WatchContext (watchState.ts): what a path
  * means (pathEvents.ts), the logs' tails (logTail.ts), run.json (metaFile.ts), live.json (liveFile.ts), the batches
@@ -51,6 +53,12 @@ export interface WatchOptions {
   fromStart?: boolean;
   /** Delay of the check that follows each change, in ms; above chokidar's 50 ms change throttle. */
   settleMs?: number;
+  /**
+   * Whether the events' consumers can take more of a backlog now (the host: no socket has much still to send). A
+   * backlog's next slice waits until they can, so a slow client holds the reading back instead of every other
+   * request, and the server's memory; default: always.
+   */
+  canTake?: () => boolean;
 }
 
 export interface HomeWatcher {
@@ -79,6 +87,7 @@ export async function watchHome(
     fromStart: opts.fromStart ?? false,
     runs: new Map(),
     onEvent,
+    canTake: opts.canTake ?? (() => true),
     ready: false,
     closed: false,
   };

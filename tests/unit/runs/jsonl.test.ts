@@ -132,6 +132,31 @@ describe('readJsonl', () => {
     fs.writeFileSync(file, JSON.stringify(long) + '\n{"b":2}\n');
     expect(readJsonl(file).records).toEqual([long, { b: 2 }]);
   });
+
+  it('reads in slices of maxBytes that add up to the whole read, a line longer than a slice included', () => {
+    const file = fresh();
+    const records = Array.from({ length: 60_000 }, (_, i) => ({ i, pad: 'x'.repeat(i % 97) }));
+    records.splice(12_345, 0, { i: -1, pad: 'y'.repeat(3 << 20) }); // longer than a slice: still read whole
+    fs.writeFileSync(file, records.map((r) => JSON.stringify(r) + '\n').join('') + '{"torn":');
+    const whole = readJsonl(file, { tail: true });
+    const got: unknown[] = [];
+    let at = { from: 0, firstLine: 1 as number | undefined };
+    let slices = 0;
+    for (;;) {
+      const read = readJsonl(file, { ...at, tail: true, maxBytes: 1 << 20 });
+      slices++;
+      got.push(...read.records);
+      at = { from: read.end, firstLine: read.nextLine };
+      if (!read.more) {
+        expect(read).toMatchObject({ end: whole.end, nextLine: whole.nextLine, partial: whole.partial });
+        break;
+      }
+      expect(read.partial).toBe(0);
+    }
+    expect(slices).toBeGreaterThan(3);
+    expect(got).toEqual(whole.records);
+    expect(got).toEqual(records);
+  });
 });
 
 describe('lastLineEnd and truncateTo', () => {

@@ -73,7 +73,7 @@ export interface ClaimsTable {
   mismatched: Comparison[];
 }
 
-const HOLM_MARK = / \((?:not after Holm|after Holm: [^)]*)\)/g;
+const HOLM_MARK = / \((?:not )?after Holm[^)]*\)/g;
 const LINE_RE = /^\d+ comparisons; .*`npx tsx tests\/study\/claimsHolm\.ts`/;
 const NUM = String.raw`(?:\d+(?:\.\d+)?(?:e-?\d+)?)`;
 
@@ -205,6 +205,7 @@ export function parseTables(file: string, text: string): ClaimsTable[] {
     const testCol = col('test');
     const seedsCol = col('seeds p');
     const worldsCol = col('worlds p');
+    const whereCol = col('where');
     const table: ClaimsTable = {
       file,
       heading,
@@ -265,7 +266,9 @@ export function parseTables(file: string, text: string): ClaimsTable[] {
         const rowV = verdicts.length === n ? verdicts[k]! : verdicts[0]!;
         const resolved = tests.map((t) => resolveBare(t, rowV));
         const v = verdictOf(resolved) ?? rowV;
-        add(s[k]?.label || w[k]?.label || (n > 1 ? String(k + 1) : ''), v, resolved);
+        const whereParts = whereCol >= 0 ? clean(cells[whereCol] ?? '').split(' / ') : [];
+        const fromWhere = n > 1 && whereParts.length === n ? whereParts[k]! : '';
+        add(s[k]?.label || w[k]?.label || fromWhere || (n > 1 ? String(k + 1) : ''), v, resolved);
       }
     }
     tables.push(table);
@@ -309,9 +312,19 @@ export function holmLine(r: TableResult): string {
     ? ` Rows ${r.table.summarised.map((s) => s.row).join(', ')} summarise several arms and are counted in the table they summarise, not here.`
     : '';
   return (
-    `${r.m} comparisons; ${r.rejected.length} reject at 0.05; ${r.survive.length} survive a Holm correction over this table (rows ${list(r.survive)}; rows counted from the table's first row) — \`npx tsx tests/study/claimsHolm.ts\`.` +
+    `${r.m} comparisons; ${r.rejected.length} reject at 0.05; ${r.survive.length} survive a Holm correction over this table (${r.survive.length ? `rows ${list(r.survive)}, counted from the table's first row` : 'none'}) — \`npx tsx tests/study/claimsHolm.ts\`.` +
     ` A comparison whose verdict needs the seed and the world test both to reject takes the larger of the two p-values in the verdict's direction (an inconclusive one the smaller of its two directions' larger p); rows marked "not after Holm" reject at 0.05 but not after the correction.${summarised}`
   );
+}
+
+/** `text` appended to cell `col` (0-based) of a raw table row, the rest of the row byte for byte. */
+export function insertInCell(line: string, col: number, text: string): string {
+  const pipes: number[] = [];
+  for (let k = 0; k < line.length; k++) if (line[k] === '|' && line[k - 1] !== '\\') pipes.push(k);
+  const end = pipes[col + 1];
+  if (end === undefined) return line;
+  const before = line.slice(0, end).replace(/\s+$/, '');
+  return `${before}${text} ${line.slice(end)}`;
 }
 
 /** Rewrite a file's tables: marks on rows whose rejections do not survive, the line under each table. */
@@ -324,16 +337,16 @@ export function writeMarks(text: string, results: readonly TableResult[]): strin
     const vCol = header.findIndex((h) => h.startsWith('verdict'));
     for (let row = 1; table.headerLine + 1 + row <= table.lastLine; row++) {
       const at = table.headerLine + 1 + row;
-      const cells = splitRow(lines[at]!.replace(HOLM_MARK, ''));
+      const raw = lines[at]!.replace(HOLM_MARK, '');
       const lost = r.lost.filter((c) => c.row === row);
       const kept = r.survive.filter((c) => c.row === row);
+      const several = r.table.comparisons.filter((c) => c.row === row).length > lost.length; // name them when not all
+      const labels = (cs: Comparison[]) => cs.map((c) => c.label || String(c.row)).join(', ');
+      let mark = '';
       if (lost.length) {
-        const mark = kept.length
-          ? ` (after Holm: ${kept.map((c) => c.label || 'one').join(', ')} only)`
-          : ' (not after Holm)';
-        cells[vCol] = `${cells[vCol]}${mark}`;
+        mark = ` (not after Holm${several ? `: ${labels(lost)}` : ''}${kept.length ? `; ${labels(kept)} survive` : ''})`;
       }
-      lines[at] = `| ${cells.join(' | ')} |`;
+      lines[at] = mark ? insertInCell(raw, vCol, mark) : raw;
     }
     // the line under the table: replace an earlier one, else insert after a blank line
     const after = table.lastLine + 1;

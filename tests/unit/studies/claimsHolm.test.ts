@@ -4,7 +4,15 @@
  * example is worked below step by step.)
  */
 import { describe, expect, it } from 'vitest';
-import { comparisonP, correct, holm, parseGeneratedTest, parseHandCell, parseTables } from '../../study/claimsHolm';
+import {
+  comparisonP,
+  correct,
+  holm,
+  insertInCell,
+  parseGeneratedTest,
+  parseHandCell,
+  parseTables,
+} from '../../study/claimsHolm';
 
 describe('holm', () => {
   it('rejects step-down at α/(m−k) and stops at the first failure (hand-checked)', () => {
@@ -97,5 +105,11 @@ describe('reading the tables', () => {
     expect(r.survive.map((c) => c.row)).toEqual([1, 2, 4]);
     expect(t!.summarised.map((s) => s.row)).toEqual([5]);
     expect(t!.comparisons[1]!.claim).toBe('A beats B');
+  });
+
+  it('marks a row in place, leaving the rest of it byte for byte', () => {
+    expect(insertInCell('| | a \\| b | **holds** | x |', 2, ' (not after Holm)')).toBe(
+      '| | a \\| b | **holds** (not after Holm) | x |',
+    );
   });
 });

@@ -4,7 +4,7 @@
  */
 import { Command, Option } from 'commander';
 import { RayJobsClient, RAY_TOKEN_ENV } from '../cluster/ray/jobsClient';
-import { TERMINAL_STATUSES } from '../cluster/ray/jobsSchemas';
+import { jobGpus, TERMINAL_STATUSES } from '../cluster/ray/jobsSchemas';
 import { followJobLogs } from '../cluster/ray/logTail';
 import { UserError } from '../base/userError';
 import { terminalText as tt } from './terminalText';
@@ -71,7 +71,7 @@ export function registerJobsCommand(program: Command): void {
       j.status,
       when(j.start_time),
       tt(j.metadata?.mars_lab_study ?? '–'),
-      j.entrypoint_num_gpus ? String(j.entrypoint_num_gpus) : '–',
+      jobGpus(j) ? String(jobGpus(j)) : '–',
       tt((j.entrypoint ?? '').slice(0, 60)),
     ]);
     const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RayError, RayJobsClient } from '../../engine/cluster/ray/jobsClient';
+import { GPUS_METADATA_KEY } from '../../engine/cluster/ray/jobsSchemas';
 import { followJobLogs } from '../../engine/cluster/ray/logTail';
 import { runStudyOnRay } from '../../engine/cluster/studies/rayStudy';
 import { readStudy, studyLogFile } from '../../engine/cluster/studies/studyRecord';
@@ -134,6 +135,45 @@ describe.runIf(expectRay || !missing)('a real Ray head', () => {
     const jobs = await cli(['jobs', 'ls', '--ray', head.url]);
     expect(jobs.stdout).toContain(study.runs[0]!.runId);
   });
+
+  it('--ray-gpus 1 on this CPU head: the submitted job asks Ray for one GPU and webgpu, and waits for a GPU', async () => {
+    const child = spawn(
+      process.execPath,
+      [CLI, 'study', '--preset', 'seqgrpo-copy', '--seeds', '1', '--ray-gpus', '1', '--home', home, '--ray', head.url],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let err = '';
+    child.stderr.on('data', (d) => (err += d));
+    const code = new Promise<number | null>((r) => child.on('close', r));
+    const before = new Set((await client.list()).map((j) => j.submission_id));
+    let job: Awaited<ReturnType<RayJobsClient['job']>> | undefined;
+    for (let i = 0; i < 300 && !job; i++) {
+      job = (await client.list()).find((j) => !before.has(j.submission_id) && j.metadata?.mars_lab_study);
+      if (!job) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(job, err).toBeDefined();
+    job = await client.job(job!.submission_id!);
+    // What Ray keeps: the run told to train on webgpu, and a GPU asked for. Ray 2.52.1's job details do not echo
+    // entrypoint_num_gpus; it says the job waits for resources it asked for, and the metadata records how many.
+    expect(job.metadata?.[GPUS_METADATA_KEY]).toBe('1');
+    expect(job.message).toMatch(/waiting for resources/);
+    expect(job.entrypoint).toMatch(/ --set backend=webgpu$/);
+    // A head with no GPU never starts it (Ray holds the job until a node has one).
+    await new Promise((r) => setTimeout(r, 3000));
+    expect((await client.job(job.submission_id!)).status).toBe('PENDING');
+    const jobs = await cli(['jobs', 'ls', '--ray', head.url]);
+    const row = jobs.stdout.split('\n').find((l) => l.includes(job.submission_id!));
+    expect(row, jobs.stdout).toMatch(/\s1\s/); // the GPUs column
+    // One Ctrl-C ends the study: Ray answers the stop yet keeps a job that never started PENDING (Ray 2.52.1), so
+    // the run is marked stopped saying so, instead of the study waiting for Ray's start timeout.
+    child.kill('SIGINT');
+    expect(await code).toBe(2);
+    expect(err).toMatch(/1 stopped of 1 runs/);
+    const id = /^study (\S+):/m.exec(err)![1]!;
+    const [stopped] = readStudy(home, id).runs;
+    expect(stopped).toMatchObject({ state: 'stopped', jobStatus: 'PENDING' });
+    expect(stopped!.message).toMatch(/stopped before it started: Ray still lists the job PENDING/);
+  }, 120_000);
 
   it('Ctrl-C stops a study on Ray: its job is stopped through the API and the run checkpoints as stopped', async () => {
     const child = spawn(

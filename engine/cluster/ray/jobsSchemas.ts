@@ -34,11 +34,24 @@ export const jobDetailsSchema = z.object({
   metadata: z.record(z.string(), z.string()).nullish(),
   runtime_env: z.record(z.string(), z.unknown()).nullish(),
   driver_exit_code: nullableNumber,
-  /** What the job asked Ray for (JobInfo since Ray 2.2); absent or null when it asked for none. */
+  /**
+   * What the job asked Ray for, where a Ray version sends it: Ray keeps it (JobInfo) but its REST job details do not
+   * carry it (Ray 2.52.1's JobDetails has no such field), so mars-lab's own jobs also say it in their metadata.
+   */
   entrypoint_num_cpus: nullableNumber,
   entrypoint_num_gpus: nullableNumber,
 });
 export type RayJobDetails = z.infer<typeof jobDetailsSchema>;
+
+/** The metadata key under which a mars-lab job records the GPUs it asked Ray for (rayStudy.ts submitRun). */
+export const GPUS_METADATA_KEY = 'mars_lab_gpus';
+
+/** The GPUs a job asked for, from Ray's details or, for mars-lab's jobs, their metadata; 0 when neither says. */
+export function jobGpus(job: RayJobDetails): number {
+  if (job.entrypoint_num_gpus) return job.entrypoint_num_gpus;
+  const recorded = Number(job.metadata?.[GPUS_METADATA_KEY]);
+  return Number.isFinite(recorded) && recorded > 0 ? recorded : 0;
+}
 
 export const jobListSchema = z.array(jobDetailsSchema);
 export const logsSchema = z.object({ logs: z.string() });

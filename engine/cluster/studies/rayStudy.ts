@@ -13,7 +13,7 @@
  */
 import fs from 'node:fs';
 import { RayError, type RayJobsClient } from '../ray/jobsClient';
-import type { RayJobDetails } from '../ray/jobsSchemas';
+import { GPUS_METADATA_KEY, type RayJobDetails } from '../ray/jobsSchemas';
 import { followJobLogs } from '../ray/logTail';
 import { fetchRun, wantsFetch } from './fetchBack';
 import type { RunningStudy, StudyEvents } from './localStudy';
@@ -114,6 +114,8 @@ interface RayState {
   opts: RayStudyOptions;
   /** Aborted to stop following (the jobs go on). */
   follows: AbortController;
+  /** Each run's own follow, aborted when its job was asked to stop and Ray keeps it waiting (stopUnstarted). */
+  runFollows: Map<string, AbortController>;
   stopRequested: boolean;
   /** As given, else as recorded when the study started (a re-attach submits its pending runs the same way). */
   runtimeEnv: Record<string, unknown> | undefined;
@@ -135,6 +137,9 @@ async function submitRun(s: RayState, run: StudyRun): Promise<void> {
         mars_lab_preset: study.preset,
         mars_lab_variant: run.variant ?? '',
         mars_lab_seed: String(run.seed),
+        ...(study.where.kind === 'ray' && (study.where.gpusPerJob ?? 0) > 0
+          ? { [GPUS_METADATA_KEY]: String(study.where.gpusPerJob) }
+          : {}),
       },
       ...(study.where.kind === 'ray' && study.where.cpusPerJob > 0
         ? { entrypoint_num_cpus: study.where.cpusPerJob }
@@ -217,9 +222,11 @@ async function followRun(s: RayState, run: StudyRun): Promise<void> {
   // the follower starts again from the log's first byte; never through a link planted in the home (studyRecord.ts)
   const fd = openStudyLogForWrite(home, study.id, run.runId);
   const { lines, outcome } = followTrainLog(run, study, s.opts);
+  const own = new AbortController();
+  s.runFollows.set(run.runId, own);
   try {
     const r = await followJobLogs(s.client, run.runId, {
-      signal: s.follows.signal,
+      signal: AbortSignal.any([s.follows.signal, own.signal]),
       retryDelayMs: s.opts.retryDelayMs,
       onText: (t) => {
         fs.writeSync(fd, t);
@@ -260,8 +267,35 @@ async function followRun(s: RayState, run: StudyRun): Promise<void> {
     run.message = err.message;
     s.save(run);
   } finally {
+    s.runFollows.delete(run.runId);
     fs.closeSync(fd);
   }
+}
+
+/** How long a stopped job that never started may stay PENDING before the study stops waiting for it. */
+const UNSTARTED_STOP_WAIT_MS = 2_000;
+
+/**
+ * Asks Ray to stop a run's job. A job that never started (waiting for a GPU the cluster does not have free) is
+ * answered `stopped: true` yet kept PENDING by Ray 2.52.1, and a study waiting for its end would wait until Ray's start
+ * timeout: such a run is marked stopped, saying so, and no longer followed.
+ */
+async function stopRun(s: RayState, run: StudyRun): Promise<void> {
+  await s.client.stop(run.runId).catch(() => {});
+  const pollMs = Math.min(400, s.opts.retryDelayMs ?? 400);
+  for (let waited = 0; waited < UNSTARTED_STOP_WAIT_MS; waited += pollMs) {
+    await new Promise((r) => setTimeout(r, pollMs));
+    if (run.state !== 'submitted') return;
+    const job = await s.client.job(run.runId).catch(() => undefined);
+    if (job?.status !== 'PENDING') return;
+  }
+  run.state = 'stopped';
+  run.jobStatus = 'PENDING';
+  run.message =
+    'stopped before it started: Ray still lists the job PENDING (it waits for the resources it asked for) and ends ' +
+    'it at its start timeout (RAY_JOB_START_TIMEOUT_SECONDS on the head, 15 minutes by default); see mars-lab jobs ls';
+  s.save(run);
+  s.runFollows.get(run.runId)?.abort();
 }
 
 /** Submits the pending runs one by one and follows every run not final, until all are (or stop). */
@@ -305,6 +339,7 @@ export function runStudyOnRay(
     client,
     opts,
     follows,
+    runFollows: new Map(),
     stopRequested: false,
     runtimeEnv: opts.runtimeEnv ?? study.where.runtimeEnv,
     setup: opts.setup ?? study.where.setup,
@@ -323,7 +358,7 @@ export function runStudyOnRay(
       }
       s.stopRequested = true;
       for (const run of study.runs) {
-        if (run.state === 'submitted' || run.state === 'running') client.stop(run.runId).catch(() => {});
+        if (run.state === 'submitted' || run.state === 'running') void stopRun(s, run);
       }
     },
   };

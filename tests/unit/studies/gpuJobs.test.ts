@@ -1,13 +1,14 @@
 /**
  * GPUs for a study's Ray jobs (issue 33, item 6), the parts that need no cluster: a study asking for GPUs per job
  * trains on the webgpu backend unless its sets name a backend, one asking for none keeps the entrypoint it had; a
- * record from before GPUs could be asked for still reads; Ray's job details keep entrypoint_num_gpus for the jobs list;
+ * record from before GPUs could be asked for still reads; the jobs list takes a job's GPUs from Ray's details where a
+ * version sends them, else from mars-lab's metadata (Ray 2.52.1 sends none: tests/ray/rayJobs.test.ts);
  * the launch form's text becomes the request's gpusPerJob or a problem naming the field.
  */
 import { describe, expect, it } from 'vitest';
 import { planStudy, rayEntrypoint } from '../../../engine/cluster/studies/studyPlan';
 import { studyRecordSchema, type StudyWhere } from '../../../engine/cluster/studies/studyRecord';
-import { jobDetailsSchema } from '../../../engine/cluster/ray/jobsSchemas';
+import { jobDetailsSchema, jobGpus } from '../../../engine/cluster/ray/jobsSchemas';
 import {
   gpusPerJob,
   newStudyTarget,
@@ -49,7 +50,10 @@ describe('GPU jobs', () => {
     expect(old.where).not.toHaveProperty('gpusPerJob');
     expect(studyRecordSchema.parse(JSON.parse(JSON.stringify(old))).where).toMatchObject({ kind: 'ray' });
     const job = jobDetailsSchema.parse({ status: 'PENDING', submission_id: 'r1', entrypoint_num_gpus: 2 });
-    expect(job.entrypoint_num_gpus).toBe(2);
+    expect(jobGpus(job)).toBe(2);
+    const real = jobDetailsSchema.parse({ status: 'PENDING', submission_id: 'r2', metadata: { mars_lab_gpus: '0.5' } });
+    expect(jobGpus(real)).toBe(0.5);
+    expect(jobGpus(jobDetailsSchema.parse({ status: 'PENDING', metadata: { mars_lab_gpus: 'x' } }))).toBe(0);
   });
 
   it("the launch form's GPUs per job: empty is none, a number is sent, anything else is a problem", () => {

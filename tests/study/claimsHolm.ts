@@ -356,6 +356,15 @@ export function writeMarks(text: string, results: readonly TableResult[]): strin
   return lines.join('\n');
 }
 
+/**
+ * `text` with each claims table's Holm line and marks (what --write puts there): the report generators
+ * (marsReport.ts, martiStudy.ts) pass what they write through it, so a regenerated report keeps them.
+ */
+export function holmMarked(file: string, text: string): string {
+  const results = parseTables(file, text).map((t) => correct(t));
+  return results.length ? writeMarks(text, results) : text;
+}
+
 function main(argv: string[]) {
   const json = argv.includes('--json');
   const write = argv.includes('--write');
@@ -373,7 +382,7 @@ function main(argv: string[]) {
     const text = fs.readFileSync(file, 'utf8');
     const results = parseTables(path.relative(process.cwd(), file), text).map((t) => correct(t));
     all.push(...results);
-    if (write && results.length) fs.writeFileSync(file, writeMarks(text, results));
+    if (write && results.length) fs.writeFileSync(file, holmMarked(path.relative(process.cwd(), file), text));
   }
   if (json) {
     const out = all.map((r) => ({

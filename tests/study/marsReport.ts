@@ -10,6 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { claimRow, claimsTable, type ClaimRow } from './stats/claims';
+import { holmMarked } from './claimsHolm';
 import { DEFAULT_ALPHA, pairedSeedsVerdict, seedsVerdict, shiftVerdict } from './stats/verdict';
 import { MARS_FAMILIES } from '../../engine/mars/configSchema';
 import {
@@ -231,5 +232,5 @@ export function writeMarsReport(all: readonly Part[], out: string): void {
   const notes = path.join(path.dirname(out), `${path.basename(out, '.md')}.notes.md`);
   if (fs.existsSync(notes)) lines.push(fs.readFileSync(notes, 'utf8'));
   fs.mkdirSync(path.dirname(out), { recursive: true });
-  fs.writeFileSync(out, lines.join('\n'));
+  fs.writeFileSync(out, holmMarked(out, lines.join('\n')));
 }

@@ -31,6 +31,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { holmMarked } from './claimsHolm';
 import { evaluateMartiDetailed, type MartiEvalDetail } from '../../engine/marti/evaluate';
 import { heldoutTasks, taskSpec } from '../../engine/marti/problems';
 import { createMartiTrainer } from '../../engine/marti/trainer';
@@ -339,7 +340,7 @@ function writeReport(): void {
   // hand-written notes follow the generated part: marti.notes.md for marti.md, <name>.notes.md for <name>.md
   const notes = path.join(path.dirname(out), `${path.basename(out, '.md')}.notes.md`);
   if (fs.existsSync(notes)) lines.push(fs.readFileSync(notes, 'utf8'));
-  fs.writeFileSync(out, lines.join('\n'));
+  fs.writeFileSync(out, holmMarked(out, lines.join('\n')));
   console.log(`wrote ${out}`);
 }
 

@@ -3,11 +3,15 @@
  * hand, and the reading of both table layouts. (statsmodels is not installed here, so there is no peer run; the first
  * example is worked below step by step.)
  */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   comparisonP,
   correct,
   holm,
+  holmMarked,
   insertInCell,
   parseGeneratedTest,
   parseHandCell,
@@ -111,5 +115,19 @@ describe('reading the tables', () => {
     expect(insertInCell('| | a \\| b | **holds** | x |', 2, ' (not after Holm)')).toBe(
       '| | a \\| b | **holds** (not after Holm) | x |',
     );
+  });
+});
+
+describe('the committed reports', () => {
+  it('carry each claims table’s Holm line and marks as the script writes them (a regenerated report keeps them)', () => {
+    const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../../docs/results');
+    const files = fs.readdirSync(dir).filter((f) => f.endsWith('.md'));
+    let tables = 0;
+    for (const f of files) {
+      const text = fs.readFileSync(path.join(dir, f), 'utf8');
+      tables += parseTables(f, text).length;
+      expect(holmMarked(f, text), f).toBe(text);
+    }
+    expect(tables).toBeGreaterThanOrEqual(7);
   });
 });

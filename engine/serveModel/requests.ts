@@ -1,5 +1,6 @@
 /**
- * serve-model's request side: the JSON body read (capped at 16 MiB: 413 beyond, 400 when not JSON), a schema
+ * serve-model's request side: the JSON body read (capped at 16 MiB: 413 beyond, sent whole before the socket closes;
+ * 400 when not JSON), a schema
  * failure said as one line naming the field, the model a request names checked against the one served (404
  * model_not_found), and a prompt (text or token ids) turned into the ids the model is given. Answers go out through
  * sendJson.
@@ -9,20 +10,38 @@ import type { z } from 'zod';
 import type { Tokenizer } from '../model/tokenizers/tokenizer';
 import { HttpError, type CompletionRequest } from './protocol';
 
-const MAX_BODY = 16 * 1024 * 1024;
+export const MAX_BODY = 16 * 1024 * 1024;
 
-export function readBody(req: http.IncomingMessage): Promise<unknown> {
+/**
+ * How much of an oversize body is read and dropped after the 413 is sent: a client still sending when the socket
+ * closes gets a reset instead of the answer (unread bytes make the kernel reset the connection), so the rest is
+ * drained, up to this, then the socket is closed.
+ */
+const MAX_DRAIN = 64 * 1024 * 1024;
+
+export function readBody(req: http.IncomingMessage, res: http.ServerResponse): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let over = false;
+    const refuse = (): void => {
+      over = true;
+      chunks.length = 0;
+      res.shouldKeepAlive = false; // answered with Connection: close, the socket closed once the answer is out
+      reject(new HttpError(413, `request body over ${MAX_BODY} bytes`));
+    };
+    if (Number(req.headers['content-length']) > MAX_BODY) refuse(); // said up front: no need to wait for it
     req.on('data', (c: Buffer) => {
       size += c.length;
-      if (size > MAX_BODY) {
-        reject(new HttpError(413, `request body over ${MAX_BODY} bytes`));
-        req.destroy();
-      } else chunks.push(c);
+      if (over) {
+        if (size > MAX_BODY + MAX_DRAIN) req.destroy();
+        return;
+      }
+      if (size > MAX_BODY) refuse();
+      else chunks.push(c);
     });
     req.on('end', () => {
+      if (over) return;
       try {
         resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
       } catch {

@@ -14,7 +14,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { resolveBindHost, targetPath } from '../api/web/webServer';
+import { listenOn, resolveBindHost, targetPath } from '../api/web/webServer';
 import type { LlamaModel } from '../model/llama';
 import type { Tokenizer } from '../model/tokenizers/tokenizer';
 import { checkAccess, hostChecker } from './access';
@@ -92,10 +92,7 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
       }
     })();
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(o.port ?? 0, bind.address, () => resolve());
-  });
+  await listenOn(server, o.port ?? 0, bind.address, bindHost);
   port = (server.address() as net.AddressInfo).port;
   const shown = bind.wildcard ? '127.0.0.1' : net.isIPv6(bind.address) ? `[${bind.address}]` : bind.address;
   return {
@@ -126,8 +123,8 @@ async function route(
     checkModel(p.slice('/v1/models/'.length), ctx.modelName);
     return sendJson(res, 200, JSON.stringify(modelEntry));
   }
-  if (req.method === 'POST' && p === '/v1/completions') return await completions(ctx, await readBody(req), res);
-  if (req.method === 'POST' && p === '/v1/chat/completions') return await chat(ctx, await readBody(req), res);
+  if (req.method === 'POST' && p === '/v1/completions') return await completions(ctx, await readBody(req, res), res);
+  if (req.method === 'POST' && p === '/v1/chat/completions') return await chat(ctx, await readBody(req, res), res);
   throw new HttpError(
     404,
     `no such endpoint: ${req.method} ${p || '(bad target)'}; serve-model answers GET /v1/models, POST /v1/completions and /v1/chat/completions`,

@@ -60,7 +60,7 @@ async function streamJob(
   res.writeHead(200, {
     'Content-Type': 'text/event-stream; charset=utf-8',
     'Cache-Control': 'no-store',
-    Connection: 'keep-alive',
+    // No Connection header of its own: Node answers keep-alive, or close when the request said `Connection: close`.
     'X-Accel-Buffering': 'no',
   });
   const write = (obj: unknown): void => void res.write(`data: ${JSON.stringify(obj)}\n\n`);

@@ -65,21 +65,21 @@ export interface WebServer {
   close(): Promise<void>;
 }
 
-/** Listens on `address`, or fails with one line naming the option to change. */
-async function listen(server: http.Server, address: string, opts: WebServerOptions, bindHost: string): Promise<void> {
+/** Listens on `address` (serve and serve-model), or fails with one line naming the option to change. */
+export async function listenOn(server: http.Server, port: number, address: string, bindHost: string): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'EADDRINUSE') {
-        reject(new UserError(`port ${opts.port} is in use: choose another with --port, or --port 0 for any free one`));
+        reject(new UserError(`port ${port} is in use: choose another with --port, or --port 0 for any free one`));
       } else if (err.code === 'EADDRNOTAVAIL' || err.code === 'EACCES') {
         reject(
           new UserError(
-            `cannot listen on ${bindHost} port ${opts.port ?? 0} (${err.code}): choose an address of this machine with --host, or a port above 1023 with --port`,
+            `cannot listen on ${bindHost} port ${port} (${err.code}): choose an address of this machine with --host, or a port above 1023 with --port`,
           ),
         );
       } else reject(err);
     });
-    server.listen(opts.port ?? 0, address, () => resolve());
+    server.listen(port, address, () => resolve());
   });
 }
 
@@ -109,7 +109,7 @@ export async function startWebServer(opts: WebServerOptions): Promise<WebServer>
 
   const sockets = serveApiSocket(server, judge, { host: opts.host, token });
 
-  await listen(server, bind.address, opts, bindHost);
+  await listenOn(server, opts.port ?? 0, bind.address, bindHost);
   port = (server.address() as AddressInfo).port;
   // After listening, an error on the server (not on one connection) is reported, never thrown.
   server.on('error', (err) => console.error(`mars-lab serve: ${err.message}`));

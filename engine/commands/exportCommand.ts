@@ -97,6 +97,10 @@ export function registerExportCommand(program: Command): void {
       const out = opts.out;
       withFilePath(out, () => fs.writeFileSync(out, csv));
       console.error(`wrote ${records.length} rows to ${tt(out)}`);
-    } else process.stdout.write(csv);
+    } else {
+      // On a terminal a metric name from the run folder must not drive it (terminalText.ts); piped or redirected, the
+      // CSV is written byte for byte.
+      process.stdout.write(process.stdout.isTTY ? csv.split('\n').map(tt).join('\n') : csv);
+    }
   });
 }

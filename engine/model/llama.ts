@@ -1,6 +1,9 @@
 /**
  * Decoder-only transformer with Hugging Face Llama semantics: RMSNorm, rotary embeddings (rotate-half layout, as HF's
- * LlamaRotaryEmbedding), SwiGLU MLP, grouped-query attention, optional tied embeddings.
+ * LlamaRotaryEmbedding, with Llama 3's frequency scaling when configured), SwiGLU MLP, grouped-query attention,
+ * optional tied embeddings; and the two Qwen variants of it (issue 30, item 3): Qwen2's biases on the q, k and v
+ * projections (`layers.L.bq`, `bk`, `bv`), Qwen3's RMSNorm of each q and k head before RoPE (`layers.L.q_norm`,
+ * `k_norm`, over head_dim, with the model's rms_norm_eps), as transformers' Qwen2Attention and Qwen3Attention.
  *
  * Weights live in variables laid out for the forward pass, not in HF's layout: linear maps are stored transposed
  * ([in, out]) so that every product is a plain matMul (fast on wasm, see tensor/matMul.ts). q, k, v, gate and up are
@@ -19,7 +22,7 @@ import { fusedOps, type FusedOps } from '../tensor/native/fused';
 import { tf } from '../tensor/backend';
 import { mm, transposeLast } from '../tensor/matMul';
 import { gatherRows } from '../tensor/rows';
-import { headDim, type LlamaConfig } from './config';
+import { hasQkNorm, headDim, ropeInverseFrequencies, type LlamaConfig } from './config';
 
 /** Keys and values of earlier positions for one layer: [B, numKvHeads, Tcache, headDim], after RoPE. */
 export interface LayerCache {
@@ -97,8 +100,7 @@ export class LlamaModel {
     for (let j = 0; j < half; j++) r[(j + half) * hd + j] = -1;
     for (let j = half; j < hd; j++) r[(j - half) * hd + j] = 1;
     this.rotate = tf.keep(tf.tensor2d(r, [hd, hd]));
-    this.invFreq = new Float64Array(half);
-    for (let i = 0; i < half; i++) this.invFreq[i] = 1 / Math.pow(config.rope_theta, (2 * i) / hd);
+    this.invFreq = ropeInverseFrequencies(config);
   }
 
   p(name: string): tf.Variable {
@@ -238,9 +240,9 @@ export class LlamaModel {
     const H = this.config.num_attention_heads;
     const Hkv = this.config.num_key_value_heads;
     const rep = H / Hkv;
-    const q = this.applyRope(this.heads(l, 'wq', h, H, pass), pass, 1 / Math.sqrt(hd)); // [B, H, Tn, hd]
-    let k = this.applyRope(this.heads(l, 'wk', h, Hkv, pass), pass); // [B, Hkv, Tn, hd]
-    let v = this.heads(l, 'wv', h, Hkv, pass); // [B, Hkv, Tn, hd]
+    const q = this.applyRope(this.headNorm(l, 'q_norm', this.heads(l, 'q', h, H, pass), pass), pass, 1 / Math.sqrt(hd)); // [B, H, Tn, hd]
+    let k = this.applyRope(this.headNorm(l, 'k_norm', this.heads(l, 'k', h, Hkv, pass), pass), pass); // [B, Hkv, Tn, hd]
+    let v = this.heads(l, 'v', h, Hkv, pass); // [B, Hkv, Tn, hd]
     if (past) {
       k = tf.concat([past.k, k], 2); // [B, Hkv, Tk, hd]
       v = tf.concat([past.v, v], 2); // [B, Hkv, Tk, hd]
@@ -256,10 +258,23 @@ export class LlamaModel {
     return { out, cache: { k, v } };
   }
 
-  /** The projection `name` (wq, wk or wv) of layer `l` split into n heads: [B·Tn, D] → [B, n, Tn, hd]. */
-  private heads(l: number, name: string, h: tf.Tensor2D, n: number, pass: Pass): tf.Tensor4D {
-    const projected = product(pass.fused, h, this.p(`layers.${l}.${name}`) as tf.Tensor2D); // [B·Tn, n·hd]
+  /**
+   * The projection `w{which}` of layer `l` (plus its bias `b{which}` where the model has one: Qwen2) split into n
+   * heads: [B·Tn, D] → [B, n, Tn, hd].
+   */
+  private heads(l: number, which: 'q' | 'k' | 'v', h: tf.Tensor2D, n: number, pass: Pass): tf.Tensor4D {
+    let projected = product(pass.fused, h, this.p(`layers.${l}.w${which}`) as tf.Tensor2D); // [B·Tn, n·hd]
+    const bias = this.params.get(`layers.${l}.b${which}`);
+    if (bias) projected = tf.add(projected, bias); // [B·Tn, n·hd] + [n·hd]
     return tf.transpose(tf.reshape<tf.Rank.R4>(projected, [pass.batch, pass.tn, n, this.headDim]), [0, 2, 1, 3]); // [B, n, Tn, hd]
+  }
+
+  /** Qwen3's RMSNorm of every head of q or k over head_dim (weight [hd]); the identity for other families. */
+  private headNorm(l: number, name: 'q_norm' | 'k_norm', x: tf.Tensor4D, pass: Pass): tf.Tensor4D {
+    if (!hasQkNorm(this.config)) return x;
+    const [b, n, t, hd] = x.shape;
+    const rows = tf.reshape<tf.Rank.R2>(x, [b * n * t, hd]); // [B·n·Tn, hd]
+    return tf.reshape(this.rmsNorm(rows, this.p(`layers.${l}.${name}`), pass.fused), [b, n, t, hd]); // [B, n, Tn, hd]
   }
 
   /** SwiGLU MLP of layer `l` on the normed input `h` [B·Tn, D]: wd(silu(wg·h) ⊙ wu·h), F = intermediate_size. */

@@ -1,10 +1,15 @@
 /**
- * Conversion between the model's variables and Hugging Face Llama tensors (names and layouts of
- * `LlamaForCausalLM.state_dict()`): HF linear weights are [out, in]; ours are [in, out] (see llama.ts).
+ * Conversion between the model's variables and Hugging Face tensors (names and layouts of `LlamaForCausalLM`'s,
+ * `Qwen2ForCausalLM`'s and `Qwen3ForCausalLM`'s `state_dict()`): HF linear weights are [out, in]; ours are [in, out]
+ * (see llama.ts). Biases and norm weights are vectors in both.
+ *
+ * A model is built one tensor at a time (`HfModelBuilder`): each HF tensor is converted and becomes its variable as it
+ * arrives, so a loader that hands tensors over and drops them (a shard at a time: shardedWeights.ts) holds at most
+ * the model plus what it has not yet handed over, never a second converted copy of everything.
  */
 import { tf } from '../../tensor/backend';
 import { UserError } from '../../base/userError';
-import { headDim, type LlamaConfig } from '../config';
+import { hasQkNorm, hasQkvBias, headDim, type LlamaConfig } from '../config';
 import { LlamaModel } from '../llama';
 
 export interface HostTensor {
@@ -34,6 +39,15 @@ export function expectedHfShapes(c: LlamaConfig): Map<string, number[]> {
     m.set(`${p}.self_attn.k_proj.weight`, [c.num_key_value_heads * hd, d]);
     m.set(`${p}.self_attn.v_proj.weight`, [c.num_key_value_heads * hd, d]);
     m.set(`${p}.self_attn.o_proj.weight`, [d, c.num_attention_heads * hd]);
+    if (hasQkvBias(c)) {
+      m.set(`${p}.self_attn.q_proj.bias`, [c.num_attention_heads * hd]);
+      m.set(`${p}.self_attn.k_proj.bias`, [c.num_key_value_heads * hd]);
+      m.set(`${p}.self_attn.v_proj.bias`, [c.num_key_value_heads * hd]);
+    }
+    if (hasQkNorm(c)) {
+      m.set(`${p}.self_attn.q_norm.weight`, [hd]);
+      m.set(`${p}.self_attn.k_norm.weight`, [hd]);
+    }
     m.set(`${p}.post_attention_layernorm.weight`, [d]);
     m.set(`${p}.mlp.gate_proj.weight`, [c.intermediate_size, d]);
     m.set(`${p}.mlp.up_proj.weight`, [c.intermediate_size, d]);
@@ -82,41 +96,113 @@ export function checkHfTensors(
   }
 }
 
-/** Build a model from HF-named host tensors (already checked with checkHfTensors). */
-export function modelFromHf(c: LlamaConfig, t: Record<string, HostTensor>): LlamaModel {
-  const hd = headDim(c);
-  const d = c.hidden_size;
-  const I = c.intermediate_size;
-  const qw = c.num_attention_heads * hd;
-  const kw = c.num_key_value_heads * hd;
-  const host = new Map<string, HostTensor>();
-  const get = (n: string) => t[n]!.data;
-  host.set('embed', { shape: [c.vocab_size, d], data: get('model.embed_tokens.weight') });
-  for (let l = 0; l < c.num_hidden_layers; l++) {
-    const p = `model.layers.${l}`;
-    host.set(`layers.${l}.attn_norm`, { shape: [d], data: get(`${p}.input_layernorm.weight`) });
-    host.set(`layers.${l}.wq`, { shape: [d, qw], data: transpose2d(get(`${p}.self_attn.q_proj.weight`), qw, d) });
-    host.set(`layers.${l}.wk`, { shape: [d, kw], data: transpose2d(get(`${p}.self_attn.k_proj.weight`), kw, d) });
-    host.set(`layers.${l}.wv`, { shape: [d, kw], data: transpose2d(get(`${p}.self_attn.v_proj.weight`), kw, d) });
-    host.set(`layers.${l}.wo`, { shape: [qw, d], data: transpose2d(get(`${p}.self_attn.o_proj.weight`), d, qw) });
-    host.set(`layers.${l}.mlp_norm`, { shape: [d], data: get(`${p}.post_attention_layernorm.weight`) });
-    host.set(`layers.${l}.wg`, { shape: [d, I], data: transpose2d(get(`${p}.mlp.gate_proj.weight`), I, d) });
-    host.set(`layers.${l}.wu`, { shape: [d, I], data: transpose2d(get(`${p}.mlp.up_proj.weight`), I, d) });
-    host.set(`layers.${l}.wd`, { shape: [I, d], data: transpose2d(get(`${p}.mlp.down_proj.weight`), d, I) });
+/**
+ * Where each HF tensor goes: our variable's name and whether it is a linear weight (transposed on the way) or a
+ * vector. Layer tensors are `model.layers.L.<suffix>`.
+ */
+const LAYER_TENSORS: Record<string, [string, 'linear' | 'vector']> = {
+  'input_layernorm.weight': ['attn_norm', 'vector'],
+  'self_attn.q_proj.weight': ['wq', 'linear'],
+  'self_attn.k_proj.weight': ['wk', 'linear'],
+  'self_attn.v_proj.weight': ['wv', 'linear'],
+  'self_attn.o_proj.weight': ['wo', 'linear'],
+  'self_attn.q_proj.bias': ['bq', 'vector'],
+  'self_attn.k_proj.bias': ['bk', 'vector'],
+  'self_attn.v_proj.bias': ['bv', 'vector'],
+  'self_attn.q_norm.weight': ['q_norm', 'vector'],
+  'self_attn.k_norm.weight': ['k_norm', 'vector'],
+  'post_attention_layernorm.weight': ['mlp_norm', 'vector'],
+  'mlp.gate_proj.weight': ['wg', 'linear'],
+  'mlp.up_proj.weight': ['wu', 'linear'],
+  'mlp.down_proj.weight': ['wd', 'linear'],
+};
+const TOP_TENSORS: Record<string, [string, 'linear' | 'vector']> = {
+  'model.embed_tokens.weight': ['embed', 'vector'], // [V, D] in both layouts: a lookup table, not a product
+  'model.norm.weight': ['norm', 'vector'],
+  'lm_head.weight': ['lm_head', 'linear'],
+};
+
+function internalNameOf(hfName: string): [string, 'linear' | 'vector'] | null {
+  if (Object.hasOwn(TOP_TENSORS, hfName)) return TOP_TENSORS[hfName]!;
+  const m = /^model\.layers\.(\d+)\.(.+)$/.exec(hfName);
+  if (!m || !Object.hasOwn(LAYER_TENSORS, m[2]!)) return null;
+  const [name, kind] = LAYER_TENSORS[m[2]!]!;
+  return [`layers.${m[1]}.${name}`, kind];
+}
+
+/**
+ * Builds a model from HF-named tensors handed over one at a time (each already checked against the config's
+ * expected shapes, `checkHfTensors`). `add` makes the variable at once, so the caller may drop its copy; `build`
+ * checks that every expected tensor came and orders the variables as `expectedHfShapes` lists them (the optimiser's
+ * order must not depend on the order of a file's tensors).
+ */
+export class HfModelBuilder {
+  private readonly expected: Map<string, number[]>;
+  private readonly made = new Map<string, tf.Variable>();
+
+  constructor(
+    readonly config: LlamaConfig,
+    private readonly source = 'weights',
+  ) {
+    this.expected = expectedHfShapes(config);
   }
-  host.set('norm', { shape: [d], data: get('model.norm.weight') });
-  if (!c.tie_word_embeddings) {
-    host.set('lm_head', { shape: [d, c.vocab_size], data: transpose2d(get('lm_head.weight'), c.vocab_size, d) });
-  }
-  const params = new Map<string, tf.Variable>();
-  // tf.variable shares the initial tensor's data and leaves the tensor itself alive: tidy disposes it.
-  for (const [name, h] of host) {
-    params.set(
+
+  /** Converts one HF tensor into its variable. Tensors the model does not use (a tied lm_head) are skipped. */
+  add(hfName: string, t: HostTensor): void {
+    const shape = this.expected.get(hfName);
+    if (!shape) return;
+    const target = internalNameOf(hfName);
+    if (!target) throw new WeightsError(`${this.source}: tensor '${hfName}' has no place in the model`);
+    const [name, kind] = target;
+    if (this.made.has(name)) throw new WeightsError(`${this.source}: tensor '${hfName}' is given twice`);
+    const data = kind === 'linear' ? transpose2d(t.data, shape[0]!, shape[1]!) : t.data;
+    const ours = kind === 'linear' ? [shape[1]!, shape[0]!] : shape;
+    // tf.variable shares the initial tensor's data and leaves the tensor itself alive: tidy disposes it.
+    this.made.set(
       name,
-      tf.tidy(() => tf.variable(tf.tensor(h.data, h.shape), true, `${name}_${uniq()}`)),
+      tf.tidy(() => tf.variable(tf.tensor(data, ours), true, `${name}_${uniq()}`)),
     );
   }
-  return new LlamaModel(c, params);
+
+  build(): LlamaModel {
+    const params = new Map<string, tf.Variable>();
+    for (const [hfName, shape] of this.expected) {
+      const name = internalNameOf(hfName)![0];
+      const v = this.made.get(name);
+      if (!v) {
+        this.dispose();
+        throw new WeightsError(`${this.source}: tensor '${hfName}' is missing (expected shape [${shape}])`);
+      }
+      params.set(name, v);
+    }
+    return new LlamaModel(this.config, params);
+  }
+
+  /** Frees what was made (after a failure). */
+  dispose(): void {
+    for (const v of this.made.values()) v.dispose();
+    this.made.clear();
+  }
+}
+
+/**
+ * Build a model from HF-named host tensors (already checked with checkHfTensors). With `consume`, each entry is
+ * deleted from `t` once it is a variable, so the caller's copy shrinks as the model grows.
+ */
+export function modelFromHf(c: LlamaConfig, t: Record<string, HostTensor>, consume = false): LlamaModel {
+  const builder = new HfModelBuilder(c);
+  try {
+    for (const name of expectedHfShapes(c).keys()) {
+      const tensor = t[name];
+      if (!tensor) continue; // named by build()
+      builder.add(name, tensor);
+      if (consume) delete t[name];
+    }
+  } catch (err) {
+    builder.dispose();
+    throw err;
+  }
+  return builder.build();
 }
 
 let counter = 0;
@@ -143,6 +229,15 @@ export async function modelToHf(model: LlamaModel): Promise<Record<string, HostT
     out[`${p}.self_attn.k_proj.weight`] = { shape: [kw, d], data: transpose2d(await data(`layers.${l}.wk`), d, kw) };
     out[`${p}.self_attn.v_proj.weight`] = { shape: [kw, d], data: transpose2d(await data(`layers.${l}.wv`), d, kw) };
     out[`${p}.self_attn.o_proj.weight`] = { shape: [d, qw], data: transpose2d(await data(`layers.${l}.wo`), qw, d) };
+    if (hasQkvBias(c)) {
+      out[`${p}.self_attn.q_proj.bias`] = { shape: [qw], data: await data(`layers.${l}.bq`) };
+      out[`${p}.self_attn.k_proj.bias`] = { shape: [kw], data: await data(`layers.${l}.bk`) };
+      out[`${p}.self_attn.v_proj.bias`] = { shape: [kw], data: await data(`layers.${l}.bv`) };
+    }
+    if (hasQkNorm(c)) {
+      out[`${p}.self_attn.q_norm.weight`] = { shape: [hd], data: await data(`layers.${l}.q_norm`) };
+      out[`${p}.self_attn.k_norm.weight`] = { shape: [hd], data: await data(`layers.${l}.k_norm`) };
+    }
     out[`${p}.post_attention_layernorm.weight`] = { shape: [d], data: await data(`layers.${l}.mlp_norm`) };
     out[`${p}.mlp.gate_proj.weight`] = { shape: [I, d], data: transpose2d(await data(`layers.${l}.wg`), d, I) };
     out[`${p}.mlp.up_proj.weight`] = { shape: [I, d], data: transpose2d(await data(`layers.${l}.wu`), d, I) };
@@ -157,7 +252,7 @@ export async function modelToHf(model: LlamaModel): Promise<Record<string, HostT
 
 /**
  * Random initialisation as HF's LlamaPreTrainedModel._init_weights: linear and embedding weights ~ N(0, std²)
- * (initializer_range, 0.02 by default), norm weights 1. Drawn on the host from `normal`, so a seed gives the same
+ * (initializer_range, 0.02 by default), biases 0 (left as allocated), norm weights 1. Drawn on the host from `normal`, so a seed gives the same
  * weights on every backend.
  */
 export function initHfTensors(c: LlamaConfig, normal: () => number, std = 0.02): Record<string, HostTensor> {
@@ -166,7 +261,7 @@ export function initHfTensors(c: LlamaConfig, normal: () => number, std = 0.02):
     const n = shape.reduce((a, b) => a * b, 1);
     const data = new Float32Array(n);
     if (name.endsWith('norm.weight')) data.fill(1);
-    else for (let i = 0; i < n; i++) data[i] = normal() * std;
+    else if (!name.endsWith('.bias')) for (let i = 0; i < n; i++) data[i] = normal() * std;
     out[name] = { shape, data };
   }
   return out;

@@ -4,7 +4,7 @@
  *   - an HF folder (config.json, model.safetensors, tokenizer.json with a chat template): the parameters counted from
  *     the safetensors header equal the config's count, tensor types, vocabulary, tokenizer kind and template roles;
  *   - sharded weights: the index's shards are summed, and a missing shard is named;
- *   - an architecture the engine does not compute (Qwen2's model_type) is described, with the one line saying why;
+ *   - an architecture the engine does not compute (Mistral's model_type) is described, with the one line saying why;
  *   - the real SmolLM2 GGUF through the CLI by its catalogue name: the header's parameters equal the planned
  *     architecture's, a chat template with system/user/assistant roles, and memory figures ordered as they must be
  *     (sampling < LoRA < full training) and bounded by the wasm heap when wasm is asked for.
@@ -85,9 +85,9 @@ describe('model info', () => {
   });
 
   it('describes an architecture it does not compute, saying why', async () => {
-    const info = await describeModel(hfFolder('qwen2', { modelType: 'qwen2' }));
+    const info = await describeModel(hfFolder('mistral', { modelType: 'mistral' }));
     expect(info.config).toBeNull();
-    expect(info.unsupported).toMatch(/model_type.*qwen2.*not supported/);
+    expect(info.unsupported).toMatch(/model_type.*mistral.*not supported/);
     expect(info.parameters).toBe(parameterCount(tinyConfig()));
   });
 

@@ -180,6 +180,9 @@ function configOf(meta: Meta, arch: GgufArchitecture, file: GgufFile): LlamaConf
     tie_word_embeddings: file.tensor('output.weight') === undefined,
   };
   if (keyLength !== undefined && keyLength * heads !== hidden) raw.head_dim = keyLength;
+  // the family decides the q/k/v biases (qwen2) and q/k norms (qwen3); Qwen3's head_dim default is not hidden/heads
+  if (arch !== 'llama') raw.model_type = arch;
+  if (arch === 'qwen3') raw.head_dim = keyLength ?? hidden / heads;
   const config = parseLlamaConfig(raw, `${file.path} (its metadata)`);
   const ropeDims = meta.int(`${arch}.rope.dimension_count`, false);
   if (ropeDims !== undefined && ropeDims !== headDim(config)) {

@@ -7,9 +7,9 @@
  *   a folder       a Llama checkpoint (config.json + model.safetensors: an HF Llama folder, or a mars-lab checkpoint),
  *                  with tokenizer.json (tokenizers/hf/) and its template (chat/).
  *
- * What this does not do yet: sharded HF folders, Qwen2's q/k/v biases, Qwen3's q/k norms, Llama 3's RoPE scaling
- * (refused in one line by the config and GGUF readers), and streaming a large model in without whole copies.
- * The caller chooses and initialises the backend before loading.
+ * Llama, Qwen2 and Qwen3 (config.ts), one safetensors file or shards with their index (formats/shardedWeights.ts).
+ * What this does not do yet: streaming a GGUF in tensor by tensor (its float32 copy is dropped tensor by tensor as the
+ * model is built, so the peak is about one extra copy). The caller chooses and initialises the backend before loading.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -59,7 +59,7 @@ export async function loadRealModel(where: string): Promise<RealModel> {
   let model: LlamaModel;
   if (where.toLowerCase().endsWith('.gguf')) {
     const { plan, tensors } = await readGgufAsHf(where);
-    model = modelFromHf(plan.config, tensors);
+    model = modelFromHf(plan.config, tensors, true);
   } else {
     model = (await loadCheckpoint(where)).model;
   }

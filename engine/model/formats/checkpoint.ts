@@ -16,6 +16,7 @@ import { parseLlamaConfig, toHfConfigJson, type LlamaConfig } from '../config';
 import { checkHfTensors, modelFromHf, modelToHf, type HostTensor } from './hfWeights';
 import type { LlamaModel } from '../llama';
 import { encodeSafetensors, readSafetensorsFile } from './safetensors';
+import { SHARD_INDEX_FILE, loadShardedWeights } from './shardedWeights';
 
 import { CONFIG_FILE, OPTIMIZER_FILE, TRAINER_STATE_FILE, WEIGHTS_FILE } from './checkpointFiles';
 
@@ -100,7 +101,8 @@ export async function loadModelWeights(file: string, config: LlamaConfig): Promi
   for (const [name, t] of Object.entries(weights.tensors)) {
     host[name] = { shape: t.shape, data: t.data as Float32Array };
   }
-  return modelFromHf(config, host);
+  weights.tensors = {};
+  return modelFromHf(config, host, true); // each host tensor dropped once it is a variable
 }
 
 export async function saveCheckpoint(
@@ -155,17 +157,19 @@ function readJson(file: string, maxBytes = MAX_JSON_FILE_BYTES): unknown {
   }
 }
 
-/** Load a checkpoint folder (ours, or a Llama-architecture checkpoint in float32/float16/bfloat16 made elsewhere). */
+/**
+ * Load a checkpoint folder: ours, or an HF Llama / Qwen2 / Qwen3 checkpoint in float32/float16/bfloat16 made
+ * elsewhere, in one model.safetensors or sharded with its model.safetensors.index.json (shardedWeights.ts).
+ */
 export async function loadCheckpoint(dir: string): Promise<CheckpointContents> {
   const configFile = path.join(dir, CONFIG_FILE);
   const config = parseLlamaConfig(readJson(configFile, MAX_MODEL_CONFIG_BYTES), configFile);
   const weightsPath = path.join(dir, WEIGHTS_FILE);
-  if (!fs.existsSync(weightsPath)) {
-    throw new CheckpointError(
-      `${weightsPath}: missing (sharded checkpoints, model-0000x-of-0000y.safetensors, are not supported)`,
-    );
+  const sharded = !fs.existsSync(weightsPath) && fs.existsSync(path.join(dir, SHARD_INDEX_FILE));
+  if (!sharded && !fs.existsSync(weightsPath)) {
+    throw new CheckpointError(`${weightsPath}: missing (and no ${SHARD_INDEX_FILE} of a sharded checkpoint either)`);
   }
-  const model = await loadModelWeights(weightsPath, config);
+  const model = sharded ? await loadShardedWeights(dir, config) : await loadModelWeights(weightsPath, config);
   const out: CheckpointContents = { dir, model };
   const optPath = path.join(dir, OPTIMIZER_FILE);
   if (fs.existsSync(optPath)) {

@@ -22,6 +22,7 @@ import { open, writeFile, type FileHandle } from 'node:fs/promises';
 import { UserError } from '../../base/userError';
 import { compareCodePoints } from '../tokenizers/codePointOrder';
 import { LITTLE_ENDIAN_HOST, convert } from './safetensorsDtypes';
+import { jsonParseProblem } from '../../base/boundedText';
 
 /** What the reader understands. Narrow and wide floats become Float32Array, I64 becomes Int32Array. */
 export const SAFETENSORS_READ_DTYPES = ['F32', 'F16', 'BF16', 'F64', 'I32', 'I64'] as const;
@@ -231,7 +232,7 @@ function parseHeaderJson(header: Uint8Array, source: string): { entries: Entry[]
     throw new SafetensorsError(
       source,
       null,
-      `header is not valid JSON (${(err as Error).message}); the file is corrupt or not a safetensors file`,
+      `header is not valid JSON (${jsonParseProblem(err)}); the file is corrupt or not a safetensors file`,
     );
   }
   if (typeof json !== 'object' || json === null || Array.isArray(json)) {
@@ -395,25 +396,7 @@ export async function readSafetensorsFile(path: string): Promise<DecodedSafetens
   // O_NONBLOCK: opening a FIFO for reading waits for a writer otherwise; it is refused below anyway.
   const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
-    const st = await fh.stat();
-    if (!st.isFile()) {
-      const kind = st.isDirectory()
-        ? 'a folder'
-        : st.isFIFO()
-          ? 'a FIFO (named pipe)'
-          : st.isCharacterDevice() || st.isBlockDevice()
-            ? 'a device'
-            : st.isSocket()
-              ? 'a socket'
-              : 'not a regular file';
-      throw new SafetensorsError(path, null, `is ${kind}, expected a regular safetensors file`);
-    }
-    const size = st.size;
-    const prefix = size >= 8 ? await readAt(fh, 0, 8, path) : new Uint8Array(0);
-    const headerLength = headerLengthOf(prefix, size, path);
-    const { entries, metadata } = parseHeaderJson(await readAt(fh, 8, headerLength, path), path);
-    const dataStart = 8 + headerLength;
-    checkTiling(entries, size - dataStart, path);
+    const { entries, metadata, dataStart } = await readCheckedHeader(fh, path);
     const tensors: Record<string, DecodedTensor> = {};
     for (const entry of entries) {
       const bytes = await readAt(fh, dataStart + entry.begin, entry.end - entry.begin, path);
@@ -434,6 +417,49 @@ export async function readSafetensorsFile(path: string): Promise<DecodedSafetens
   } finally {
     await fh.close();
   }
+}
+
+/**
+ * A safetensors file's tensor names, dtypes and shapes, from its header alone (checked as readSafetensorsFile checks
+ * it, offsets and tiling included): what a sharded checkpoint's loader needs to check every shard before reading one.
+ */
+export async function readSafetensorsHeader(path: string): Promise<{
+  tensors: Array<{ name: string; dtype: SafetensorsDtype; shape: number[] }>;
+  metadata: Record<string, string>;
+}> {
+  const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const { entries, metadata } = await readCheckedHeader(fh, path);
+    return { tensors: entries.map(({ name, dtype, shape }) => ({ name, dtype, shape })), metadata };
+  } finally {
+    await fh.close();
+  }
+}
+
+async function readCheckedHeader(
+  fh: FileHandle,
+  path: string,
+): Promise<{ entries: Entry[]; metadata: Record<string, string>; dataStart: number }> {
+  const st = await fh.stat();
+  if (!st.isFile()) {
+    const kind = st.isDirectory()
+      ? 'a folder'
+      : st.isFIFO()
+        ? 'a FIFO (named pipe)'
+        : st.isCharacterDevice() || st.isBlockDevice()
+          ? 'a device'
+          : st.isSocket()
+            ? 'a socket'
+            : 'not a regular file';
+    throw new SafetensorsError(path, null, `is ${kind}, expected a regular safetensors file`);
+  }
+  const size = st.size;
+  const prefix = size >= 8 ? await readAt(fh, 0, 8, path) : new Uint8Array(0);
+  const headerLength = headerLengthOf(prefix, size, path);
+  const { entries, metadata } = parseHeaderJson(await readAt(fh, 8, headerLength, path), path);
+  const dataStart = 8 + headerLength;
+  checkTiling(entries, size - dataStart, path);
+  return { entries, metadata, dataStart };
 }
 
 /** Plain write; callers that need atomicity (checkpoints) write to a temporary name and rename. */

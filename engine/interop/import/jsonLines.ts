@@ -9,6 +9,7 @@
  */
 import fs from 'node:fs';
 import readline from 'node:readline';
+import { jsonParseProblem } from '../../base/boundedText';
 
 export interface JsonLine {
   /** 1-based line number in the file. */
@@ -80,7 +81,7 @@ export async function* jsonLines(file: string, onBytes?: (bytes: number) => void
       try {
         yield { lineNo, value: parsePythonJson(text) };
       } catch (err) {
-        yield { lineNo, problem: `not JSON (${(err as Error).message.split('\n')[0]})` };
+        yield { lineNo, problem: `not JSON (${jsonParseProblem(err)})` };
       }
     }
   } finally {

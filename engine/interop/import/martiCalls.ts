@@ -8,6 +8,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { ProblemLog } from './common';
 import { parsePythonJson } from './jsonLines';
+import { jsonParseProblem } from '../../base/boundedText';
 
 export const LOG_NAME = /^log_(\d{8}_\d{6}_\d{3})_(.+)\.txt$/;
 /** A log file larger than this is skipped with a warning (a call's JSON is kilobytes to a few megabytes). */
@@ -62,7 +63,7 @@ export function readCall(file: string, problems: ProblemLog, rel: (f: string) =>
   try {
     value = parsePythonJson(fs.readFileSync(file, 'utf8'));
   } catch (err) {
-    problems.add(`${rel(file)}:1: not JSON (${(err as Error).message.split('\n')[0]}); file skipped`);
+    problems.add(`${rel(file)}:1: not JSON (${jsonParseProblem(err)}); file skipped`);
     return null;
   }
   const parsed = logSchema.safeParse(value);

@@ -18,6 +18,7 @@ import {
   type WordTokenizerFile,
 } from './tokenizerFile';
 import { WordTokenizer } from './wordTokenizer';
+import { jsonParseProblem } from '../../base/boundedText';
 
 export type { SpecialTokens } from './specialTokens';
 export type { TokenizerFile, WordTokenizerFile, ByteTokenizerFile } from './tokenizerFile';
@@ -79,7 +80,7 @@ export async function loadTokenizer(path: string): Promise<Tokenizer> {
     throw new TokenizerFileError(
       path,
       '(root)',
-      `is not valid JSON (${(err as Error).message}); fix the file or regenerate it with saveTokenizer`,
+      `is not valid JSON (${jsonParseProblem(err)}); fix the file or regenerate it with saveTokenizer`,
     );
   }
   return tokenizerFromJSON(obj, path);

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { HfTokenizer, type HfTokenizerConfig, type HfTokenizerFiles } from './hfTokenizer';
 import { HfTokenizerError } from './libraryCompat';
+import { jsonParseProblem } from '../../../base/boundedText';
 
 /** Gemma 3's tokenizer.json is 33 MB, Qwen's 7 MB; a file past these is not a tokenizer. */
 const MAX_TOKENIZER_JSON_BYTES = 128 * 2 ** 20;
@@ -57,7 +58,7 @@ function parseJson(text: string, file: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new HfTokenizerError(file, '(root)', `is not valid JSON (${(err as Error).message.split('\n')[0]})`);
+    throw new HfTokenizerError(file, '(root)', `is not valid JSON (${jsonParseProblem(err)})`);
   }
 }
 

@@ -101,3 +101,26 @@ export function jsonParseProblem(err: unknown): string {
   if (/too deep|call stack/i.test(message)) return 'nested too deeply';
   return 'an unexpected character';
 }
+
+/** JSON.parse's own error: a SyntaxError whose message is one of V8's JSON messages. */
+export function isJsonParseError(err: unknown): err is SyntaxError {
+  return err instanceof SyntaxError && /valid JSON|in JSON at position|JSON input|Unexpected token/.test(err.message);
+}
+
+// V8's JSON messages that quote the text (10 characters either side of the fault, `...` where cut): `Unexpected token
+// 'S', "SECRET-dec"... is not valid JSON`, `..."b": SECRET-dec"...`, and `"undefined" is not valid JSON`.
+const QUOTING_TOKEN_MESSAGE =
+  /Unexpected token '[\s\S]{1,2}', (?:\.\.\.)?"[\s\S]{0,64}?"(?:\.\.\.)? is not valid JSON/g;
+const QUOTING_SHORT_MESSAGE = /"[^"\n]{0,40}" is not valid JSON/g;
+
+/**
+ * `text` (a message, a stack, a worker's stderr) with each quotation of V8's JSON messages replaced by what it says
+ * without the bytes: for text that may carry such a message wrapped in another (`… (${err.message})`) on its way to a
+ * terminal or a window, where jsonParseProblem was not used.
+ */
+export function withoutJsonQuotes(text: string): string {
+  if (!text.includes('is not valid JSON')) return text;
+  return text
+    .replace(QUOTING_TOKEN_MESSAGE, 'not valid JSON (an unexpected character)')
+    .replace(QUOTING_SHORT_MESSAGE, 'not valid JSON (an unexpected character)');
+}

@@ -8,6 +8,7 @@
  */
 import fs from 'node:fs';
 import { UserError } from './userError';
+import { jsonParseProblem } from './boundedText';
 
 /**
  * The most a model's config.json may be (Hugging Face's are a few KB): the checkpoint loader refuses a larger one, and
@@ -85,5 +86,18 @@ export function readRegularText(file: string, maxBytes: number, what = file): st
     return readOpenFile(opened.fd, maxBytes, what).toString('utf8');
   } finally {
     fs.closeSync(opened.fd);
+  }
+}
+
+/**
+ * The JSON value in the regular file `file` (readRegularText's checks and bound); when it does not parse, a UserError
+ * naming `what` and where the text went wrong, never quoting it (V8's own message quotes its first bytes).
+ */
+export function readRegularJson(file: string, maxBytes: number, what = file): unknown {
+  const text = readRegularText(file, maxBytes, what);
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new UserError(`${what}: not valid JSON (${jsonParseProblem(err)})`);
   }
 }

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../base/userError';
 import { terminalText } from './terminalText';
-import { jsonParseProblem } from '../base/boundedText';
+import { isJsonParseError, jsonParseProblem, withoutJsonQuotes } from '../base/boundedText';
 
 /** What the boundary prints and the code it exits with. */
 export interface CliFailure {
@@ -212,7 +212,7 @@ export function checkJsonNesting(file: string, what = 'JSON'): void {
 export function describeFailure(err: unknown): CliFailure & { stack?: string } {
   // A UserError may list several problems, one a line (ConfigValidationError); each line is made safe, the lines kept.
   if (err instanceof UserError) {
-    return { message: err.message.split(/\r?\n/).map(bounded).join('\n'), exitCode: USER_FIX_EXIT };
+    return { message: withoutJsonQuotes(err.message).split(/\r?\n/).map(bounded).join('\n'), exitCode: USER_FIX_EXIT };
   }
   const io = describeIoError(err, { runId: context.runId, runDir: context.runDir });
   if (io !== null) return { message: oneLine(io), exitCode: USER_FIX_EXIT };
@@ -233,18 +233,15 @@ export function describeFailure(err: unknown): CliFailure & { stack?: string } {
     const stack = err.stack?.split('\n').slice(1).join('\n');
     return { message: said, exitCode: 1, ...(stack ? { stack: `SyntaxError: ${said}\n${stack}` } : {}) };
   }
+  // A bug's message may wrap a parser's (`… (${err.message})`): its quotation of a file is dropped, in the stack too.
   const message = err instanceof Error ? err.message : String(err);
-  return { message: oneLine(message), exitCode: 1, ...(err instanceof Error && err.stack ? { stack: err.stack } : {}) };
+  const stack = err instanceof Error && err.stack ? withoutJsonQuotes(err.stack) : undefined;
+  return { message: oneLine(message), exitCode: 1, ...(stack ? { stack } : {}) };
 }
 
-/** JSON.parse's own error: a SyntaxError whose message is one of V8's JSON messages. */
-function isJsonParseError(err: unknown): err is SyntaxError {
-  return err instanceof SyntaxError && /valid JSON|in JSON at position|JSON input|Unexpected token/.test(err.message);
-}
-
-/** A line as terminal-safe text, bounded (a message may quote a file's content). */
+/** A line as terminal-safe text, bounded, without a JSON parser's quotation (a message may quote a file's content). */
 function bounded(line: string): string {
-  const safe = terminalText(line);
+  const safe = terminalText(withoutJsonQuotes(line));
   return safe.length > 2000 ? `${safe.slice(0, 2000)}…` : safe;
 }
 

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../base/userError';
+import { MAX_MODEL_CONFIG_BYTES, readRegularJson } from '../base/regularFile';
 import { parseLlamaConfig, toHfConfigJson } from '../model/config';
 import {
   encodeModelWeights,
@@ -33,7 +34,8 @@ export async function loadAgentModel(dir: string, id: string): Promise<LlamaMode
   if (!fs.existsSync(file) || !fs.existsSync(cfgFile)) {
     throw new UserError(`${file} is missing: a checkpoint of a heterogeneous MARTI run carries every agent's weights`);
   }
-  return loadModelWeights(file, parseLlamaConfig(JSON.parse(fs.readFileSync(cfgFile, 'utf8')), cfgFile));
+  // Named, bounded and never quoted: a checkpoint folder may be anyone's (V8's parse message quotes the file).
+  return loadModelWeights(file, parseLlamaConfig(readRegularJson(cfgFile, MAX_MODEL_CONFIG_BYTES), cfgFile));
 }
 
 /** Adds parameter set `id`'s weights, config and optimiser state to a snapshot's `files`. */

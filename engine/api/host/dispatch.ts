@@ -3,7 +3,7 @@
  * call the host. Electron's IPC handlers and the web-mode socket both go through `callApi`, so the same request is
  * refused the same way whichever way it came.
  */
-import { clip } from '../../base/boundedText';
+import { clip, withoutJsonQuotes } from '../../base/boundedText';
 import { ConfigValidationError } from '../../runs/config/configSchema';
 import { UserError } from '../../base/userError';
 import { apiSchemas, isApiMethod, type ApiErrorPayload, type ApiMethod } from '../contract/contract';
@@ -32,7 +32,26 @@ export function parseRequest(method: unknown, params: unknown): { method: ApiMet
 export async function callApi(handlers: ApiHandlers, method: unknown, params: unknown): Promise<unknown> {
   const { method: m, request } = parseRequest(method, params);
   const handler = handlers[m] as (request: unknown) => Promise<unknown>;
-  return handler(request);
+  try {
+    return await handler(request);
+  } catch (err) {
+    throw unquoted(err);
+  }
+}
+
+/**
+ * The error a window gets, without a JSON parser's quotation of a file (V8's messages quote the text's first bytes,
+ * and a message may wrap one: `… (${err.message})`), whichever transport carries it: IPC sends the message and the
+ * web socket errorPayload's. The same error object, so its class and a config's issues are kept.
+ */
+function unquoted(err: unknown): unknown {
+  if (!(err instanceof Error)) return typeof err === 'string' ? withoutJsonQuotes(err) : err;
+  const message = withoutJsonQuotes(err.message);
+  if (message !== err.message) {
+    err.message = message;
+    if (err.stack) err.stack = withoutJsonQuotes(err.stack);
+  }
+  return err;
 }
 
 /** What a failed call sends back: the message, and a config's issues by field when there are any. */

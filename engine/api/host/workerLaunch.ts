@@ -8,6 +8,7 @@ import type { RunLauncher, RunProcess } from '../workers/runLauncher';
 import type { WorkerJob } from '../workers/runWorker';
 import type { WorkerSlots } from './hostGuards';
 import { isRecord } from './jsonValues';
+import { withoutJsonQuotes } from '../../base/boundedText';
 
 /** A run process this host started, with the end of its stderr. */
 export interface Launched {
@@ -32,8 +33,12 @@ export interface WorkerLaunchOptions {
 
 const STDERR_KEEP = 4000;
 
+/**
+ * The end of a worker's stderr, as a window gets it (runProcessExit's error, a failed start): its last lines, without a
+ * JSON parser's quotation of a file should anything in the worker have printed one.
+ */
 function lastLines(text: string): string {
-  return text.trim().split('\n').slice(-8).join('\n');
+  return withoutJsonQuotes(text.trim()).split('\n').slice(-8).join('\n');
 }
 
 export function createLaunchWorker({ launcher, slots, running, broadcast }: WorkerLaunchOptions): LaunchWorker {

@@ -17,6 +17,7 @@ import { readRunMeta } from '../../runs/folder/runFolder';
 import { resumeRun, startRun } from '../../runs/runLoop';
 import { initBackend } from '../../tensor/backend';
 import { UserError } from '../../base/userError';
+import { jsonParseProblem } from '../../base/boundedText';
 import { isEndpointEvalRun, resumeEndpointEvalRun, startEndpointEvalRun } from '../endpointEval/endpointEvalRun';
 import { workerResultsDir } from './runLauncher';
 
@@ -101,7 +102,7 @@ export async function runWorkerJob(jobText: string): Promise<void> {
   try {
     raw = JSON.parse(jobText);
   } catch (err) {
-    throw new UserError(`run-worker: the job is not JSON (${(err as Error).message})`);
+    throw new UserError(`run-worker: the job is not JSON (${jsonParseProblem(err)})`);
   }
   const parsed = workerJobSchema.safeParse(raw);
   if (!parsed.success) {

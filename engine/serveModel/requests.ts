@@ -1,11 +1,11 @@
 /**
- * serve-model's request side: the JSON body read (capped at 16 MiB: 413 beyond, sent whole before the socket closes;
- * 400 when not JSON), a schema
- * failure said as one line naming the field, the model a request names checked against the one served (404
- * model_not_found), and a prompt (text or token ids) turned into the ids the model is given. Answers go out through
- * sendJson.
+ * serve-model's request side: the JSON body read (capped at 16 MiB: 413 beyond, sent whole, and the rest of the body
+ * drained before the socket closes; 400 when not JSON), a schema failure said as one line naming the field, the model
+ * a request names checked against the one served (404 model_not_found), and a prompt (text or token ids) turned into
+ * the ids the model is given. Answers go out through sendJson.
  */
 import type http from 'node:http';
+import type net from 'node:net';
 import type { z } from 'zod';
 import type { Tokenizer } from '../model/tokenizers/tokenizer';
 import { HttpError, type CompletionRequest } from './protocol';
@@ -13,11 +13,39 @@ import { HttpError, type CompletionRequest } from './protocol';
 export const MAX_BODY = 16 * 1024 * 1024;
 
 /**
- * How much of an oversize body is read and dropped after the 413 is sent: a client still sending when the socket
- * closes gets a reset instead of the answer (unread bytes make the kernel reset the connection), so the rest is
- * drained, up to this, then the socket is closed.
+ * After a 413 the rest of the body is read and dropped, up to MAX_DRAIN bytes more and for LINGER_MS at most, and only
+ * then is the socket closed. Node ends a `Connection: close` answer by destroying the socket once the answer is written
+ * (socket.destroySoon); bytes the client is still sending then make the kernel reset the connection, and a client
+ * that meets the reset while writing (Node's http, fetch: EPIPE) loses the 413 it had already been sent, about one
+ * time in ten on loopback (RFC 9112 §9.6, "lingering close"). So the answer ends with a half-close (FIN) and the body
+ * is drained: the socket closes when the body ends, when the client closes, or at a bound (then with a reset).
  */
-const MAX_DRAIN = 64 * 1024 * 1024;
+const MAX_DRAIN = 256 * 1024 * 1024;
+const LINGER_MS = 30_000;
+
+/** Answer with `Connection: close`, half-close once the answer is out, close once the rest of the body is read. */
+function lingerAfterAnswer(req: http.IncomingMessage, res: http.ServerResponse): void {
+  res.shouldKeepAlive = false;
+  const socket = req.socket;
+  let bodyDone = req.readableEnded;
+  let answerOut = false;
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS).unref();
+  socket.once('close', () => clearTimeout(timer));
+  const closeWhenDone = (): void => {
+    if (bodyDone && answerOut) socket.destroy();
+  };
+  // Node calls this once the answer is written (res._last); end() sends it and a FIN, and reading goes on
+  socket.destroySoon = function (this: net.Socket): void {
+    this.end(() => {
+      answerOut = true;
+      closeWhenDone();
+    });
+  };
+  req.once('end', () => {
+    bodyDone = true;
+    closeWhenDone();
+  });
+}
 
 export function readBody(req: http.IncomingMessage, res: http.ServerResponse): Promise<unknown> {
   return new Promise((resolve, reject) => {
@@ -27,14 +55,14 @@ export function readBody(req: http.IncomingMessage, res: http.ServerResponse): P
     const refuse = (): void => {
       over = true;
       chunks.length = 0;
-      res.shouldKeepAlive = false; // answered with Connection: close, the socket closed once the answer is out
+      lingerAfterAnswer(req, res);
       reject(new HttpError(413, `request body over ${MAX_BODY} bytes`));
     };
     if (Number(req.headers['content-length']) > MAX_BODY) refuse(); // said up front: no need to wait for it
     req.on('data', (c: Buffer) => {
       size += c.length;
       if (over) {
-        if (size > MAX_BODY + MAX_DRAIN) req.destroy();
+        if (size > MAX_BODY + MAX_DRAIN) req.socket.destroy();
         return;
       }
       if (size > MAX_BODY) refuse();

@@ -14,17 +14,14 @@
  * field, RoPE scaling and mixtures of experts (refused: not implemented), every tensor's name, shape and type.
  */
 import type { LlamaConfig } from '../../config';
-import { headDim, parseLlamaConfig } from '../../config';
+import { headDim, MODEL_FAMILIES, parseLlamaConfig, type ModelFamily } from '../../config';
 import { expectedHfShapes, type HostTensor } from '../hfWeights';
 import { GgufFile, withGgufFile } from './ggufFile';
 import { GgufError, brief, isDequantised, type GgufTensorInfo, type GgufValue } from './ggufTypes';
 
-export const GGUF_ARCHITECTURES = {
-  llama: 'LlamaForCausalLM',
-  qwen2: 'Qwen2ForCausalLM',
-  qwen3: 'Qwen3ForCausalLM',
-} as const;
-export type GgufArchitecture = keyof typeof GGUF_ARCHITECTURES;
+/** GGUF's `general.architecture` names are the model families' own (llama, qwen2, qwen3), each an HF class. */
+export const GGUF_ARCHITECTURES = MODEL_FAMILIES;
+export type GgufArchitecture = ModelFamily;
 
 export interface GgufHfTensor {
   ggufName: string;

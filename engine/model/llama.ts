@@ -177,6 +177,30 @@ export class LlamaModel {
    * Shapes: B rows of Tn new tokens after Tc cached ones (Tk = Tc + Tn keys), D = hidden_size, V = vocab_size.
    */
   forward(input: ForwardInput): ForwardOutput {
+    const { hidden, cache } = this.forwardHidden(input);
+    return { logits: this.head(hidden), cache }; // [rows, V]
+  }
+
+  /**
+   * The vocabulary head on final hidden states [rows, D] (after the last norm): [rows, V]. With `forwardHidden`, lets a
+   * caller run the head on row chunks instead of on every row at once (model/logProbs.ts).
+   */
+  head(hidden: tf.Tensor2D): tf.Tensor2D {
+    const fused = fusedOps();
+    return this.config.tie_word_embeddings
+      ? product(fused, hidden, this.p('embed') as tf.Tensor2D, true) // hidden·embedᵀ
+      : product(fused, hidden, this.p('lm_head') as tf.Tensor2D); // lm_head [D, V]
+  }
+
+  /** The head's matrix and its layout: the embedding [V, D] when tied (hidden·Wᵀ), else lm_head [D, V] (hidden·W). */
+  headWeight(): { weight: tf.Variable; transposed: boolean } {
+    return this.config.tie_word_embeddings
+      ? { weight: this.p('embed'), transposed: true }
+      : { weight: this.p('lm_head'), transposed: false };
+  }
+
+  /** `forward` up to the final norm: the hidden states of the rows `forward` would return logits for, [rows, D]. */
+  forwardHidden(input: ForwardInput): { hidden: tf.Tensor2D; cache: LayerCache[] } {
     const c = this.config;
     const B = input.batch;
     const tn = input.ids.length / B;
@@ -217,11 +241,7 @@ export class LlamaModel {
       const rows = tf.reshape(x, [B, tn, c.hidden_size]); // [B, Tn, D]
       x = tf.reshape(tf.slice(rows, [0, tn - 1, 0], [B, 1, c.hidden_size]), [B, c.hidden_size]); // [B, D]
     }
-    x = this.rmsNorm(x, this.p('norm'), fused);
-    const logits = c.tie_word_embeddings
-      ? product(fused, x, embed as tf.Tensor2D, true) // x·embedᵀ
-      : product(fused, x, this.p('lm_head') as tf.Tensor2D); // lm_head [D, V]
-    return { logits, cache }; // [rows, V]
+    return { hidden: this.rmsNorm(x, this.p('norm'), fused), cache }; // [rows, D]
   }
 
   /**

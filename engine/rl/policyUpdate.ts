@@ -57,9 +57,9 @@ export function defaultTokensPerPass(model: LlamaModel): number {
   );
 }
 
-/** Adam keyed by the model's own parameter names, so its saved state is stable across processes. */
+/** Adam over the trained variables (LoRA's adapters, or every weight), keyed by their own names, so its saved state is stable across processes. */
 export function adamVariables(model: LlamaModel): Record<string, tf.Variable> {
-  return Object.fromEntries(model.params);
+  return Object.fromEntries(model.trainable());
 }
 
 function toTokenBatch(b: ReturnType<typeof packBatch>): TokenBatch {
@@ -242,7 +242,7 @@ export async function policyUpdate(
   }
   const temperature = opts.temperature ?? 1;
   const padId = opts.padId ?? 0;
-  const internalName = new Map([...model.params].map(([name, v]) => [v.name, name]));
+  const internalName = new Map([...model.trainable()].map(([name, v]) => [v.name, name]));
   // With one pass over one minibatch the policy has not moved yet, so ℓold is the training forward's own value
   // (the ratio is exactly 1) and the extra forward pass is saved.
   const onePass = epochs === 1 && miniBatches === 1;

@@ -21,6 +21,8 @@ import { CATALOGUE } from '../fetch/catalogue';
 import { fetchArtefact } from '../fetch/fetchArtefact';
 import { terminalReporter } from '../fetch/fetchProgress';
 import fs from 'node:fs';
+import { mergeAdapterIntoFolder } from '../model/lora/mergedFolder';
+import { ADAPTER_CONFIG_FILE, isPeftAdapter, readPeftAdapter } from '../model/lora/peftAdapter';
 import { backendOption } from './options';
 
 /** A path, or a name `model fetch` knows (fetched into the cache, or found there). */
@@ -133,6 +135,50 @@ export function registerModelUseCommands(model: Command): void {
         else console.log(text);
       } finally {
         real.model.dispose();
+      }
+    });
+
+  model
+    .command('merge')
+    .description(
+      "fold a LoRA adapter (PEFT's folder: adapter_config.json + adapter_model.safetensors) into its base model and " +
+        'write a Hugging Face model folder (weights, tokenizer, chat template)',
+    )
+    .argument('<adapter>', 'a PEFT adapter folder')
+    .option(
+      '--base <path>',
+      "the base model: a .gguf file, an HF folder or a name model fetch knows (default: the adapter's base_model_name_or_path)",
+    )
+    .requiredOption('--out <dir>', 'the merged model folder to write (must not exist)')
+    .option('--json', 'print {"out", "base", "rank", "targets", "parameters"}')
+    .addOption(backendOption())
+    .action(async (adapterDir: string, opts: { base?: string; out: string; json?: boolean; backend?: BackendName }) => {
+      if (!isPeftAdapter(adapterDir)) {
+        throw new UserError(`${adapterDir}: has no ${ADAPTER_CONFIG_FILE} (a PEFT LoRA adapter folder is expected)`);
+      }
+      let base = opts.base;
+      if (base === undefined) {
+        base = (await readPeftAdapter(adapterDir)).base ?? undefined;
+        if (base === undefined) {
+          throw new UserError(
+            `${adapterDir}/${ADAPTER_CONFIG_FILE} names no base_model_name_or_path; give --base PATH`,
+          );
+        }
+        if (!fs.existsSync(base) && !CATALOGUE.some((a) => a.name === base)) {
+          throw new UserError(
+            `the adapter's base model '${base}' is not here (no model hub is reached); give --base PATH`,
+          );
+        }
+      }
+      const where = await resolveModelPath(base);
+      await initBackend({ force: opts.backend });
+      const r = await mergeAdapterIntoFolder(adapterDir, where, opts.out);
+      if (opts.json) console.log(JSON.stringify({ out: opts.out, base: where, ...r }));
+      else {
+        console.log(
+          `merged a rank-${r.rank} adapter (${r.targets.join(', ')}; ${r.parameters.toLocaleString('en')} parameters) ` +
+            `into ${where}: ${opts.out}`,
+        );
       }
     });
 }

@@ -59,6 +59,7 @@ interface GenerateOptions {
   maxTokens: number;
   temperature: number;
   topP: number;
+  topK: number;
   seed: number;
   json?: boolean;
   backend?: BackendName;
@@ -88,6 +89,7 @@ export function registerModelUseCommands(model: Command): void {
     .requiredOption('--max-tokens <n>', 'new tokens at most', parseCount)
     .option('--temperature <t>', '0 is greedy; 1 samples the model', parseUnit('--temperature', 10), 0)
     .option('--top-p <p>', 'nucleus sampling (1 = off)', parseUnit('--top-p', 1), 1)
+    .option('--top-k <k>', 'draw from the k most likely tokens only (0 = off)', parseCount, 0)
     .option('--seed <n>', 'random seed', parseCount, 0)
     .option('--json', 'print {"text","ids","logProbs","finish"}')
     .addOption(backendOption())
@@ -126,6 +128,7 @@ export function registerModelUseCommands(model: Command): void {
           maxNewTokens: opts.maxTokens,
           temperature: opts.temperature,
           topP: opts.topP,
+          topK: opts.topK,
           stopTokens: real.stopTokens,
           rng: new Rng(opts.seed),
         });

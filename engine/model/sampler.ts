@@ -17,6 +17,8 @@ export interface SampleOptions {
   temperature?: number;
   /** Nucleus sampling: draw from the smallest set of tokens whose probability reaches topP (1 = off). */
   topP?: number;
+  /** Draw only from the topK most likely tokens (0 = off); with topP too, the nucleus is taken within them (HF's order). */
+  topK?: number;
   /** Generation of a row ends after it emits one of these (the stop token is part of the output). */
   stopTokens?: number[];
   /** Generation of a row ends when its decoded output ends with one of these (needs `decode`). */
@@ -41,7 +43,11 @@ export interface Generation {
   finish: FinishReason;
 }
 
-/** Draw one token from row `row` of `logits` ([rows, V]); returns the id and its log-prob. */
+/**
+ * Draw one token from row `row` of `logits` ([rows, V]); returns the id and its log-prob (under the whole
+ * temperature-scaled distribution, before truncation). Truncation as transformers' warpers, top-k first, then top-p
+ * over what top-k kept; ties by lower id.
+ */
 export function drawToken(
   logits: Float32Array,
   row: number,
@@ -49,6 +55,7 @@ export function drawToken(
   temperature: number,
   topP: number,
   rng: Rng,
+  topK = 0,
 ): { id: number; logProb: number } {
   const off = row * vocab;
   const t = temperature > 0 ? temperature : 1;
@@ -61,11 +68,14 @@ export function drawToken(
   let id = 0;
   if (temperature <= 0) {
     for (let i = 1; i < vocab; i++) if (probs[i]! > probs[id]!) id = i;
-  } else if (topP < 1) {
+  } else if (topP < 1 || (topK > 0 && topK < vocab)) {
     const order = Array.from({ length: vocab }, (_, i) => i).sort((a, b) => probs[b]! - probs[a]! || a - b);
+    const k = topK > 0 ? Math.min(topK, vocab) : vocab;
+    let zk = 0; // the mass top-k keeps, which top-p's share is of
+    for (let i = 0; i < k; i++) zk += probs[order[i]!]!;
     let mass = 0;
     let keep = 0;
-    while (keep < vocab && mass < topP * z) mass += probs[order[keep++]!]!;
+    while (keep < k && mass < topP * zk) mass += probs[order[keep++]!]!;
     let u = rng.next() * mass;
     id = order[keep - 1]!;
     for (let k = 0; k < keep; k++) {
@@ -267,6 +277,7 @@ export class DecodeSession {
     const maxCtx = this.model.config.max_position_embeddings;
     const temperature = opts.temperature ?? 1;
     const topP = opts.topP ?? 1;
+    const topK = opts.topK ?? 0;
     const stops = new Set(opts.stopTokens ?? []);
     const rowMax = opts.rowMaxNewTokens;
     if (rowMax && rowMax.length !== this.rows) {
@@ -285,7 +296,7 @@ export class DecodeSession {
       const fresh: number[] = [];
       owner.forEach((o, b) => {
         if (done.has(o)) return;
-        const { id, logProb } = drawToken(this.logits!, b, V, temperature, topP, opts.rowRngs?.[o] ?? opts.rng);
+        const { id, logProb } = drawToken(this.logits!, b, V, temperature, topP, opts.rowRngs?.[o] ?? opts.rng, topK);
         const g = out[o]!;
         g.tokens.push(id);
         g.logProbs.push(logProb);

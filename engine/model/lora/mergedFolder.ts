@@ -54,8 +54,9 @@ export async function mergeAdapterIntoFolder(
   basePath: string,
   out: string,
 ): Promise<{ rank: number; targets: string[]; parameters: number }> {
-  if (fs.existsSync(out))
-    {throw new UserError(`--out ${out}: already exists; give a new folder (nothing is overwritten)`);}
+  if (fs.existsSync(out)) {
+    throw new UserError(`--out ${out}: already exists; give a new folder (nothing is overwritten)`);
+  }
   const adapter = await readPeftAdapter(adapterDir);
   const real = await loadRealModel(basePath);
   try {

@@ -1,12 +1,15 @@
 /**
  * Per-token log-probabilities of given sequences under the policy: the training forward pass of every RL loss.
  * While the native kernels are active on wasm, the log-softmax, the target's pick and the entropy are one fused native
- * op (engine/tensor/native/fused.ts) instead of ~20 tensor ops over [rows, V].
+ * op (engine/tensor/native/fused.ts) instead of ~20 tensor ops over [rows, V]. Where the trained rows' logits would
+ * pass 2^24 floats (a 49k–152k vocabulary), the head and all of that run in row chunks instead (model/chunkedHead.ts),
+ * so that a whole batch's logits never exist at once, in the forward pass or the backward.
  */
 import { fusedOps } from '../tensor/native/fused';
 import { tf } from '../tensor/backend';
 import { oneHotF32 } from '../tensor/oneHot';
 import { scatterRows } from '../tensor/rows';
+import { chunkedHead, headChunkRows } from './chunkedHead';
 import { rightPaddedLayout, type LlamaModel } from './llama';
 
 export interface TokenBatch {
@@ -35,6 +38,11 @@ export interface LogProbOptions {
    * the softmax over the vocabulary then run on the trained tokens only, not on prompts and inserted text.
    */
   only?: ArrayLike<number>;
+  /**
+   * Rows of the head per chunk (model/chunkedHead.ts). By default the head is chunked only where the trained rows'
+   * logits pass 2^24 floats, in chunks of ⌊2^22 / V⌋ rows; a number forces chunks of that many rows (Infinity: never).
+   */
+  headChunkRows?: number;
 }
 
 /**
@@ -65,7 +73,14 @@ export function tokenLogProbs(
     for (let b = 0; b < B; b++) for (let t = 1; t < T; t++) if (opts.only[b * T + t]) sel.push(b * (T - 1) + t - 1);
     rows = Int32Array.from(sel.length ? sel : [0]);
   }
-  const { logits } = model.forward({ ids: inIds, batch: B, positions, keyMask, differentiable: true, headRows: rows });
+  const { hidden } = model.forwardHidden({
+    ids: inIds,
+    batch: B,
+    positions,
+    keyMask,
+    differentiable: true,
+    headRows: rows,
+  }); // [M, D]
   const temperature = opts.temperature ?? 1;
   const wanted = rows ? Int32Array.from(rows, (r) => targets[r]!) : targets;
   const rowsT = rows ? tf.tensor1d(rows, 'int32') : null;
@@ -78,6 +93,24 @@ export function tokenLogProbs(
       [1, 0],
     ]);
   };
+  const m = hidden.shape[0];
+  const chunkRows = headChunkRows(m, V, opts.headChunkRows);
+  if (chunkRows < m) {
+    const { weight, transposed } = model.headWeight();
+    const r = chunkedHead({
+      hidden,
+      weight: weight as tf.Tensor2D,
+      transposed,
+      // A frozen head (LoRA trains adapters only) gets no gradient computed.
+      weightGrad: [...model.trainable().values()].includes(weight),
+      targets: wanted,
+      temperature,
+      entropy: opts.entropy === true,
+      chunkRows,
+    });
+    return r.entropy ? { logp: full(r.logp), entropy: full(r.entropy) } : { logp: full(r.logp) };
+  }
+  const logits = model.head(hidden); // [M, V]
   if (fused) {
     const r = fused.logSoftmaxPick(logits, tf.tensor1d(wanted, 'int32'), temperature, opts.entropy === true);
     return r.entropy ? { logp: full(r.logp), entropy: full(r.entropy) } : { logp: full(r.logp) };

@@ -1,7 +1,8 @@
 /**
- * `serve-model`: a mars-lab checkpoint as an OpenAI-compatible endpoint (engine/serveModel/), so anything that speaks
- * the OpenAI API — and mars-lab's own endpoint agents (engine/policy/) — can use it. Loopback only unless
- * `--allow-remote`, like `serve`; the API key is a random token printed at start (or read from --token-env).
+ * `serve-model`: a mars-lab checkpoint, or a real model with its chat template (issue 30, item 8), as an
+ * OpenAI-compatible endpoint (engine/serveModel/), so anything that speaks the OpenAI API — and mars-lab's own
+ * endpoint agents (engine/policy/) — can use it. Loopback only unless `--allow-remote`, like `serve`; the API key is a
+ * random token printed at start (or read from --token-env).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -10,10 +11,12 @@ import { resolveBindHost, sshTunnelAdvice } from '../api/web/webServer';
 import { loadCheckpoint } from '../model/formats/checkpoint';
 import { checkpointTokenizerFile } from '../model/formats/checkpointFiles';
 import { loadTokenizer } from '../model/tokenizers/tokenizer';
-import { startModelServer } from '../serveModel/server';
+import { loadRealModel } from '../model/realModel';
+import { startModelServer, type ModelServerOptions } from '../serveModel/server';
 import { initBackend, type BackendName } from '../tensor/backend';
 import { UserError } from '../base/userError';
 import { backendOption, portNumber } from './options';
+import { resolveModelPath } from './modelUseCommands';
 import { untilStopSignal } from './stopSignal';
 
 function count(v: string): number {
@@ -35,15 +38,41 @@ interface ServeModelOptions {
   backend?: BackendName;
 }
 
+/** A mars-lab checkpoint and the tokenizer it carries. */
+async function loadOwnCheckpoint(
+  dir: string,
+  tokFile: string,
+): Promise<Pick<ModelServerOptions, 'model' | 'tokenizer'>> {
+  const tokenizer = await loadTokenizer(tokFile);
+  const { model } = await loadCheckpoint(dir);
+  if (model.config.vocab_size !== tokenizer.vocabSize) {
+    model.dispose();
+    throw new UserError(
+      `${tokFile}: ${tokenizer.vocabSize} tokens, but the model's vocab_size is ${model.config.vocab_size}; the tokenizer must be the checkpoint's own`,
+    );
+  }
+  return { model, tokenizer };
+}
+
+/** A real model (engine/model/realModel.ts): its tokenizer, chat template and end tokens. */
+async function loadReal(where: string): Promise<Pick<ModelServerOptions, 'model' | 'tokenizer' | 'real'>> {
+  const r = await loadRealModel(where);
+  return {
+    model: r.model,
+    tokenizer: r.tokenizer,
+    real: { encoder: r.encoder, stopTokens: r.stopTokens, encode: (text) => r.tokenizer.encodeForModel(text) },
+  };
+}
+
 export function registerServeModelCommand(program: Command): void {
   program
     .command('serve-model')
     .description(
-      'serve a mars-lab checkpoint as an OpenAI-compatible endpoint (/v1/models, /v1/completions, /v1/chat/completions); prints the base URL and the API key',
+      'serve a mars-lab checkpoint or a real model (with its chat template) as an OpenAI-compatible endpoint (/v1/models, /v1/completions, /v1/chat/completions); prints the base URL and the API key',
     )
     .requiredOption(
       '--checkpoint <dir>',
-      'a checkpoint folder with its mars-lab-tokenizer.json, e.g. <run>/checkpoints/200 or resources/mars/base-tiny',
+      'a checkpoint folder with its mars-lab-tokenizer.json (e.g. <run>/checkpoints/200, resources/mars/base-tiny), or a real model: a .gguf file, an HF folder, or a name model fetch knows (smollm2-135m-instruct)',
     )
     .option('--port <n>', 'port to listen on (0: any free port)', portNumber, 8000)
     .option(
@@ -65,8 +94,13 @@ export function registerServeModelCommand(program: Command): void {
     .action(async (opts: ServeModelOptions) => {
       const dir = opts.checkpoint;
       const tokFile = checkpointTokenizerFile(dir);
-      if (!fs.existsSync(tokFile)) {
-        throw new UserError(`${tokFile} is missing: serve-model needs the tokenizer a mars-lab checkpoint carries`);
+      // A mars-lab checkpoint carries its own tokenizer file; anything else is a real model (or a name model fetch knows).
+      const own = fs.existsSync(tokFile);
+      const where = own ? dir : await resolveModelPath(dir);
+      if (!own && !where.toLowerCase().endsWith('.gguf') && !fs.existsSync(path.join(where, 'tokenizer.json'))) {
+        throw new UserError(
+          `${dir}: neither a mars-lab checkpoint (no ${path.basename(tokFile)}) nor a real model (a .gguf file, or an HF folder with tokenizer.json)`,
+        );
       }
       let token: string | undefined;
       if (opts.tokenEnv) {
@@ -84,17 +118,11 @@ export function registerServeModelCommand(program: Command): void {
         );
       }
       await initBackend({ force: opts.backend });
-      const tokenizer = await loadTokenizer(tokFile);
-      const { model } = await loadCheckpoint(dir);
-      if (model.config.vocab_size !== tokenizer.vocabSize) {
-        throw new UserError(
-          `${tokFile}: ${tokenizer.vocabSize} tokens, but the model's vocab_size is ${model.config.vocab_size}; the tokenizer must be the checkpoint's own`,
-        );
-      }
+      const loaded = own ? await loadOwnCheckpoint(dir, tokFile) : await loadReal(where);
+      const { model } = loaded;
       const modelName = opts.modelName ?? path.basename(path.resolve(dir));
       const server = await startModelServer({
-        model,
-        tokenizer,
+        ...loaded,
         modelName,
         port: opts.port,
         bindHost: opts.host,

@@ -22,8 +22,11 @@ export interface Job {
   topK: number;
 }
 
-/** The job of a request and the visible part of its result, for a model of context `maxCtx` over `tok`. */
-export function jobMaker(tok: Tokenizer, maxCtx: number) {
+/**
+ * The job of a request and the visible part of its result, for a model of context `maxCtx` over `tok`. `endIds` are
+ * the model's own ends besides eos (a real model's end-of-turn token): they stop a row as eos does, unless `ignore_eos`.
+ */
+export function jobMaker(tok: Tokenizer, maxCtx: number, endIds: readonly number[] = []) {
   const eos = tok.specials.eos;
   const decode = (ids: number[], skipSpecial = false): string => tok.decode(ids, { skipSpecial });
   /** Stop strings that are a special token's text stop on that token (as the rollouts' stop tokens do). */
@@ -40,7 +43,7 @@ export function jobMaker(tok: Tokenizer, maxCtx: number) {
       if (id !== null && tok.isSpecial(id)) ids.push(id);
       else if (s !== '') strings.push(s);
     }
-    if (eos !== undefined && !ignoreEos && !ids.includes(eos)) ids.push(eos);
+    if (!ignoreEos) for (const end of [eos, ...endIds]) if (end !== undefined && !ids.includes(end)) ids.push(end);
     return { ids, strings };
   };
 

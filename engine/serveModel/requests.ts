@@ -108,8 +108,15 @@ export function checkModel(name: string, served: string): void {
   }
 }
 
-/** The prompt's token ids: given ids checked against the vocabulary, or the text encoded (never to nothing). */
-export function promptIds(tok: Tokenizer, prompt: CompletionRequest['prompt']): number[] {
+/**
+ * The prompt's token ids: given ids checked against the vocabulary, or the text encoded (never to nothing) by
+ * `encode` (a real model's adds the bos its tokenizer config asks for, as transformers and vLLM do).
+ */
+export function promptIds(
+  tok: Tokenizer,
+  prompt: CompletionRequest['prompt'],
+  encode: (text: string) => number[] = (t) => tok.encode(t),
+): number[] {
   if (Array.isArray(prompt) && typeof prompt[0] === 'number') {
     const ids = prompt as number[];
     const bad = ids.find((i) => i >= tok.vocabSize);
@@ -119,7 +126,7 @@ export function promptIds(tok: Tokenizer, prompt: CompletionRequest['prompt']): 
     return ids;
   }
   const text = Array.isArray(prompt) ? (prompt[0] as string) : prompt;
-  const ids = tok.encode(text);
+  const ids = encode(text);
   if (ids.length === 0) {
     throw new HttpError(400, "prompt: empty; the model needs at least one token (e.g. the tokenizer's <bos>)");
   }

@@ -5,20 +5,56 @@
  */
 import type http from 'node:http';
 import { randomUUID } from 'node:crypto';
+import { ChatTemplateError, type ChatMessage } from '../model/chat/chatTemplate';
 import type { Tokenizer } from '../model/tokenizers/tokenizer';
 import type { jobMaker } from './jobs';
 import { chatLogprobs, completionLogprobs } from './logprobs';
-import { chatPromptText, chatRequestSchema, completionRequestSchema, HttpError } from './protocol';
+import { chatPromptText, chatRequestSchema, completionRequestSchema, HttpError, type ChatRequest } from './protocol';
 import { checkModel, promptIds, sendJson, zodProblem } from './requests';
 import { runJob, type JobRunner } from './streaming';
 
-/** What the routes need: the job runner, the tokenizer, the served model's id, the chat template's bos text. */
+/** What the routes need: the job runner, the tokenizer, the served model's id, how prompts become ids. */
 export interface RouteContext extends JobRunner {
   tok: Tokenizer;
   modelName: string;
-  /** The tokenizer's bos token text ('' without one), which the chat prompt starts with. */
+  /** The tokenizer's bos token text ('' without one), which mars-lab's joined chat prompt starts with. */
   bosText: string;
+  /** A raw prompt's ids (a real model's tokenizer adds the bos its config asks for). */
+  encode: (text: string) => number[];
+  /**
+   * A real model's chat prompt: the messages through its chat template with the generation prompt; null for a real
+   * model without a template (chat is refused); absent for a mars-lab checkpoint (protocol.ts chatPromptText).
+   */
+  chatPrompt?: ((messages: ChatMessage[]) => number[]) | null;
   jobOf: ReturnType<typeof jobMaker>['jobOf'];
+}
+
+/** The request's messages as chat templates take them (text parts joined by a space, as chatPromptText does). */
+function templateMessages(messages: ChatRequest['messages']): ChatMessage[] {
+  return messages.map((m) => ({
+    role: m.role,
+    content: typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join(' '),
+  }));
+}
+
+/** The chat's prompt ids: through the model's template, or mars-lab's joined text for its own checkpoints. */
+function chatPromptIds(ctx: RouteContext, messages: ChatRequest['messages']): number[] {
+  if (ctx.chatPrompt === undefined) return promptIds(ctx.tok, chatPromptText(messages, ctx.bosText));
+  if (ctx.chatPrompt === null) {
+    throw new HttpError(400, `${ctx.modelName} has no chat template (a base model): send raw text to /v1/completions`);
+  }
+  let ids: number[];
+  try {
+    ids = ctx.chatPrompt(templateMessages(messages));
+  } catch (err) {
+    // The message starts with the template's origin, a path on this machine: the client is told what failed only.
+    if (err instanceof ChatTemplateError) {
+      throw new HttpError(400, `messages: ${err.message.slice(Math.max(0, err.message.indexOf('the chat template')))}`);
+    }
+    throw err;
+  }
+  if (ids.length === 0) throw new HttpError(400, 'messages: the chat template rendered them to no tokens');
+  return ids;
 }
 
 export async function completions(ctx: RouteContext, body: unknown, res: http.ServerResponse): Promise<void> {
@@ -27,7 +63,7 @@ export async function completions(ctx: RouteContext, body: unknown, res: http.Se
   if (!parsed.success) throw new HttpError(400, zodProblem(parsed.error));
   const r = parsed.data;
   checkModel(r.model, ctx.modelName);
-  const prompt = promptIds(tok, r.prompt);
+  const prompt = promptIds(tok, r.prompt, ctx.encode);
   const job = ctx.jobOf(r, prompt, r.max_tokens ?? 16, r.logprobs ?? 0);
   const id = `cmpl-${randomUUID()}`;
   const base = { id, object: 'text_completion', created: Math.floor(Date.now() / 1000), model: ctx.modelName };
@@ -77,7 +113,7 @@ export async function chat(ctx: RouteContext, body: unknown, res: http.ServerRes
   if (!parsed.success) throw new HttpError(400, zodProblem(parsed.error));
   const r = parsed.data;
   checkModel(r.model, ctx.modelName);
-  const prompt = promptIds(tok, chatPromptText(r.messages, ctx.bosText));
+  const prompt = chatPromptIds(ctx, r.messages);
   const job = ctx.jobOf(r, prompt, r.max_completion_tokens ?? r.max_tokens, r.logprobs ? (r.top_logprobs ?? 0) : 0);
   const id = `chatcmpl-${randomUUID()}`;
   const base = { id, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: ctx.modelName };

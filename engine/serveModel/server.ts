@@ -1,5 +1,5 @@
 /**
- * `serve-model`'s HTTP server: a mars-lab checkpoint behind OpenAI's `/v1/models`, `/v1/completions` and
+ * `serve-model`'s HTTP server: a mars-lab checkpoint or a real model (with its chat template) behind OpenAI's `/v1/models`, `/v1/completions` and
  * `/v1/chat/completions` (request forms and the chat template: protocol.ts), with per-token log-probs and streaming
  * (server-sent events) and top-k alternatives (logprobs.ts), every request going through one GenerationQueue
  * (batcher.ts: continuous batching) as a job (jobs.ts).
@@ -15,6 +15,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { listenOn, resolveBindHost, targetPath } from '../api/web/webServer';
+import type { ChatEncoder } from '../model/chat/chatEncoding';
 import type { LlamaModel } from '../model/llama';
 import type { Tokenizer } from '../model/tokenizers/tokenizer';
 import { checkAccess, hostChecker } from './access';
@@ -27,6 +28,13 @@ import { chat, completions, type RouteContext } from './routes';
 export interface ModelServerOptions {
   model: LlamaModel;
   tokenizer: Tokenizer;
+  /**
+   * A real model (engine/model/realModel.ts) instead of a mars-lab checkpoint: raw prompts get the bos its tokenizer
+   * config asks for, chats go through its chat template with the generation prompt (refused without one), its
+   * end-of-turn token stops a row as eos does, and /v1/models lists it as owned by "mars-lab-real-model", so an
+   * endpoint source's "auto" instructions talk to it as a chat model.
+   */
+  real?: { encoder: ChatEncoder | null; stopTokens: number[]; encode: (text: string) => number[] };
   /** The id clients name in `model`. */
   modelName: string;
   port?: number;
@@ -50,7 +58,7 @@ interface ModelEntry {
   id: string;
   object: 'model';
   created: number;
-  owned_by: 'mars-lab';
+  owned_by: 'mars-lab' | 'mars-lab-real-model';
   max_model_len: number;
 }
 
@@ -67,13 +75,24 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
   let port = 0;
 
   const hostAllowed = hostChecker(bindHost, bind, () => port);
-  const { jobOf, visible } = jobMaker(tok, maxCtx);
-  const ctx: RouteContext = { queue, decode, visible, tok, modelName: o.modelName, bosText, jobOf };
+  const real = o.real;
+  const { jobOf, visible } = jobMaker(tok, maxCtx, real?.stopTokens ?? []);
+  const ctx: RouteContext = {
+    queue,
+    decode,
+    visible,
+    tok,
+    modelName: o.modelName,
+    bosText,
+    encode: real?.encode ?? ((text) => tok.encode(text)),
+    ...(real ? { chatPrompt: real.encoder ? (messages) => real.encoder!.prompt(messages).ids : null } : {}),
+    jobOf,
+  };
   const modelEntry: ModelEntry = {
     id: o.modelName,
     object: 'model',
     created,
-    owned_by: 'mars-lab',
+    owned_by: real ? 'mars-lab-real-model' : 'mars-lab',
     max_model_len: maxCtx,
   };
 

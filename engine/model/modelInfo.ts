@@ -13,7 +13,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { UserError } from '../base/userError';
 import { parseLlamaConfig, parameterCount, type LlamaConfig } from './config';
-import { CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE } from './formats/checkpointFiles';
+import { checkpointTokenizerFile, CONFIG_FILE, WEIGHTS_FILE } from './formats/checkpointFiles';
 import { withGgufFile } from './formats/gguf/ggufFile';
 import { planGgufToHf } from './formats/gguf/ggufToHf';
 import { MAX_HEADER_BYTES } from './formats/safetensors';
@@ -204,7 +204,9 @@ async function describeFolder(dir: string): Promise<ModelInfo> {
     parameters += h.elements;
     for (const [t, n] of Object.entries(h.types)) tensorTypes[t] = (tensorTypes[t] ?? 0) + n;
   }
-  const ownTokenizer = await exists(path.join(dir, TOKENIZER_FILE));
+  // mars-lab's own tokenizer file, or an older checkpoint's tokenizer.json in mars-lab's format (the shipped bases').
+  const ownFile = checkpointTokenizerFile(dir);
+  const ownTokenizer = await exists(ownFile);
   let tokenizer: ModelInfo['tokenizer'] = null;
   let tokenizerConfig: HfTokenizerConfig | null = null;
   let vocabulary = hf.data.vocab_size ?? config?.vocab_size ?? null;
@@ -221,7 +223,7 @@ async function describeFolder(dir: string): Promise<ModelInfo> {
       vocabulary = ids.size;
     }
   } else if (ownTokenizer) {
-    tokenizer = { kind: 'mars-lab', detail: TOKENIZER_FILE };
+    tokenizer = { kind: 'mars-lab', detail: path.basename(ownFile) };
   }
   return {
     path: dir,

@@ -44,6 +44,13 @@ describe('checkpointTokenizerFile', () => {
     expect((await loadTokenizer(checkpointTokenizerFile(dir))).vocabSize).toBe(260);
   });
 
+  it("does not take an HF folder's tokenizer.json for an older checkpoint's (serve-model and model info tell them apart)", () => {
+    fs.writeFileSync(path.join(dir, LEGACY_TOKENIZER_FILE), '{"version":"1.0","model":{"type":"BPE","vocab":{}}}');
+    expect(checkpointTokenizerFile(dir)).toBe(path.join(dir, TOKENIZER_FILE));
+    fs.writeFileSync(path.join(dir, LEGACY_TOKENIZER_FILE), '{"type":"word"');
+    expect(checkpointTokenizerFile(dir)).toBe(path.join(dir, TOKENIZER_FILE)); // not JSON: not mars-lab's either
+  });
+
   it('names the new file when there is neither (for the message)', () => {
     expect(checkpointTokenizerFile(dir)).toBe(path.join(dir, TOKENIZER_FILE));
   });

@@ -77,6 +77,14 @@ describe('model info', () => {
     expect(info.unsupported).toBeNull();
   });
 
+  it("describes a shipped base, whose tokenizer.json is mars-lab's own format (a TypeError before)", async () => {
+    const info = await describeModel(path.resolve('resources/marti/base-tiny'));
+    expect(info.format).toBe('mars-lab-checkpoint');
+    expect(info.tokenizer).toEqual({ kind: 'mars-lab', detail: 'tokenizer.json' });
+    expect(info.vocabulary).toBe(info.config!.vocab_size);
+    expect(info.unsupported).toBeNull();
+  });
+
   it('sums the shards an index names, and names a missing one', async () => {
     const dir = hfFolder('sharded', { shards: true });
     expect((await describeModel(dir)).parameters).toBe(parameterCount(tinyConfig()));

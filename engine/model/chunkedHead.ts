@@ -11,31 +11,14 @@
  * W [V, D]); d W = hiddenᵀ·d logits (untied) or d logitsᵀ·hidden (tied). A tied embedding also gets the input gather's
  * gradient; the tape sums the two.
  *
- * The forward chunks use the native fused log-softmax-pick (engine/tensor/native/fused.ts) while it runs, else stock
- * ops; the backward chunks use stock ops. Products with a transposed operand take matMul's flags when the native
- * products run (they read either layout), else one explicit transpose of W per pass (the wasm backend's transposed
- * product is slow, tensor/matMul.ts).
+ * When to chunk and how finely: headChunks.ts. The forward chunks use the native fused log-softmax-pick
+ * (engine/tensor/native/fused.ts) while it runs, else stock ops; the backward chunks use stock ops. Products with a
+ * transposed operand take matMul's flags when the native products run (they read either layout), else one explicit
+ * transpose of W per pass (the wasm backend's transposed product is slow, tensor/matMul.ts).
  */
 import { fusedOps } from '../tensor/native/fused';
 import { tf } from '../tensor/backend';
 import { oneHotF32 } from '../tensor/oneHot';
-
-/** Logits of a whole batch above this many floats (64 MiB) are computed in row chunks. */
-export const CHUNK_ABOVE_FLOATS = 2 ** 24;
-/** Floats of logits per chunk by default (16 MiB): ⌊2^22 / V⌋ rows, 85 at V = 49,152. */
-export const CHUNK_FLOATS = 2 ** 22;
-
-/**
- * Rows per chunk for M rows over a vocabulary of V: M (one chunk: the plain head) unless M·V > CHUNK_ABOVE_FLOATS, then
- * ⌊CHUNK_FLOATS / V⌋. `chunkRows`, when given, forces chunks of that many rows (Infinity: never chunked).
- */
-export function headChunkRows(m: number, v: number, chunkRows?: number): number {
-  if (chunkRows !== undefined) {
-    if (!(chunkRows >= 1)) throw new Error(`headChunkRows: ${chunkRows} rows per chunk; at least 1`);
-    return Math.min(m, Math.floor(chunkRows));
-  }
-  return m * v > CHUNK_ABOVE_FLOATS ? Math.max(1, Math.min(m, Math.floor(CHUNK_FLOATS / v))) : m;
-}
 
 export interface ChunkedHeadInput {
   /** Final hidden states (after the last norm), [M, D]. */

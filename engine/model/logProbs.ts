@@ -2,14 +2,15 @@
  * Per-token log-probabilities of given sequences under the policy: the training forward pass of every RL loss.
  * While the native kernels are active on wasm, the log-softmax, the target's pick and the entropy are one fused native
  * op (engine/tensor/native/fused.ts) instead of ~20 tensor ops over [rows, V]. Where the trained rows' logits would
- * pass 2^24 floats (a 49k–152k vocabulary), the head and all of that run in row chunks instead (model/chunkedHead.ts),
- * so that a whole batch's logits never exist at once, in the forward pass or the backward.
+ * pass 2^24 floats (a 49k–152k vocabulary), the head and all of that run in row chunks instead (model/chunkedHead.ts,
+ * model/headChunks.ts), so that a whole batch's logits never exist at once, in the forward pass or the backward.
  */
 import { fusedOps } from '../tensor/native/fused';
 import { tf } from '../tensor/backend';
 import { oneHotF32 } from '../tensor/oneHot';
 import { scatterRows } from '../tensor/rows';
-import { chunkedHead, headChunkRows } from './chunkedHead';
+import { chunkedHead } from './chunkedHead';
+import { headChunkRows } from './headChunks';
 import { rightPaddedLayout, type LlamaModel } from './llama';
 
 export interface TokenBatch {

@@ -4,34 +4,50 @@
  * model's config (no TensorFlow.js), so the config schema can load it in the app's main process.
  */
 import type { LlamaConfig } from '../model/config';
+import { CHUNK_ABOVE_FLOATS, CHUNKED_HEAD_BYTES } from '../model/headChunks';
 
 /** The wasm backend's heap (32-bit addresses) cannot grow past 4 GiB. */
 export const WASM_HEAP_BYTES = 2 ** 32;
 /** Most padded tokens one forward/backward pass holds (policyUpdate's default off wasm; wasm takes fewer). */
 export const MAX_TOKENS_PER_PASS = 4096;
 
+type PassConfig = Pick<LlamaConfig, 'num_hidden_layers' | 'hidden_size' | 'intermediate_size' | 'vocab_size'>;
+
 /**
- * Bytes one token keeps for the backward pass: about 12 bytes × layers × (10·hidden + 4·intermediate), plus the
- * vocabulary head (measured on the medium model: 1.9 GB live for 16 × 64 tokens; engine/rl/policyUpdate.ts).
+ * Bytes one token keeps for the backward pass in the layers: about 12 bytes × layers × (10·hidden + 4·intermediate)
+ * (measured on the medium model: 1.9 GB live for 16 × 64 tokens; engine/rl/policyUpdate.ts).
  */
-export function activationBytesPerToken(
-  c: Pick<LlamaConfig, 'num_hidden_layers' | 'hidden_size' | 'intermediate_size' | 'vocab_size'>,
-): number {
-  return 12 * c.num_hidden_layers * (10 * c.hidden_size + 4 * c.intermediate_size) + 12 * c.vocab_size;
+export function layerBytesPerToken(c: PassConfig): number {
+  return 12 * c.num_hidden_layers * (10 * c.hidden_size + 4 * c.intermediate_size);
+}
+
+/**
+ * Bytes the vocabulary head holds in a pass over `tokens` tokens: 12 bytes × vocabulary a token (logits, log-softmax,
+ * their gradient) while the pass's logits stay within CHUNK_ABOVE_FLOATS; past that the head runs in row chunks
+ * (model/chunkedHead.ts) and holds CHUNKED_HEAD_BYTES whatever the tokens. Counts every token, trained or not: it
+ * errs high where prompts are long.
+ */
+export function headPassBytes(c: PassConfig, tokens: number): number {
+  return tokens * c.vocab_size > CHUNK_ABOVE_FLOATS ? CHUNKED_HEAD_BYTES : 12 * c.vocab_size * tokens;
+}
+
+/** What one pass of `tokens` tokens keeps for its backward pass, attention scores aside (memoryBudget.ts adds them). */
+export function passActivationBytes(c: PassConfig, tokens: number): number {
+  return tokens * layerBytesPerToken(c) + headPassBytes(c, tokens);
 }
 
 /**
  * Padded tokens per forward/backward pass (engine/rl/policyUpdate.ts defaultTokensPerPass): 4096, or fewer on wasm,
  * where one pass's activations are kept within 40% of the 4 GiB heap after the weights, the reference copy, Adam's two
  * moments and the gradients (5 × the parameters); the rest of the heap goes to Adam's and the summed gradients'
- * temporaries and to fragmentation. Small models keep 4096.
+ * temporaries and to fragmentation. Small models keep 4096; a real vocabulary's head, chunked, takes a fixed share.
  */
-export function tokensPerPass(
-  backend: string | undefined,
-  c: Parameters<typeof activationBytesPerToken>[0],
-  params: number,
-): number {
+export function tokensPerPass(backend: string | undefined, c: PassConfig, params: number): number {
   if (backend !== 'wasm') return MAX_TOKENS_PER_PASS;
   const room = 0.4 * WASM_HEAP_BYTES - 5 * 4 * params;
-  return Math.max(64, Math.min(MAX_TOKENS_PER_PASS, Math.floor(room / activationBytesPerToken(c))));
+  // The most tokens that fit with the head whole, and with it chunked (a pass past the threshold): the larger that holds.
+  const whole = Math.floor(room / (layerBytesPerToken(c) + 12 * c.vocab_size));
+  const chunked = Math.floor((room - CHUNKED_HEAD_BYTES) / layerBytesPerToken(c));
+  const n = chunked * c.vocab_size > CHUNK_ABOVE_FLOATS ? Math.max(whole, chunked) : whole;
+  return Math.max(64, Math.min(MAX_TOKENS_PER_PASS, n));
 }

@@ -25,7 +25,7 @@ import {
   type LlamaConfig,
   type ModelSize,
 } from '../model/config';
-import { activationBytesPerToken, tokensPerPass, WASM_HEAP_BYTES } from '../rl/passSize';
+import { passActivationBytes, tokensPerPass, WASM_HEAP_BYTES } from '../rl/passSize';
 import { UserError } from '../base/userError';
 import { MAX_MODEL_CONFIG_BYTES, readRegularText } from '../base/regularFile';
 
@@ -120,7 +120,7 @@ function passBytes(c: LlamaConfig, tokens: number, seq: number, perPassCap = Inf
   // The scores of every layer are kept for the backward pass: rows × heads × seq² × layers, scores and softmax and
   // their gradients (≈ 3 copies).
   const scores = rows * c.num_attention_heads * seq * seq * c.num_hidden_layers * FLOAT * 3;
-  return perPass * activationBytesPerToken(c) + scores;
+  return passActivationBytes(c, perPass) + scores;
 }
 
 /** The shape of one step: rollout rows and sequence lengths, per algorithm (what dominates memory). */
@@ -321,8 +321,9 @@ export interface ModelMemory {
  * The three figures for a model held as float32 (GGUF's quantised tensors are dequantised on load): sampling `rows`
  * sequences of `seq` tokens (weights, KV cache, a row of logits each); a GRPO step over `trainRows` × `seq` tokens
  * trained fully (the weights' TRAINED_COPIES, a KL reference, one pass's activations); and the same with LoRA at
- * `loraRank` (the base frozen once, the adapters' copies, the same activations: LoRA saves optimizer state, not
- * activations). Rough as estimateRunMemory is, erring high.
+ * `loraRank` (the base frozen once, the adapters' copies, the same activations per pass: LoRA saves optimizer state,
+ * not activations; on wasm its passes are longer, being sized by the trained variables). Rough as estimateRunMemory
+ * is, erring high.
  */
 export function modelMemory(
   c: LlamaConfig,
@@ -338,8 +339,13 @@ export function modelMemory(
   const params = parameterCount(c);
   const weights = params * FLOAT;
   const sample = weights + shape.sampleRows * (shape.seq * kvBytesPerToken(c) + c.vocab_size * FLOAT);
-  const activations = passBytes(c, shape.trainRows * shape.seq, shape.seq, tokensPerPass(opts.backend, c, params));
-  const full = weights * (TRAINED_COPIES + 1) + activations;
-  const lora = weights + loraParameterCount(c, shape.loraRank) * FLOAT * TRAINED_COPIES + activations;
+  const tokens = shape.trainRows * shape.seq;
+  // policyUpdate sizes its passes by the trained variables: every weight, or under LoRA the adapters only.
+  const loraParams = loraParameterCount(c, shape.loraRank);
+  const full = weights * (TRAINED_COPIES + 1) + passBytes(c, tokens, shape.seq, tokensPerPass(opts.backend, c, params));
+  const lora =
+    weights +
+    loraParams * FLOAT * TRAINED_COPIES +
+    passBytes(c, tokens, shape.seq, tokensPerPass(opts.backend, c, loraParams));
   return { shape, sample, full, lora, limit: memoryLimit(opts.backend, totalmem) };
 }

@@ -7,7 +7,7 @@
  * fraction of the unchunked head's.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { headChunkRows } from '../../../engine/model/chunkedHead';
+import { headChunkRows } from '../../../engine/model/headChunks';
 import { rightPaddedLayout, type LlamaModel } from '../../../engine/model/llama';
 import { padBatch, tokenLogProbs, type LogProbOptions } from '../../../engine/model/logProbs';
 import { LoraAdapters } from '../../../engine/model/lora/loraAdapters';

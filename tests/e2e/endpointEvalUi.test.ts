@@ -203,7 +203,10 @@ describe.skipIf(!haveChromium)('Evaluate with endpoints, from the Launch view (w
     await page.getByTestId('ee-marti').check();
     await page.getByTestId('ee-preset').selectOption('marti-hetero-small');
     await expect.poll(() => page.getByTestId('ee-state').textContent()).not.toBe('');
-    // one endpoint for the whole team by default; unticked, one per agent
+    // one endpoint for the whole team by default; unticked, one per agent. The form draws the team's fields after the
+    // preset's config arrives, which the state line does not wait for: count once they are drawn (the fresh-clone CI
+    // of ed5239b counted 0 under load).
+    await page.getByTestId('endpoint-agent-alpha').waitFor();
     expect(await page.getByTestId('endpoint-agent-alpha').count()).toBe(1);
     expect(await page.getByTestId('endpoint-agent-beta').count()).toBe(0);
     await page.getByTestId('ee-same-for-all').uncheck();

@@ -16,7 +16,7 @@
  *   rl, scoring rl/, scoring/ (answer scoring, paired statistics), code/ (model-written Python in a sandbox, task files)
  *   training    training/ (the Algorithm contract, shared config sections, configuredTraining, the memory budget),
  *               policy/ (where a policy's tokens come from: the run's model or an OpenAI-compatible endpoint)
- *   algorithms  seqgrpo/, mars/, marti/ (none imports another)
+ *   algorithms  seqgrpo/, mars/, marti/, chatgrpo/ (none imports another)
  *   run layer   runs/: config/, presets/, folder/, summary/, trajectories/, evaluation/ (with endpoint agents and the
  *               chat instructions that teach them the format), watch/, the registry and the run loop
  *   tools       interop/ (export to and import from verl / MARTI), cluster/ (the Ray jobs client, studies: the command
@@ -55,7 +55,7 @@ const FLOORS = [
     what: "the Algorithm contract and what every trainer builds the same way; where a policy's tokens come from",
     path: '^engine/(training|policy)/',
   },
-  { name: 'algorithms', what: 'seqgrpo, MARS, MARTI', path: '^engine/(seqgrpo|mars|marti)/' },
+  { name: 'algorithms', what: 'seqgrpo, MARS, MARTI, chatgrpo', path: '^engine/(seqgrpo|mars|marti|chatgrpo)/' },
   {
     name: 'run layer',
     what: 'run folders, the run loop, the registry, summaries, trajectories, evaluation, the watcher',
@@ -152,8 +152,8 @@ module.exports = {
       name: 'algorithms-apart',
       comment: 'One algorithm does not import another: what they share lives in engine/training/ or the foundation.',
       severity: 'error',
-      from: { path: '^engine/(seqgrpo|mars|marti)/' },
-      to: { path: '^engine/(seqgrpo|mars|marti)/', pathNot: '^engine/$1/' },
+      from: { path: '^engine/(seqgrpo|mars|marti|chatgrpo)/' },
+      to: { path: '^engine/(seqgrpo|mars|marti|chatgrpo)/', pathNot: '^engine/$1/' },
     },
     {
       name: 'no-runtime-circle',

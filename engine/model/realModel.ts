@@ -68,9 +68,17 @@ export async function loadRealModel(where: string): Promise<RealModel> {
     model.dispose();
     throw new UserError(`${where}: the tokenizer has ${size} tokens, more than the model's vocab_size`);
   }
+  return { path: where, model, tokenizer, chat, ...chatParts(tokenizer, chat) };
+}
+
+/** The encoder of a model's chat template (null without one) and the ids that end a generation: eos, end of turn. */
+export function chatParts(
+  tokenizer: HfTokenizer,
+  chat: ModelChatTemplate | null,
+): Pick<RealModel, 'encoder' | 'stopTokens'> {
   const encoder = chat ? new ChatEncoder(chat.template, tokenizer) : null;
   const stop = new Set([tokenizer.specials.eos]);
   const end = encoder?.endOfTurnText();
   if (end) stop.add(tokenizer.idOf(end));
-  return { path: where, model, tokenizer, chat, encoder, stopTokens: [...stop] };
+  return { encoder, stopTokens: [...stop] };
 }

@@ -14,8 +14,8 @@
  * algorithm's headline metric (engine/runs/summary/headlineMetric.ts) is declared right after `reward`, so declaration order puts reward
  * and the held-out score first; the test checks that it is the headline metric.
  *
- * Sources: engine/seqgrpo/trainer.ts, engine/mars/trainer.ts, engine/marti/trainer.ts (trainStep and evaluate), and
- * engine/runs/runLoop.ts, which logs each evaluation metric as `eval.<name>`.
+ * Sources: engine/seqgrpo/trainer.ts, engine/mars/trainer.ts, engine/marti/trainer.ts, engine/chatgrpo/trainer.ts
+ * (trainStep and evaluate), and engine/runs/runLoop.ts, which logs each evaluation metric as `eval.<name>`.
  */
 
 export type MetricUnit =
@@ -115,6 +115,28 @@ const SEQGRPO: MetricDecl[] = decls([
   ['eval.accuracy', 'fraction', 'headline', 'held-out accuracy: share of held-out sequences output exactly (greedy)'],
   ['eval.positionAccuracy', 'fraction', 'eval', 'held-out share of positions right'],
   ['exact', 'fraction', 'headline', 'share of the step’s rollouts that are exactly right'],
+  ...OPTIMISATION,
+]);
+
+const CHATGRPO: MetricDecl[] = decls([
+  [
+    'reward',
+    'score',
+    'headline',
+    'mean reward of the step’s replies (0.5 for the right sum anywhere, 0.5 more for the sum alone)',
+  ],
+  ['eval.accuracy', 'fraction', 'headline', 'held-out share of replies that are the sum and nothing else (greedy)'],
+  ['eval.answerCorrect', 'fraction', 'eval', 'held-out share of replies stating the right sum anywhere'],
+  ['eval.reward', 'score', 'eval', 'held-out mean reward'],
+  ['exact', 'fraction', 'headline', 'share of the step’s replies that are the sum and nothing else'],
+  ['correct', 'fraction', 'headline', 'share of the step’s replies stating the right sum anywhere'],
+  ['replyTokens', 'tokens', 'optimisation', 'mean tokens of a reply, its end-of-turn token included'],
+  [
+    'truncatedShare',
+    'fraction',
+    'optimisation',
+    'share of replies cut at task.maxNewTokens before their end-of-turn token',
+  ],
   ...OPTIMISATION,
 ]);
 
@@ -312,7 +334,12 @@ const MARTI: MetricDecl[] = decls([
   ...OPTIMISATION,
 ]);
 
-const CATALOG: Record<string, readonly MetricDecl[]> = { seqgrpo: SEQGRPO, mars: MARS, marti: MARTI };
+const CATALOG: Record<string, readonly MetricDecl[]> = {
+  seqgrpo: SEQGRPO,
+  mars: MARS,
+  marti: MARTI,
+  chatgrpo: CHATGRPO,
+};
 
 /** The declarations of an algorithm (as run.json names it); empty for an unknown one. */
 export function metricCatalog(algorithm: string | undefined): readonly MetricDecl[] {

@@ -4,12 +4,14 @@ import type { Algorithm } from '../training/trainer';
 import { mars } from '../mars/trainer';
 import { marti } from '../marti/trainer';
 import { seqgrpo } from '../seqgrpo/trainer';
+import { chatgrpo } from '../chatgrpo/trainer';
 import { UserError } from '../base/userError';
 
 const ALGORITHMS: { [K in RunConfig['algorithm']]: Algorithm<Extract<RunConfig, { algorithm: K }>> } = {
   seqgrpo,
   mars,
   marti,
+  chatgrpo,
 };
 
 export function algorithmFor(config: RunConfig): Algorithm<RunConfig> {

@@ -403,7 +403,7 @@ export const commonFields = {
 export type CommonConfig = z.output<z.ZodObject<typeof commonFields>>;
 
 /** Checks across the shared sections; each algorithm's member runs it as a refinement. */
-export function checkCommon(c: CommonConfig, ctx: z.RefinementCtx): void {
+export function checkCommon(c: Pick<CommonConfig, 'rl' | 'budget'>, ctx: z.RefinementCtx): void {
   // Refinements can run while other fields still have issues, so every value is checked before it is used.
   const s = c.rl?.schedule;
   const steps = c.budget?.steps;

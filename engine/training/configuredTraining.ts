@@ -62,7 +62,7 @@ export async function configuredInitialModel(
  * rl.schedule.warmupSteps training steps, and the cosine reaches minLr at the run's last step, s = budget.steps − 1.
  * The trainer passes s through `configuredUpdate`, so a resumed run, which restores its step, follows the same rates.
  */
-export function configuredAdam(cfg: CommonConfig, model: LlamaModel): Adam {
+export function configuredAdam(cfg: Pick<CommonConfig, 'rl' | 'budget'>, model: LlamaModel): Adam {
   const { rl } = cfg;
   const s = rl.schedule;
   const lr =
@@ -81,7 +81,11 @@ export function configuredAdam(cfg: CommonConfig, model: LlamaModel): Adam {
 }
 
 /** policyUpdate's options from the rl and sampler sections, for the update of 0-based training step `trainingStep`. */
-export function configuredUpdate(cfg: CommonConfig, minibatchRng: Rng, trainingStep: number): PolicyUpdateOptions {
+export function configuredUpdate(
+  cfg: Pick<CommonConfig, 'rl' | 'sampler'>,
+  minibatchRng: Rng,
+  trainingStep: number,
+): PolicyUpdateOptions {
   const { rl } = cfg;
   return {
     trainingStep,

@@ -228,6 +228,21 @@ describe('paths from a request', () => {
     expect((ok.issues ?? []).filter((i) => i.path === 'task.file')).toEqual([]);
   });
 
+  it("a chatgrpo run's real model outside the allowed folders is refused on model.path; a name model fetch knows is not", async () => {
+    const chat = (p: string) => ({ config: { algorithm: 'chatgrpo', model: { path: p } } });
+    const launched = launcher.launches.length;
+    expect(await callApi(host.handlers, 'validateConfig', chat('/etc/passwd'))).toMatchObject({
+      ok: false,
+      issues: [{ path: 'model.path', message: expect.stringMatching(/\/etc\/passwd is outside the folders/) }],
+    });
+    await expect(callApi(host.handlers, 'startRun', chat(outside))).rejects.toThrow(/model\.path: .* is outside/);
+    expect(launcher.launches.length).toBe(launched);
+    const named = (await callApi(host.handlers, 'validateConfig', chat('smollm2-135m-instruct'))) as {
+      issues?: { path: string }[];
+    };
+    expect((named.issues ?? []).filter((i) => i.path === 'model.path')).toEqual([]);
+  });
+
   it('MARS_LAB_ALLOW_PATHS adds folders', async () => {
     process.env.MARS_LAB_ALLOW_PATHS = outside;
     const allowing = await createHost({ home, launcher: fakeLauncher(), transport: 'web' });

@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { CATALOGUE } from '../../fetch/catalogue';
 import type { ConfigIssue, RunConfig } from '../../runs/config/configSchema';
 import { PRESETS_DIR } from '../../runs/presets/presets';
 import { PROJECT_ROOT } from '../../base/projectRoot';
@@ -64,6 +65,7 @@ export function pathProblem(p: string, roots: readonly string[]): string | undef
 
 /** Every field of a config that can name a checkpoint folder, with its value. */
 function checkpointSources(config: RunConfig): [string, { kind: string; path?: string }][] {
+  if (config.algorithm === 'chatgrpo') return [];
   const out: [string, { kind: string; path?: string }][] = [['model.from.path', config.model.from]];
   if (config.algorithm === 'marti') {
     config.marti.agents.forEach((a, i) => a.from && out.push([`marti.agents.${i}.from.path`, a.from]));
@@ -71,8 +73,14 @@ function checkpointSources(config: RunConfig): [string, { kind: string; path?: s
   return out;
 }
 
-/** Every field of a config that names a user's task file or folder (a MARS corpus and its questions, a MARTI task file). */
+/**
+ * Every field of a config that names a user's file or folder: a MARS corpus and its questions, a MARTI task file, a
+ * chatgrpo real model (unless it is a name model fetch knows: that resolves inside the cache).
+ */
 export function taskFileSources(config: RunConfig): [string, string | undefined][] {
+  if (config.algorithm === 'chatgrpo') {
+    return CATALOGUE.some((a) => a.name === config.model.path) ? [] : [['model.path', config.model.path]];
+  }
   if (config.algorithm === 'mars') {
     return [
       ['task.corpus.folder', config.task.corpus?.folder],

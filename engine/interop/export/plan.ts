@@ -98,7 +98,7 @@ export function groupShape(c: RunConfig): {
   groupFrom: string;
   promptsFrom: string;
 } {
-  if (c.algorithm === 'seqgrpo') {
+  if (c.algorithm === 'seqgrpo' || c.algorithm === 'chatgrpo') {
     return {
       groupSize: c.task.groupSize,
       promptsPerStep: c.task.promptsPerStep,

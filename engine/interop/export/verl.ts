@@ -161,6 +161,13 @@ function mapLengths({ map, skip }: SettingsTables, c: RunConfig): void {
       'task.maxProgramTokens',
       "mars-lab's tokens: re-check for the model's tokenizer",
     );
+  } else if (c.algorithm === 'chatgrpo') {
+    map(
+      'data.max_response_length',
+      lit(c.task.maxNewTokens),
+      'task.maxNewTokens',
+      "the model's own tokens, as verl counts them",
+    );
   } else {
     skip(
       'task.length',
@@ -172,11 +179,19 @@ function mapLengths({ map, skip }: SettingsTables, c: RunConfig): void {
 
 /** What does not map, and why. */
 function skipUnmapped({ skip }: SettingsTables, c: RunConfig): void {
-  skip(
-    'model',
-    c.model.from.kind === 'checkpoint' ? c.model.from.path : c.model.size,
-    "verl fine-tunes the pretrained model you give (MODEL); mars-lab's models are its own small TF.js transformers and its checkpoints do not load in verl",
-  );
+  if (c.algorithm === 'chatgrpo') {
+    skip(
+      'model',
+      c.model.path,
+      'verl fine-tunes the pretrained model you give (MODEL): give it this model as an HF folder (a GGUF does not load there)',
+    );
+  } else {
+    skip(
+      'model',
+      c.model.from.kind === 'checkpoint' ? c.model.from.path : c.model.size,
+      "verl fine-tunes the pretrained model you give (MODEL); mars-lab's models are its own small TF.js transformers and its checkpoints do not load in verl",
+    );
+  }
   skip(
     'pretrain',
     c.pretrain,

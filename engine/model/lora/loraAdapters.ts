@@ -29,14 +29,26 @@ export const LORA_TARGETS = {
 export type LoraTarget = keyof typeof LORA_TARGETS;
 export const LORA_TARGET_NAMES = Object.keys(LORA_TARGETS) as LoraTarget[];
 
+/** The form's titles and descriptions ride along (the launch form is drawn from the run config's JSON Schema). */
+const about = (title: string, description: string) => ({ title, description });
+
 export const loraSpecSchema = z.strictObject({
-  rank: z.int().min(1).max(4096),
-  alpha: z.number().positive(),
-  dropout: z.number().min(0).lt(1).default(0),
+  rank: z.int().min(1).max(4096).meta(about('Rank', 'The adapters’ inner width r.')),
+  alpha: z
+    .number()
+    .positive()
+    .meta(about('Alpha', 'The adapters’ output is scaled by alpha / rank (PEFT’s lora_alpha).')),
+  dropout: z
+    .number()
+    .min(0)
+    .lt(1)
+    .default(0)
+    .meta(about('Dropout', 'Dropout on an adapter’s input in training passes (PEFT’s lora_dropout).')),
   targets: z
     .array(z.enum(LORA_TARGET_NAMES as [LoraTarget, ...LoraTarget[]]))
     .min(1)
-    .default(['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']),
+    .default(['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'])
+    .meta(about('Target modules', 'The projections that get adapters (PEFT’s target_modules).')),
 });
 export type LoraSpec = z.output<typeof loraSpecSchema>;
 

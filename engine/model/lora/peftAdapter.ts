@@ -17,7 +17,7 @@ import { z } from 'zod';
 import { readRegularJson } from '../../base/regularFile';
 import { UserError } from '../../base/userError';
 import type { LlamaConfig } from '../config';
-import { readSafetensorsFile, writeSafetensorsFile } from '../formats/safetensors';
+import { encodeSafetensors, readSafetensorsFile } from '../formats/safetensors';
 import {
   LORA_TARGET_NAMES,
   LORA_TARGETS,
@@ -91,6 +91,17 @@ export interface PeftAdapter {
 
 /** Writes `adapters` to the folder `dir` in PEFT's layout; `base` goes into base_model_name_or_path. */
 export async function savePeftAdapter(dir: string, adapters: LoraAdapters, base: string | null): Promise<void> {
+  fs.mkdirSync(dir, { recursive: true });
+  for (const [name, data] of Object.entries(await peftAdapterFiles(adapters, base))) {
+    fs.writeFileSync(path.join(dir, name), data);
+  }
+}
+
+/** The two files of `adapters` in PEFT's layout, by name, for a folder written whole (a run's checkpoint). */
+export async function peftAdapterFiles(
+  adapters: LoraAdapters,
+  base: string | null,
+): Promise<Record<string, Uint8Array | string>> {
   const s = adapters.spec;
   const config = {
     peft_type: 'LORA',
@@ -118,9 +129,10 @@ export async function savePeftAdapter(dir: string, adapters: LoraAdapters, base:
     for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) data[j * rows + i] = t.data[i * cols + j]!;
     tensors[peftName(name)] = { shape: [cols, rows], data };
   }
-  fs.mkdirSync(dir, { recursive: true });
-  await writeSafetensorsFile(path.join(dir, ADAPTER_WEIGHTS_FILE), tensors, { format: 'pt' });
-  fs.writeFileSync(path.join(dir, ADAPTER_CONFIG_FILE), JSON.stringify(config, null, 2) + '\n');
+  return {
+    [ADAPTER_WEIGHTS_FILE]: encodeSafetensors(tensors, { format: 'pt' }),
+    [ADAPTER_CONFIG_FILE]: JSON.stringify(config, null, 2) + '\n',
+  };
 }
 
 /** Whether `dir` is a PEFT adapter folder. */

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { marsConfigSchema } from '../../mars/configSchema';
 import { martiConfigSchema } from '../../marti/configSchema';
 import { seqgrpoConfigSchema } from '../../seqgrpo/configSchema';
+import { chatgrpoConfigSchema } from '../../chatgrpo/configSchema';
 import { UserError } from '../../base/userError';
 import { boundedJson, clip, configSizeProblem } from '../../base/boundedText';
 import { memoryProblem } from '../../training/memoryBudget';
@@ -31,11 +32,12 @@ export {
 } from '../../seqgrpo/configSchema';
 export { marsConfigSchema, type MarsConfig } from '../../mars/configSchema';
 export { martiConfigSchema, type MartiConfig } from '../../marti/configSchema';
+export { chatgrpoConfigSchema, type ChatGrpoConfig } from '../../chatgrpo/configSchema';
 
 // ---- the union --------------------------------------------------------------------------------------------------------
 
 export const runConfigSchema = z
-  .discriminatedUnion('algorithm', [seqgrpoConfigSchema, marsConfigSchema, martiConfigSchema])
+  .discriminatedUnion('algorithm', [seqgrpoConfigSchema, marsConfigSchema, martiConfigSchema, chatgrpoConfigSchema])
   .superRefine((config, ctx) => {
     // Memory is checked before it is spent (memoryBudget.ts): a config this machine cannot hold is refused here, where
     // train, resume, pretrain and the app's launch all validate, instead of a worker allocating until it is killed.

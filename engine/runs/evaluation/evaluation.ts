@@ -71,10 +71,12 @@ function readRegularFile(file: string): Buffer {
 
 /**
  * Parameter files beside model.safetensors that change a checkpoint's answers: a MARS System 1 of its own
- * (sys1.safetensors) and a heterogeneous MARTI team's other agents (agent-<id>.safetensors and .config.json).
- * Optimiser state changes no answer and is left out.
+ * (sys1.safetensors), a heterogeneous MARTI team's other agents (agent-<id>.safetensors and .config.json) and a
+ * chatgrpo run's LoRA adapter (adapter_model.safetensors and adapter_config.json: under LoRA the base is the same in
+ * every checkpoint). Optimiser state changes no answer and is left out.
  */
-const EXTRA_WEIGHTS = /^(sys1\.safetensors|agent-[^/]+\.safetensors|agent-[^/]+\.config\.json)$/;
+const EXTRA_WEIGHTS =
+  /^(sys1\.safetensors|agent-[^/]+\.safetensors|agent-[^/]+\.config\.json|adapter_model\.safetensors|adapter_config\.json)$/;
 
 /**
  * The hash of every file of a checkpoint that changes an answer (issue 32, defect 3: sys1.safetensors was left out,

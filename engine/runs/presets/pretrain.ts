@@ -28,7 +28,9 @@ export async function pretrain(
   opts: { onProgress?: (p: Progress) => void; signal?: AbortSignal; force?: boolean } = {},
 ): Promise<PretrainOutcome> {
   const algorithm = algorithmFor(config);
-  if (!algorithm.pretrainBatch) throw new UserError(`algorithm '${config.algorithm}' has no pretraining stage`);
+  if (config.algorithm === 'chatgrpo' || !algorithm.pretrainBatch) {
+    throw new UserError(`algorithm '${config.algorithm}' has no pretraining stage`);
+  }
   if (fs.existsSync(out) && !opts.force) {
     throw new UserError(`--out ${out}: already exists (add --force to replace it)`);
   }

@@ -18,6 +18,7 @@ export const HEADLINE_METRICS: { readonly [A in RunConfig['algorithm']]: Headlin
   seqgrpo: { key: 'eval.accuracy', label: 'accuracy' },
   mars: { key: 'eval.exactMatch', label: 'exact match' },
   marti: { key: 'eval.pass1', label: 'pass@1' },
+  chatgrpo: { key: 'eval.accuracy', label: 'accuracy' },
 };
 
 /** The headline metric of a run of `algorithm` (as run.json names it); undefined for an unknown or missing name. */

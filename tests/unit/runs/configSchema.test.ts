@@ -6,6 +6,7 @@ import {
   ConfigValidationError,
   parseRunConfig,
   type RunConfig,
+  type SeqGrpoConfig,
 } from '../../../engine/runs/config/configSchema';
 import { UserError } from '../../../engine/base/userError';
 
@@ -92,7 +93,7 @@ describe('run config schema: defaults', () => {
     const c = parseRunConfig({
       algorithm: 'seqgrpo',
       model: { from: { kind: 'checkpoint', path: 'runs/a/checkpoints/100' } },
-    });
+    }) as SeqGrpoConfig;
     expect(c.model.from).toEqual({ kind: 'checkpoint', path: 'runs/a/checkpoints/100' });
   });
 });
@@ -175,9 +176,11 @@ describe('run config schema: error messages', () => {
   });
 
   it('names a missing or unknown algorithm and a missing field', () => {
-    expect(messageFor({})).toBe('config: algorithm: expected one of "seqgrpo" | "mars" | "marti" — missing');
+    expect(messageFor({})).toBe(
+      'config: algorithm: expected one of "seqgrpo" | "mars" | "marti" | "chatgrpo" — missing',
+    );
     expect(messageFor({ algorithm: 'grpo' })).toBe(
-      'config: algorithm: expected one of "seqgrpo" | "mars" | "marti" — received "grpo"',
+      'config: algorithm: expected one of "seqgrpo" | "mars" | "marti" | "chatgrpo" — received "grpo"',
     );
     expect(messageFor({ algorithm: 'seqgrpo', rl: { schedule: { kind: 'linearWarmup' } } })).toBe(
       'config: rl.schedule.warmupSteps: expected an integer from 0 to 10000000 — missing',
@@ -237,8 +240,8 @@ describe('run config schema: error messages', () => {
       /^config: model: inconsistent architecture: num_attention_heads \(3\) must be a multiple of num_key_value_heads \(2\)/,
     );
     expect(
-      parseRunConfig({ algorithm: 'seqgrpo', model: { size: 'micro', num_attention_heads: 2 } }).model
-        .num_attention_heads,
+      (parseRunConfig({ algorithm: 'seqgrpo', model: { size: 'micro', num_attention_heads: 2 } }) as SeqGrpoConfig)
+        .model.num_attention_heads,
     ).toBe(2);
   });
 

@@ -1,0 +1,371 @@
+/**
+ * `chatgrpo` (issue 30, item 7): a real pretrained model trained by GRPO on a verifiable text task. Questions go
+ * through the model's own chat template with the generation prompt (raw "Question: … Answer:" text for a base model
+ * without one); G replies a question are sampled with the KV cache until the template's end-of-turn token or
+ * task.maxNewTokens, decoded by the model's tokenizer and scored from their text (task.ts); advantages are the group's
+ * z-scores and the update is the shared policy update (docs/algorithms.md §1), over LoRA adapters (the base frozen) or
+ * every weight.
+ *
+ * A checkpoint holds the base weights (model.safetensors, unchanged under LoRA), the adapters in PEFT's layout
+ * (adapter_config.json + adapter_model.safetensors, which PEFT, vLLM and `mars-lab model merge` read), Adam's state
+ * over whatever is trained, and the random streams and LoRA dropout counter, so a resumed run continues exactly.
+ */
+import fs from 'node:fs';
+import { UserError } from '../base/userError';
+import { cachedArtefactPath } from '../fetch/fetchArtefact';
+import { CATALOGUE } from '../fetch/catalogue';
+import type { CheckpointContents } from '../model/formats/checkpoint';
+import type { LlamaModel } from '../model/llama';
+import { LoraAdapters } from '../model/lora/loraAdapters';
+import { adaptersFromPeft, peftAdapterFiles, readPeftAdapter } from '../model/lora/peftAdapter';
+import { chatParts, loadRealModel, loadRealTokenizer, type RealModel } from '../model/realModel';
+import { generate, type Generation } from '../model/sampler';
+import type { HfTokenizer } from '../model/tokenizers/hf/hfTokenizer';
+import { Rng } from '../random/prng';
+import type { SeqgrpoGroupRecord } from '../records/seqgrpo';
+import { RECORD_VERSION } from '../records/version';
+import type { Adam } from '../rl/adam';
+import { groupZScore } from '../rl/advantages';
+import { policyUpdate } from '../rl/policyUpdate';
+import type { Sample } from '../rl/sample';
+import { configuredAdam, configuredUpdate, restoreStreams, saveStreams } from '../training/configuredTraining';
+import { resumePoint } from '../training/resumeChecks';
+import type { Algorithm, EvalResult, StepOutput, Trainer, TrainerSnapshot } from '../training/trainer';
+import type { ChatGrpoConfig } from './configSchema';
+import { ArithmeticTask, type ArithmeticItem } from './task';
+
+interface Streams {
+  tokens: Rng;
+  task: Rng;
+  minibatch: Rng;
+}
+
+/** model.path as a file or folder: a name `model fetch` knows is looked up in the cache (never fetched by a run). */
+export async function realModelPath(spec: string): Promise<string> {
+  const artefact = CATALOGUE.find((a) => a.name === spec);
+  if (artefact) {
+    const cached = await cachedArtefactPath(artefact);
+    if (!cached) throw new UserError(`model.path: ${spec} is not in the cache; run \`mars-lab model fetch ${spec}\``);
+    return cached;
+  }
+  if (!fs.existsSync(spec)) {
+    throw new UserError(
+      `model.path: ${spec} is neither a file or folder nor a name model fetch knows (${CATALOGUE.map((a) => a.name).join(', ')})`,
+    );
+  }
+  return spec;
+}
+
+function taskOf(cfg: ChatGrpoConfig): ArithmeticTask {
+  return new ArithmeticTask({
+    maxOperand: cfg.task.maxOperand,
+    instruction: cfg.task.instruction,
+    evalSeed: cfg.task.evalSeed,
+    heldoutFraction: cfg.task.heldoutFraction,
+  });
+}
+
+/** How a question reaches the model: through its chat template, or as raw text for a base model. */
+class Prompter {
+  constructor(
+    readonly tokenizer: HfTokenizer,
+    private readonly real: Pick<RealModel, 'encoder' | 'stopTokens'>,
+  ) {}
+
+  get stopTokens(): number[] {
+    return this.real.stopTokens;
+  }
+
+  ids(question: string): number[] {
+    if (this.real.encoder) return this.real.encoder.prompt([{ role: 'user', content: question }]).ids;
+    return this.tokenizer.encodeForModel(`Question: ${question}\nAnswer:`);
+  }
+
+  /** A reply's text: its tokens without the end token it stopped on. */
+  reply(tokens: number[], finish: string): string {
+    return this.tokenizer.decode(finish === 'stop' ? tokens.slice(0, -1) : tokens, { skipSpecial: true });
+  }
+}
+
+/**
+ * Rows sampled at once. On wasm the sampler's heap grows with every row (its KV cache is concatenated anew each
+ * token, and the allocator cannot reuse the smaller blocks it frees): SmolLM2-135M with LoRA took 2.9 GB of the 4 GiB
+ * heap for 16 rows of ~60 tokens and aborted at 28; without LoRA 2.7 GB at 32. Larger batches go in chunks of this many
+ * rows, one after another, drawing from the same stream.
+ */
+export const SAMPLE_ROWS = 16;
+
+async function sampleReplies(
+  model: LlamaModel,
+  prompter: Prompter,
+  prompts: number[][],
+  maxNewTokens: number,
+  temperature: number,
+  topP: number,
+  rng: Rng,
+): Promise<Generation[]> {
+  const out: Generation[] = [];
+  for (let i = 0; i < prompts.length; i += SAMPLE_ROWS) {
+    const chunk = prompts.slice(i, i + SAMPLE_ROWS);
+    out.push(
+      ...(await generate(model, chunk, { maxNewTokens, temperature, topP, stopTokens: prompter.stopTokens, rng })),
+    );
+  }
+  return out;
+}
+
+class ChatGrpoTrainer implements Trainer {
+  step: number;
+
+  constructor(
+    private readonly cfg: ChatGrpoConfig,
+    private readonly task: ArithmeticTask,
+    private readonly model: LlamaModel,
+    private readonly prompter: Prompter,
+    private readonly optimizer: Adam,
+    private readonly streams: Streams,
+    step: number,
+  ) {
+    this.step = step;
+  }
+
+  async trainStep(): Promise<StepOutput> {
+    const { task, cfg, prompter } = this;
+    const G = cfg.task.groupSize;
+    const items = Array.from({ length: cfg.task.promptsPerStep }, () => task.sampleTrain(this.streams.task));
+    const questionIds = items.map((it) => prompter.ids(task.question(it)));
+    const prompts = questionIds.flatMap((ids) => Array.from({ length: G }, () => ids));
+    const t0 = performance.now();
+    const gens = await sampleReplies(
+      this.model,
+      prompter,
+      prompts,
+      cfg.task.maxNewTokens,
+      cfg.sampler.temperature,
+      cfg.sampler.topP,
+      this.streams.tokens,
+    );
+    const samples: Sample[] = [];
+    const trajectories: SeqgrpoGroupRecord[] = [];
+    const sums = { reward: 0, exact: 0, correct: 0, zeroAdv: 0, replyTokens: 0, truncated: 0 };
+    items.forEach((item, q) => {
+      const group = gens.slice(q * G, (q + 1) * G);
+      const texts = group.map((g) => prompter.reply(g.tokens, g.finish));
+      const scores = texts.map((t) => task.score(item, t));
+      const rewards = scores.map((s) => s.reward);
+      const adv = groupZScore(rewards, { eps: cfg.rl.zscoreEps, singleton: cfg.rl.singleton, stdMode: cfg.rl.stdMode });
+      const prompt = questionIds[q]!;
+      group.forEach((g, k) => {
+        samples.push({
+          role: 'node',
+          groupId: `q${q}`,
+          paramId: 'policy',
+          tokens: [...prompt, ...g.tokens],
+          lossMask: [...prompt.map(() => 0), ...g.tokens.map(() => 1)],
+          behaviourLogProbs: [...prompt.map(() => 0), ...g.logProbs],
+          reward: rewards[k]!,
+          advantage: adv[k]!,
+        });
+        sums.reward += rewards[k]!;
+        sums.exact += scores[k]!.exact ? 1 : 0;
+        sums.correct += scores[k]!.correct ? 1 : 0;
+        sums.zeroAdv += adv[k] === 0 ? 1 : 0;
+        sums.replyTokens += g.tokens.length;
+        sums.truncated += g.finish === 'stop' ? 0 : 1;
+      });
+      trajectories.push({
+        kind: 'seqgrpo.group',
+        version: RECORD_VERSION,
+        input: task.question(item),
+        target: task.answer(item),
+        rollouts: group.map((g, k) => ({
+          output: texts[k]!,
+          reward: rewards[k]!,
+          advantage: adv[k]!,
+          logProbs: g.logProbs,
+        })),
+      });
+    });
+    const t1 = performance.now();
+    const st = await policyUpdate(
+      this.model,
+      this.optimizer,
+      samples,
+      configuredUpdate(cfg, this.streams.minibatch, this.step),
+    );
+    const t2 = performance.now();
+    this.step++;
+    const n = samples.length;
+    return {
+      metrics: {
+        reward: sums.reward / n,
+        exact: sums.exact / n,
+        correct: sums.correct / n,
+        zeroAdvantageShare: sums.zeroAdv / n,
+        replyTokens: sums.replyTokens / n,
+        truncatedShare: sums.truncated / n,
+        loss: st.total,
+        clipFraction: st.clipFraction,
+        gradNorm: st.gradNorm,
+        lr: st.lr,
+        ...(st.kl === null ? {} : { kl: st.kl }),
+        'timing.rolloutMs': t1 - t0,
+        'timing.updateMs': t2 - t1,
+      },
+      trajectories,
+      tokens: samples.reduce((s, x) => s + x.tokens.length, 0),
+    };
+  }
+
+  evaluate(): Promise<EvalResult> {
+    return evaluateChat(this.cfg, this.task, this.model, this.prompter);
+  }
+
+  async snapshot(): Promise<TrainerSnapshot> {
+    const lora = this.model.lora;
+    return {
+      model: this.model,
+      optimizer: await this.optimizer.exportState(),
+      state: {
+        step: this.step,
+        rng: saveStreams(this.streams),
+        ...(lora ? { loraDropout: { seed: lora.dropoutSeed, calls: lora.dropoutCalls } } : {}),
+      },
+      files: lora ? await peftAdapterFiles(lora, this.cfg.model.path) : {},
+    };
+  }
+
+  dispose(): void {
+    this.model.lora?.dispose();
+    this.model.lora = null;
+    this.model.dispose();
+    this.optimizer.dispose();
+  }
+}
+
+function evalIdentity(cfg: ChatGrpoConfig): EvalResult['identity'] {
+  return {
+    algorithm: 'chatgrpo',
+    split: 'heldout',
+    // the tokenizer and chat template come from the model named here, and the adapters apply only under LoRA
+    model: cfg.model.path,
+    lora: cfg.model.lora !== null,
+    kind: cfg.task.kind,
+    maxOperand: cfg.task.maxOperand,
+    instruction: cfg.task.instruction,
+    maxNewTokens: cfg.task.maxNewTokens,
+    evalSeed: cfg.task.evalSeed,
+    heldoutFraction: cfg.task.heldoutFraction,
+    items: cfg.eval.items,
+    temperature: cfg.eval.temperature,
+    ...(cfg.eval.drawSeed ? { drawSeed: cfg.eval.drawSeed } : {}),
+  };
+}
+
+async function evaluateChat(
+  cfg: ChatGrpoConfig,
+  task: ArithmeticTask,
+  model: LlamaModel,
+  prompter: Prompter,
+): Promise<EvalResult> {
+  const items: ArithmeticItem[] = task.evalItems(cfg.eval.items);
+  const root = new Rng(cfg.task.evalSeed).split('eval-tokens');
+  const gens = await sampleReplies(
+    model,
+    prompter,
+    items.map((it) => prompter.ids(task.question(it))),
+    cfg.task.maxNewTokens,
+    cfg.eval.temperature,
+    1,
+    cfg.eval.drawSeed ? root.split(`draws-${cfg.eval.drawSeed}`) : root,
+  );
+  const outcomes = items.map((it, i) => {
+    const reply = prompter.reply(gens[i]!.tokens, gens[i]!.finish);
+    const s = task.score(it, reply);
+    return { id: `${it.a}+${it.b}`, correct: s.exact, score: s.reward, output: reply, target: task.answer(it) };
+  });
+  const n = outcomes.length;
+  return {
+    identity: evalIdentity(cfg),
+    metrics: {
+      accuracy: outcomes.filter((o) => o.correct).length / n,
+      answerCorrect: items.filter((it, i) => task.score(it, outcomes[i]!.output).correct).length / n,
+      reward: outcomes.reduce((s, o) => s + o.score, 0) / n,
+    },
+    items: outcomes,
+  };
+}
+
+/** The real model, with fresh adapters when the config asks for LoRA (drawn from the run seed's 'lora' stream). */
+async function initialModel(cfg: ChatGrpoConfig): Promise<{ real: RealModel; prompter: Prompter }> {
+  const real = await loadRealModel(await realModelPath(cfg.model.path));
+  if (cfg.model.lora) {
+    real.model.lora = LoraAdapters.create(real.model.config, cfg.model.lora, new Rng(cfg.seed).split('lora'));
+  }
+  return { real, prompter: new Prompter(real.tokenizer, real) };
+}
+
+/** The adapters a checkpoint carries, onto its base, with the dropout counter where the run left it. */
+async function restoreAdapters(cfg: ChatGrpoConfig, from: CheckpointContents, state: unknown): Promise<void> {
+  if (!cfg.model.lora) return;
+  const adapter = await readPeftAdapter(from.dir);
+  const lora = adaptersFromPeft(from.model.config, adapter);
+  const d = (state as { loraDropout?: { seed?: unknown; calls?: unknown } }).loraDropout;
+  if (typeof d?.seed !== 'number' || typeof d.calls !== 'number') {
+    lora.dispose();
+    throw new UserError(
+      `${from.dir}/trainer_state.json: loraDropout is missing; the checkpoint cannot be resumed exactly`,
+    );
+  }
+  lora.dropoutSeed = d.seed;
+  lora.dropoutCalls = d.calls;
+  from.model.lora = lora;
+}
+
+export const chatgrpo: Algorithm<ChatGrpoConfig> = {
+  name: 'chatgrpo',
+  async createTrainer(cfg, from) {
+    const task = taskOf(cfg);
+    const root = new Rng(cfg.seed);
+    if (cfg.rl.klCoef > 0) {
+      throw new UserError('rl.klCoef: chatgrpo has no KL reference yet; set it to 0');
+    }
+    if (!from) {
+      const { real, prompter } = await initialModel(cfg);
+      const streams = {
+        tokens: root.split('tokens'),
+        task: new Rng(cfg.task.trainSeed).split('train-items'),
+        minibatch: root.split('minibatch'),
+      };
+      return new ChatGrpoTrainer(cfg, task, real.model, prompter, configuredAdam(cfg, real.model), streams, 0);
+    }
+    try {
+      const { state, optimizer: saved } = resumePoint(from);
+      await restoreAdapters(cfg, from, state);
+      const { tokenizer, chat } = await loadRealTokenizer(await realModelPath(cfg.model.path));
+      const prompter = new Prompter(tokenizer, chatParts(tokenizer, chat));
+      const optimizer = configuredAdam(cfg, from.model);
+      optimizer.importState(saved);
+      const streams = restoreStreams(state, ['tokens', 'task', 'minibatch'] as const);
+      return new ChatGrpoTrainer(cfg, task, from.model, prompter, optimizer, streams, state.step);
+    } catch (err) {
+      from.model.lora?.dispose();
+      from.model.lora = null;
+      throw err;
+    }
+  },
+  evalIdentity,
+  async initialModel(cfg) {
+    return (await initialModel(cfg)).real.model;
+  },
+  checkpointFiles() {
+    return {};
+  },
+  async evaluate(cfg, model, checkpointDir) {
+    const { tokenizer, chat } = await loadRealTokenizer(await realModelPath(cfg.model.path));
+    if (cfg.model.lora && checkpointDir && !model.lora) {
+      model.lora = adaptersFromPeft(model.config, await readPeftAdapter(checkpointDir));
+    }
+    return evaluateChat(cfg, taskOf(cfg), model, new Prompter(tokenizer, chatParts(tokenizer, chat)));
+  },
+};

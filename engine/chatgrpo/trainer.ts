@@ -26,7 +26,7 @@ import type { SeqgrpoGroupRecord } from '../records/seqgrpo';
 import { RECORD_VERSION } from '../records/version';
 import type { Adam } from '../rl/adam';
 import { groupZScore } from '../rl/advantages';
-import { policyUpdate } from '../rl/policyUpdate';
+import { policyUpdate, updateMetrics } from '../rl/policyUpdate';
 import type { Sample } from '../rl/sample';
 import { configuredAdam, configuredUpdate, restoreStreams, saveStreams } from '../training/configuredTraining';
 import { resumePoint } from '../training/resumeChecks';
@@ -204,11 +204,7 @@ class ChatGrpoTrainer implements Trainer {
         zeroAdvantageShare: sums.zeroAdv / n,
         replyTokens: sums.replyTokens / n,
         truncatedShare: sums.truncated / n,
-        loss: st.total,
-        clipFraction: st.clipFraction,
-        gradNorm: st.gradNorm,
-        lr: st.lr,
-        ...(st.kl === null ? {} : { kl: st.kl }),
+        ...updateMetrics(st),
         'timing.rolloutMs': t1 - t0,
         'timing.updateMs': t2 - t1,
       },

@@ -11,7 +11,7 @@ import { cloneModel } from '../model/formats/hfWeights';
 import type { LlamaModel } from '../model/llama';
 import { Rng } from '../random/prng';
 import type { Adam } from '../rl/adam';
-import { policyUpdate, type PolicyUpdateStats } from '../rl/policyUpdate';
+import { policyUpdate, updateMetrics, type PolicyUpdateStats } from '../rl/policyUpdate';
 import {
   configuredAdam,
   configuredInitialModel,
@@ -167,13 +167,7 @@ class MarsTrainer implements Trainer {
       'timing.sys1GenerationMs': phases.sys1GenerationMs,
       'timing.updateMs': t2 - t1,
     };
-    if (st) {
-      Object.assign(
-        metrics,
-        { loss: st.total, clipFraction: st.clipFraction, gradNorm: st.gradNorm, lr: st.lr },
-        st.kl === null ? {} : { kl: st.kl },
-      );
-    }
+    if (st) Object.assign(metrics, updateMetrics(st));
     if (st1) {
       Object.assign(
         metrics,

@@ -40,6 +40,17 @@ export interface PolicyUpdateStats extends PolicyLossStats {
   skippedSteps: number;
 }
 
+/** What every trainer logs of an update, in this order: loss, clipFraction, gradNorm, lr, and kl when a reference ran. */
+export function updateMetrics(st: PolicyUpdateStats): Record<string, number> {
+  return {
+    loss: st.total,
+    clipFraction: st.clipFraction,
+    gradNorm: st.gradNorm,
+    lr: st.lr,
+    ...(st.kl === null ? {} : { kl: st.kl }),
+  };
+}
+
 /**
  * Padded tokens per forward/backward pass: 4096, or fewer on wasm, where one pass's activations are kept within 40%
  * of the 4 GiB heap after the weights, the reference copy, Adam's two moments and the gradients (5 × the parameters).

@@ -5,7 +5,7 @@
  */
 import type { Adam } from '../rl/adam';
 import { groupZScore } from '../rl/advantages';
-import { policyUpdate } from '../rl/policyUpdate';
+import { policyUpdate, updateMetrics } from '../rl/policyUpdate';
 import type { Sample } from '../rl/sample';
 import type { LlamaModel } from '../model/llama';
 import { TOKENIZER_FILE } from '../model/formats/checkpointFiles';
@@ -110,11 +110,7 @@ class SeqGrpoTrainer implements Trainer {
         reward: rewardSum / n,
         exact: exactSum / n,
         zeroAdvantageShare: zeroAdv / n,
-        loss: st.total,
-        clipFraction: st.clipFraction,
-        gradNorm: st.gradNorm,
-        lr: st.lr,
-        ...(st.kl === null ? {} : { kl: st.kl }),
+        ...updateMetrics(st),
         // wall-clock time of the step's phases (the only non-deterministic fields besides `time`)
         'timing.rolloutMs': t1 - t0,
         'timing.updateMs': t2 - t1,

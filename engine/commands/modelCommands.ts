@@ -130,7 +130,7 @@ function infoLines(info: ModelInfo, memory: ReturnType<typeof modelMemory> | nul
       `  memory (${m.limit.what}; float32, ${m.shape.seq}-token sequences):`,
       `    sample ${m.shape.sampleRows} at once     ≈ ${formatBytes(m.sample)} (${fits(m.sample)})`,
       `    train fully, ${m.shape.trainRows} rows  ≈ ${formatBytes(m.full)} (${fits(m.full)})`,
-      `    LoRA rank ${m.shape.loraRank}, ${m.shape.trainRows} rows ≈ ${formatBytes(m.lora)} (${fits(m.lora)}; LoRA adapters load, merge and train in the engine, runs do not use them yet)`,
+      `    LoRA rank ${m.shape.loraRank}, ${m.shape.trainRows} rows ≈ ${formatBytes(m.lora)} (${fits(m.lora)}; a chatgrpo run trains LoRA: algorithm chatgrpo, model.lora)`,
     );
   }
   return lines;

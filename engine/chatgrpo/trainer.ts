@@ -275,17 +275,21 @@ async function evaluateChat(
     1,
     cfg.eval.drawSeed ? root.split(`draws-${cfg.eval.drawSeed}`) : root,
   );
-  const outcomes = items.map((it, i) => {
-    const reply = prompter.reply(gens[i]!.tokens, gens[i]!.finish);
-    const s = task.score(it, reply);
-    return { id: `${it.a}+${it.b}`, correct: s.exact, score: s.reward, output: reply, target: task.answer(it) };
-  });
+  const replies = items.map((_, i) => prompter.reply(gens[i]!.tokens, gens[i]!.finish));
+  const scores = items.map((it, i) => task.score(it, replies[i]!));
+  const outcomes = items.map((it, i) => ({
+    id: `${it.a}+${it.b}`,
+    correct: scores[i]!.exact,
+    score: scores[i]!.reward,
+    output: replies[i]!,
+    target: task.answer(it),
+  }));
   const n = outcomes.length;
   return {
     identity: evalIdentity(cfg),
     metrics: {
       accuracy: outcomes.filter((o) => o.correct).length / n,
-      answerCorrect: items.filter((it, i) => task.score(it, outcomes[i]!.output).correct).length / n,
+      answerCorrect: scores.filter((s) => s.correct).length / n,
       reward: outcomes.reduce((s, o) => s + o.score, 0) / n,
     },
     items: outcomes,
@@ -299,6 +303,12 @@ async function initialModel(cfg: ChatGrpoConfig): Promise<{ real: RealModel; pro
     real.model.lora = LoraAdapters.create(real.model.config, cfg.model.lora, new Rng(cfg.seed).split('lora'));
   }
   return { real, prompter: new Prompter(real.tokenizer, real) };
+}
+
+/** The prompter of the config's model, from its tokenizer and template alone (the weights come from a checkpoint). */
+async function prompterOf(cfg: ChatGrpoConfig): Promise<Prompter> {
+  const { tokenizer, chat } = await loadRealTokenizer(await realModelPath(cfg.model.path));
+  return new Prompter(tokenizer, chatParts(tokenizer, chat));
 }
 
 /** The adapters a checkpoint carries, onto its base, with the dropout counter where the run left it. */
@@ -338,8 +348,7 @@ export const chatgrpo: Algorithm<ChatGrpoConfig> = {
     try {
       const { state, optimizer: saved } = resumePoint(from);
       await restoreAdapters(cfg, from, state);
-      const { tokenizer, chat } = await loadRealTokenizer(await realModelPath(cfg.model.path));
-      const prompter = new Prompter(tokenizer, chatParts(tokenizer, chat));
+      const prompter = await prompterOf(cfg);
       const optimizer = configuredAdam(cfg, from.model);
       optimizer.importState(saved);
       const streams = restoreStreams(state, ['tokens', 'task', 'minibatch'] as const);
@@ -358,10 +367,10 @@ export const chatgrpo: Algorithm<ChatGrpoConfig> = {
     return {};
   },
   async evaluate(cfg, model, checkpointDir) {
-    const { tokenizer, chat } = await loadRealTokenizer(await realModelPath(cfg.model.path));
+    const prompter = await prompterOf(cfg);
     if (cfg.model.lora && checkpointDir && !model.lora) {
       model.lora = adaptersFromPeft(model.config, await readPeftAdapter(checkpointDir));
     }
-    return evaluateChat(cfg, taskOf(cfg), model, new Prompter(tokenizer, chatParts(tokenizer, chat)));
+    return evaluateChat(cfg, taskOf(cfg), model, prompter);
   },
 };

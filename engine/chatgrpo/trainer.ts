@@ -10,15 +10,12 @@
  * (adapter_config.json + adapter_model.safetensors, which PEFT, vLLM and `mars-lab model merge` read), Adam's state
  * over whatever is trained, and the random streams and LoRA dropout counter, so a resumed run continues exactly.
  */
-import fs from 'node:fs';
 import { UserError } from '../base/userError';
-import { cachedArtefactPath } from '../fetch/fetchArtefact';
-import { CATALOGUE } from '../fetch/catalogue';
 import type { CheckpointContents } from '../model/formats/checkpoint';
 import type { LlamaModel } from '../model/llama';
 import { LoraAdapters } from '../model/lora/loraAdapters';
 import { adaptersFromPeft, peftAdapterFiles, readPeftAdapter } from '../model/lora/peftAdapter';
-import { chatParts, loadRealModel, loadRealTokenizer, type RealModel } from '../model/realModel';
+import { chatParts, loadRealModel, loadRealTokenizer, realModelPath, type RealModel } from '../model/realModel';
 import { generate, type Generation } from '../model/sampler';
 import type { HfTokenizer } from '../model/tokenizers/hf/hfTokenizer';
 import { Rng } from '../random/prng';
@@ -38,22 +35,6 @@ interface Streams {
   tokens: Rng;
   task: Rng;
   minibatch: Rng;
-}
-
-/** model.path as a file or folder: a name `model fetch` knows is looked up in the cache (never fetched by a run). */
-export async function realModelPath(spec: string): Promise<string> {
-  const artefact = CATALOGUE.find((a) => a.name === spec);
-  if (artefact) {
-    const cached = await cachedArtefactPath(artefact);
-    if (!cached) throw new UserError(`model.path: ${spec} is not in the cache; run \`mars-lab model fetch ${spec}\``);
-    return cached;
-  }
-  if (!fs.existsSync(spec)) {
-    throw new UserError(
-      `model.path: ${spec} is neither a file or folder nor a name model fetch knows (${CATALOGUE.map((a) => a.name).join(', ')})`,
-    );
-  }
-  return spec;
 }
 
 function taskOf(cfg: ChatGrpoConfig): ArithmeticTask {
@@ -298,7 +279,7 @@ async function evaluateChat(
 
 /** The real model, with fresh adapters when the config asks for LoRA (drawn from the run seed's 'lora' stream). */
 async function initialModel(cfg: ChatGrpoConfig): Promise<{ real: RealModel; prompter: Prompter }> {
-  const real = await loadRealModel(await realModelPath(cfg.model.path));
+  const real = await loadRealModel(await realModelPath(cfg.model.path, 'model.path'));
   if (cfg.model.lora) {
     real.model.lora = LoraAdapters.create(real.model.config, cfg.model.lora, new Rng(cfg.seed).split('lora'));
   }
@@ -307,7 +288,7 @@ async function initialModel(cfg: ChatGrpoConfig): Promise<{ real: RealModel; pro
 
 /** The prompter of the config's model, from its tokenizer and template alone (the weights come from a checkpoint). */
 async function prompterOf(cfg: ChatGrpoConfig): Promise<Prompter> {
-  const { tokenizer, chat } = await loadRealTokenizer(await realModelPath(cfg.model.path));
+  const { tokenizer, chat } = await loadRealTokenizer(await realModelPath(cfg.model.path, 'model.path'));
   return new Prompter(tokenizer, chatParts(tokenizer, chat));
 }
 

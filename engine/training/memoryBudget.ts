@@ -349,3 +349,47 @@ export function modelMemory(
     passBytes(c, tokens, shape.seq, tokensPerPass(opts.backend, c, loraParams));
   return { shape, sample, full, lora, limit: memoryLimit(opts.backend, totalmem) };
 }
+
+/** A bound on a chat prompt's tokens (the template's system text and the question) when sizing a real-model run. */
+export const CHAT_PROMPT_TOKENS = 96;
+
+/**
+ * A real-model run's check (chatgrpo), once the model's header is read and before its weights are: `model info`'s
+ * figures at the run's shape (rows = replies a step, seq = a prompt's bound plus the reply budget), LoRA's or full
+ * training's against the limit here. The message names the fields to lower; undefined when it fits or when the check
+ * is off (`budget.ignoreMemoryCheck`, MARS_LAB_IGNORE_MEMORY_CHECK=1).
+ */
+export function realModelMemoryProblem(
+  c: LlamaConfig,
+  run: {
+    backend?: string;
+    ignoreMemoryCheck?: boolean;
+    rows: number;
+    replyTokens: number;
+    loraRank: number | null;
+    rowsField: string;
+  },
+  totalmem = os.totalmem(),
+): string | undefined {
+  if (run.ignoreMemoryCheck === true || process.env[IGNORE_MEMORY_ENV] === '1') return undefined;
+  const seq = CHAT_PROMPT_TOKENS + run.replyTokens;
+  const m = modelMemory(
+    c,
+    {
+      backend: run.backend,
+      sampleRows: Math.min(16, run.rows),
+      trainRows: run.rows,
+      seq,
+      loraRank: run.loraRank ?? 16,
+    },
+    totalmem,
+  );
+  const need = Math.max(m.sample, run.loraRank === null ? m.full : m.lora);
+  if (need <= m.limit.bytes) return undefined;
+  const how = run.loraRank === null ? 'every weight trained' : `LoRA rank ${run.loraRank}`;
+  return (
+    `${run.rowsField}: ${run.rows} replies of up to ${seq} tokens on a model of ${formatCount(parameterCount(c))} ` +
+    `parameters (${how}) need ≈ ${formatBytes(need)} a step; ${m.limit.what}; lower them or the reply budget` +
+    `${run.loraRank === null ? ', train LoRA adapters (model.lora)' : ''}, or set budget.ignoreMemoryCheck to true`
+  );
+}

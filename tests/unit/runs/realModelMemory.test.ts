@@ -1,0 +1,72 @@
+/**
+ * A real-model run's memory check (chatgrpo; engine/training/memoryBudget.ts realModelMemoryProblem): a run that fits
+ * is let through, one that does not is refused before the weights are loaded, naming the fields to lower and the
+ * figure; LoRA needs less than training every weight; the check can be switched off. On the real SmolLM2 file (when
+ * fetched) the refusal comes from the model's header alone, through chatgrpo's own start.
+ */
+import os from 'node:os';
+import { describe, expect, it } from 'vitest';
+import type { LlamaConfig } from '../../../engine/model/config';
+import { parseRunConfig } from '../../../engine/runs/config/configSchema';
+import { chatgrpo } from '../../../engine/chatgrpo/trainer';
+import { modelMemory, realModelMemoryProblem } from '../../../engine/training/memoryBudget';
+import type { ChatGrpoConfig } from '../../../engine/chatgrpo/configSchema';
+import { realModelOrSkipReason } from '../../fixtures/gguf/ggufKit';
+
+const GiB = 2 ** 30;
+/** SmolLM2-135M's architecture (its GGUF header / config.json). */
+const SMOLLM2 = {
+  vocab_size: 49152,
+  hidden_size: 576,
+  intermediate_size: 1536,
+  num_hidden_layers: 30,
+  num_attention_heads: 9,
+  num_key_value_heads: 3,
+  max_position_embeddings: 8192,
+  rms_norm_eps: 1e-5,
+  rope_theta: 100000,
+  tie_word_embeddings: true,
+} as LlamaConfig;
+
+const run = (rows: number, loraRank: number | null, replyTokens = 160) => ({
+  rows,
+  replyTokens,
+  loraRank,
+  rowsField: 'task.groupSize × task.promptsPerStep',
+});
+
+describe("a real-model run's memory check", () => {
+  it('lets the preset shape through on 16 GiB and refuses 256 replies trained fully, naming fields and figure', () => {
+    // chatgrpo-addition: 16 replies of at most 16 tokens, LoRA rank 8
+    expect(realModelMemoryProblem(SMOLLM2, run(16, 8, 16), 16 * GiB)).toBeUndefined();
+    const msg = realModelMemoryProblem(SMOLLM2, run(256, null), 16 * GiB)!;
+    expect(msg).toMatch(/^task\.groupSize × task\.promptsPerStep: 256 replies of up to 256 tokens/);
+    expect(msg).toMatch(/every weight trained\) need ≈ \d+(\.\d)? GB a step; this machine has 16\.0 GiB/);
+    expect(msg).toMatch(/model\.lora/);
+    expect(msg).toMatch(/budget\.ignoreMemoryCheck/);
+  });
+
+  it('needs less with LoRA than with every weight, and the figure is the one model info shows', () => {
+    const full = modelMemory(SMOLLM2, { trainRows: 64, sampleRows: 16, seq: 256, loraRank: 8 });
+    expect(full.lora).toBeLessThan(full.full);
+    // a limit between the two: LoRA fits, full training does not
+    const between = (full.lora + full.full) / 2;
+    expect(realModelMemoryProblem(SMOLLM2, run(64, 8), between)).toBeUndefined();
+    expect(realModelMemoryProblem(SMOLLM2, run(64, null), between)).toBeDefined();
+  });
+
+  it('is off under budget.ignoreMemoryCheck', () => {
+    expect(realModelMemoryProblem(SMOLLM2, { ...run(4096, null), ignoreMemoryCheck: true }, GiB)).toBeUndefined();
+  });
+
+  const { path: MODEL } = realModelOrSkipReason();
+  it.skipIf(!MODEL)('refuses a chatgrpo run that does not fit here before loading SmolLM2', async (ctx) => {
+    const task = { groupSize: 256, promptsPerStep: 8, maxNewTokens: 4096 };
+    const figure = realModelMemoryProblem(SMOLLM2, run(task.groupSize * task.promptsPerStep, null, task.maxNewTokens));
+    if (!figure) return ctx.skip(`this machine (${os.totalmem()} bytes) would hold even this run`);
+    const cfg = parseRunConfig({ algorithm: 'chatgrpo', model: { path: MODEL, lora: null }, task }) as ChatGrpoConfig;
+    const t0 = performance.now();
+    await expect(chatgrpo.createTrainer(cfg, null)).rejects.toThrow(figure);
+    expect(performance.now() - t0, 'refused from the header, not after loading 135M weights').toBeLessThan(5_000);
+  });
+});

@@ -114,6 +114,7 @@ function infoLines(info: ModelInfo, memory: ReturnType<typeof modelMemory> | nul
   const lines = [
     `${info.path}`,
     `  format        ${info.format}${info.name ? ` (${info.name})` : ''}`,
+    `  licence       ${info.license ?? '(not stated in the files)'}`,
     `  architecture  ${info.architecture}`,
     `  parameters    ${count(info.parameters)} (${info.parameters})`,
     `  tensor types  ${types || '(none)'}`,

@@ -35,6 +35,8 @@ export interface ModelInfo {
   vocabulary: number | null;
   tokenizer: { kind: string; detail: string | null } | null;
   chatTemplate: { origin: string; roles: string[]; generationPrompt: boolean } | null;
+  /** The licence the files state (GGUF general.license; a folder's README.md front matter), null when none says. */
+  license: string | null;
   /** The architecture as this engine computes it, or why it cannot. */
   config: LlamaConfig | null;
   unsupported: string | null;
@@ -153,10 +155,12 @@ async function describeGguf(file: string): Promise<ModelInfo> {
       }
     }
     const name = meta.get('general.name');
+    const license = meta.get('general.license');
     const context = typeof arch === 'string' ? meta.get(`${arch}.context_length`) : undefined;
     return {
       architecture: typeof arch === 'string' ? arch : '(absent)',
       name: typeof name === 'string' ? name : null,
+      license: typeof license === 'string' ? license : null,
       parameters: elements,
       tensorTypes: types,
       context: typeof context === 'number' ? context : (config?.max_position_embeddings ?? null),
@@ -169,6 +173,15 @@ async function describeGguf(file: string): Promise<ModelInfo> {
   });
   const { tokenizerConfig, ...rest } = facts;
   return { path: file, format: 'gguf', ...rest, chatTemplate: await chatTemplateOf(file, tokenizerConfig) };
+}
+
+/** A model card's licence: `license:` in README.md's YAML front matter (the hub's convention). */
+async function readmeLicense(dir: string): Promise<string | null> {
+  const file = path.join(dir, 'README.md');
+  if (!(await exists(file))) return null;
+  const head = (await readFile(file, 'utf8')).slice(0, 8192);
+  const front = /^---\r?\n([\s\S]*?)\r?\n---/.exec(head)?.[1];
+  return front ? (/^license:\s*["']?([^"'\s]+)/m.exec(front)?.[1] ?? null) : null;
 }
 
 async function describeFolder(dir: string): Promise<ModelInfo> {
@@ -230,6 +243,7 @@ async function describeFolder(dir: string): Promise<ModelInfo> {
     format: ownTokenizer || (await exists(path.join(dir, 'trainer_state.json'))) ? 'mars-lab-checkpoint' : 'hf-folder',
     architecture: hf.data.architectures?.[0] ?? hf.data.model_type ?? '(not stated)',
     name: hf.data._name_or_path ?? null,
+    license: await readmeLicense(dir),
     parameters: config && parameters === 0 ? parameterCount(config) : parameters,
     tensorTypes,
     context: hf.data.max_position_embeddings ?? null,

@@ -18,6 +18,7 @@ import { configIssueSchema, empty } from './common';
 import { evaluationSchemas } from './evaluation';
 import type { ApiEvent } from './events';
 import { API_KEYS, API_METHODS, type ApiMethod } from './methods';
+import { modelSchemas } from './models';
 import { presetSchemas } from './presets';
 import { runSchemas } from './runs';
 import { studySchemas } from './studies';
@@ -37,6 +38,7 @@ export {
   type RunStatus,
 } from './runs';
 export { type ApiPreset } from './presets';
+export { type ApiModelCard, type ApiModelEntry } from './models';
 export { trajectoryFilterSchema, type ApiTrajectoryFilter } from './trajectories';
 export { checkpointEvalSchema, type ApiCheckpointEval } from './evaluation';
 export { STUDY_RUN_STATES, studyViewSchema, type ApiStudyView } from './studies';
@@ -59,6 +61,7 @@ export const apiSchemas = {
   ...trajectorySchemas,
   ...evaluationSchemas,
   ...studySchemas,
+  ...modelSchemas,
 } as const satisfies Record<ApiMethod, { request: z.ZodType; response: z.ZodType }>;
 
 export type ApiRequest<M extends ApiMethod> = z.input<(typeof apiSchemas)[M]['request']>;

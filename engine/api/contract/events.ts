@@ -54,6 +54,15 @@ export const apiEventSchema = z.discriminatedUnion('type', [
     to: z.number(),
     text: z.string(),
   }),
+  /** fetchModel's progress: bytes so far of the download's total (null when the index did not say), or its end. */
+  z.object({
+    type: z.literal('modelFetch'),
+    name: z.string(),
+    phase: z.enum(['downloading', 'verifying', 'done', 'failed']),
+    received: z.number(),
+    total: z.number().nullable(),
+    message: z.string(),
+  }),
   z.object({
     type: z.literal('runProcessExit'),
     runId: z.string(),

@@ -30,6 +30,10 @@ export const API_METHODS = [
   'getClusterLog',
   'validateEndpointEval',
   'startEndpointEval',
+  'listModels',
+  'modelCard',
+  'addModel',
+  'fetchModel',
 ] as const;
 
 export type ApiMethod = (typeof API_METHODS)[number];

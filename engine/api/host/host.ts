@@ -28,6 +28,7 @@ import { allowedRoots, defaultMaxWorkers, WorkerSlots } from './hostGuards';
 import { toApiEvent } from './jsonValues';
 import { resolveLaunch } from './launchResolve';
 import { createMetricMethods } from './metricMethods';
+import { createModelMethods } from './modelMethods';
 import { createPresetMethods } from './presetMethods';
 import { createRunMethods } from './runMethods';
 import { createRunProcessMethods } from './runProcessMethods';
@@ -132,6 +133,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     ...createMetricMethods(ctx),
     ...createTrajectoryMethods(ctx),
     ...createCheckpointMethods(ctx),
+    ...createModelMethods(ctx),
     // Rollouts compared by prompt, without evaluating (imported runs have no checkpoints): rolloutCompare.ts.
     ...rollouts.handlers,
     ...cluster.handlers,

@@ -78,9 +78,9 @@ export function feedbackOf(
       const t = r.tests[i];
       if (t?.ok) outcomes.push({ ok: true, why: '' });
       else if (t) outcomes.push({ ok: false, why: errorLines(t) });
-      else if (r.program && !r.program.ok)
-        {outcomes.push({ ok: false, why: `\nThe code raised before this test ran.${errorLines(r.program)}` });}
-      else outcomes.push({ ok: false, why: `\nError: ${r.reason}` });
+      else if (r.program && !r.program.ok) {
+        outcomes.push({ ok: false, why: `\nThe code raised before this test ran.${errorLines(r.program)}` });
+      } else outcomes.push({ ok: false, why: `\nError: ${r.reason}` });
     }
   }
   const passed = outcomes.filter((o) => o.ok).length;

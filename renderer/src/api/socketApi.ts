@@ -138,6 +138,10 @@ export function createSocketApi(token: string, onState: (state: ConnectionState)
     getClusterLog: call('getClusterLog'),
     validateEndpointEval: call('validateEndpointEval'),
     startEndpointEval: call('startEndpointEval'),
+    listModels: call('listModels'),
+    modelCard: call('modelCard'),
+    addModel: call('addModel'),
+    fetchModel: call('fetchModel'),
     onEvent(listener) {
       listeners.add(listener);
       return () => {

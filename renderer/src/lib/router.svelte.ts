@@ -1,13 +1,14 @@
 /**
  * Hash routing: `#/runs`, `#/launch`, `#/launch?from=<runId>` (clone), `#/launch?preset=<name>`, `#/run/<runId>`,
- * `#/run/<runId>/<tab>` (a tab of the run page: charts, episodes, tree, diversity), `#/compare?a=<runId>@<step>&b=…`.
+ * `#/run/<runId>/<tab>` (a tab of the run page: charts, episodes, tree, diversity), `#/compare?a=<runId>@<step>&b=…`,
+ * `#/models` (the models mars-lab knows and their cards).
  * `#/run/<runId>/episodes?step=N` and `#/run/<runId>/tree?step=N` open that step's trajectories (`#/runs/<runId>/…` is
  * the same route).
  * The hash keeps the page's query (web mode's token) untouched and works the same over file:// in Electron.
  *
  * Adding a view: add its name to RouteName, a pattern in parse(), and a branch in App.svelte.
  */
-export type RouteName = 'runs' | 'launch' | 'run' | 'compare' | 'not-found';
+export type RouteName = 'runs' | 'launch' | 'run' | 'compare' | 'models' | 'not-found';
 
 export interface Route {
   name: RouteName;
@@ -29,6 +30,7 @@ function parse(hash: string): Route {
     return { name: 'run', params: { runId: parts[1]!, tab: parts[2]! }, query };
   }
   if (parts[0] === 'compare' && parts.length === 1) return { name: 'compare', params: {}, query };
+  if (parts[0] === 'models' && parts.length === 1) return { name: 'models', params: {}, query };
   return { name: 'not-found', params: {}, query };
 }
 

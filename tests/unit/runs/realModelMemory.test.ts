@@ -66,7 +66,7 @@ describe("a real-model run's memory check", () => {
     if (!figure) return ctx.skip(`this machine (${os.totalmem()} bytes) would hold even this run`);
     const cfg = parseRunConfig({ algorithm: 'chatgrpo', model: { path: MODEL, lora: null }, task }) as ChatGrpoConfig;
     const t0 = performance.now();
-    await expect(chatgrpo.createTrainer(cfg, null)).rejects.toThrow(figure);
+    await expect(chatgrpo.createTrainer(cfg, undefined)).rejects.toThrow(figure);
     expect(performance.now() - t0, 'refused from the header, not after loading 135M weights').toBeLessThan(5_000);
   });
 });

@@ -1,0 +1,124 @@
+/**
+ * The host's model methods (issue 33, item 1; engine/api/host/modelMethods.ts) through callApi, as a window calls them:
+ * the list holds the catalogue's models and the shipped bases; a card carries `mars-lab model info`'s facts and memory
+ * figures (compared with the command's JSON); a path a window adds must lie in the allowed folders and be a model, and
+ * stays listed for the next host; ids the host did not list are refused; a fetch of a cached model reports its end to
+ * every window.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ApiEvent, ApiModelCard, ApiModelEntry } from '../../engine/api/contract/contract';
+import { callApi } from '../../engine/api/host/dispatch';
+import { createHost, type Host } from '../../engine/api/host/host';
+import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
+import { realModelOrSkipReason } from '../fixtures/gguf/ggufKit';
+import { cli } from '../helpers/cli';
+
+let home: string;
+let outside: string;
+let host: Host;
+const events: ApiEvent[] = [];
+
+const call = <T>(method: string, params: unknown = {}) => callApi(host.handlers, method, params) as Promise<T>;
+const list = async () => (await call<{ models: ApiModelEntry[] }>('listModels')).models;
+
+beforeAll(async () => {
+  home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-models-'));
+  outside = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-models-outside-'));
+  host = await createHost({ home, launcher: nodeRunLauncher(), transport: 'web' });
+  host.subscribe((e) => events.push(e));
+});
+
+afterAll(async () => {
+  await host?.close();
+  fs.rmSync(home, { recursive: true, force: true });
+  fs.rmSync(outside, { recursive: true, force: true });
+});
+
+describe('the models a window sees', () => {
+  it('lists the catalogue models and the shipped bases', async () => {
+    const models = await list();
+    const ids = models.map((m) => m.id);
+    expect(ids).toContain('fetch:smollm2-135m-instruct');
+    expect(ids).toEqual(expect.arrayContaining(['base:mars/base-tiny', 'base:marti/base-tiny']));
+    const smol = models.find((m) => m.id === 'fetch:smollm2-135m-instruct')!;
+    expect(smol.bytes).toBe(98_362_432);
+    expect(smol.fetched).toBe(smol.path !== null);
+  });
+
+  it("gives a base's card with model info's facts and memory figures", async () => {
+    const card = await call<ApiModelCard>('modelCard', { id: 'base:marti/base-tiny' });
+    const r = await cli(['model', 'info', 'resources/marti/base-tiny', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const info = JSON.parse(r.stdout) as ApiModelCard & { config: unknown };
+    expect(card.format).toBe('mars-lab-checkpoint');
+    expect([card.parameters, card.architecture, card.context, card.vocabulary]).toEqual([
+      info.parameters,
+      info.architecture,
+      info.context,
+      info.vocabulary,
+    ]);
+    expect(card.memory).toEqual(info.memory);
+    expect(card).not.toHaveProperty('config');
+  });
+
+  const { path: MODEL } = realModelOrSkipReason();
+  it.skipIf(!MODEL)(
+    "gives the fetched SmolLM2's card: architecture, licence, template, LoRA below full training",
+    async () => {
+      const card = await call<ApiModelCard>('modelCard', { id: 'fetch:smollm2-135m-instruct', rows: 8, seq: 128 });
+      expect(card.architecture).toBe('llama');
+      expect(card.license).toBe('apache-2.0');
+      expect(card.parameters).toBe(134_515_008);
+      expect(card.chatTemplate?.roles).toEqual(expect.arrayContaining(['system', 'user', 'assistant']));
+      expect(card.memory!.shape).toEqual({ sampleRows: 8, trainRows: 8, seq: 128, loraRank: 16 });
+      expect(card.memory!.lora).toBeLessThan(card.memory!.full);
+    },
+  );
+
+  it('adds a model folder inside the home, keeps it for the next host, and refuses what is outside or not a model', async () => {
+    const inHome = path.join(home, 'models', 'my-base');
+    fs.cpSync(path.resolve('resources/marti/base-tiny'), inHome, { recursive: true });
+    const after = (await call<{ models: ApiModelEntry[] }>('addModel', { path: inHome })).models;
+    const added = after.find((m) => m.kind === 'path')!;
+    expect(added.id).toBe(`path:${fs.realpathSync(inHome)}`);
+    const card = await call<ApiModelCard>('modelCard', { id: added.id });
+    expect(card.parameters).toBe((await call<ApiModelCard>('modelCard', { id: 'base:marti/base-tiny' })).parameters);
+
+    fs.cpSync(path.resolve('resources/marti/base-tiny'), path.join(outside, 'base'), { recursive: true });
+    await expect(call('addModel', { path: path.join(outside, 'base') })).rejects.toThrow(
+      /outside the folders a window may use/,
+    );
+    const empty = path.join(home, 'models', 'empty');
+    fs.mkdirSync(empty);
+    await expect(call('addModel', { path: empty })).rejects.toThrow(/neither a \.gguf file nor a model folder/);
+    await expect(call('modelCard', { id: `path:${path.join(outside, 'base')}` })).rejects.toThrow(/not in the list/);
+
+    const next = await createHost({ home, launcher: nodeRunLauncher(), transport: 'web' });
+    try {
+      const ids = ((await callApi(next.handlers, 'listModels', {})) as { models: ApiModelEntry[] }).models.map(
+        (m) => m.id,
+      );
+      expect(ids).toContain(added.id);
+    } finally {
+      await next.close();
+    }
+  });
+
+  it('refuses ids and names it does not know', async () => {
+    await expect(call('modelCard', { id: 'fetch:no-such-model' })).rejects.toThrow(/no such model in the catalogue/);
+    await expect(call('modelCard', { id: 'base:mars/../../etc' })).rejects.toThrow(/no such shipped base/);
+    await expect(call('modelCard', { id: '/etc/passwd' })).rejects.toThrow(/a model id/);
+    await expect(call('fetchModel', { name: 'humaneval' })).rejects.toThrow(/not a model the catalogue knows/);
+  });
+
+  it.skipIf(!MODEL)('fetching a model already in the cache reports its end to every window', async () => {
+    events.length = 0;
+    const models = (await call<{ models: ApiModelEntry[] }>('fetchModel', { name: 'smollm2-135m-instruct' })).models;
+    expect(models.find((m) => m.id === 'fetch:smollm2-135m-instruct')!.fetched).toBe(true);
+    const done = events.filter((e) => e.type === 'modelFetch' && e.phase === 'done');
+    expect(done).toHaveLength(1);
+  });
+});

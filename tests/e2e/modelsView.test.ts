@@ -3,7 +3,9 @@
  * list shows the catalogue's models and the shipped bases; a base's card shows model info's facts and three memory
  * gauges; a path outside the allowed folders is refused in one line, a model folder inside the home is added and its
  * card opened; a catalogue model in the cache opens its card (licence, template), and a shape no machine here holds
- * turns its full-training gauge to "does not fit"; one not in the cache offers Fetch. Needs the built renderer.
+ * turns its full-training gauge to "does not fit"; one not in the cache offers Fetch. The chat playground (item 2)
+ * streams SmolLM2's answer with its tokens per second, Stop ends a long one, and a model without a chat template
+ * offers no playground. Needs the built renderer.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -99,5 +101,39 @@ describe.skipIf(!haveChromium)('the Models view', () => {
     await expect.poll(() => full.textContent()).toContain('does not fit');
     expect(await full.locator('.gauge > span.over').count()).toBe(1);
     expect(pageErrors).toEqual([]);
+  });
+
+  it.skipIf(!MODEL)(
+    'chats with SmolLM2 in the playground: a streamed answer with its speed, and Stop',
+    async () => {
+      await page.locator('[data-id="fetch:smollm2-135m-instruct"]').click();
+      const playground = page.getByTestId('chat-playground');
+      await playground.waitFor();
+      await page.getByLabel('Temperature').fill('0');
+      await page.getByTestId('chat-max-tokens').fill('24');
+      await page.getByTestId('chat-input').fill('What is the capital of France?');
+      await page.getByTestId('chat-send').click();
+      const status = page.getByTestId('chat-status');
+      await expect.poll(() => status.textContent(), { timeout: 120_000 }).toMatch(/tokens\/s/);
+      const answer = page.locator('[data-testid="chat-turn"][data-role="assistant"]').last();
+      expect(await answer.textContent()).toMatch(/Paris/);
+
+      await page.getByTestId('chat-max-tokens').fill('4000');
+      await page.getByLabel('Temperature').fill('1');
+      await page.getByTestId('chat-input').fill('Write a very long story about a lighthouse keeper.');
+      await page.getByTestId('chat-send').click();
+      await expect.poll(() => status.textContent(), { timeout: 60_000 }).toMatch(/^\d+ tokens…$/);
+      await page.getByTestId('chat-stop').click();
+      await expect.poll(() => status.textContent(), { timeout: 5_000 }).toMatch(/stopped/);
+      expect(await page.getByTestId('chat-turn').count()).toBe(4);
+      expect(pageErrors).toEqual([]);
+    },
+    180_000,
+  );
+
+  it('says a model without a chat template cannot chat', async () => {
+    await page.locator('[data-id="base:marti/base-tiny"]').click();
+    await expect.poll(() => page.getByTestId('model-card').textContent()).toContain('No chat template');
+    expect(await page.getByTestId('chat-playground').count()).toBe(0);
   });
 });

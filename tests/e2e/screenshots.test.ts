@@ -23,6 +23,7 @@ import { createHost, type Host } from '../../engine/api/host/host';
 import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
 import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/web/webServer';
 import { cli } from '../helpers/cli';
+import { realModelOrSkipReason } from '../fixtures/gguf/ggufKit';
 
 const OUTPUT = path.resolve('tests/output/e2e/screens');
 const WIDTHS = [1440, 1024] as const;
@@ -426,6 +427,24 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
       await p.getByTestId('card-memory').waitFor();
     });
   });
+
+  it.skipIf(!realModelOrSkipReason().path)(
+    'screenshots: the chat playground with SmolLM2’s answer (issue 33)',
+    async () => {
+      await shootEverywhere('models-chat', '#/models', async (p) => {
+        const answer = p.locator('[data-testid="chat-turn"][data-role="assistant"]');
+        if ((await answer.count()) === 0) {
+          await p.locator('[data-id="fetch:smollm2-135m-instruct"]').click();
+          await p.getByLabel('Temperature').fill('0');
+          await p.getByTestId('chat-max-tokens').fill('40');
+          await p.getByTestId('chat-input').fill('What is the capital of France?');
+          await p.getByTestId('chat-send').click();
+        }
+        await expect.poll(() => p.getByTestId('chat-status').textContent(), { timeout: 120_000 }).toMatch(/tokens\/s/);
+      });
+    },
+    300_000,
+  );
 
   it('screenshots: Compare with two MARTI checkpoints’ trees side by side', async () => {
     // opened from the address, then the button (a page opened on an address waits for it)

@@ -18,7 +18,7 @@ import { configIssueSchema, empty } from './common';
 import { evaluationSchemas } from './evaluation';
 import type { ApiEvent } from './events';
 import { API_KEYS, API_METHODS, type ApiMethod } from './methods';
-import { modelSchemas } from './models';
+import { chatSchemas, modelSchemas } from './models';
 import { presetSchemas } from './presets';
 import { runSchemas } from './runs';
 import { studySchemas } from './studies';
@@ -62,6 +62,7 @@ export const apiSchemas = {
   ...evaluationSchemas,
   ...studySchemas,
   ...modelSchemas,
+  ...chatSchemas,
 } as const satisfies Record<ApiMethod, { request: z.ZodType; response: z.ZodType }>;
 
 export type ApiRequest<M extends ApiMethod> = z.input<(typeof apiSchemas)[M]['request']>;

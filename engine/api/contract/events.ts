@@ -63,6 +63,19 @@ export const apiEventSchema = z.discriminatedUnion('type', [
     total: z.number().nullable(),
     message: z.string(),
   }),
+  /** The chat playground: a reply's next text (as the model's server streamed it), then its end. */
+  z.object({ type: z.literal('chatDelta'), chatId: z.string(), text: z.string(), tokens: z.number() }),
+  z.object({
+    type: z.literal('chatEnd'),
+    chatId: z.string(),
+    finish: z.enum(['stop', 'length', 'stopped', 'error']),
+    /** Tokens of the reply, and per second from the first token on (the model's loading and the prompt excluded). */
+    tokens: z.number(),
+    seconds: z.number(),
+    tokensPerSecond: z.number().nullable(),
+    /** One line: why it failed (finish 'error'), or what is happening (loading the model). */
+    message: z.string(),
+  }),
   z.object({
     type: z.literal('runProcessExit'),
     runId: z.string(),

@@ -34,6 +34,8 @@ export const API_METHODS = [
   'modelCard',
   'addModel',
   'fetchModel',
+  'chatStart',
+  'chatStop',
 ] as const;
 
 export type ApiMethod = (typeof API_METHODS)[number];

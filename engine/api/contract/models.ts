@@ -82,3 +82,30 @@ export const modelSchemas = {
     response: listResponse,
   },
 } as const satisfies MethodSchemas;
+
+const chatTurnSchema = z.strictObject({
+  role: z.enum(['user', 'assistant']),
+  content: z.string().max(200_000),
+});
+
+/** The chat playground's methods (issue 33, item 2): a reply streamed as 'chatDelta' events, ended by 'chatEnd'. */
+export const chatSchemas = {
+  chatStart: {
+    request: z.strictObject({
+      id: modelIdSchema,
+      /** A system message, sent first when not empty. */
+      system: z.string().max(200_000).default(''),
+      /** The conversation so far, ending with the user's turn. */
+      messages: z.array(chatTurnSchema).min(1).max(200),
+      temperature: z.number().min(0).max(2).default(0.7),
+      topP: z.number().gt(0).max(1).default(0.95),
+      maxTokens: z.int().min(1).max(8192).default(256),
+    }),
+    response: z.object({ chatId: z.string() }),
+  },
+  /** Cancels a reply at once (the model's server stops its row); true when it was still running. */
+  chatStop: {
+    request: z.strictObject({ chatId: z.string().min(1).max(100) }),
+    response: z.object({ stopped: z.boolean() }),
+  },
+} as const satisfies MethodSchemas;

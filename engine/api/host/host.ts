@@ -22,6 +22,7 @@ import { createClusterHost } from '../cluster/clusterMethods';
 import { createEndpointEvalHost } from '../endpointEval/endpointEvalMethods';
 import { createRolloutCompare } from '../views/rolloutCompare';
 import type { RunLauncher } from '../workers/runLauncher';
+import { createChatHost } from './chatMethods';
 import { createCheckpointMethods } from './checkpointMethods';
 import { runDirOf, type HostContext } from './hostContext';
 import { allowedRoots, defaultMaxWorkers, WorkerSlots } from './hostGuards';
@@ -125,6 +126,9 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     launchWorker: ctx.launchWorker,
   });
 
+  // The chat playground: a serve-model child per model talked to (chatMethods.ts).
+  const chats = createChatHost(ctx, opts.launcher);
+
   const handlers: ApiHandlers = {
     ...createSystemMethods(ctx),
     ...createPresetMethods(ctx),
@@ -134,6 +138,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     ...createTrajectoryMethods(ctx),
     ...createCheckpointMethods(ctx),
     ...createModelMethods(ctx),
+    ...chats.handlers,
     // Rollouts compared by prompt, without evaluating (imported runs have no checkpoints): rolloutCompare.ts.
     ...rollouts.handlers,
     ...cluster.handlers,
@@ -154,6 +159,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     async close() {
       listeners.clear();
       queues.clear();
+      chats.close();
       await cluster.close();
       await watcher.close();
     },

@@ -63,6 +63,27 @@ function shippedBases(): ApiModelEntry[] {
   });
 }
 
+/** Where an id's model lies; a UserError for an id the host does not list, or a path no longer allowed. */
+export async function locateModel(ctx: Pick<HostContext, 'home' | 'roots'>, id: string): Promise<string> {
+  const [kind, rest] = [id.slice(0, id.indexOf(':')), id.slice(id.indexOf(':') + 1)];
+  if (kind === 'fetch') {
+    const a = catalogueModels().find((m) => m.name === rest);
+    if (!a) throw new UserError(`${id}: no such model in the catalogue`);
+    const at = await cachedArtefactPath(a);
+    if (!at) throw new UserError(`${id}: not fetched yet (Fetch it first, or run \`mars-lab model fetch ${rest}\`)`);
+    return at;
+  }
+  if (kind === 'base') {
+    const base = shippedBases().find((b) => b.id === id);
+    if (!base?.path) throw new UserError(`${id}: no such shipped base`);
+    return base.path;
+  }
+  if (!readSaved(ctx.home).includes(rest)) throw new UserError(`${id}: not in the list; add it first`);
+  const problem = pathProblem(rest, ctx.roots);
+  if (problem) throw new UserError(problem);
+  return rest;
+}
+
 export function createModelMethods(ctx: HostContext): ModelMethods {
   const fetching = new Set<string>();
 
@@ -93,32 +114,11 @@ export function createModelMethods(ctx: HostContext): ModelMethods {
     return { models: [...fetched, ...shippedBases(), ...added] };
   }
 
-  /** Where an id's model lies; a UserError for an id the host does not list, or a path no longer allowed. */
-  async function locate(id: string): Promise<string> {
-    const [kind, rest] = [id.slice(0, id.indexOf(':')), id.slice(id.indexOf(':') + 1)];
-    if (kind === 'fetch') {
-      const a = catalogueModels().find((m) => m.name === rest);
-      if (!a) throw new UserError(`${id}: no such model in the catalogue`);
-      const at = await cachedArtefactPath(a);
-      if (!at) throw new UserError(`${id}: not fetched yet (Fetch it first, or run \`mars-lab model fetch ${rest}\`)`);
-      return at;
-    }
-    if (kind === 'base') {
-      const base = shippedBases().find((b) => b.id === id);
-      if (!base?.path) throw new UserError(`${id}: no such shipped base`);
-      return base.path;
-    }
-    if (!readSaved(ctx.home).includes(rest)) throw new UserError(`${id}: not in the list; add it first`);
-    const problem = pathProblem(rest, ctx.roots);
-    if (problem) throw new UserError(problem);
-    return rest;
-  }
-
   return {
     listModels: list,
 
     async modelCard({ id, rows, seq, loraRank }) {
-      const where = await locate(id);
+      const where = await locateModel(ctx, id);
       const info = await describeModel(where);
       const memory = info.config
         ? modelMemory(info.config, { sampleRows: rows, trainRows: rows, seq, loraRank })

@@ -142,6 +142,8 @@ export function createSocketApi(token: string, onState: (state: ConnectionState)
     modelCard: call('modelCard'),
     addModel: call('addModel'),
     fetchModel: call('fetchModel'),
+    chatStart: call('chatStart'),
+    chatStop: call('chatStop'),
     onEvent(listener) {
       listeners.add(listener);
       return () => {

@@ -108,6 +108,8 @@ class ChatGrpoTrainer implements Trainer {
     private readonly optimizer: Adam,
     private readonly streams: Streams,
     step: number,
+    /** The KL term's reference (rl.klCoef > 0): the base under LoRA, else a frozen copy of the base's weights. */
+    private readonly reference: LlamaModel | 'adapters-off' | undefined,
   ) {
     this.step = step;
   }
@@ -170,12 +172,10 @@ class ChatGrpoTrainer implements Trainer {
       });
     });
     const t1 = performance.now();
-    const st = await policyUpdate(
-      this.model,
-      this.optimizer,
-      samples,
-      configuredUpdate(cfg, this.streams.minibatch, this.step),
-    );
+    const st = await policyUpdate(this.model, this.optimizer, samples, {
+      ...configuredUpdate(cfg, this.streams.minibatch, this.step),
+      reference: this.reference,
+    });
     const t2 = performance.now();
     this.step++;
     const n = samples.length;
@@ -290,6 +290,16 @@ async function initialModel(cfg: ChatGrpoConfig): Promise<{ real: RealModel; pro
   return { real, prompter: new Prompter(real.tokenizer, real) };
 }
 
+/**
+ * The KL term's reference policy when rl.klCoef > 0: under LoRA the policy's own base with its adapters switched off
+ * (no second copy); training every weight, the base loaded once more and kept frozen.
+ */
+async function referenceOf(cfg: ChatGrpoConfig): Promise<LlamaModel | 'adapters-off' | undefined> {
+  if (cfg.rl.klCoef <= 0) return undefined;
+  if (cfg.model.lora) return 'adapters-off';
+  return (await loadRealModel(await realModelPath(cfg.model.path, 'model.path'))).model;
+}
+
 /** Refuses a step that would not fit here, from the model's header alone (nothing is allocated yet). */
 async function checkMemory(cfg: ChatGrpoConfig, where: string): Promise<void> {
   const { config } = await describeModel(where);
@@ -333,9 +343,6 @@ export const chatgrpo: Algorithm<ChatGrpoConfig> = {
   async createTrainer(cfg, from) {
     const task = taskOf(cfg);
     const root = new Rng(cfg.seed);
-    if (cfg.rl.klCoef > 0) {
-      throw new UserError('rl.klCoef: chatgrpo has no KL reference yet; set it to 0');
-    }
     if (!from) {
       const { real, prompter } = await initialModel(cfg);
       const streams = {
@@ -343,7 +350,17 @@ export const chatgrpo: Algorithm<ChatGrpoConfig> = {
         task: new Rng(cfg.task.trainSeed).split('train-items'),
         minibatch: root.split('minibatch'),
       };
-      return new ChatGrpoTrainer(cfg, task, real.model, prompter, configuredAdam(cfg, real.model), streams, 0);
+      const reference = await referenceOf(cfg);
+      return new ChatGrpoTrainer(
+        cfg,
+        task,
+        real.model,
+        prompter,
+        configuredAdam(cfg, real.model),
+        streams,
+        0,
+        reference,
+      );
     }
     try {
       const { state, optimizer: saved } = resumePoint(from);
@@ -352,7 +369,8 @@ export const chatgrpo: Algorithm<ChatGrpoConfig> = {
       const optimizer = configuredAdam(cfg, from.model);
       optimizer.importState(saved);
       const streams = restoreStreams(state, ['tokens', 'task', 'minibatch'] as const);
-      return new ChatGrpoTrainer(cfg, task, from.model, prompter, optimizer, streams, state.step);
+      const reference = await referenceOf(cfg);
+      return new ChatGrpoTrainer(cfg, task, from.model, prompter, optimizer, streams, state.step, reference);
     } catch (err) {
       from.model.lora?.dispose();
       from.model.lora = null;

@@ -20,8 +20,11 @@ export interface PolicyUpdateOptions {
   miniBatches?: number;
   /** Shuffles the batch before it is split into minibatches (required when miniBatches > 1). */
   rng?: Rng;
-  /** Frozen reference policy for the k3 KL term (needed when loss.klCoef > 0). */
-  reference?: LlamaModel;
+  /**
+   * Frozen reference policy for the k3 KL term (needed when loss.klCoef > 0): a model, or 'adapters-off' for the
+   * policy's own base under LoRA (the same weights with the adapters switched off for the reference's forward).
+   */
+  reference?: LlamaModel | 'adapters-off';
   padId?: number;
   /**
    * Most padded tokens (rows × longest row) one forward/backward pass may hold. A minibatch larger than this is cut
@@ -168,6 +171,24 @@ async function logProbsBefore(m: LlamaModel, p: Passes, all: readonly number[]):
   return out;
 }
 
+/** The reference's log-probs: another model's, or under 'adapters-off' the policy's base (its adapters off meanwhile). */
+async function referenceLogProbs(
+  model: LlamaModel,
+  reference: LlamaModel | 'adapters-off',
+  p: Passes,
+  all: readonly number[],
+): Promise<Float32Array[]> {
+  if (reference !== 'adapters-off') return logProbsBefore(reference, p, all);
+  const lora = model.lora;
+  if (!lora) throw new Error("policyUpdate: reference 'adapters-off' needs a model trained through LoRA adapters.");
+  model.lora = null;
+  try {
+    return await logProbsBefore(model, p, all);
+  } finally {
+    model.lora = lora;
+  }
+}
+
 /** Gradients of `weight` × (the loss of these samples), and the loss statistics. */
 async function chunkGradients(p: TrainingPasses, chunk: number[], weight: number) {
   const { samples, padId, temperature, model, old, ref } = p;
@@ -266,7 +287,7 @@ export async function policyUpdate(
   const passes: Passes = { samples, padId, temperature, maxTokens, lengthOf };
 
   const old = onePass ? null : await logProbsBefore(model, passes, all);
-  const ref = opts.reference && (opts.loss.klCoef ?? 0) > 0 ? await logProbsBefore(opts.reference, passes, all) : null;
+  const ref = (opts.loss.klCoef ?? 0) > 0 ? await referenceLogProbs(model, opts.reference!, passes, all) : null;
   const training: TrainingPasses = { ...passes, model, loss: opts.loss, wantEntropy, old, ref };
 
   const stats: PolicyLossStats[] = [];

@@ -90,4 +90,30 @@ describe.skipIf(!MODEL)(`a chatgrpo run on SmolLM2 with LoRA ${reason}`, () => {
       fs.readFileSync(path.join(dir, 'checkpoints', '3', 'adapter_model.safetensors'));
     expect(adapterBytes(part.dir).equals(adapterBytes(whole.dir))).toBe(true);
   }, 600_000);
+
+  it('measures the KL term against the base (the adapters switched off): zero before any update, above once they moved', async () => {
+    const cfg = config();
+    const run = await startRun(
+      home,
+      parseRunConfig({
+        ...cfg,
+        rl: { ...cfg.rl, klCoef: 0.2 },
+        eval: { ...cfg.eval, every: 0 },
+        checkpoint: { every: 4 },
+        budget: { ...cfg.budget, steps: 4 },
+      }),
+    );
+    expect(run.status).toBe('finished');
+    const lines = metricLines(runFilePaths(run.dir).metrics);
+    expect(lines.map((l) => l.kl)).toHaveLength(4);
+    for (const l of lines) expect(l.kl).toBeTypeOf('number');
+    // Step 1 updates from the base itself (B = 0): the policy is the reference, exactly.
+    expect(Math.abs(lines[0]!.kl!)).toBeLessThan(1e-7);
+    // Once a group with differing rewards has moved B (in one of the first 3 steps: all alike has ~2e-4, see above),
+    // the policy has left the base.
+    const movedBy = lines.findIndex((l) => l.zeroAdvantageShare! < 1);
+    expect(movedBy).toBeGreaterThanOrEqual(0);
+    expect(movedBy).toBeLessThan(3);
+    expect(lines[movedBy + 1]!.kl!).toBeGreaterThan(1e-7);
+  }, 600_000);
 });

@@ -34,6 +34,7 @@ interface TreeOptions {
   endpoint?: string;
   endpointModel?: string;
   apiKeyEnv?: string;
+  concurrency?: number;
   problems?: string;
   nodes: number;
   search: 'plain' | 'tplus' | 'both';
@@ -80,6 +81,7 @@ async function policyOf(o: TreeOptions): Promise<ChatPolicy> {
       baseUrl: o.endpoint,
       model: o.endpointModel,
       ...(o.apiKeyEnv ? { apiKeyEnv: o.apiKeyEnv } : {}),
+      ...(o.concurrency ? { concurrency: o.concurrency } : {}),
     });
     if (!parsed.success) {
       const i = parsed.error.issues[0]!;
@@ -240,6 +242,7 @@ export function registerCodeTree(code: Command): void {
       .option('--endpoint <url>', "an OpenAI-compatible server's /v1 root (its chat completions are used)")
       .option('--endpoint-model <id>', 'the model id the endpoint serves')
       .option('--api-key-env <NAME>', "the environment variable that holds the endpoint's API key")
+      .option('--concurrency <n>', 'requests in flight at once to the endpoint (default 8)', count)
       .option('--problems <spec>', 'which problems: N (the first N), A:B (indices A..B-1) or ids separated by commas')
       .option('--nodes <n>', 'nodes a tree (the search budget)', count, 16)
       .addOption(

@@ -3,7 +3,7 @@
  * the list holds the catalogue's models and the shipped bases; a card carries `mars-lab model info`'s facts and memory
  * figures (compared with the command's JSON); a path a window adds must lie in the allowed folders and be a model, and
  * stays listed for the next host; ids the host did not list are refused; a fetch of a cached model reports its end to
- * every window.
+ * every window; the lab's prompts for the chat playground come as a chat model receives them.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,6 +15,8 @@ import { createHost, type Host } from '../../engine/api/host/host';
 import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
 import { realModelOrSkipReason } from '../fixtures/gguf/ggufKit';
 import { cli } from '../helpers/cli';
+import { artefactPath } from '../../engine/fetch/cache';
+import { knownArtefact } from '../../engine/fetch/catalogue';
 
 let home: string;
 let outside: string;
@@ -120,5 +122,22 @@ describe('the models a window sees', () => {
     expect(models.find((m) => m.id === 'fetch:smollm2-135m-instruct')!.fetched).toBe(true);
     const done = events.filter((e) => e.type === 'modelFetch' && e.phase === 'done');
     expect(done).toHaveLength(1);
+  });
+
+  it("gives the lab's prompts as a chat model receives them: MARS System 1 and 2, MARTI toy and Python", async () => {
+    const { prompts } = await call<{ prompts: { id: string; label: string; system: string; user: string }[] }>(
+      'labPrompts',
+    );
+    const by = Object.fromEntries(prompts.map((p) => [p.id, p]));
+    expect(Object.keys(by)).toEqual(['mars-sys2', 'mars-sys1', 'marti-toy', 'marti-python']);
+    expect(by['mars-sys2']!.system).toMatch(/<search>/);
+    expect(by['mars-sys2']!.user).toMatch(/\?$/);
+    // System 1 reads a purpose and its pages; its worked example is another question's
+    expect(by['mars-sys1']!.user).toMatch(/^purpose: .+\npages:\n\[1\] /);
+    expect(by['mars-sys1']!.system).not.toContain(by['mars-sys1']!.user);
+    expect(by['marti-toy']!.user).toMatch(/program:$/);
+    expect(by['marti-python']!.user).toMatch(/```python\n[\s\S]*def \w+\(/);
+    const humaneval = artefactPath(knownArtefact('humaneval'));
+    if (fs.existsSync(humaneval)) expect(by['marti-python']!.label).toContain('HumanEval/0');
   });
 });

@@ -36,6 +36,7 @@ export const API_METHODS = [
   'fetchModel',
   'chatStart',
   'chatStop',
+  'labPrompts',
 ] as const;
 
 export type ApiMethod = (typeof API_METHODS)[number];

@@ -103,6 +103,13 @@ export const chatSchemas = {
     }),
     response: z.object({ chatId: z.string() }),
   },
+  /** The lab's own prompts as a chat model receives them (MARS System 1 and 2, MARTI toy and Python), to try. */
+  labPrompts: {
+    request: empty,
+    response: z.object({
+      prompts: z.array(z.object({ id: z.string(), label: z.string(), system: z.string(), user: z.string() })),
+    }),
+  },
   /** Cancels a reply at once (the model's server stops its row); true when it was still running. */
   chatStop: {
     request: z.strictObject({ chatId: z.string().min(1).max(100) }),

@@ -14,7 +14,11 @@
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { UserError } from '../../base/userError';
+import { loadTaskFile } from '../../code/tasks/taskFile';
+import { CATALOGUE } from '../../fetch/catalogue';
+import { cachedArtefactPath } from '../../fetch/fetchArtefact';
 import { describeModel } from '../../model/modelInfo';
+import { labPrompts } from '../../runs/evaluation/chat/labPrompts';
 import type { ApiParsedRequest } from '../contract/contract';
 import type { RunLauncher, RunProcess } from '../workers/runLauncher';
 import type { ApiHandlers } from './host';
@@ -32,7 +36,7 @@ interface ModelServer {
 }
 
 export interface ChatHost {
-  handlers: Pick<ApiHandlers, 'chatStart' | 'chatStop'>;
+  handlers: Pick<ApiHandlers, 'chatStart' | 'chatStop' | 'labPrompts'>;
   close(): void;
 }
 
@@ -171,6 +175,11 @@ export function createChatHost(ctx: HostContext, launcher: RunLauncher): ChatHos
         running.set(chatId, abort);
         void reply(chatId, req, abort);
         return { chatId };
+      },
+      async labPrompts() {
+        const humaneval = CATALOGUE.find((a) => a.kind === 'data' && a.name === 'humaneval');
+        const file = humaneval ? await cachedArtefactPath(humaneval) : undefined;
+        return { prompts: labPrompts(file ? loadTaskFile(file)[0] : undefined) };
       },
       async chatStop({ chatId }) {
         const abort = running.get(chatId);

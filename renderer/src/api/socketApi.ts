@@ -144,6 +144,7 @@ export function createSocketApi(token: string, onState: (state: ConnectionState)
     fetchModel: call('fetchModel'),
     chatStart: call('chatStart'),
     chatStop: call('chatStop'),
+    labPrompts: call('labPrompts'),
     onEvent(listener) {
       listeners.add(listener);
       return () => {

@@ -88,7 +88,7 @@ export function sys1System(ex: Sys2Example): string {
   ].join('\n');
 }
 
-function sys1User(purpose: string, pages: readonly string[]): string {
+export function sys1User(purpose: string, pages: readonly string[]): string {
   return [`purpose: ${purpose}`, 'pages:', ...pages.map((p, i) => `[${i + 1}] ${p}`)].join('\n');
 }
 

@@ -27,7 +27,7 @@ import { groupZScore } from '../rl/advantages';
 import { policyUpdate, updateMetrics } from '../rl/policyUpdate';
 import type { Sample } from '../rl/sample';
 import { configuredAdam, configuredUpdate, restoreStreams, saveStreams } from '../training/configuredTraining';
-import { realModelMemoryProblem } from '../training/memoryBudget';
+import { realModelMemoryPlan, type RealModelMemoryPlan } from '../training/memoryBudget';
 import { resumePoint } from '../training/resumeChecks';
 import type { Algorithm, EvalResult, StepOutput, Trainer, TrainerSnapshot } from '../training/trainer';
 import type { ChatGrpoConfig } from './configSchema';
@@ -282,7 +282,7 @@ async function evaluateChat(
 /** The real model, with fresh adapters when the config asks for LoRA (drawn from the run seed's 'lora' stream). */
 async function initialModel(cfg: ChatGrpoConfig): Promise<{ real: RealModel; prompter: Prompter }> {
   const where = await realModelPath(cfg.model.path, 'model.path');
-  await checkMemory(cfg, where);
+  await checkMemory(cfg);
   const real = await loadRealModel(where);
   if (cfg.model.lora) {
     real.model.lora = LoraAdapters.create(real.model.config, cfg.model.lora, new Rng(cfg.seed).split('lora'));
@@ -300,11 +300,12 @@ async function referenceOf(cfg: ChatGrpoConfig): Promise<LlamaModel | 'adapters-
   return (await loadRealModel(await realModelPath(cfg.model.path, 'model.path'))).model;
 }
 
-/** Refuses a step that would not fit here, from the model's header alone (nothing is allocated yet). */
-async function checkMemory(cfg: ChatGrpoConfig, where: string): Promise<void> {
-  const { config } = await describeModel(where);
-  if (!config) return; // an architecture this engine cannot build: loading says why
-  const problem = realModelMemoryProblem(config, {
+/** The run's memory plan here, from the model's header alone (nothing is allocated); null for an architecture this
+ * engine cannot build (loading then says why). */
+export async function chatgrpoMemoryPlan(cfg: ChatGrpoConfig): Promise<RealModelMemoryPlan | null> {
+  const { config } = await describeModel(await realModelPath(cfg.model.path, 'model.path'));
+  if (!config) return null;
+  return realModelMemoryPlan(config, {
     backend: cfg.backend,
     ignoreMemoryCheck: cfg.budget.ignoreMemoryCheck,
     rows: cfg.task.groupSize * cfg.task.promptsPerStep,
@@ -312,6 +313,11 @@ async function checkMemory(cfg: ChatGrpoConfig, where: string): Promise<void> {
     loraRank: cfg.model.lora?.rank ?? null,
     rowsField: 'task.groupSize × task.promptsPerStep',
   });
+}
+
+/** Refuses a step that would not fit here, before the model is loaded. */
+async function checkMemory(cfg: ChatGrpoConfig): Promise<void> {
+  const problem = (await chatgrpoMemoryPlan(cfg))?.problem;
   if (problem) throw new UserError(problem);
 }
 

@@ -353,13 +353,21 @@ export function modelMemory(
 /** A bound on a chat prompt's tokens (the template's system text and the question) when sizing a real-model run. */
 export const CHAT_PROMPT_TOKENS = 96;
 
+/** What a real-model run needs a step here, against what it may use, and why not when it does not fit. */
+export interface RealModelMemoryPlan {
+  need: number;
+  limit: { bytes: number; what: string };
+  /** One line naming the fields to lower; absent when it fits or the check is off. */
+  problem?: string;
+}
+
 /**
- * A real-model run's check (chatgrpo), once the model's header is read and before its weights are: `model info`'s
+ * A real-model run's plan (chatgrpo), once the model's header is read and before its weights are: `model info`'s
  * figures at the run's shape (rows = replies a step, seq = a prompt's bound plus the reply budget), LoRA's or full
- * training's against the limit here. The message names the fields to lower; undefined when it fits or when the check
- * is off (`budget.ignoreMemoryCheck`, MARS_LAB_IGNORE_MEMORY_CHECK=1).
+ * training's, against the limit here. The problem names the fields to lower; it is left out when the check is off
+ * (`budget.ignoreMemoryCheck`, MARS_LAB_IGNORE_MEMORY_CHECK=1).
  */
-export function realModelMemoryProblem(
+export function realModelMemoryPlan(
   c: LlamaConfig,
   run: {
     backend?: string;
@@ -370,8 +378,7 @@ export function realModelMemoryProblem(
     rowsField: string;
   },
   totalmem = os.totalmem(),
-): string | undefined {
-  if (run.ignoreMemoryCheck === true || process.env[IGNORE_MEMORY_ENV] === '1') return undefined;
+): RealModelMemoryPlan {
   const seq = CHAT_PROMPT_TOKENS + run.replyTokens;
   const m = modelMemory(
     c,
@@ -385,11 +392,21 @@ export function realModelMemoryProblem(
     totalmem,
   );
   const need = Math.max(m.sample, run.loraRank === null ? m.full : m.lora);
-  if (need <= m.limit.bytes) return undefined;
+  const off = run.ignoreMemoryCheck === true || process.env[IGNORE_MEMORY_ENV] === '1';
+  if (need <= m.limit.bytes || off) return { need, limit: m.limit };
   const how = run.loraRank === null ? 'every weight trained' : `LoRA rank ${run.loraRank}`;
-  return (
+  const problem =
     `${run.rowsField}: ${run.rows} replies of up to ${seq} tokens on a model of ${formatCount(parameterCount(c))} ` +
     `parameters (${how}) need ≈ ${formatBytes(need)} a step; ${m.limit.what}; lower them or the reply budget` +
-    `${run.loraRank === null ? ', train LoRA adapters (model.lora)' : ''}, or set budget.ignoreMemoryCheck to true`
-  );
+    `${run.loraRank === null ? ', train LoRA adapters (model.lora)' : ''}, or set budget.ignoreMemoryCheck to true`;
+  return { need, limit: m.limit, problem };
+}
+
+/** The plan's problem alone (undefined when the run fits here or the check is off). */
+export function realModelMemoryProblem(
+  c: LlamaConfig,
+  run: Parameters<typeof realModelMemoryPlan>[1],
+  totalmem = os.totalmem(),
+): string | undefined {
+  return realModelMemoryPlan(c, run, totalmem).problem;
 }

@@ -136,4 +136,12 @@ describe.skipIf(!haveChromium)('the Models view', () => {
     await expect.poll(() => page.getByTestId('model-card').textContent()).toContain('No chat template');
     expect(await page.getByTestId('chat-playground').count()).toBe(0);
   });
+
+  it.skipIf(!MODEL)("shows a real-model launch's memory plan as a gauge against this machine", async () => {
+    await page.goto(`${server.url}#/launch?preset=chatgrpo-addition`);
+    const plan = page.getByTestId('memory-plan');
+    await plan.waitFor();
+    expect(await plan.getAttribute('data-fits')).toBe('true');
+    expect(await plan.textContent()).toMatch(/memory a step ≈ [\d.]+ [MG]B of [\d.]+ GB/);
+  });
 });

@@ -140,4 +140,31 @@ describe('the models a window sees', () => {
     const humaneval = artefactPath(knownArtefact('humaneval'));
     if (fs.existsSync(humaneval)) expect(by['marti-python']!.label).toContain('HumanEval/0');
   });
+
+  it.skipIf(!MODEL)(
+    "checks a real-model launch's memory from the model's header: a plan for the preset, an issue for a step too large",
+    async () => {
+      type Answer = {
+        ok: boolean;
+        memory?: { need: number; limit: number; what: string };
+        issues?: { path: string; message: string }[];
+      };
+      const preset = await call<Answer>('validateConfig', { preset: 'chatgrpo-addition' });
+      expect(preset.ok).toBe(true);
+      expect(preset.memory!.need).toBeGreaterThan(134_515_008 * 4); // at least the weights as float32
+      expect(preset.memory!.need).toBeLessThan(preset.memory!.limit);
+      const huge = ['task.groupSize=256', 'task.promptsPerStep=8', 'task.maxNewTokens=4096', 'model.lora=null'];
+      const big = await call<Answer>('validateConfig', { preset: 'chatgrpo-addition', sets: huge });
+      if (big.memory!.need <= big.memory!.limit) return; // a machine that holds even this
+      expect(big.ok).toBe(false);
+      expect(big.issues).toEqual([
+        { path: 'task.groupSize', message: expect.stringMatching(/need ≈ .* a step; this machine has/) },
+      ]);
+      const unknown = await call<Answer>('validateConfig', {
+        preset: 'chatgrpo-addition',
+        sets: ['model.path=no-such-model'],
+      });
+      expect(unknown.issues?.[0]?.path).toBe('model.path');
+    },
+  );
 });

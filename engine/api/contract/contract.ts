@@ -37,7 +37,7 @@ export {
   type ApiSeries,
   type RunStatus,
 } from './runs';
-export { type ApiPreset } from './presets';
+export { type ApiMemoryPlan, type ApiPreset } from './presets';
 export { type ApiModelCard, type ApiModelEntry } from './models';
 export { trajectoryFilterSchema, type ApiTrajectoryFilter } from './trajectories';
 export { checkpointEvalSchema, type ApiCheckpointEval } from './evaluation';

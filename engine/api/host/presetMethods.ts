@@ -1,7 +1,9 @@
 /**
  * The host's methods for presets and configs: the presets a launch may start from, the run config's JSON Schema the
- * launch form is drawn from, and a launch's config validated (launchResolve.ts) before anything starts.
+ * launch form is drawn from, and a launch's config validated (launchResolve.ts) before anything starts; for a
+ * real model (chatgrpo) with its memory plan read from the model's header.
  */
+import { chatgrpoMemoryPlan } from '../../chatgrpo/trainer';
 import { runConfigJsonSchema } from '../../runs/config/configJsonSchema';
 import { listPresets } from '../../runs/presets/presets';
 import type { ApiHandlers } from './host';
@@ -31,7 +33,21 @@ export function createPresetMethods(
 
     async validateConfig(req) {
       const checked = ctx.resolveLaunch(req);
-      return checked.success ? { ok: true, config: checked.data } : { ok: false, issues: checked.issues };
+      if (!checked.success) return { ok: false, issues: checked.issues };
+      if (checked.data.algorithm !== 'chatgrpo') return { ok: true, config: checked.data };
+      // A real model: its memory plan from the header (chatgrpo's own start refuses the same way).
+      let plan;
+      try {
+        plan = await chatgrpoMemoryPlan(checked.data);
+      } catch (err) {
+        return {
+          ok: false,
+          issues: [{ path: 'model.path', message: err instanceof Error ? err.message : String(err) }],
+        };
+      }
+      const memory = plan ? { need: plan.need, limit: plan.limit.bytes, what: plan.limit.what } : undefined;
+      if (plan?.problem) return { ok: false, issues: [{ path: 'task.groupSize', message: plan.problem }], memory };
+      return { ok: true, config: checked.data, ...(memory ? { memory } : {}) };
     },
   };
 }

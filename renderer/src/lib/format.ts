@@ -21,3 +21,14 @@ export function seconds(s: number | null): string {
 export function clockTime(epochSeconds: unknown): string {
   return typeof epochSeconds === 'number' ? new Date(epochSeconds * 1000).toLocaleTimeString() : '–';
 }
+
+/** Bytes in decimal units: 730 MB, 21.7 GB. */
+export function bytes(n: number): string {
+  const units = ['B', 'kB', 'MB', 'GB', 'TB'];
+  let i = 0;
+  while (n >= 1000 && i < units.length - 1) {
+    n /= 1000;
+    i++;
+  }
+  return `${n >= 100 || i === 0 ? n.toFixed(0) : n.toFixed(1)} ${units[i]}`;
+}

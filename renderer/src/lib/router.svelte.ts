@@ -1,6 +1,6 @@
 /**
  * Hash routing: `#/runs`, `#/launch`, `#/launch?from=<runId>` (clone), `#/launch?preset=<name>`, `#/run/<runId>`,
- * `#/run/<runId>/<tab>` (a tab of the run page: charts, episodes, tree, diversity), `#/compare?a=<runId>@<step>&b=…`,
+ * `#/run/<runId>/<tab>` (a tab of the run page: charts, episodes, tree, diversity, replies), `#/compare?a=<runId>@<step>&b=…`,
  * `#/models` (the models mars-lab knows and their cards).
  * `#/run/<runId>/episodes?step=N` and `#/run/<runId>/tree?step=N` open that step's trajectories (`#/runs/<runId>/…` is
  * the same route).

@@ -15,6 +15,22 @@ import type {
 
 export type { MarsBin, MarsTurn, MartiNode, PosteriorSummary, TestOutcome };
 
+// ---- seqgrpo and chatgrpo -------------------------------------------------------------------------------------------
+
+/** A group of G replies to one prompt at one step (engine/records/seqgrpo.ts): seqgrpo's symbols, chatgrpo's text. */
+export type ReplyGroup = StoredTrajectoryLineOf<'seqgrpo.group'>;
+
+export function isReplyGroup(r: unknown): r is ReplyGroup {
+  const x = r as Partial<ReplyGroup> | null;
+  return (
+    !!x &&
+    x.kind === 'seqgrpo.group' &&
+    typeof x.step === 'number' &&
+    typeof x.input === 'string' &&
+    Array.isArray(x.rollouts)
+  );
+}
+
 // ---- MARS ------------------------------------------------------------------------------------------------------------
 
 /**

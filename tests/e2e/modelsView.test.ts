@@ -11,37 +11,26 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Browser, type Page } from 'playwright-core';
-import { haveChromium, launchChromium } from '../helpers/chromium';
-import { createHost, type Host } from '../../engine/api/host/host';
-import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
-import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/web/webServer';
+import { haveChromium } from '../helpers/chromium';
+import { openWebUi, type WebUi } from '../helpers/webUi';
 import { realModelOrSkipReason } from '../fixtures/gguf/ggufKit';
 
 let home: string;
-let host: Host;
-let server: WebServer;
-let browser: Browser;
-let page: Page;
-const pageErrors: string[] = [];
+let ui: WebUi;
+let server: WebUi['server'];
+let page: WebUi['page'];
+let pageErrors: string[];
 const { path: MODEL } = realModelOrSkipReason();
 
 beforeAll(async () => {
   if (!haveChromium) return;
-  const index = path.join(DEFAULT_RENDERER_DIR, 'index.html');
-  if (!fs.existsSync(index)) throw new Error(`the built renderer is missing (${index}): run \`npm run build\` first`);
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-models-e2e-'));
-  host = await createHost({ home, launcher: nodeRunLauncher(), transport: 'web' });
-  server = await startWebServer({ host, port: 0 });
-  browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
-  page.on('pageerror', (error) => pageErrors.push(error.message));
+  ui = await openWebUi(home);
+  ({ server, page, pageErrors } = ui);
 }, 60_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-  await host?.close();
+  await ui?.close();
   if (home) fs.rmSync(home, { recursive: true, force: true });
 });
 

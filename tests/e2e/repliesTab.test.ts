@@ -9,21 +9,17 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Browser, type Page } from 'playwright-core';
-import { haveChromium, launchChromium } from '../helpers/chromium';
+import { haveChromium } from '../helpers/chromium';
+import { openWebUi, type WebUi } from '../helpers/webUi';
 import { cli } from '../helpers/cli';
-import { createHost, type Host } from '../../engine/api/host/host';
-import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
-import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/web/webServer';
 import { realModelOrSkipReason } from '../fixtures/gguf/ggufKit';
 
 const { path: MODEL } = realModelOrSkipReason();
 let home: string;
-let host: Host;
-let server: WebServer;
-let browser: Browser;
-let page: Page;
-const pageErrors: string[] = [];
+let ui: WebUi;
+let server: WebUi['server'];
+let page: WebUi['page'];
+let pageErrors: string[];
 const runs = { seq: '', chat: '' };
 
 interface Group {
@@ -48,24 +44,17 @@ async function train(args: string[]): Promise<string> {
 
 beforeAll(async () => {
   if (!haveChromium) return;
-  const index = path.join(DEFAULT_RENDERER_DIR, 'index.html');
-  if (!fs.existsSync(index)) throw new Error(`the built renderer is missing (${index}): run \`npm run build\` first`);
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-replies-e2e-'));
   runs.seq = await train(['--preset', 'seqgrpo-copy', '--set', 'budget.steps=3', '--set', 'eval.every=3']);
   if (MODEL) {
     runs.chat = await train(['--preset', 'chatgrpo-addition', '--set', 'budget.steps=1', '--set', 'eval.every=1']);
   }
-  host = await createHost({ home, launcher: nodeRunLauncher(), transport: 'web' });
-  server = await startWebServer({ host, port: 0 });
-  browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
-  page.on('pageerror', (error) => pageErrors.push(error.message));
+  ui = await openWebUi(home);
+  ({ server, page, pageErrors } = ui);
 }, 600_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-  await host?.close();
+  await ui?.close();
   if (home) fs.rmSync(home, { recursive: true, force: true });
 });
 

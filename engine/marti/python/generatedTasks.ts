@@ -139,7 +139,9 @@ export function targetToPython(target: string): string {
 export function pythonTask(t: MartiTask): CodeTask {
   const first = t.publicTests[0]!;
   const statement = t.statement.charAt(0).toUpperCase() + t.statement.slice(1);
-  const examples = t.publicTests.map((c) => `    >>> solve(${pyValue(c.input)})\n    ${pyValue(c.expected)}\n`).join('');
+  const examples = t.publicTests
+    .map((c) => `    >>> solve(${pyValue(c.input)})\n    ${pyValue(c.expected)}\n`)
+    .join('');
   const prompt =
     `def solve(x: ${pyType(first.input)}) -> ${pyType(first.expected)}:\n` +
     `    """${statement}.\n${examples}    """\n`;

@@ -37,10 +37,12 @@ describe('generated Python training problems', () => {
     const [raw] = generateTasks('train', 11, 1);
     const [t] = generatePythonTasks(1, 11);
     expect(t!.prompt).toMatch(/^def solve\(x: (list\[int\]|str)\) -> \S+:\n {4}"""[A-Z]/);
-    for (const c of raw!.publicTests)
+    for (const c of raw!.publicTests) {
       expect(t!.prompt).toContain(`>>> solve(${pyValue(c.input)})\n    ${pyValue(c.expected)}\n`);
-    for (const c of raw!.privateTests)
+    }
+    for (const c of raw!.privateTests) {
       expect(t!.test).toContain(`assert candidate(${pyValue(c.input)}) == ${pyValue(c.expected)}`);
+    }
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-gen-'));
     try {
       const file = path.join(dir, 'train.jsonl');

@@ -222,7 +222,7 @@ async function runCodeTree(opts: TreeOptions & Record<string, unknown>): Promise
       console.log(`${kind}\tfirst node ${s.firstNodePass.toFixed(4)}\tbest of tree ${best}`);
       console.log(
         `${kind}\tfresh answers pass ${s.rootPass.toFixed(4)} of ${s.rootNodes}, refinements ${s.refinePass.toFixed(4)} of ${s.refineNodes}; ` +
-          `${Math.round(seconds)} s (sampling ${Math.round(timing.generationMs / 1000)} s, tests ${Math.round(timing.testMs / 1000)} s), ${timing.replyTokens} reply tokens`,
+          `${Math.round(seconds)} s (sampling ${Math.round(timing.generationMs / 1000)} s, tests ${Math.round(timing.testMs / 1000)} s)${timing.replyTokens ? `, ${timing.replyTokens} reply tokens` : ''}`,
       );
     }
   }

@@ -21,7 +21,7 @@ import type { EndpointSource } from './policySource';
 export interface ChatReply {
   /** The reply without the token or string it stopped on. */
   text: string;
-  /** Tokens the model wrote (the model's own tokenizer's; for an endpoint, what it counted, else 0). */
+  /** Tokens the model wrote (the model's own tokenizer's; for an endpoint, what it reported per token, else 0: not counted). */
   tokens: number;
   finish: 'stop' | 'length';
 }

@@ -220,6 +220,11 @@ async function runCodeTree(opts: TreeOptions & Record<string, unknown>): Promise
         .map(([b, v]) => `${b}: ${v.toFixed(4)}`)
         .join(', ');
       console.log(`${kind}\tfirst node ${s.firstNodePass.toFixed(4)}\tbest of tree ${best}`);
+      const f = (x: number | null) => (x === null ? 'n/a' : x.toFixed(3));
+      const d = s.diversity;
+      console.log(
+        `${kind}\tdiversity: token edit distance ${f(d.editDistance)}, distinct programs ${f(d.distinctRatio)}`,
+      );
       console.log(
         `${kind}\tfresh answers pass ${s.rootPass.toFixed(4)} of ${s.rootNodes}, refinements ${s.refinePass.toFixed(4)} of ${s.refineNodes}; ` +
           `${Math.round(seconds)} s (sampling ${Math.round(timing.generationMs / 1000)} s, tests ${Math.round(timing.testMs / 1000)} s)${timing.replyTokens ? `, ${timing.replyTokens} reply tokens` : ''}`,

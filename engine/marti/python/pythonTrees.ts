@@ -29,6 +29,8 @@ import {
   type SearchConfig,
   type SearchTree,
 } from '../search/abmcts';
+import { diversityNodesOf, distinctProgramRatio, pairwiseEditDistance } from '../diversity';
+import { PYTHON_DIVERSITY } from './codeDiversity';
 import { scorePrograms, type PythonFeedback, type PythonRewardMode, type PythonScore } from './pythonNodes';
 import { extractCode, refineChat, rootChat } from './pythonPrompts';
 
@@ -202,6 +204,11 @@ export interface PythonTreeSummary {
   refinePass: number;
   /** How nodes ended in the sandbox (passed, failed, timeout, no-code, …). */
   statuses: Record<string, number>;
+  /**
+   * Diversity of the programs within a tree (codeDiversity.ts): mean pairwise normalised token edit distance, pooled
+   * over every pair of every tree, and the mean share of distinct programs (names renamed) a tree; null without pairs.
+   */
+  diversity: { editDistance: number | null; distinctRatio: number | null };
 }
 
 const passes = (n: { privateScore: number | null }) => n.privateScore === 1;
@@ -212,6 +219,7 @@ export function summariseTrees(trees: readonly PythonTree[], budgets: readonly n
   const all = nodes.flat();
   const roots = all.filter((n) => n.parentId === 0);
   const refines = all.filter((n) => n.parentId !== 0);
+  const programs = trees.flatMap((t) => diversityNodesOf(t));
   const statuses: Record<string, number> = {};
   for (const n of all) statuses[n.payload!.status] = (statuses[n.payload!.status] ?? 0) + 1;
   return {
@@ -225,5 +233,9 @@ export function summariseTrees(trees: readonly PythonTree[], budgets: readonly n
     refineNodes: refines.length,
     refinePass: mean(refines.map((n) => (passes(n) ? 1 : 0))),
     statuses,
+    diversity: {
+      editDistance: pairwiseEditDistance(programs, PYTHON_DIVERSITY).all,
+      distinctRatio: distinctProgramRatio(programs, PYTHON_DIVERSITY).all,
+    },
   };
 }

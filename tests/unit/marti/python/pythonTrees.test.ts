@@ -218,6 +218,11 @@ describe('trees of Python programs', () => {
     expect(ofFailing(richTrees).every((n) => n.privateScore === 1)).toBe(true);
     expect(plain.refinePass).toBe(0);
     expect(rich.bestOfTree[6]).toBe(1);
+    // The scripted policy writes two programs a problem: the plain trees repeat one, the rich ones hold both.
+    expect(plain.diversity.distinctRatio!).toBeCloseTo(1 / 6, 12);
+    expect(plain.diversity.editDistance).toBe(0);
+    expect(rich.diversity.distinctRatio!).toBeCloseTo(2 / 6, 12);
+    expect(rich.diversity.editDistance!).toBeGreaterThan(0);
     expect(plain.rootPass).toBe(0);
     expect(rich.rootPass).toBe(0);
     expect(plain.bestOfTree[6]).toBe(0);

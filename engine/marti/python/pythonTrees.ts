@@ -18,17 +18,9 @@ import type { Isolation } from '../../code/sandbox/isolation';
 import type { SandboxLimits } from '../../code/sandbox/limits';
 import type { CodeTask } from '../../code/tasks/taskFile';
 import type { ChatMessage } from '../../model/chat/chatTemplate';
-import type { ChatPolicy } from '../../policy/chatPolicy';
+import type { ChatPolicy, ChatReply } from '../../policy/chatPolicy';
 import type { Rng } from '../../random/prng';
-import {
-  addNode,
-  isComplete,
-  newTree,
-  nonRootNodes,
-  selectExpansions,
-  type SearchConfig,
-  type SearchTree,
-} from '../search/abmcts';
+import { addNode, newTree, nonRootNodes, selectExpansions, type SearchConfig, type SearchTree } from '../search/abmcts';
 import { diversityNodesOf, distinctProgramRatio, pairwiseEditDistance } from '../diversity';
 import { PYTHON_DIVERSITY } from './codeDiversity';
 import { scorePrograms, type PythonFeedback, type PythonRewardMode, type PythonScore } from './pythonNodes';
@@ -113,7 +105,7 @@ export async function growPythonTrees(
       const parent = treeOf.get(e.treeId)!.nodes[e.parentId]!;
       return refineChat(task, parent.program, parent.payload!.feedback, role);
     });
-    const replies = new Array<Awaited<ReturnType<ChatPolicy['reply']>>[number]>(exps.length);
+    const replies = new Array<ChatReply>(exps.length);
     const g0 = performance.now();
     for (const agent of o.agents) {
       const idx = exps.flatMap((e, i) => (e.agentId === agent.id ? [i] : []));
@@ -159,7 +151,6 @@ export async function growPythonTrees(
     });
     written += exps.length;
     o.onRound?.(written, budget);
-    if (trees.every(isComplete)) break;
   }
   return { trees, timing };
 }

@@ -312,6 +312,12 @@ export async function chatgrpoMemoryPlan(cfg: ChatGrpoConfig): Promise<RealModel
     replyTokens: cfg.task.maxNewTokens,
     loraRank: cfg.model.lora?.rank ?? null,
     rowsField: 'task.groupSize × task.promptsPerStep',
+    fewerRows: (maxRows) => {
+      const group = Math.floor(maxRows / cfg.task.promptsPerStep);
+      if (group >= 2) return `task.groupSize ${group} (at task.promptsPerStep ${cfg.task.promptsPerStep})`;
+      const prompts = Math.floor(maxRows / cfg.task.groupSize);
+      return prompts >= 1 ? `task.promptsPerStep ${prompts} (at task.groupSize ${cfg.task.groupSize})` : null;
+    },
   });
 }
 

@@ -376,30 +376,43 @@ export function realModelMemoryPlan(
     replyTokens: number;
     loraRank: number | null;
     rowsField: string;
+    /** The one change of the config's own fields that brings the rows down to `maxRows` (null: none does). */
+    fewerRows?: (maxRows: number) => string | null;
   },
   totalmem = os.totalmem(),
 ): RealModelMemoryPlan {
   const seq = CHAT_PROMPT_TOKENS + run.replyTokens;
-  const m = modelMemory(
-    c,
-    {
-      backend: run.backend,
-      sampleRows: Math.min(16, run.rows),
-      trainRows: run.rows,
-      seq,
-      loraRank: run.loraRank ?? 16,
-    },
-    totalmem,
-  );
-  const need = Math.max(m.sample, run.loraRank === null ? m.full : m.lora);
+  const needAt = (rows: number, loraRank: number | null): { need: number; limit: ModelMemory['limit'] } => {
+    const m = modelMemory(
+      c,
+      { backend: run.backend, sampleRows: Math.min(16, rows), trainRows: rows, seq, loraRank: loraRank ?? 16 },
+      totalmem,
+    );
+    return { need: Math.max(m.sample, loraRank === null ? m.full : m.lora), limit: m.limit };
+  };
+  const { need, limit } = needAt(run.rows, run.loraRank);
   const off = run.ignoreMemoryCheck === true || process.env[IGNORE_MEMORY_ENV] === '1';
-  if (need <= m.limit.bytes || off) return { need, limit: m.limit };
+  if (need <= limit.bytes || off) return { need, limit };
+  // The one change that makes it fit: the most rows that fit (the need grows with the rows), or LoRA at rank 8.
+  let lo = 0;
+  let hi = run.rows - 1;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (needAt(mid, run.loraRank).need <= limit.bytes) lo = mid;
+    else hi = mid - 1;
+  }
+  const fixes = [
+    lo > 0 ? run.fewerRows?.(lo) : null,
+    run.loraRank === null && needAt(run.rows, 8).need <= limit.bytes ? 'LoRA adapters (model.lora, rank 8)' : null,
+  ].filter((f): f is string => !!f);
   const how = run.loraRank === null ? 'every weight trained' : `LoRA rank ${run.loraRank}`;
+  const fit = fixes.length
+    ? `it fits with ${fixes.join(', or with ')}`
+    : 'lower the reply budget or the rows, or use a smaller model';
   const problem =
     `${run.rowsField}: ${run.rows} replies of up to ${seq} tokens on a model of ${formatCount(parameterCount(c))} ` +
-    `parameters (${how}) need ≈ ${formatBytes(need)} a step; ${m.limit.what}; lower them or the reply budget` +
-    `${run.loraRank === null ? ', train LoRA adapters (model.lora)' : ''}, or set budget.ignoreMemoryCheck to true`;
-  return { need, limit: m.limit, problem };
+    `parameters (${how}) need ≈ ${formatBytes(need)} a step; ${limit.what}; ${fit}; or set budget.ignoreMemoryCheck to true`;
+  return { need, limit, problem };
 }
 
 /** The plan's problem alone (undefined when the run fits here or the check is off). */

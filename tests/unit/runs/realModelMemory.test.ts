@@ -42,8 +42,21 @@ describe("a real-model run's memory check", () => {
     const msg = realModelMemoryProblem(SMOLLM2, run(256, null), 16 * GiB)!;
     expect(msg).toMatch(/^task\.groupSize × task\.promptsPerStep: 256 replies of up to 256 tokens/);
     expect(msg).toMatch(/every weight trained\) need ≈ \d+(\.\d)? GB a step; this machine has 16\.0 GiB/);
-    expect(msg).toMatch(/model\.lora/);
+    // LoRA saves optimizer state, not activations: at this shape it does not fit either, so it is not offered
+    expect(msg).toMatch(/lower the reply budget or the rows, or use a smaller model/);
     expect(msg).toMatch(/budget\.ignoreMemoryCheck/);
+  });
+
+  it('names the one change that makes it fit: the most rows that fit, or LoRA', () => {
+    const limit = 16 * GiB;
+    const msg = realModelMemoryProblem(SMOLLM2, { ...run(256, null), fewerRows: (r) => `rows ${r}` }, limit)!;
+    const rows = Number(/it fits with rows (\d+)/.exec(msg)![1]);
+    expect(rows).toBeGreaterThan(0);
+    expect(realModelMemoryProblem(SMOLLM2, run(rows, null), limit)).toBeUndefined();
+    expect(realModelMemoryProblem(SMOLLM2, run(rows + 1, null), limit)).toBeDefined();
+    // LoRA is offered only when it fits at the same rows
+    const lora = realModelMemoryProblem(SMOLLM2, run(256, 8), limit) === undefined;
+    expect(msg.includes('or with LoRA adapters (model.lora, rank 8)')).toBe(lora);
   });
 
   it('needs less with LoRA than with every weight, and the figure is the one model info shows', () => {
@@ -52,7 +65,9 @@ describe("a real-model run's memory check", () => {
     // a limit between the two: LoRA fits, full training does not
     const between = (full.lora + full.full) / 2;
     expect(realModelMemoryProblem(SMOLLM2, run(64, 8), between)).toBeUndefined();
-    expect(realModelMemoryProblem(SMOLLM2, run(64, null), between)).toBeDefined();
+    expect(realModelMemoryProblem(SMOLLM2, run(64, null), between)).toMatch(
+      /; it fits with LoRA adapters \(model\.lora, rank 8\); or set budget\.ignoreMemoryCheck/,
+    );
   });
 
   it('is off under budget.ignoreMemoryCheck', () => {
@@ -64,9 +79,11 @@ describe("a real-model run's memory check", () => {
     const task = { groupSize: 256, promptsPerStep: 8, maxNewTokens: 4096 };
     const figure = realModelMemoryProblem(SMOLLM2, run(task.groupSize * task.promptsPerStep, null, task.maxNewTokens));
     if (!figure) return ctx.skip(`this machine (${os.totalmem()} bytes) would hold even this run`);
+    const refusal =
+      /^task\.groupSize × task\.promptsPerStep: 2048 replies of up to 4192 tokens .* need ≈ [\d.]+ GB a step; this machine has/;
     const cfg = parseRunConfig({ algorithm: 'chatgrpo', model: { path: MODEL, lora: null }, task }) as ChatGrpoConfig;
     const t0 = performance.now();
-    await expect(chatgrpo.createTrainer(cfg, undefined)).rejects.toThrow(figure);
+    await expect(chatgrpo.createTrainer(cfg, undefined)).rejects.toThrow(refusal);
     expect(performance.now() - t0, 'refused from the header, not after loading 135M weights').toBeLessThan(5_000);
   });
 });

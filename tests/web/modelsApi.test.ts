@@ -109,6 +109,17 @@ describe('the models a window sees', () => {
     }
   });
 
+  it('says in one line when <home>/models.json is damaged', async () => {
+    const file = path.join(home, 'models.json');
+    const kept = fs.readFileSync(file, 'utf8');
+    try {
+      fs.writeFileSync(file, '{"paths": [');
+      await expect(list()).rejects.toThrow(/models\.json: not a list of model paths .*fix or remove it/);
+    } finally {
+      fs.writeFileSync(file, kept);
+    }
+  });
+
   it('refuses ids and names it does not know', async () => {
     await expect(call('modelCard', { id: 'fetch:no-such-model' })).rejects.toThrow(/no such model in the catalogue/);
     await expect(call('modelCard', { id: 'base:mars/../../etc' })).rejects.toThrow(/no such shipped base/);

@@ -38,7 +38,13 @@ function catalogueModels() {
 function readSaved(home: string): string[] {
   const file = path.join(home, MODELS_FILE);
   if (!fs.existsSync(file)) return [];
-  const parsed = savedSchema.safeParse(JSON.parse(fs.readFileSync(file, 'utf8')));
+  let raw: unknown;
+  try {
+    raw = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch {
+    raw = null;
+  }
+  const parsed = savedSchema.safeParse(raw);
   if (!parsed.success) throw new UserError(`${file}: not a list of model paths ({"paths": [...]}); fix or remove it`);
   return parsed.data.paths;
 }

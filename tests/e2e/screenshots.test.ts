@@ -1,6 +1,6 @@
 /**
  * Evidence for issue 19: every view of the app (Runs, a run's charts, MARS episodes, MARTI trees, Diversity, Compare
- * with MARTI trees side by side, Launch with its form, Models with a card) in a real headless Chromium (Debian's, driven by playwright-core)
+ * with MARTI trees side by side, Launch with its form, Models with a card, a seqgrpo run's Replies) in a real headless Chromium (Debian's, driven by playwright-core)
  * against web mode, at 1440 and 1024 px, light and dark (prefers-color-scheme), on real small runs made from the command
  * line in a temporary home. Screenshots go to tests/output/e2e/screens/ (git-ignored) to be looked at; at 1024 px the
  * page must not scroll sideways (document scrollWidth ≤ clientWidth). In dark, every view's main content must be dark
@@ -417,6 +417,12 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
       await p.getByTestId('node-program').waitFor();
     });
     expect(pageErrors).toEqual([]);
+  });
+
+  it('screenshots: a seqgrpo run’s Replies tab (issue 33)', async () => {
+    await shootEverywhere('replies', `#/run/${encodeURIComponent(runs.seqA)}/replies`, async (p) => {
+      await p.getByTestId('reply-group').first().waitFor();
+    });
   });
 
   it('screenshots: Models with a base’s card and its memory gauges (issue 33)', async () => {

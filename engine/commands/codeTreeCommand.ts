@@ -12,13 +12,8 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { UserError } from '../base/userError';
 import type { CodeTask } from '../code/tasks/taskFile';
 import { makeSearchConfig } from '../marti/search/abmcts';
-import {
-  answerOnce,
-  growPythonTrees,
-  summariseTrees,
-  type PythonTree,
-  type SandboxContext,
-} from '../marti/python/pythonTrees';
+import { answerOnce, growPythonTrees, summariseTrees, type SandboxContext } from '../marti/python/pythonTrees';
+import { treeLines } from '../marti/python/pythonTreeLines';
 import { loadRealModel } from '../model/realModel';
 import { EndpointChatPolicy, InProcessChatPolicy, type ChatPolicy } from '../policy/chatPolicy';
 import { endpointSourceSchema } from '../policy/policySource';
@@ -110,28 +105,6 @@ function writeLines(file: string, rows: readonly unknown[]): void {
   fs.writeFileSync(file, rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : ''));
 }
 
-function treeLines(trees: readonly PythonTree[]) {
-  return trees.map((t) => ({
-    task_id: t.treeId,
-    nodes: t.nodes.slice(1).map((n) => ({
-      id: n.id,
-      parent: n.parentId,
-      depth: n.depth,
-      agent: n.agentId,
-      passed: n.privateScore === 1,
-      score: n.score,
-      status: n.payload!.status,
-      reason: n.payload!.reason,
-      program: n.program,
-      reply: n.payload!.reply,
-      reply_tokens: n.payload!.replyTokens,
-      finish: n.payload!.finish,
-      feedback: n.payload!.feedback,
-      prompt: n.payload!.chat.at(-1)!.content,
-    })),
-  }));
-}
-
 async function runCodeTree(opts: TreeOptions & Record<string, unknown>): Promise<void> {
   const { o, iso, limits } = await prepareSandbox(opts);
   const tasks = pickProblems(await resolveTasks(opts.tasks, o.format), opts.problems);
@@ -214,7 +187,7 @@ async function runCodeTree(opts: TreeOptions & Record<string, unknown>): Promise
       replyTokens: timing.replyTokens,
     };
     save();
-    if (opts.out) writeLines(path.join(opts.out, `trees-${kind}.jsonl`), treeLines(trees));
+    if (opts.out) writeLines(path.join(opts.out, `trees-${kind}.jsonl`), treeLines(trees, tasks));
     if (!opts.json) {
       const best = Object.entries(s.bestOfTree)
         .map(([b, v]) => `${b}: ${v.toFixed(4)}`)
@@ -266,7 +239,10 @@ export function registerCodeTree(code: Command): void {
       .option('--temperature <t>', 'sampling temperature of tree nodes', unit('temperature', 2), 0.8)
       .option('--top-p <p>', 'nucleus sampling of tree nodes', unit('top-p', 1), 0.95)
       .option('--seed <n>', 'seed of the search and token streams (split by problem)', unit('seed', 2 ** 31 - 1), 0)
-      .option('--out <dir>', 'write greedy.jsonl, trees-plain.jsonl, trees-tplus.jsonl and summary.json here')
+      .option(
+        '--out <dir>',
+        'write greedy.jsonl, trees-plain.jsonl, trees-tplus.jsonl and summary.json here (under <home>/code-trees/ the app lists it)',
+      )
       .option('--json', 'print the summary as one JSON line')
       .addOption(backendOption()),
   ).action(runCodeTree);

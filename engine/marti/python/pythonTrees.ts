@@ -23,7 +23,13 @@ import type { Rng } from '../../random/prng';
 import { addNode, newTree, nonRootNodes, selectExpansions, type SearchConfig, type SearchTree } from '../search/abmcts';
 import { diversityNodesOf, distinctProgramRatio, pairwiseEditDistance } from '../diversity';
 import { PYTHON_DIVERSITY } from './codeDiversity';
-import { scorePrograms, type PythonFeedback, type PythonRewardMode, type PythonScore } from './pythonNodes';
+import {
+  scorePrograms,
+  type PythonFeedback,
+  type PythonRewardMode,
+  type PythonScore,
+  type PythonTestOutcome,
+} from './pythonNodes';
 import { extractCode, refineChat, rootChat } from './pythonPrompts';
 
 export interface PythonAgent {
@@ -44,6 +50,8 @@ export interface PythonNodePayload {
   feedback: string;
   passed: number;
   total: number;
+  /** Each test's outcome (pythonNodes.ts): what the app's tree view lists. */
+  tests: PythonTestOutcome[];
 }
 
 export type PythonTree = SearchTree<PythonNodePayload>;
@@ -146,6 +154,7 @@ export async function growPythonTrees(
           feedback: s.feedback[o.feedback],
           passed: s.passed,
           total: s.total,
+          tests: s.tests,
         },
       });
     });

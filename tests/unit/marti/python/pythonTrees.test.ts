@@ -21,6 +21,8 @@ import {
   type PythonTree,
   type SandboxContext,
 } from '../../../../engine/marti/python/pythonTrees';
+import { treeLines } from '../../../../engine/marti/python/pythonTreeLines';
+import { codeTreeLineSchema } from '../../../../engine/records/codeTree';
 import { makeSearchConfig } from '../../../../engine/marti/search/abmcts';
 import type { ChatMessage } from '../../../../engine/model/chat/chatTemplate';
 import type { ChatPolicy, ChatReply, ChatSampling } from '../../../../engine/policy/chatPolicy';
@@ -95,6 +97,10 @@ describe('a node: a program against its tests, in the sandbox', () => {
     expect(wrong!.feedback.rich).toContain('Result: Wrong\nError: AssertionError\nAt: `assert candidate(3.5) == 0.5`');
     expect(loud!.feedback.rich).toContain('Output:\nseen 3.5');
     expect(loud!.feedback.plain).not.toContain('seen');
+    // the same verdict as data, for the app: HumanEval's one test, its error and the assertion that raised it
+    expect(wrong!.tests).toEqual([
+      { test: 'check(truncate_number)', passed: false, error: 'AssertionError', at: 'assert candidate(3.5) == 0.5' },
+    ]);
   });
 
   it('scores no code block, a syntax error and an endless loop 0, each with its reason', async (ctx) => {
@@ -111,6 +117,10 @@ describe('a node: a program against its tests, in the sandbox', () => {
     );
     expect([none!.score, syntax!.score, loop!.score]).toEqual([0, 0, 0]);
     expect(none!.status).toBe('no-code');
+    expect(none!.tests).toEqual([]);
+    expect(loop!.tests).toEqual([
+      { test: 'check(strlen)', passed: false, error: expect.stringContaining('timed out after 1 s'), at: null },
+    ]);
     expect(none!.reason).toBe('no code block in the reply');
     expect(syntax!.feedback.rich).toMatch(/Error: SyntaxError/);
     expect(loop!.status).toBe('timeout');
@@ -140,6 +150,11 @@ describe('a node: a program against its tests, in the sandbox', () => {
     );
     expect(frac!.feedback.rich).toContain('# Test 1\nResult: Correct');
     expect(frac!.feedback.plain).toContain('Your solution is correct for 2 of 3 tests.');
+    expect(frac!.tests.map((o) => [o.test, o.passed, o.error, o.at])).toEqual([
+      ['assert double(1) == 2', true, null, null],
+      ['assert double(0) == 0', true, null, null],
+      ['assert double(3) == 6', false, 'AssertionError', 'assert double(3) == 6'],
+    ]);
   });
 });
 
@@ -237,6 +252,23 @@ describe('trees of Python programs', () => {
     const failed = richTrees[0]!.nodes[1]!;
     expect(failed.payload!.reason).toMatch(/AssertionError/);
     expect(failed.payload!.feedback).toContain('At: `assert');
+    // What `code tree --out` writes of them reads back with the app's schema, each test's outcome with it.
+    const lines = treeLines(
+      richTrees,
+      ids.map((id) => tasks.get(id)!),
+    ).map((l) => codeTreeLineSchema.parse(JSON.parse(JSON.stringify(l))));
+    expect(lines.map((l) => [l.task_id, l.format, l.entry_point])).toEqual([
+      ['HumanEval/2', 'humaneval', 'truncate_number'],
+      ['HumanEval/23', 'humaneval', 'strlen'],
+    ]);
+    expect(lines[0]!.prompt).toBe(tasks.get('HumanEval/2')!.prompt);
+    const first = lines[0]!.nodes[0]!;
+    expect([first.parent, first.passed, first.program]).toEqual([0, false, TRUNCATE_WRONG]);
+    expect(first.tests).toEqual([
+      { test: 'check(truncate_number)', passed: false, error: 'AssertionError', at: expect.stringMatching(/^assert /) },
+    ]);
+    const fixed = lines[0]!.nodes.find((n) => n.parent === first.id)!;
+    expect(fixed.tests).toEqual([{ test: 'check(truncate_number)', passed: true, error: null, at: null }]);
   }, 60_000);
 
   it('grows the same tree for a problem whether or not other problems grow beside it', async (ctx) => {

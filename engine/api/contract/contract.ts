@@ -19,6 +19,7 @@ import { evaluationSchemas } from './evaluation';
 import type { ApiEvent } from './events';
 import { API_KEYS, API_METHODS, type ApiMethod } from './methods';
 import { chatSchemas, modelSchemas } from './models';
+import { codeTreeSchemas } from './codeTrees';
 import { presetSchemas } from './presets';
 import { runSchemas } from './runs';
 import { studySchemas } from './studies';
@@ -39,6 +40,7 @@ export {
 } from './runs';
 export { type ApiMemoryPlan, type ApiPreset } from './presets';
 export { type ApiModelCard, type ApiModelEntry } from './models';
+export { type ApiCodeTreeFigures, type ApiCodeTreeOutput } from './codeTrees';
 export { trajectoryFilterSchema, type ApiTrajectoryFilter } from './trajectories';
 export { checkpointEvalSchema, type ApiCheckpointEval } from './evaluation';
 export { STUDY_RUN_STATES, studyViewSchema, type ApiStudyView } from './studies';
@@ -63,6 +65,7 @@ export const apiSchemas = {
   ...studySchemas,
   ...modelSchemas,
   ...chatSchemas,
+  ...codeTreeSchemas,
 } as const satisfies Record<ApiMethod, { request: z.ZodType; response: z.ZodType }>;
 
 export type ApiRequest<M extends ApiMethod> = z.input<(typeof apiSchemas)[M]['request']>;

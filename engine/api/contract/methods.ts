@@ -37,6 +37,8 @@ export const API_METHODS = [
   'chatStart',
   'chatStop',
   'labPrompts',
+  'listCodeTrees',
+  'getCodeTrees',
 ] as const;
 
 export type ApiMethod = (typeof API_METHODS)[number];

@@ -9,8 +9,8 @@
  * This file builds the state the methods share (hostContext.ts) and composes the methods, one set per resource of the
  * contract: the host itself (systemMethods.ts), presets and configs (presetMethods.ts), run processes
  * (runProcessMethods.ts), runs (runMethods.ts), metric series (metricMethods.ts), trajectories (trajectoryMethods.ts),
- * checkpoints (checkpointMethods.ts), rollouts (views/rolloutCompare.ts), studies (cluster/clusterMethods.ts) and
- * evaluations with endpoints (endpointEval/endpointEvalMethods.ts).
+ * checkpoints (checkpointMethods.ts), code-tree folders (codeTreeMethods.ts), rollouts (views/rolloutCompare.ts),
+ * studies (cluster/clusterMethods.ts) and evaluations with endpoints (endpointEval/endpointEvalMethods.ts).
  */
 import path from 'node:path';
 import type { ConfigIssue } from '../../runs/config/configSchema';
@@ -24,6 +24,7 @@ import { createRolloutCompare } from '../views/rolloutCompare';
 import type { RunLauncher } from '../workers/runLauncher';
 import { createChatHost } from './chatMethods';
 import { createCheckpointMethods } from './checkpointMethods';
+import { createCodeTreeMethods } from './codeTreeMethods';
 import { runDirOf, type HostContext } from './hostContext';
 import { allowedRoots, defaultMaxWorkers, WorkerSlots } from './hostGuards';
 import { toApiEvent } from './jsonValues';
@@ -138,6 +139,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     ...createTrajectoryMethods(ctx),
     ...createCheckpointMethods(ctx),
     ...createModelMethods(ctx),
+    ...createCodeTreeMethods(ctx),
     ...chats.handlers,
     // Rollouts compared by prompt, without evaluating (imported runs have no checkpoints): rolloutCompare.ts.
     ...rollouts.handlers,

@@ -141,9 +141,9 @@ export const marsSchema = z
       'With System 1 off: tokens of raw pages System 2 sees per search (§6.1).',
     ),
     sys1Params: field(
-      z.enum(['shared', 'separate', 'frozen', 'sharedUntrained', 'off']).default('shared'),
+      z.enum(['shared', 'separate', 'frozen', 'sharedUntrained', 'off', 'oracle']).default('shared'),
       'System 1 parameters',
-      'shared: one policy plays both systems (the paper); separate: System 1 has its own weights; frozen: System 1 runs the initial weights, untrained; sharedUntrained: live weights, System 1 samples dropped; off: no System 1 (§6.1–6.3).',
+      'shared: one policy plays both systems (the paper); separate: System 1 has its own weights; frozen: System 1 runs the initial weights, untrained; sharedUntrained: live weights, System 1 samples dropped; off: no System 1 (§6.1–6.3); oracle (evaluation only): each System 1 window returns the question’s support sentences its pages hold, the bound on what System 1 can give System 2.',
     ),
     packing: field(
       z.enum(['ffd', 'perDoc', 'truncate']).default('ffd'),

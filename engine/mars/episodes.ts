@@ -22,7 +22,7 @@ export function rolloutSettings(cfg: MarsConfig, temperature = cfg.sampler.tempe
     sepCost: m.sepCost,
     rawInfoBudget: m.rawInfoBudget,
     packing: m.packing,
-    sys1: m.sys1Params === 'off' ? 'off' : 'on',
+    sys1: m.sys1Params === 'off' || m.sys1Params === 'oracle' ? m.sys1Params : 'on',
     missingPurpose: m.missingPurpose,
     temperature,
     topP: cfg.sampler.topP,

@@ -153,7 +153,7 @@ export async function evaluateMarsCheckpoint(
   checkpointDir?: string,
 ): Promise<EvalResult> {
   const mode = cfg.mars.sys1Params;
-  if (mode === 'off') return evaluateMars(cfg, model, null);
+  if (mode === 'off' || mode === 'oracle') return evaluateMars(cfg, model, null);
   // A checkpoint with no System 1 of its own (a base, a shared run's) evaluated as 'separate' or 'frozen': such a run
   // starts its System 1 from the policy's weights, so that is its System 1 at step 0 (issue 32, defect 3: this threw).
   if ((mode === 'separate' || mode === 'frozen') && checkpointDir && carriesSys1(checkpointDir)) {

@@ -21,8 +21,12 @@ export interface MarsRolloutSettings {
   sepCost: number;
   rawInfoBudget: number;
   packing: 'ffd' | 'perDoc' | 'truncate';
-  /** 'off': no System 1; raw pages, concatenated in tool order, are truncated to rawInfoBudget inside <info> (§6.1). */
-  sys1: 'on' | 'off';
+  /**
+   * 'off': no System 1; raw pages, concatenated in tool order, are truncated to rawInfoBudget inside <info> (§6.1).
+   * 'oracle' (evaluation only, issue 32): each window's output is the question's support sentences its pages hold, in
+   * page order (nothing where they hold none): the most a System 1 could give System 2 from that search.
+   */
+  sys1: 'on' | 'off' | 'oracle';
   missingPurpose: 'query' | 'empty';
   /** The purpose-stripped ablation (evaluation only): System 1's prompt without System 2's purpose, as if it were ''. */
   stripPurpose?: boolean;
@@ -234,7 +238,7 @@ async function runTools(
   rng: Rng,
   timing: RolloutTiming,
 ): Promise<void> {
-  const calls: { owner: Sys2Turn; call: Sys1Call }[] = [];
+  const calls: { owner: Sys2Turn; call: Sys1Call; question: RolloutQuestion }[] = [];
   for (const { t, turn } of searching) {
     const s0 = performance.now();
     // A malformed call (no closed <search>) or an empty query finds nothing: no System 1 call (§2.9).
@@ -266,6 +270,7 @@ async function runTools(
       ];
       calls.push({
         owner: turn,
+        question: t.question,
         call: {
           pages: bin.items.map((it) => ({ id: docs[it.index]!.id, take: it.take })),
           used: bin.used,
@@ -277,7 +282,13 @@ async function runTools(
     }
     timing.packingMs += performance.now() - s1;
   }
-  if (calls.length > 0) {
+  if (calls.length > 0 && s.sys1 === 'oracle') {
+    for (const c of calls) {
+      c.call.output = [...format.encode(oracleOutput(c.call, c.question, format)), format.ids.eos];
+      c.call.logProbs = c.call.output.map(() => 0);
+      c.owner.sys1.push(c.call);
+    }
+  } else if (calls.length > 0) {
     const g0 = performance.now();
     const gens = await generateWith(
       models.sys1!,
@@ -306,4 +317,19 @@ async function runTools(
     t.lossMask.push(...turn.info.map(() => 0));
     t.behaviourLogProbs.push(...turn.info.map(() => 0));
   }
+}
+
+/** The oracle System 1's output for a window: the question's support sentences its pages hold, as the pages order them. */
+function oracleOutput(call: Sys1Call, q: RolloutQuestion, format: MarsFormat): string {
+  const facts = q.supportSentences;
+  if (!facts) throw new Error(`mars.sys1Params oracle: question ${q.id} has no known support sentences`);
+  const pages = call.prompt.slice(call.prompt.indexOf(format.ids.sep) + 1); // after System 1's head and purpose
+  const window = ` ${pages.map((id) => format.decode([id])).join(' ')} `; // token form, as sys1Measures reads it
+  return facts
+    .map((f) => ({ f, at: window.indexOf(` ${f} `) }))
+    .filter((x) => x.at >= 0)
+    .sort((a, b) => a.at - b.at)
+    .filter((x, i, all) => i === 0 || x.f !== all[i - 1]!.f)
+    .map((x) => x.f)
+    .join(' ');
 }

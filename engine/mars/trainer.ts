@@ -93,7 +93,7 @@ class MarsTrainer implements Trainer {
 
   private get sys1Model(): LlamaModel | null {
     const mode = this.cfg.mars.sys1Params;
-    if (mode === 'off') return null;
+    if (mode === 'off' || mode === 'oracle') return null;
     return this.sys1?.model ?? this.policy;
   }
 

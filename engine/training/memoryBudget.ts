@@ -144,7 +144,7 @@ function stepShape(
     const seq = Math.min(ctx, num(m.sys2PromptMax, 64) + num(m.sys2ResponseMax, 640));
     // System 1 windows of one turn: up to topK per searching trajectory, cached beside System 2's rows.
     const sys1Seq = Math.min(ctx, num(m.sys1PromptMax, 256) + num(m.sys1ResponseMax, 48));
-    const sys1Rows = m.sys1Params === 'off' ? 0 : rows * num(m.topK, 5);
+    const sys1Rows = m.sys1Params === 'off' || m.sys1Params === 'oracle' ? 0 : rows * num(m.topK, 5);
     // The pretraining primer mixes pages, System 1 windows and System 2 transcripts of 1..maxTurns turns, padded to
     // the longest of a batch: typically about half System 2's response budget, not all of it.
     const pretrainSeq = Math.min(ctx, Math.max(sys1Seq, num(m.sys2PromptMax, 64) + num(m.sys2ResponseMax, 640) / 2));

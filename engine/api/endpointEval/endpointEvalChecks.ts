@@ -25,7 +25,7 @@ function sourceFields(
   if (config.algorithm === 'mars') {
     const p = config.mars.policies ?? {};
     const out = [{ field: 'mars.policies.sys2', label: 'MARS System 2', source: p.sys2 ?? { kind: 'model' as const } }];
-    if (config.mars.sys1Params !== 'off' && p.sys1) {
+    if (config.mars.sys1Params !== 'off' && config.mars.sys1Params !== 'oracle' && p.sys1) {
       out.push({ field: 'mars.policies.sys1', label: 'MARS System 1', source: p.sys1 });
     }
     return out;

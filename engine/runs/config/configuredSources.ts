@@ -12,7 +12,10 @@ export function configuredSources(config: RunConfig): { label: string; source: P
     if (!p) return [];
     const sys2 = p.sys2 ?? { kind: 'model' as const };
     const out = [{ label: 'MARS System 2', source: sys2 }];
-    if (config.mars.sys1Params !== 'off') out.push({ label: 'MARS System 1', source: p.sys1 ?? sys2 });
+    // off and oracle run no System 1 model
+    if (config.mars.sys1Params !== 'off' && config.mars.sys1Params !== 'oracle') {
+      out.push({ label: 'MARS System 1', source: p.sys1 ?? sys2 });
+    }
     return out;
   }
   if (config.algorithm === 'marti') {
@@ -33,8 +36,14 @@ export function usesEndpoints(config: RunConfig): boolean {
   return usesCorpus(config) || configuredSources(config).some((s) => s.source.kind === 'endpoint');
 }
 
-/** The one line that refuses to train with endpoint policies, or null when the config names none. */
+/**
+ * The one line that refuses to train with what is for evaluation only (endpoint policies, a corpus, MARS's oracle
+ * System 1), or null when the config has none of them.
+ */
 export function trainingWithEndpointsProblem(config: RunConfig): string | null {
+  if (config.algorithm === 'mars' && config.mars.sys1Params === 'oracle') {
+    return 'mars.sys1Params: oracle is for evaluation only (each System 1 window answers with the gold support sentences); train with shared, separate, frozen, sharedUntrained or off';
+  }
   if (usesCorpus(config)) {
     return 'task.corpus: a corpus of your own is for evaluation with endpoint policies (mars-lab eval); training uses the generated worlds: remove task.corpus from the run config';
   }

@@ -182,6 +182,7 @@ export async function evaluateWithEndpoints(
   const sources = configuredSources(config);
   const { corpus, needsModel } = checkSources(config, sources, o.checkpoint);
   const loaded = corpus ? loadMarsCorpus(corpus.folder, corpus.questions) : null;
+  const natural = config.algorithm === 'mars' && !loaded; // a chat model reads generated worlds as prose (chat/)
   const identity = {
     ...(config.algorithm === 'mars' ? marsEvalIdentity(config) : martiEvalIdentity(config)),
     ...(loaded ? { corpus: loaded.sha } : {}),
@@ -193,7 +194,9 @@ export async function evaluateWithEndpoints(
         fs.readFileSync(path.join(o.checkpoint!, WEIGHTS_FILE)),
       )
     : '';
-  const dir = path.join(home, 'evals', `endpoints-${evaluationKey(identity, policies, weights)}`);
+  // results asked of a chat model in token form (before naturalText.ts) do not answer for prose
+  const key = evaluationKey(natural ? { ...identity, chatText: 'natural' } : identity, policies, weights);
+  const dir = path.join(home, 'evals', `endpoints-${key}`);
   const journalFile = path.join(dir, 'requests.jsonl');
   if (o.fresh) fs.rmSync(journalFile, { force: true });
   const journal = new RequestJournal(journalFile);
@@ -218,7 +221,8 @@ export async function evaluateWithEndpoints(
           journal,
           onWarning: o.onWarning,
           env: o.env,
-          dialect: chatDialectFor(config.algorithm, tokenizer), // "instructions": "chat" (chat/)
+          // "instructions": "chat" (chat/); generated worlds are shown to the model as prose, a corpus as written
+          dialect: chatDialectFor(config.algorithm, tokenizer, { natural }),
         });
   const kept = (): string =>
     `${journal.size} answer${journal.size === 1 ? '' : 's'} kept in ${journalFile}: ${o.resumeHint ?? 'run the same command again to resume'}`;

@@ -1,4 +1,4 @@
-/** Endpoint policies are for evaluation: a training run that names one is refused in one line, before a run folder exists. */
+/** Endpoint policies (and MARS's oracle System 1) are for evaluation: a training run that names one is refused in one line, before a run folder exists. */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,6 +22,9 @@ describe('training with endpoint policies', () => {
     );
     const mars = parseRunConfig({ algorithm: 'mars', mars: { policies: { sys2: endpoint, sys1: { kind: 'model' } } } });
     await expect(startRun(home, mars)).rejects.toThrow(/^MARS System 2: endpoint policies are for evaluation/);
+    // MARS's oracle System 1 (the gold support sentences) is an evaluation arm, never a training run (issue 32)
+    const oracle = parseRunConfig({ algorithm: 'mars', mars: { sys1Params: 'oracle' } });
+    await expect(startRun(home, oracle)).rejects.toThrow(/^mars\.sys1Params: oracle is for evaluation only/);
     expect(fs.readdirSync(home)).toEqual([]);
     fs.rmSync(home, { recursive: true, force: true });
   });

@@ -135,6 +135,38 @@ describe('MARS rollout', () => {
     expect(episodeStats(tools).searchesPerQuestion).toBeCloseTo(calls / rows.length, 12);
   });
 
+  it('the oracle System 1 answers each window with the support sentences its pages hold, and nothing else (issue 32)', async () => {
+    const support = 'alma born in tessa .';
+    const known: RolloutQuestion = { ...question, supportSentences: [support, 'tessa city .'] };
+    const rows = Array.from({ length: 48 }, () => known);
+    const trajs = await rolloutBatch(
+      { sys2: model, sys1: null },
+      format,
+      rows,
+      { ...settings, sys1: 'oracle' },
+      new Rng(11),
+    );
+    const windows = trajs.flatMap((t) => t.turns).flatMap((u) => u.sys1);
+    expect(windows.length).toBeGreaterThan(0);
+    let withP1 = 0;
+    for (const w of windows) {
+      const text = w.output
+        .filter((id) => id !== format.ids.eos)
+        .map((id) => format.decode([id]))
+        .join(' '); // token form
+      const ids = w.pages.map((p) => p.id);
+      // p1 states the first sentence (twice: said once), p2 the second; p3 neither; a window's order is its pages'
+      const want = ids.flatMap((id) => (id === 'p1' ? [support] : id === 'p2' ? ['tessa city .'] : []));
+      expect(text).toBe(want.join(' '));
+      expect(w.output.at(-1)).toBe(format.ids.eos);
+      if (ids.includes('p1')) withP1++;
+    }
+    expect(withP1).toBeGreaterThan(0);
+    for (const u of trajs.flatMap((t) => t.turns).filter((x) => x.sys1.length > 0)) {
+      expect(u.info).toEqual(format.infoBlock(u.sys1.map((c) => c.output.filter((id) => id !== format.ids.eos))));
+    }
+  });
+
   it('System 2 mask: 0 on the prompt and on every <info> block (inclusive), 1 on every System 2 token (§7.4)', () => {
     for (const t of trajs) {
       expect(t.tokens.length).toBe(t.lossMask.length);

@@ -9,6 +9,11 @@ import type { ChatDialect } from '../../../policy/endpointPolicy';
 import { marsChat } from './marsChat';
 import { martiChat } from './martiChat';
 
-export function chatDialectFor(algorithm: 'mars' | 'marti', tokenizer: Tokenizer): ChatDialect {
-  return algorithm === 'mars' ? marsChat(new MarsFormat(tokenizer)) : martiChat(new MartiFormat(tokenizer));
+/** `natural`: MARS on generated worlds, whose token-form text a real model reads as prose (naturalText.ts). */
+export function chatDialectFor(
+  algorithm: 'mars' | 'marti',
+  tokenizer: Tokenizer,
+  o: { natural?: boolean } = {},
+): ChatDialect {
+  return algorithm === 'mars' ? marsChat(new MarsFormat(tokenizer), o) : martiChat(new MartiFormat(tokenizer));
 }

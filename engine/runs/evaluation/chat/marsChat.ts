@@ -19,6 +19,7 @@ import { generateWorld, type World } from '../../../mars/world';
 import { trainWorldSeeds } from '../../../mars/worldSplits';
 import type { ChatDialect, ChatMessage, ChatReading, ChatRequest } from '../../../policy/endpointPolicy';
 import { isPreamble, oneLine, stripFences, stripLabel } from './answerText';
+import { fromNatural, toNatural } from './naturalText';
 
 const TURN_TAGS = ['think', 'purpose', 'search', 'answer'] as const;
 
@@ -59,6 +60,19 @@ export function marsExample(asked: string): Sys2Example {
     purpose,
     pages: [page.text, other.text],
     summary: fact,
+  };
+}
+
+/** A worked example's texts through `show` (toNatural for a real model on generated worlds). */
+function shown(ex: Sys2Example, show: (t: string) => string): Sys2Example {
+  return {
+    question: show(ex.question),
+    turn1: show(ex.turn1),
+    info: show(ex.info),
+    turn2: show(ex.turn2),
+    purpose: show(ex.purpose),
+    pages: ex.pages.map(show),
+    summary: show(ex.summary),
   };
 }
 
@@ -105,8 +119,11 @@ function untagged(text: string): string {
   return oneLine(text.replace(/<\/?[a-z0-9]+>/gi, ' '));
 }
 
-/** System 2's turn from a chat answer (see the header). */
-export function readSys2(answer: string, finish: 'stop' | 'length'): ChatReading {
+/** The identity: text the run's tokens hold as written. */
+const asIs = (t: string): string => t;
+
+/** System 2's turn from a chat answer (see the header); `back` takes span texts to the run's form. */
+export function readSys2(answer: string, finish: 'stop' | 'length', back = asIs): ChatReading {
   const repairs: string[] = [];
   const fenced = stripFences(answer);
   if (fenced.stripped) repairs.push('code fence stripped');
@@ -124,14 +141,14 @@ export function readSys2(answer: string, finish: 'stop' | 'length'): ChatReading
   }
   if (!m) {
     repairs.push('no closed <search> or <answer>: kept as a malformed turn');
-    const body = untagged(text);
+    const body = back(untagged(text));
     return { text: finish === 'stop' ? `${body} <eos>` : body, repairs };
   }
   const before = text.slice(0, m.index);
   const after = text.slice(m.index + m[0].length);
   const span = (tag: string): string | null => {
     const all = [...before.matchAll(new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`, 'g'))];
-    return all.length ? untagged(all.at(-1)![1]!) : null;
+    return all.length ? back(untagged(all.at(-1)![1]!)) : null;
   };
   const think = span('think');
   const purpose = span('purpose');
@@ -142,13 +159,13 @@ export function readSys2(answer: string, finish: 'stop' | 'length'): ChatReading
   const parts = [
     ...(think !== null ? [`<think> ${think} </think>`] : []),
     ...(purpose !== null ? [`<purpose> ${purpose} </purpose>`] : []),
-    `<${kind}> ${untagged(m[2]!)} </${kind}>`,
+    `<${kind}> ${back(untagged(m[2]!))} </${kind}>`,
   ];
   return { text: parts.join(' '), repairs };
 }
 
 /** System 1's distillation from a chat answer: the text alone, one line, no tags, then <eos>. */
-export function readSys1(answer: string, finish: 'stop' | 'length'): ChatReading {
+export function readSys1(answer: string, finish: 'stop' | 'length', back = asIs): ChatReading {
   const repairs: string[] = [];
   const fenced = stripFences(answer);
   if (fenced.stripped) repairs.push('code fence stripped');
@@ -163,16 +180,22 @@ export function readSys1(answer: string, finish: 'stop' | 'length'): ChatReading
     repairs.push('label dropped');
   }
   const joined = oneLine(lines.join(' '));
-  const body = untagged(joined);
-  if (body !== joined) repairs.push('tags removed');
+  const plain = untagged(joined);
+  if (plain !== joined) repairs.push('tags removed');
+  const body = back(plain);
   return { text: finish === 'stop' ? `${body} <eos>` : body, repairs };
 }
 
-/** MARS's dialect over `format` (the run's MARS tokenizer): System 2 and System 1 prompts, by their second token. */
-export function marsChat(format: MarsFormat): ChatDialect {
+/**
+ * MARS's dialect over `format` (the run's MARS tokenizer): System 2 and System 1 prompts, by their second token.
+ * `natural`: the generated worlds' token-form text is shown as prose and answers are read back to it (naturalText.ts).
+ */
+export function marsChat(format: MarsFormat, o: { natural?: boolean } = {}): ChatDialect {
   const { ids } = format;
   const tok = format.tokenizer;
-  const text = (xs: readonly number[]): string => tok.decode(xs);
+  const show = o.natural ? toNatural : asIs;
+  const back = o.natural ? fromNatural : asIs;
+  const text = (xs: readonly number[]): string => show(tok.decode(xs));
   return {
     chat(prompt: readonly number[], hints: { final?: boolean } = {}): ChatRequest | null {
       if (prompt[0] !== ids.bos) return null;
@@ -181,7 +204,7 @@ export function marsChat(format: MarsFormat): ChatDialect {
       if (prompt[1] === ids.sys2) {
         const question = text(prompt.slice(2, sep));
         const messages: ChatMessage[] = [
-          { role: 'system', content: sys2System(marsExample(question)) },
+          { role: 'system', content: sys2System(shown(marsExample(tok.decode(prompt.slice(2, sep))), show)) },
           { role: 'user', content: question },
         ];
         // the turns so far: assistant text up to each <info>, the <info> block as the user's reply
@@ -203,7 +226,7 @@ export function marsChat(format: MarsFormat): ChatDialect {
         return {
           messages,
           stop: [tok.tokenOf(ids.searchEnd), tok.tokenOf(ids.answerEnd)],
-          read: readSys2,
+          read: (answer, finish) => readSys2(answer, finish, back),
         };
       }
       if (prompt[1] === ids.sys1) {
@@ -218,11 +241,11 @@ export function marsChat(format: MarsFormat): ChatDialect {
         }
         return {
           messages: [
-            { role: 'system', content: sys1System(marsExample('')) },
+            { role: 'system', content: sys1System(shown(marsExample(''), show)) },
             { role: 'user', content: sys1User(purpose, pages) },
           ],
           stop: [],
-          read: readSys1,
+          read: (answer, finish) => readSys1(answer, finish, back),
         };
       }
       return null;

@@ -145,6 +145,8 @@ export function createSocketApi(token: string, onState: (state: ConnectionState)
     chatStart: call('chatStart'),
     chatStop: call('chatStop'),
     labPrompts: call('labPrompts'),
+    listCodeTrees: call('listCodeTrees'),
+    getCodeTrees: call('getCodeTrees'),
     onEvent(listener) {
       listeners.add(listener);
       return () => {

@@ -1,14 +1,15 @@
 /**
  * Hash routing: `#/runs`, `#/launch`, `#/launch?from=<runId>` (clone), `#/launch?preset=<name>`, `#/run/<runId>`,
  * `#/run/<runId>/<tab>` (a tab of the run page: charts, episodes, tree, diversity, replies), `#/compare?a=<runId>@<step>&b=…`,
- * `#/models` (the models mars-lab knows and their cards).
+ * `#/models` (the models mars-lab knows and their cards), `#/code-trees?dir=<folder>&search=plain|tplus&problem=<id>`
+ * (trees of Python programs `mars-lab code tree` grew).
  * `#/run/<runId>/episodes?step=N` and `#/run/<runId>/tree?step=N` open that step's trajectories (`#/runs/<runId>/…` is
  * the same route).
  * The hash keeps the page's query (web mode's token) untouched and works the same over file:// in Electron.
  *
  * Adding a view: add its name to RouteName, a pattern in parse(), and a branch in App.svelte.
  */
-export type RouteName = 'runs' | 'launch' | 'run' | 'compare' | 'models' | 'not-found';
+export type RouteName = 'runs' | 'launch' | 'run' | 'compare' | 'models' | 'codeTrees' | 'not-found';
 
 export interface Route {
   name: RouteName;
@@ -31,6 +32,7 @@ function parse(hash: string): Route {
   }
   if (parts[0] === 'compare' && parts.length === 1) return { name: 'compare', params: {}, query };
   if (parts[0] === 'models' && parts.length === 1) return { name: 'models', params: {}, query };
+  if (parts[0] === 'code-trees' && parts.length === 1) return { name: 'codeTrees', params: {}, query };
   return { name: 'not-found', params: {}, query };
 }
 

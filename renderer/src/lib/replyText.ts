@@ -22,9 +22,12 @@ export type ReplyPart =
       closed: boolean;
     };
 
-/** Chat-template markers as they appear in decoded text. */
-export const SPECIAL_TOKEN =
-  /<\|[A-Za-z0-9_.:\- ]{1,48}\|>|<\/?s>|<(?:unk|pad|eos|bos|mask|start_of_turn|end_of_turn|think|\/think)>|\[\/?INST\]/g;
+/**
+ * Chat-template markers as they appear in decoded text: ChatML's and Llama 3's `<|…|>`, Llama 2's `<s>` `</s>` and
+ * `[INST]`, Gemma's turn markers. Not the toy tasks' own symbols (`<bos>`, `<eos>`, `<pad>`, `<unk>`, `<sep>`): in a
+ * seqgrpo run those are what the policy wrote, and hiding them would hide its mistakes.
+ */
+export const SPECIAL_TOKEN = /<\|[A-Za-z0-9_.:\- ]{1,48}\|>|<\/?s>|<\/?(?:start_of_turn|end_of_turn)>|\[\/?INST\]/g;
 
 const PYTHON = new Set(['python', 'py', 'python3']);
 const FENCE = /(```([A-Za-z0-9_+-]*)[^\n]*)\n([\s\S]*?)(```|$)/g;

@@ -119,5 +119,7 @@ describe('a reply split for drawing', () => {
     ]);
     expect(replyParts('```\nls -l\n```', false)[0]).toMatchObject({ python: false, code: 'ls -l' });
     expect(replyParts('no code </s>', false)).toEqual([{ kind: 'text', text: 'no code ' }]);
+    // the toy tasks' own symbols are what a seqgrpo policy wrote: never hidden
+    expect(replyParts('s0<pad><eos> <unk>', false)).toEqual([{ kind: 'text', text: 's0<pad><eos> <unk>' }]);
   });
 });

@@ -4,7 +4,9 @@
  * home's code-trees/. The view lists them; a problem's tree is drawn; a node shows its program with Python
  * highlighting (keywords, comments and strings in their own spans), each test's outcome with a failing test's error and
  * the line that raised it, and a refinement's added and removed lines against its parent's program. A folder opened by
- * its path must lie in the allowed folders; one outside is refused in the view with the host's reason.
+ * its path must lie in the allowed folders; one outside is refused in the view with the host's reason. From Launch,
+ * "Grow code trees of Python" checks a task file as it is typed (its problems, or why not) and grows trees with an
+ * endpoint (a scripted one on loopback) into a folder the view then lists and opens (with bubblewrap only).
  * Needs the built renderer.
  */
 import fs from 'node:fs';
@@ -12,13 +14,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CodeTreeLine } from '../../engine/records/codeTree';
+import { findExecutable } from '../../engine/code/sandbox/isolation';
 import { haveChromium } from '../helpers/chromium';
+import { DOUBLE_TASK, scriptedChatEndpoint } from '../helpers/scriptedChatEndpoint';
 import { openWebUi, type WebUi } from '../helpers/webUi';
 
 const FIXTURES = path.resolve('tests/fixtures/code-trees');
 let home: string;
 let outside: string;
 let ui: WebUi;
+let endpoint: Awaited<ReturnType<typeof scriptedChatEndpoint>> | undefined;
 
 const linesOf = (folder: string, search: string): CodeTreeLine[] =>
   fs
@@ -35,11 +40,15 @@ beforeAll(async () => {
     fs.cpSync(path.join(FIXTURES, name), path.join(home, 'code-trees', name), { recursive: true });
   }
   fs.cpSync(path.join(FIXTURES, 'mbpp-scripted'), path.join(outside, 'mbpp'), { recursive: true });
+  fs.writeFileSync(path.join(home, 'double.jsonl'), JSON.stringify(DOUBLE_TASK) + '\n');
+  fs.writeFileSync(path.join(outside, 'double.jsonl'), JSON.stringify(DOUBLE_TASK) + '\n');
+  endpoint = await scriptedChatEndpoint();
   ui = await openWebUi(home);
 }, 120_000);
 
 afterAll(async () => {
   await ui?.close();
+  endpoint?.close();
   if (home) fs.rmSync(home, { recursive: true, force: true });
   if (outside) fs.rmSync(outside, { recursive: true, force: true });
 });
@@ -134,4 +143,39 @@ describe.skipIf(!haveChromium)('the Code trees view', () => {
     expect(await page.getByTestId('tree-view').count()).toBe(0);
     expect(ui.pageErrors).toEqual([]);
   });
+
+  it.skipIf(!findExecutable('bwrap'))(
+    'grows trees from Launch with an endpoint: the task file checked as typed, the folder listed and opened',
+    async () => {
+      const { page, server } = ui;
+      await page.goto(`${server.url}#/launch?mode=code`);
+      const tasks = page.getByTestId('ct-tasks');
+      await tasks.fill(path.join(outside, 'double.jsonl'));
+      await expect.poll(() => page.getByTestId('ct-tasks-error').textContent()).toMatch(/outside the folders/);
+      expect(await page.getByTestId('ct-start').isDisabled()).toBe(true);
+      await tasks.fill(path.join(home, 'double.jsonl'));
+      await expect.poll(() => page.getByTestId('ct-tasks-ok').textContent()).toMatch(/^1 MBPP-format problems \(7\)/);
+      await page.getByTestId('ct-source-endpoint').check();
+      await page.getByTestId('ct-endpoint-url').fill(endpoint!.baseUrl);
+      await page.getByTestId('ct-endpoint-model').fill('scripted');
+      await page.getByTestId('ct-nodes').fill('3');
+      await page.getByTestId('ct-search').selectOption('tplus');
+      await page.getByTestId('ct-name').fill('from-launch');
+      await page.getByTestId('ct-start').click();
+      await page.getByTestId('ct-started').getByRole('link').click();
+      const folder = page.locator('[data-testid="code-tree-folder"][data-name="from-launch"]');
+      await expect
+        .poll(() => folder.getByTestId('code-tree-state').getAttribute('data-state'), { timeout: 60_000 })
+        .toBe('done');
+      await page.getByTestId('tree-view').waitFor();
+      await page.locator('[data-testid="tree-node"][data-node-id="1"]').click();
+      expect(await page.getByTestId('code-test').evaluateAll((els) => els.map((e) => e.dataset.passed))).toEqual([
+        'true',
+        'false',
+        'false',
+      ]);
+      expect(ui.pageErrors).toEqual([]);
+    },
+    90_000,
+  );
 });

@@ -39,6 +39,8 @@ export const API_METHODS = [
   'labPrompts',
   'listCodeTrees',
   'getCodeTrees',
+  'checkCodeTasks',
+  'startCodeTree',
 ] as const;
 
 export type ApiMethod = (typeof API_METHODS)[number];

@@ -4,6 +4,7 @@
  * launch from the app writes); getCodeTrees reads one search's trees of a folder named by its path (checked like every
  * path from a window: hostGuards.ts pathProblem) or by its name under `<home>/code-trees/`. The lines are read with
  * their schema (engine/records/codeTree.ts): a line that does not fit is named with its file and line, never sent on.
+ * A folder this host is growing (codeTreeLaunch.ts: checkCodeTasks, startCodeTree) is listed with its state.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,9 +15,11 @@ import { codeTreeLineSchema, codeTreeSummarySchema, type CodeTreeSummary } from 
 import type { ApiCodeTreeOutput, ApiCodeTreeFigures } from '../contract/contract';
 import type { ApiHandlers } from './host';
 import type { HostContext } from './hostContext';
-import { pathProblem } from './hostGuards';
+import { createCodeTreeLaunch, type GrowingTree } from './codeTreeLaunch';
+import { pathProblem, type WorkerSlots } from './hostGuards';
+import type { RunLauncher } from '../workers/runLauncher';
 
-type CodeTreeMethods = Pick<ApiHandlers, 'listCodeTrees' | 'getCodeTrees'>;
+type CodeTreeMethods = Pick<ApiHandlers, 'listCodeTrees' | 'getCodeTrees' | 'checkCodeTasks' | 'startCodeTree'>;
 
 /** Where the app looks for code-tree folders, and where a launch from the app writes one. */
 export const CODE_TREES_DIR = 'code-trees';
@@ -40,9 +43,9 @@ function readSummary(dir: string): CodeTreeSummary | null {
   }
 }
 
-function describe(dir: string): ApiCodeTreeOutput | null {
+function describe(dir: string, grown?: GrowingTree): ApiCodeTreeOutput | null {
   const searches = SEARCHES.filter((s) => fs.existsSync(treeFile(dir, s)));
-  if (searches.length === 0) return null;
+  if (searches.length === 0 && !grown) return null;
   const summary = readSummary(dir);
   const times = [...searches.map((s) => treeFile(dir, s)), path.join(dir, 'summary.json')].flatMap((f) => {
     try {
@@ -58,7 +61,9 @@ function describe(dir: string): ApiCodeTreeOutput | null {
     model: summary?.model ?? null,
     tasks: summary?.tasks ?? null,
     problems: summary?.problems ?? null,
-    modifiedAt: new Date(Math.max(...times)).toISOString(),
+    modifiedAt: new Date(times.length ? Math.max(...times) : Date.now()).toISOString(),
+    state: grown?.state ?? null,
+    note: grown?.note ?? null,
   };
 }
 
@@ -98,17 +103,26 @@ function readTrees(file: string) {
     });
 }
 
-export function createCodeTreeMethods(ctx: HostContext): CodeTreeMethods {
+export function createCodeTreeMethods(
+  ctx: HostContext,
+  launcher: RunLauncher,
+  slots: WorkerSlots,
+): { handlers: CodeTreeMethods; close: () => void } {
   const folder = path.join(ctx.home, CODE_TREES_DIR);
-  return {
+  const launch = createCodeTreeLaunch(ctx, launcher, slots);
+  const handlers: CodeTreeMethods = {
+    ...launch.handlers,
+
     async listCodeTrees() {
-      if (!fs.existsSync(folder)) return { folder, outputs: [] };
-      const outputs = fs
-        .readdirSync(folder, { withFileTypes: true })
-        .filter((d) => d.isDirectory())
-        .slice(0, MAX_LISTED)
-        .flatMap((d) => {
-          const out = describe(path.join(folder, d.name));
+      const names = new Set(launch.growing.keys());
+      if (fs.existsSync(folder)) {
+        for (const d of fs.readdirSync(folder, { withFileTypes: true }).slice(0, MAX_LISTED)) {
+          if (d.isDirectory()) names.add(d.name);
+        }
+      }
+      const outputs = [...names]
+        .flatMap((name) => {
+          const out = describe(path.join(folder, name), launch.growing.get(name));
           return out ? [out] : [];
         })
         .sort((a, b) => b.modifiedAt.localeCompare(a.modifiedAt) || a.name.localeCompare(b.name));
@@ -118,7 +132,9 @@ export function createCodeTreeMethods(ctx: HostContext): CodeTreeMethods {
     async getCodeTrees(req) {
       const dir = folderOf(ctx, req.path);
       const out = describe(dir);
-      if (!out) throw new UserError(`${req.path} holds no trees-plain.jsonl or trees-tplus.jsonl (code tree --out)`);
+      if (!out || out.searches.length === 0) {
+        throw new UserError(`${req.path} holds no trees-plain.jsonl or trees-tplus.jsonl (code tree --out)`);
+      }
       const search = req.search ?? out.searches[0]!;
       if (!out.searches.includes(search)) {
         throw new UserError(`${req.path} has no ${search} trees (it holds: ${out.searches.join(', ')})`);
@@ -134,4 +150,5 @@ export function createCodeTreeMethods(ctx: HostContext): CodeTreeMethods {
       };
     },
   };
+  return { handlers, close: () => launch.close() };
 }

@@ -129,6 +129,8 @@ export async function createHost(opts: HostOptions): Promise<Host> {
 
   // The chat playground: a serve-model child per model talked to (chatMethods.ts).
   const chats = createChatHost(ctx, opts.launcher);
+  // Code trees: the folders code tree --out wrote, and growing one from the app (codeTreeMethods.ts).
+  const codeTrees = createCodeTreeMethods(ctx, opts.launcher, slots);
 
   const handlers: ApiHandlers = {
     ...createSystemMethods(ctx),
@@ -139,7 +141,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     ...createTrajectoryMethods(ctx),
     ...createCheckpointMethods(ctx),
     ...createModelMethods(ctx),
-    ...createCodeTreeMethods(ctx),
+    ...codeTrees.handlers,
     ...chats.handlers,
     // Rollouts compared by prompt, without evaluating (imported runs have no checkpoints): rolloutCompare.ts.
     ...rollouts.handlers,
@@ -162,6 +164,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       listeners.clear();
       queues.clear();
       chats.close();
+      codeTrees.close();
       await cluster.close();
       await watcher.close();
     },

@@ -147,6 +147,8 @@ export function createSocketApi(token: string, onState: (state: ConnectionState)
     labPrompts: call('labPrompts'),
     listCodeTrees: call('listCodeTrees'),
     getCodeTrees: call('getCodeTrees'),
+    checkCodeTasks: call('checkCodeTasks'),
+    startCodeTree: call('startCodeTree'),
     onEvent(listener) {
       listeners.add(listener);
       return () => {

@@ -154,7 +154,7 @@ describe.skipIf(!haveChromium)('the Code trees view', () => {
       await expect.poll(() => page.getByTestId('ct-tasks-error').textContent()).toMatch(/outside the folders/);
       expect(await page.getByTestId('ct-start').isDisabled()).toBe(true);
       await tasks.fill(path.join(home, 'double.jsonl'));
-      await expect.poll(() => page.getByTestId('ct-tasks-ok').textContent()).toMatch(/^1 MBPP-format problems \(7\)/);
+      await expect.poll(() => page.getByTestId('ct-tasks-ok').textContent()).toMatch(/^1 MBPP-format problem \(7\)/);
       await page.getByTestId('ct-source-endpoint').check();
       await page.getByTestId('ct-endpoint-url').fill(endpoint!.baseUrl);
       await page.getByTestId('ct-endpoint-model').fill('scripted');

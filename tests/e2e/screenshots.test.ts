@@ -1,6 +1,8 @@
 /**
  * Evidence for issue 19: every view of the app (Runs, a run's charts, MARS episodes, MARTI trees, Diversity, Compare
- * with MARTI trees side by side, Launch with its form, Models with a card, a seqgrpo run's Replies) in a real headless Chromium (Debian's, driven by playwright-core)
+ * with MARTI trees side by side, Launch with its form, Models with a card, a seqgrpo run's Replies, Code trees of
+ * Python with a refinement's tests and diff, Replies of a chat model's Python with its special tokens shown, Launch's
+ * code-tree form) in a real headless Chromium (Debian's, driven by playwright-core)
  * against web mode, at 1440 and 1024 px, light and dark (prefers-color-scheme), on real small runs made from the command
  * line in a temporary home. Screenshots go to tests/output/e2e/screens/ (git-ignored) to be looked at; at 1024 px the
  * page must not scroll sideways (document scrollWidth ≤ clientWidth). In dark, every view's main content must be dark
@@ -37,7 +39,7 @@ let server: WebServer;
 let browser: Browser;
 let page: Page;
 const pageErrors: string[] = [];
-const runs = { seqA: '', seqB: '', mars: '', marti: '' };
+const runs = { seqA: '', seqB: '', mars: '', marti: '', chatLike: '' };
 
 async function train(args: string[]): Promise<string> {
   const r = await cli(['train', ...args, '--home', home, '--json']);
@@ -251,6 +253,31 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
       'checkpoint.every=1',
     ]);
     runs.marti = await train(['--config', martiFile]);
+    // What a chat model writes, in a seqgrpo run's records: a Python block ended by its template's special tokens.
+    runs.chatLike = await train(['--preset', 'seqgrpo-copy', '--steps', '2', '--set', 'eval.every=0']);
+    const chatGroup = {
+      kind: 'seqgrpo.group',
+      version: 1,
+      step: 2,
+      input: 'Write a Python function that doubles x.',
+      target: 'def double(x): return 2 * x',
+      rollouts: [
+        {
+          output:
+            'Sure:\n```python\ndef double(x):\n    # twice x\n    return 2 * x\n```<|im_end|>\n<|im_start|>assistant\n',
+          reward: 1,
+          advantage: 1,
+          logProbs: [-0.1, -0.2],
+        },
+      ],
+    };
+    fs.appendFileSync(path.join(home, 'runs', runs.chatLike, 'trajectories.jsonl'), JSON.stringify(chatGroup) + '\n');
+    // Trees of Python as `code tree --out` writes them (tests/fixtures/code-trees/: real sandbox verdicts).
+    for (const name of ['humaneval-scripted', 'mbpp-scripted']) {
+      fs.cpSync(path.resolve('tests/fixtures/code-trees', name), path.join(home, 'code-trees', name), {
+        recursive: true,
+      });
+    }
 
     host = await createHost({ home, launcher: nodeRunLauncher(), transport: 'web' });
     server = await startWebServer({ host, port: 0 });
@@ -423,6 +450,39 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
     await shootEverywhere('replies', `#/run/${encodeURIComponent(runs.seqA)}/replies`, async (p) => {
       await p.getByTestId('reply-group').first().waitFor();
     });
+  });
+
+  it('screenshots: Code trees with a refinement’s tests and diff, Replies of a chat model’s Python (issues 31, 33)', async () => {
+    await shootEverywhere(
+      'code-trees',
+      '#/code-trees?dir=humaneval-scripted&search=tplus&problem=HumanEval%2F2',
+      async (p) => {
+        await p.getByTestId('tree-view').waitFor();
+        if ((await p.getByTestId('program-diff').count()) === 0) {
+          await p.locator('[data-testid="tree-node"][data-node-id="2"]').click();
+        }
+        await p.getByTestId('program-diff').waitFor();
+        await p.getByTestId('code-test').first().waitFor();
+      },
+    );
+    await shootEverywhere('code-trees-failing', '#/code-trees?dir=mbpp-scripted&search=plain', async (p) => {
+      await p.getByTestId('tree-view').waitFor();
+      if ((await p.getByTestId('code-test-error').count()) === 0) {
+        await p.locator('[data-testid="tree-node"][data-node-id="1"]').click();
+      }
+      await p.getByTestId('code-test-error').first().waitFor();
+    });
+    await shootEverywhere('replies-python', `#/run/${encodeURIComponent(runs.chatLike)}/replies`, async (p) => {
+      await p.getByTestId('reply-code').first().waitFor();
+      const toggle = p.getByTestId('show-special-tokens');
+      if (!(await toggle.isChecked())) await toggle.check();
+      await p.getByTestId('special-token').first().waitFor();
+    });
+    await shootEverywhere('launch-code-trees', '#/launch?mode=code', async (p) => {
+      await p.getByTestId('code-tree-form').waitFor();
+      await p.locator('[data-testid="ct-tasks-ok"], [data-testid="ct-tasks-error"]').first().waitFor();
+    });
+    expect(pageErrors).toEqual([]);
   });
 
   it('screenshots: Models with a base’s card and its memory gauges (issue 33)', async () => {

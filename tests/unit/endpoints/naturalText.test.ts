@@ -71,12 +71,15 @@ describe('natural text', () => {
     ])!;
     const user = sys1.messages.at(-1)!.content;
     expect(user).toContain(toNatural(page.text));
-    expect(sys1.messages[0]!.content).not.toMatch(/\d \d \d \d/); // the worked example is prose too
+    // the worked example is prose too, and goes as turns of the chat
+    expect(sys1.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
+    expect(sys1.messages.map((m) => m.content).join('\n')).not.toMatch(/\d \d \d \d|\nYou: /);
     const year = q.answers[0]!.replace(/ /g, '');
     const read = sys1.read(`The answer is ${year}.`, 'stop');
     expect(read.text).toBe(`the answer is ${q.answers[0]!} . <eos>`);
     const sys2 = dialect.chat(format.sys2Prompt(q.text))!;
-    expect(sys2.messages[1]!.content).toBe(toNatural(q.text));
+    expect(sys2.messages.at(-1)!.content).toBe(toNatural(q.text));
+    expect(sys2.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user', 'assistant', 'user']);
     expect(sys2.read(`<think>I know</think> <answer>${year}</answer>`, 'stop').text).toBe(
       `<think> i know </think> <answer> ${q.answers[0]!} </answer>`,
     );

@@ -76,8 +76,9 @@ function shown(ex: Sys2Example, show: (t: string) => string): Sys2Example {
   };
 }
 
-export function sys2System(ex: Sys2Example): string {
-  return [
+/** `inline` false: the instructions alone, the example going as turns of the chat (exampleTurns). */
+export function sys2System(ex: Sys2Example, inline = true): string {
+  const lines = [
     'You answer questions by searching an encyclopedia, writing in a strict tag format. Each reply of yours is exactly one turn, either',
     '<think> your reasoning </think> <purpose> what the search should find out </purpose> <search> a few keywords </search>',
     'or, once you know the answer,',
@@ -89,17 +90,38 @@ export function sys2System(ex: Sys2Example): string {
     `You: ${ex.turn1}`,
     `User: ${ex.info}`,
     `You: ${ex.turn2}`,
-  ].join('\n');
+  ];
+  return (inline ? lines : lines.slice(0, lines.indexOf(''))).join('\n');
 }
 
-export function sys1System(ex: Sys2Example): string {
-  return [
+export function sys1System(ex: Sys2Example, inline = true): string {
+  const lines = [
     'You read pages for a search agent that cannot see them. The user gives the purpose of a search and the pages it returned. Reply with one or two short sentences stating only what the pages say that serves the purpose (names, places and years as the pages write them), or "nothing relevant" when they say nothing about it. No preamble, no tags, no Markdown.',
     '',
     'Example.',
     `User: ${sys1User(ex.purpose, ex.pages)}`,
     `You: ${ex.summary}`,
-  ].join('\n');
+  ];
+  return (inline ? lines : lines.slice(0, lines.indexOf(''))).join('\n');
+}
+
+/**
+ * The worked example as turns of the chat itself, after the instructions: how a real model on generated worlds gets it
+ * (SmolLM2-135M given the inline "User: … You: …" lines went on writing "you: <the example's summary>" for other pages).
+ */
+function exampleTurns(system: 'sys1' | 'sys2', ex: Sys2Example): ChatMessage[] {
+  if (system === 'sys1') {
+    return [
+      { role: 'user', content: sys1User(ex.purpose, ex.pages) },
+      { role: 'assistant', content: ex.summary },
+    ];
+  }
+  return [
+    { role: 'user', content: ex.question },
+    { role: 'assistant', content: ex.turn1 },
+    { role: 'user', content: ex.info },
+    { role: 'assistant', content: ex.turn2 },
+  ];
 }
 
 export function sys1User(purpose: string, pages: readonly string[]): string {
@@ -203,8 +225,10 @@ export function marsChat(format: MarsFormat, o: { natural?: boolean } = {}): Cha
       if (sep < 0) return null;
       if (prompt[1] === ids.sys2) {
         const question = text(prompt.slice(2, sep));
+        const ex = shown(marsExample(tok.decode(prompt.slice(2, sep))), show);
         const messages: ChatMessage[] = [
-          { role: 'system', content: sys2System(shown(marsExample(tok.decode(prompt.slice(2, sep))), show)) },
+          { role: 'system', content: sys2System(ex, !o.natural) },
+          ...(o.natural ? exampleTurns('sys2', ex) : []),
           { role: 'user', content: question },
         ];
         // the turns so far: assistant text up to each <info>, the <info> block as the user's reply
@@ -231,6 +255,7 @@ export function marsChat(format: MarsFormat, o: { natural?: boolean } = {}): Cha
       }
       if (prompt[1] === ids.sys1) {
         const purpose = text(prompt.slice(2, sep));
+        const ex1 = shown(marsExample(''), show);
         const pages: string[] = [];
         let i = sep + 1;
         while (i < prompt.length) {
@@ -241,7 +266,8 @@ export function marsChat(format: MarsFormat, o: { natural?: boolean } = {}): Cha
         }
         return {
           messages: [
-            { role: 'system', content: sys1System(shown(marsExample(''), show)) },
+            { role: 'system', content: sys1System(ex1, !o.natural) },
+            ...(o.natural ? exampleTurns('sys1', ex1) : []),
             { role: 'user', content: sys1User(purpose, pages) },
           ],
           stop: [],

@@ -3,7 +3,7 @@
  * them: the folders `code tree --out` wrote under `<home>/code-trees/` are listed with their model, task file and
  * searches; one search's trees come back as the lines hold them, with each test's outcome; a folder is named by its
  * name there or by a path inside the allowed folders, and a path outside them (directly or through a symbolic link)
- * is refused, as is a line that does not fit its schema (named with its file and line).
+ * is refused, as is a line that does not fit its schema (named with its file and line), and a file too large to send.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,6 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiResponse } from '../../engine/api/contract/contract';
 import { callApi } from '../../engine/api/host/dispatch';
+import { MAX_TREE_FILE_BYTES } from '../../engine/api/host/codeTreeMethods';
 import { createHost, type Host } from '../../engine/api/host/host';
 import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
 
@@ -88,5 +89,14 @@ describe('code-tree folders a window sees', () => {
     await expect(call('getCodeTrees', { path: 'damaged', search: 'tplus' })).resolves.toMatchObject({
       search: 'tplus',
     });
+  });
+
+  it('refuses a tree file larger than one answer may carry, saying how to make it smaller', async () => {
+    const dir = path.join(home, 'code-trees', 'huge');
+    fs.mkdirSync(dir);
+    const file = path.join(dir, 'trees-plain.jsonl');
+    fs.writeFileSync(file, '');
+    fs.truncateSync(file, MAX_TREE_FILE_BYTES + 1); // sparse: nothing is written
+    await expect(call('getCodeTrees', { path: 'huge' })).rejects.toThrow(/more than the 32 MiB .*--problems/);
   });
 });

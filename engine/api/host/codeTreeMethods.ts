@@ -25,8 +25,11 @@ type CodeTreeMethods = Pick<ApiHandlers, 'listCodeTrees' | 'getCodeTrees' | 'che
 export const CODE_TREES_DIR = 'code-trees';
 const SEARCHES = ['plain', 'tplus'] as const;
 type Search = (typeof SEARCHES)[number];
-/** A tree file larger than this is refused (164 HumanEval problems × 16 nodes is about 15 MB). */
-export const MAX_TREE_FILE_BYTES = 64 * 1024 * 1024;
+/**
+ * A tree file larger than this is refused (164 HumanEval problems × 16 nodes is about 15 MB): its answer must stay
+ * under what one answer may carry over the web socket (apiSocket.ts MAX_ANSWER_CHARS, 64 Mi characters).
+ */
+export const MAX_TREE_FILE_BYTES = 32 * 1024 * 1024;
 const MAX_SUMMARY_BYTES = 1024 * 1024;
 const MAX_LISTED = 500;
 

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiResponse } from '../../engine/api/contract/contract';
+import { apiSchemas, type ApiResponse } from '../../engine/api/contract/contract';
 import { callApi } from '../../engine/api/host/dispatch';
 import { MAX_TREE_FILE_BYTES } from '../../engine/api/host/codeTreeMethods';
 import { createHost, type Host } from '../../engine/api/host/host';
@@ -20,8 +20,9 @@ let home: string;
 let outside: string;
 let host: Host;
 
-const call = <M extends 'listCodeTrees' | 'getCodeTrees'>(method: M, params: unknown = {}) =>
-  callApi(host.handlers, method, params) as Promise<ApiResponse<M>>;
+/** A call as a window makes it, its answer checked against the contract's response schema. */
+const call = async <M extends 'listCodeTrees' | 'getCodeTrees'>(method: M, params: unknown = {}) =>
+  apiSchemas[method].response.parse(await callApi(host.handlers, method, params)) as ApiResponse<M>;
 
 beforeAll(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-codetrees-'));

@@ -39,7 +39,7 @@ let server: WebServer;
 let browser: Browser;
 let page: Page;
 const pageErrors: string[] = [];
-const runs = { seqA: '', seqB: '', mars: '', marti: '', chatLike: '' };
+const runs = { seqA: '', seqB: '', mars: '', marti: '' };
 
 async function train(args: string[]): Promise<string> {
   const r = await cli(['train', ...args, '--home', home, '--json']);
@@ -253,12 +253,12 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
       'checkpoint.every=1',
     ]);
     runs.marti = await train(['--config', martiFile]);
-    // What a chat model writes, in a seqgrpo run's records: a Python block ended by its template's special tokens.
-    runs.chatLike = await train(['--preset', 'seqgrpo-copy', '--steps', '2', '--set', 'eval.every=0']);
+    // What a chat model writes, in a seqgrpo run's records (seqB's last step, so no other run is added to the lists
+    // the other cases count): a Python block ended by its template's special tokens.
     const chatGroup = {
       kind: 'seqgrpo.group',
       version: 1,
-      step: 2,
+      step: 30,
       input: 'Write a Python function that doubles x.',
       target: 'def double(x): return 2 * x',
       rollouts: [
@@ -271,7 +271,7 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
         },
       ],
     };
-    fs.appendFileSync(path.join(home, 'runs', runs.chatLike, 'trajectories.jsonl'), JSON.stringify(chatGroup) + '\n');
+    fs.appendFileSync(path.join(home, 'runs', runs.seqB, 'trajectories.jsonl'), JSON.stringify(chatGroup) + '\n');
     // Trees of Python as `code tree --out` writes them (tests/fixtures/code-trees/: real sandbox verdicts).
     for (const name of ['humaneval-scripted', 'mbpp-scripted']) {
       fs.cpSync(path.resolve('tests/fixtures/code-trees', name), path.join(home, 'code-trees', name), {
@@ -472,7 +472,7 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
       }
       await p.getByTestId('code-test-error').first().waitFor();
     });
-    await shootEverywhere('replies-python', `#/run/${encodeURIComponent(runs.chatLike)}/replies`, async (p) => {
+    await shootEverywhere('replies-python', `#/run/${encodeURIComponent(runs.seqB)}/replies`, async (p) => {
       await p.getByTestId('reply-code').first().waitFor();
       const toggle = p.getByTestId('show-special-tokens');
       if (!(await toggle.isChecked())) await toggle.check();

@@ -6,7 +6,8 @@
  * the line that raised it, and a refinement's added and removed lines against its parent's program. A folder opened by
  * its path must lie in the allowed folders; one outside is refused in the view with the host's reason. From Launch,
  * "Grow code trees of Python" checks a task file as it is typed (its problems, or why not) and grows trees with an
- * endpoint (a scripted one on loopback) into a folder the view then lists and opens (with bubblewrap only).
+ * endpoint (a scripted one on loopback) into a folder the view then lists and opens, and a tree whose endpoint never
+ * answers is stopped from the view (with bubblewrap only).
  * Needs the built renderer.
  */
 import fs from 'node:fs';
@@ -174,6 +175,28 @@ describe.skipIf(!haveChromium)('the Code trees view', () => {
         'false',
         'false',
       ]);
+
+      // a tree whose endpoint never answers is stopped from the view
+      const slow = await scriptedChatEndpoint({ hang: true });
+      try {
+        await page.goto(`${server.url}#/launch?mode=code`);
+        await page.getByTestId('ct-tasks').fill(path.join(home, 'double.jsonl'));
+        await page.getByTestId('ct-tasks-ok').waitFor();
+        await page.getByTestId('ct-source-endpoint').check();
+        await page.getByTestId('ct-endpoint-url').fill(slow.baseUrl);
+        await page.getByTestId('ct-endpoint-model').fill('scripted');
+        await page.getByTestId('ct-name').fill('slow');
+        await page.getByTestId('ct-start').click();
+        await page.getByTestId('ct-started').getByRole('link').click();
+        const growing = page.locator('[data-testid="code-tree-folder"][data-name="slow"]');
+        await growing.getByTestId('code-tree-stop').click();
+        await expect
+          .poll(() => growing.getByTestId('code-tree-state').getAttribute('data-state'), { timeout: 30_000 })
+          .toBe('stopped');
+        expect(await growing.getByTestId('code-tree-stop').count()).toBe(0);
+      } finally {
+        slow.close();
+      }
       expect(ui.pageErrors).toEqual([]);
     },
     90_000,

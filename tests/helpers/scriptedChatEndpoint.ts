@@ -2,7 +2,7 @@
  * An OpenAI-compatible chat endpoint on loopback for the code-tree launch tests: it answers every chat completion with
  * a ```python block of `double`, wrong (`x + 1`) until the chat shows a failing assertion (rich feedback's `At:
  * \`assert …\``), then right. Enough for `mars-lab code tree --endpoint` to grow a tree with a failing node and a
- * refinement that fixes it, without a model.
+ * refinement that fixes it, without a model. With `hang`, it never answers (a slow model, for a stop).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,8 +15,11 @@ export const DOUBLE_TASK = {
   test_setup_code: '',
 };
 
-export async function scriptedChatEndpoint(): Promise<{ baseUrl: string; close: () => void }> {
+export async function scriptedChatEndpoint(
+  opts: { hang?: boolean } = {},
+): Promise<{ baseUrl: string; close: () => void }> {
   const server = http.createServer((req, res) => {
+    if (opts.hang) return; // the request stays open until the client goes away or the server closes
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString('utf8')));
     req.on('end', () => {
@@ -41,6 +44,9 @@ export async function scriptedChatEndpoint(): Promise<{ baseUrl: string; close: 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
-    close: () => server.close(),
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
   };
 }

@@ -26,7 +26,7 @@ let host: Host;
 let endpoint: Awaited<ReturnType<typeof scriptedChatEndpoint>>;
 let baseUrl = '';
 
-const call = <M extends 'checkCodeTasks' | 'startCodeTree' | 'listCodeTrees' | 'getCodeTrees'>(
+const call = <M extends 'checkCodeTasks' | 'startCodeTree' | 'stopCodeTree' | 'listCodeTrees' | 'getCodeTrees'>(
   method: M,
   params: unknown = {},
 ) => callApi(host.handlers, method, params) as Promise<ApiResponse<M>>;
@@ -109,4 +109,27 @@ describe.skipIf(!BWRAP)('growing code trees from the app', () => {
       }),
     ).rejects.toThrow(/exists/);
   }, 120_000);
+
+  it('stops a tree it is growing: listed as stopped, and a name it does not grow is not stopped', async () => {
+    const slow = await scriptedChatEndpoint({ hang: true });
+    try {
+      await call('startCodeTree', {
+        tasks: path.join(home, 'mbpp.jsonl'),
+        endpoint: { baseUrl: slow.baseUrl, model: 'scripted' },
+        nodes: 3,
+        search: 'plain',
+        greedy: false,
+        name: 'slow',
+      });
+      const entry = async () => (await call('listCodeTrees')).outputs.find((o) => o.name === 'slow');
+      expect((await entry())?.state).toBe('running');
+      expect(await call('stopCodeTree', { name: 'slow' })).toEqual({ stopped: true });
+      await expect.poll(async () => (await entry())?.state, { timeout: 30_000, interval: 250 }).toBe('stopped');
+      expect((await entry())?.note).toMatch(/stopped from the app/);
+      expect(await call('stopCodeTree', { name: 'slow' })).toEqual({ stopped: false });
+      expect(await call('stopCodeTree', { name: 'never-started' })).toEqual({ stopped: false });
+    } finally {
+      slow.close();
+    }
+  }, 60_000);
 });

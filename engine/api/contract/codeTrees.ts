@@ -23,8 +23,8 @@ const outputSchema = z.object({
   problems: z.number().nullable(),
   /** The newest of its files, ISO 8601. */
   modifiedAt: z.string(),
-  /** For a folder this host is growing (startCodeTree): running, failed or done, with its last line; else null. */
-  state: z.enum(['running', 'failed', 'done']).nullable(),
+  /** For a folder this host is growing (startCodeTree): running, stopped, failed or done, with its last line. */
+  state: z.enum(['running', 'stopped', 'failed', 'done']).nullable(),
   note: z.string().nullable(),
 });
 export type ApiCodeTreeOutput = z.infer<typeof outputSchema>;
@@ -91,6 +91,11 @@ export const codeTreeSchemas = {
         .optional(),
     }),
     response: z.object({ name: z.string(), path: z.string() }),
+  },
+  /** Stops a tree this host is growing (SIGTERM): what it wrote so far stays (summary.json after each part). */
+  stopCodeTree: {
+    request: z.strictObject({ name: z.string().min(1).max(80) }),
+    response: z.object({ stopped: z.boolean() }),
   },
   /** The code-tree folders under `<home>/code-trees/`, newest first. */
   listCodeTrees: {

@@ -41,6 +41,7 @@ export const API_METHODS = [
   'getCodeTrees',
   'checkCodeTasks',
   'startCodeTree',
+  'stopCodeTree',
 ] as const;
 
 export type ApiMethod = (typeof API_METHODS)[number];

@@ -24,7 +24,7 @@ const MAX_TASK_FILE_BYTES = 64 * 1024 * 1024;
 const NOTE_CHARS = 600;
 
 export interface GrowingTree {
-  state: 'running' | 'failed' | 'done';
+  state: 'running' | 'stopped' | 'failed' | 'done';
   note: string;
 }
 
@@ -62,7 +62,8 @@ const stamp = (d: Date) => d.toISOString().replace(/[-:]/g, '').replace('T', '-'
 
 export function createCodeTreeLaunch(ctx: HostContext, launcher: RunLauncher, slots: WorkerSlots) {
   const growing = new Map<string, GrowingTree>();
-  const procs = new Set<RunProcess>();
+  const procs = new Map<string, RunProcess>();
+  const stopping = new Set<string>();
   const folder = path.join(ctx.home, 'code-trees');
 
   async function startCodeTree(req: ApiParsedRequest<'startCodeTree'>): Promise<{ name: string; path: string }> {
@@ -117,14 +118,20 @@ export function createCodeTreeLaunch(ctx: HostContext, launcher: RunLauncher, sl
         },
         onExit: (code) => {
           release();
-          procs.delete(proc);
-          entry.state = code === 0 ? 'done' : 'failed';
+          procs.delete(name);
+          const stopped = stopping.delete(name);
+          entry.state = code === 0 ? 'done' : stopped ? 'stopped' : 'failed';
           const last =
             lastErr
               .split(/[\r\n]/)
               .filter((l) => l.trim() !== '')
               .at(-1) ?? '';
-          entry.note = code === 0 ? 'finished' : `ended with code ${code ?? 'a signal'}: ${last}`.slice(0, NOTE_CHARS);
+          entry.note =
+            code === 0
+              ? 'finished'
+              : stopped
+                ? 'stopped from the app; what it wrote so far stays'
+                : `ended with code ${code ?? 'a signal'}: ${last}`.slice(0, NOTE_CHARS);
         },
       });
     } catch (err) {
@@ -132,7 +139,7 @@ export function createCodeTreeLaunch(ctx: HostContext, launcher: RunLauncher, sl
       growing.delete(name);
       throw err;
     }
-    procs.add(proc);
+    procs.set(name, proc);
     return { name, path: out };
   }
 
@@ -150,9 +157,16 @@ export function createCodeTreeLaunch(ctx: HostContext, launcher: RunLauncher, sl
         };
       },
       startCodeTree,
+      async stopCodeTree({ name }: ApiParsedRequest<'stopCodeTree'>) {
+        const proc = procs.get(name);
+        if (!proc) return { stopped: false };
+        stopping.add(name);
+        proc.terminate();
+        return { stopped: true };
+      },
     },
     close(): void {
-      for (const p of procs) p.terminate();
+      for (const p of procs.values()) p.terminate();
     },
   };
 }

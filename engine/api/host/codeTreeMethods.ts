@@ -19,7 +19,10 @@ import { createCodeTreeLaunch, type GrowingTree } from './codeTreeLaunch';
 import { pathProblem, type WorkerSlots } from './hostGuards';
 import type { RunLauncher } from '../workers/runLauncher';
 
-type CodeTreeMethods = Pick<ApiHandlers, 'listCodeTrees' | 'getCodeTrees' | 'checkCodeTasks' | 'startCodeTree'>;
+type CodeTreeMethods = Pick<
+  ApiHandlers,
+  'listCodeTrees' | 'getCodeTrees' | 'checkCodeTasks' | 'startCodeTree' | 'stopCodeTree'
+>;
 
 /** Where the app looks for code-tree folders, and where a launch from the app writes one. */
 export const CODE_TREES_DIR = 'code-trees';

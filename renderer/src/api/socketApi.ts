@@ -149,6 +149,7 @@ export function createSocketApi(token: string, onState: (state: ConnectionState)
     getCodeTrees: call('getCodeTrees'),
     checkCodeTasks: call('checkCodeTasks'),
     startCodeTree: call('startCodeTree'),
+    stopCodeTree: call('stopCodeTree'),
     onEvent(listener) {
       listeners.add(listener);
       return () => {

@@ -308,7 +308,7 @@ export function judge(o: Observed): { status: SandboxStatus; passed: boolean; re
   }
   const raised = o.program && !o.program.ok ? o.program : o.tests.find((t) => !t.ok);
   if (raised && !raised.ok) {
-    const which = o.program && !o.program.ok ? 'the program' : `test ${o.tests.indexOf(raised)}`;
+    const which = o.program && !o.program.ok ? 'the program' : `test ${o.tests.indexOf(raised) + 1}`;
     if (raised.type === 'MemoryError') {
       return fail('memory', `memory: ${which} raised MemoryError (address-space limit ${o.limits.memoryBytes} bytes)`);
     }

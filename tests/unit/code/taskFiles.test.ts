@@ -134,6 +134,6 @@ describe('task files', () => {
     );
     const [mb] = loadTaskFile(write('mbpp-bad.jsonl', [{ ...mbpp, code: 'def add_one(x):\n    return x' }]));
     const [b] = await checkTasks([mb!], await detectIsolation(), DEFAULT_LIMITS);
-    expect(b!.result.reason).toBe('test 0 raised AssertionError (at `assert add_one(1) == 2`)');
+    expect(b!.result.reason).toBe('test 1 raised AssertionError (at `assert add_one(1) == 2`)');
   });
 });

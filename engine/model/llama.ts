@@ -23,7 +23,7 @@ import { tf } from '../tensor/backend';
 import { mm, transposeLast } from '../tensor/matMul';
 import { gatherRows } from '../tensor/rows';
 import { hasQkNorm, headDim, ropeInverseFrequencies, type LlamaConfig } from './config';
-import type { LoraAdapters } from './lora/loraAdapters';
+import type { FrozenProduct, LoraAdapters } from './lora/loraAdapters';
 
 /** Keys and values of earlier positions for one layer: [B, numKvHeads, Tcache, headDim], after RoPE. */
 export interface LayerCache {
@@ -71,6 +71,34 @@ interface Pass {
   fused: FusedOps | null;
   /** A differentiable (training) pass: LoRA's dropout acts. */
   train: boolean;
+}
+
+/**
+ * A frozen weight's product on the pass's path, x·W (x·Wᵀ with `transposeW`), and the gradient it passes back to x,
+ * dy·Wᵀ (dy·W): as tf.matMul's gradient computed it (flags) when fused, as mm's (explicit transposes) otherwise.
+ */
+function frozenMaps(fused: FusedOps | null, w: tf.Tensor2D, transposeW: boolean): FrozenProduct {
+  return {
+    value: (x) =>
+      fused ? tf.matMul<tf.Tensor2D>(x, w, false, transposeW) : tf.matMul(x, transposeW ? transposeLast(w) : w),
+    grad: (dy) =>
+      fused ? tf.matMul<tf.Tensor2D>(dy, w, false, !transposeW) : tf.matMul(dy, transposeW ? w : transposeLast(w)),
+  };
+}
+
+/**
+ * x·W for a weight no gradient is taken of (LoRA's frozen base): the backward computes x's gradient alone, in its own
+ * scope, and saves nothing. Through tf.matMul or `mm` TensorFlow.js saves W (the wasm backend's stock Identity copies
+ * it) and `mm`'s gradient computes W's gradient too, each kept with W's transpose until the whole backward ends: on
+ * the unfused path a LoRA pass of SmolLM2-135M held 1.7 GB of them whatever its tokens, and the wasm heap ran out
+ * (issue 30). Same products, same floats.
+ */
+function frozenProduct(x: tf.Tensor2D, base: FrozenProduct): tf.Tensor2D {
+  const f = tf.customGrad(((a: tf.Tensor2D) => ({
+    value: base.value(a),
+    gradFunc: (dy: tf.Tensor2D) => tf.tidy(() => base.grad(dy)),
+  })) as unknown as Parameters<typeof tf.customGrad>[0]);
+  return f(x) as tf.Tensor2D;
 }
 
 /** a·b, or a·bᵀ with `transposeB`, on the path of the pass: matMul's flags when fused, else explicit transposes. */
@@ -201,6 +229,10 @@ export class LlamaModel {
    */
   head(hidden: tf.Tensor2D): tf.Tensor2D {
     const fused = fusedOps();
+    if (this.lora) {
+      const { weight, transposed } = this.headWeight();
+      return frozenProduct(hidden, frozenMaps(fused, weight as tf.Tensor2D, transposed)); // [rows, V]
+    }
     return this.config.tie_word_embeddings
       ? product(fused, hidden, this.p('embed') as tf.Tensor2D, true) // hidden·embedᵀ
       : product(fused, hidden, this.p('lm_head') as tf.Tensor2D); // lm_head [D, V]
@@ -241,11 +273,18 @@ export class LlamaModel {
     const pass: Pass = { batch: B, tn, tk, cos, sin, bias, fused, train: input.differentiable === true };
     const cache: LayerCache[] = [];
 
+    // Each layer in a scope of its own: its intermediates are freed when it ends, not when the whole forward does (a
+    // 16-row prefill of SmolLM2-135M held 3 GB of them on the wasm heap, issue 30). A training pass's tape keeps what
+    // its backward needs by itself.
     for (let l = 0; l < c.num_hidden_layers; l++) {
-      const attn = this.attention(l, this.rmsNorm(x, this.p(`layers.${l}.attn_norm`), fused), pass, input.cache?.[l]);
-      cache.push(attn.cache);
-      x = tf.add(x, attn.out); // [B·Tn, D]
-      x = tf.add(x, this.mlp(l, this.rmsNorm(x, this.p(`layers.${l}.mlp_norm`), fused), pass)); // [B·Tn, D]
+      const past = input.cache?.[l];
+      const [y, k, v] = tf.tidy<[tf.Tensor2D, tf.Tensor4D, tf.Tensor4D]>(() => {
+        const out = this.layer(l, x, pass, past);
+        return [out.x, out.cache.k, out.cache.v];
+      });
+      if (l > 0) x.dispose(); // the previous layer's output, which only this layer read
+      x = y;
+      cache.push({ k, v });
     }
 
     if (input.headRows) {
@@ -256,6 +295,19 @@ export class LlamaModel {
       x = tf.reshape(tf.slice(rows, [0, tn - 1, 0], [B, 1, c.hidden_size]), [B, c.hidden_size]); // [B, D]
     }
     return { hidden: this.rmsNorm(x, this.p('norm'), fused), cache }; // [rows, D]
+  }
+
+  /** Decoder layer `l` on the residual stream x [B·Tn, D]: the new stream and this layer's keys and values. */
+  private layer(
+    l: number,
+    x: tf.Tensor2D,
+    pass: Pass,
+    past: LayerCache | undefined,
+  ): { x: tf.Tensor2D; cache: LayerCache } {
+    const attn = this.attention(l, this.rmsNorm(x, this.p(`layers.${l}.attn_norm`), pass.fused), pass, past);
+    const h: tf.Tensor2D = tf.add(x, attn.out); // [B·Tn, D]
+    const y: tf.Tensor2D = tf.add(h, this.mlp(l, this.rmsNorm(h, this.p(`layers.${l}.mlp_norm`), pass.fused), pass)); // [B·Tn, D]
+    return { x: y, cache: attn.cache };
   }
 
   /**
@@ -321,9 +373,11 @@ export class LlamaModel {
 
   /** x·W for the linear map `weight` (`layers.L.<w>`, [in, out]), plus its LoRA update where it has one. */
   private linear(weight: string, x: tf.Tensor2D, pass: Pass): tf.Tensor2D {
-    const y = product(pass.fused, x, this.p(weight) as tf.Tensor2D); // [rows, out]
-    const delta = this.lora?.delta(weight, x, pass.train);
-    return delta ? tf.add(y, delta) : y;
+    const w = this.p(weight) as tf.Tensor2D;
+    if (!this.lora) return product(pass.fused, x, w); // [rows, out]
+    // Under LoRA the base is frozen: its products take no gradient of W.
+    const base = frozenMaps(pass.fused, w, false);
+    return this.lora.linear(weight, x, base, pass.train) ?? frozenProduct(x, base);
   }
 }
 

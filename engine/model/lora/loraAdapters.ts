@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { UserError } from '../../base/userError';
 import type { Rng } from '../../random/prng';
 import { tf } from '../../tensor/backend';
-import { mm } from '../../tensor/matMul';
+import { mm, transposeLast } from '../../tensor/matMul';
 import { headDim, type LlamaConfig } from '../config';
 
 /** PEFT's module names, and the weight each adapts in llama.ts's names. */
@@ -72,6 +72,12 @@ export function linearShape(c: LlamaConfig, w: (typeof LORA_TARGETS)[LoraTarget]
     case 'wd':
       return [I, d];
   }
+}
+
+/** A frozen weight's product on the pass's path (llama.ts): x·W, and the gradient dy·Wᵀ it passes back to x. */
+export interface FrozenProduct {
+  value: (x: tf.Tensor2D) => tf.Tensor2D;
+  grad: (dy: tf.Tensor2D) => tf.Tensor2D;
 }
 
 /** The adapters' host arrays by name (`layers.L.wq.A` [in, r], `layers.L.wq.B` [r, out]). */
@@ -150,19 +156,55 @@ export class LoraAdapters {
   }
 
   /**
-   * The update of the linear map `weight` (`layers.L.<w>`) on input x [rows, in]: dropout(x)·A·B·scale [rows, out], or
-   * null where that map has no adapter. `train`: a differentiable pass, where dropout acts.
+   * The adapted linear map `weight` (`layers.L.<w>`) on input x [rows, in]: x·W + dropout(x)·A·B·scale [rows, out],
+   * or null where that map has no adapter. `base` is the frozen product x·W and its input gradient dy·Wᵀ (llama.ts).
+   * `train`: a differentiable pass, where dropout acts.
+   *
+   * One differentiable op whose backward keeps only the adapter's input after dropout, the dropout's keep mask (a
+   * byte a value) and x·A [rows, r]. Composed of TensorFlow.js ops, the tape kept every step of the dropout, the
+   * products, the scaling and the sum (and on the wasm backend a copy of each): 3 to 5 MB a token for SmolLM2-135M,
+   * which overran the wasm heap (issue 30). The forward and backward run the very ops autodiff ran, in its order, and
+   * x's gradient comes as two inputs' (the adapter's path, then W's) so the tape sums it as it did: the same floats.
    */
-  delta(weight: string, x: tf.Tensor2D, train: boolean): tf.Tensor2D | null {
-    const a = this.params.get(`${weight}.A`);
+  linear(weight: string, x: tf.Tensor2D, base: FrozenProduct, train: boolean): tf.Tensor2D | null {
+    const a = this.params.get(`${weight}.A`) as tf.Tensor2D | undefined;
     if (!a) return null;
-    const b = this.params.get(`${weight}.B`)!;
+    const b = this.params.get(`${weight}.B`) as tf.Tensor2D;
     const p = this.spec.dropout;
-    const input =
-      train && p > 0
-        ? tf.mul(x, tf.div(tf.step(tf.sub(tf.randomUniform(x.shape, 0, 1, 'float32', this.nextSeed()), p)), 1 - p))
-        : x;
-    return tf.mul(mm(mm(input as tf.Tensor2D, a as tf.Tensor2D), b as tf.Tensor2D), this.scale);
+    const seed = train && p > 0 ? this.nextSeed() : null;
+    const scale = this.scale;
+    const op = tf.customGrad(((
+      xA: tf.Tensor2D,
+      xW: tf.Tensor2D,
+      av: tf.Tensor2D,
+      bv: tf.Tensor2D,
+      save: tf.GradSaveFunc,
+    ) => {
+      let input = xA;
+      let keep: tf.Tensor | null = null;
+      if (seed !== null) {
+        const kept = tf.sub(tf.randomUniform(xA.shape, 0, 1, 'float32', seed), p);
+        keep = tf.greater(kept, 0); // where step(kept) is 1
+        input = tf.mul(xA, tf.div(tf.step(kept), 1 - p));
+      }
+      const xa = tf.matMul(input, av); // [rows, r]
+      save(keep ? [input, xa, keep] : [input, xa]);
+      return {
+        value: tf.add(base.value(xW), tf.mul(tf.matMul(xa, bv), scale)),
+        gradFunc: (dy: tf.Tensor2D, saved: tf.Tensor[]) =>
+          tf.tidy(() => {
+            const [dropped, xaSaved, keptMask] = saved as [tf.Tensor2D, tf.Tensor2D, tf.Tensor?];
+            const g = tf.mul(dy, scale);
+            const dB = tf.matMul(transposeLast(xaSaved), g);
+            const dxa = tf.matMul(g, transposeLast(bv));
+            const dA = tf.matMul(transposeLast(dropped), dxa);
+            const dDropped = tf.matMul(dxa, transposeLast(av));
+            const dxA = keptMask ? tf.mul(dDropped, tf.div(tf.cast(keptMask, 'float32'), 1 - p)) : dDropped;
+            return [dxA, base.grad(dy), dA, dB];
+          }),
+      };
+    }) as unknown as Parameters<typeof tf.customGrad>[0]);
+    return op(x, x, a, b) as tf.Tensor2D;
   }
 
   private nextSeed(): number {

@@ -74,10 +74,11 @@ class Prompter {
 }
 
 /**
- * Rows sampled at once. On wasm the sampler's heap grows with every row (its KV cache is concatenated anew each
- * token, and the allocator cannot reuse the smaller blocks it frees): SmolLM2-135M with LoRA took 2.9 GB of the 4 GiB
- * heap for 16 rows of ~60 tokens and aborted at 28; without LoRA 2.7 GB at 32. Larger batches go in chunks of this many
- * rows, one after another, drawing from the same stream.
+ * Rows sampled at once; larger batches go in chunks of this many rows, one after another, drawing from the same stream
+ * (so a seed's replies depend on it: kept at 16 for runs made before). It was a memory bound, and the cause was not the
+ * KV cache (decoding never grew the heap) but the prefill holding every layer's intermediates until it ended: 2.4 GB
+ * for 16 prompts of SmolLM2-135M. Freed layer by layer now (model/llama.ts, issue 30), 64 prompts of 44 tokens peak
+ * at +427 MiB of tensors with LoRA under MARS_LAB_NATIVE=0 and +319 MiB with the native kernels.
  */
 export const SAMPLE_ROWS = 16;
 

@@ -37,17 +37,27 @@ export function passActivationBytes(c: PassConfig, tokens: number): number {
 }
 
 /**
+ * How many times `layerBytesPerToken` a token keeps on TensorFlow.js's stock ops, without the native fused ones (RMSNorm,
+ * SwiGLU and RoPE each one op, tensor/native/fused.ts): MARS_LAB_NATIVE=0, or no native build. Measured as a pass's
+ * peak tensor bytes a token on wasm (issue 30): 8.6 against 4.6 MiB for SmolLM2-135M under LoRA, 4.63 against 2.34 MB
+ * for the medium model trained fully.
+ */
+export const UNFUSED_LAYER_FACTOR = 2;
+
+/**
  * Padded tokens per forward/backward pass (engine/rl/policyUpdate.ts defaultTokensPerPass): 4096, or fewer on wasm,
  * where one pass's activations are kept within 40% of the 4 GiB heap after the weights, the reference copy, Adam's two
  * moments and the gradients (5 × the parameters); the rest of the heap goes to Adam's and the summed gradients'
  * temporaries and to fragmentation. Small models keep 4096; a real vocabulary's head, chunked, takes a fixed share.
+ * `fused`: whether the native fused ops run the pass (else UNFUSED_LAYER_FACTOR × the layers' bytes).
  */
-export function tokensPerPass(backend: string | undefined, c: PassConfig, params: number): number {
+export function tokensPerPass(backend: string | undefined, c: PassConfig, params: number, fused = true): number {
   if (backend !== 'wasm') return MAX_TOKENS_PER_PASS;
   const room = 0.4 * WASM_HEAP_BYTES - 5 * 4 * params;
+  const layer = layerBytesPerToken(c) * (fused ? 1 : UNFUSED_LAYER_FACTOR);
   // The most tokens that fit with the head whole, and with it chunked (a pass past the threshold): the larger that holds.
-  const whole = Math.floor(room / (layerBytesPerToken(c) + 12 * c.vocab_size));
-  const chunked = Math.floor((room - CHUNKED_HEAD_BYTES) / layerBytesPerToken(c));
+  const whole = Math.floor(room / (layer + 12 * c.vocab_size));
+  const chunked = Math.floor((room - CHUNKED_HEAD_BYTES) / layer);
   const n = chunked * c.vocab_size > CHUNK_ABOVE_FLOATS ? Math.max(whole, chunked) : whole;
   return Math.max(64, Math.min(MAX_TOKENS_PER_PASS, n));
 }

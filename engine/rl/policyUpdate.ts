@@ -3,6 +3,7 @@
  * ℓold once at the start, then for each epoch and minibatch: forward, policyLoss, gradients, Adam.
  */
 import { tf } from '../tensor/backend';
+import { fusedOps } from '../tensor/native/fused';
 import type { LlamaModel } from '../model/llama';
 import { tokenLogProbs, type TokenBatch } from '../model/logProbs';
 import type { Rng } from '../random/prng';
@@ -60,14 +61,16 @@ export function updateMetrics(st: PolicyUpdateStats): Record<string, number> {
  * A pass keeps about 12 bytes × layers × (10·hidden + 4·intermediate) per token for the backward pass (measured on the
  * medium model: 1.9 GB live for 16 × 64 tokens, when the heap ran out), plus the vocabulary head per trained token;
  * the rest of the heap goes to Adam's and the summed gradients' temporaries and to fragmentation (a medium step with
- * 430-token passes left a 3.4 GB heap). Small models keep 4096. The figures live in engine/rl/passSize.ts, which
- * a config's memory check estimates with too.
+ * 430-token passes left a 3.4 GB heap). Small models keep 4096. Without the native fused ops a token keeps twice that
+ * (issue 30: SmolLM2's passes of ~350 tokens ran the heap out under MARS_LAB_NATIVE=0). The figures live in
+ * engine/rl/passSize.ts, which a config's memory check estimates with too.
  */
 export function defaultTokensPerPass(model: LlamaModel): number {
   return tokensPerPass(
     tf.getBackend(),
     model.config,
     model.variables().reduce((s, v) => s + v.size, 0),
+    fusedOps() !== null,
   );
 }
 

@@ -21,7 +21,10 @@
  * worlds and paired sign-flip tests over worlds.
  *
  *   npx tsx tests/study/marsReal.ts [--items 70] [--max-turns 3] [--model smollm2-135m-instruct]
- *       [--arms sys1,off,oracle,model] [--out docs/results/mars-real.json] [--home DIR] [--report]
+ *       [--endpoint URL] [--arms sys1,off,oracle,model] [--out docs/results/mars-real.json] [--home DIR] [--report]
+ *
+ * `--endpoint`: the model behind a server already running (llama.cpp's `llama-server` on the model's GGUF, built by
+ * scripts/llamaServer.mjs) instead of a `serve-model` child.
  *
  * Only the rollout's budgets are raised from the preset (a real model's words outside the worlds' vocabulary are spelt
  * as bytes in MARS's tokens) and maxTurns is set to the most hops a question needs; the JSON keeps every item.
@@ -420,7 +423,9 @@ interface Kept {
 }
 
 async function main(): Promise<void> {
-  const srv = await serve(MODEL);
+  // --endpoint: a server already running the model (llama.cpp's llama-server on the same GGUF), else serve-model
+  const given = arg('endpoint', '');
+  const srv: Served = given ? { baseUrl: given, model: MODEL, token: '', stop: () => {} } : await serve(MODEL);
   const endpoint = (baseUrl: string, model: string, key: boolean) =>
     endpointSourceSchema.parse({
       kind: 'endpoint',
@@ -429,8 +434,10 @@ async function main(): Promise<void> {
       instructions: 'chat',
       ...(key ? { apiKeyEnv: 'MARS_REAL_KEY' } : {}),
       concurrency: 16,
+      // 16 System 1 windows of ~700 tokens queue behind each other on 2 cores: minutes, not the default 2
+      timeoutMs: 900_000,
     });
-  const served = endpoint(srv.baseUrl, srv.model, true);
+  const served = endpoint(srv.baseUrl, srv.model, !given);
   const probe = armConfig('sys1', served, served);
   const searcher = await oracleSearcher(supportTitles(probe), srv);
   const scripted = endpoint(searcher.baseUrl, 'oracle-searcher', false);

@@ -31,11 +31,6 @@ export function headPassBytes(c: PassConfig, tokens: number): number {
   return tokens * c.vocab_size > CHUNK_ABOVE_FLOATS ? CHUNKED_HEAD_BYTES : 12 * c.vocab_size * tokens;
 }
 
-/** What one pass of `tokens` tokens keeps for its backward pass, attention scores aside (memoryBudget.ts adds them). */
-export function passActivationBytes(c: PassConfig, tokens: number): number {
-  return tokens * layerBytesPerToken(c) + headPassBytes(c, tokens);
-}
-
 /**
  * How many times `layerBytesPerToken` a token keeps on TensorFlow.js's stock ops, without the native fused ones (RMSNorm,
  * SwiGLU and RoPE each one op, tensor/native/fused.ts): MARS_LAB_NATIVE=0, or no native build. Measured as a pass's
@@ -43,6 +38,23 @@ export function passActivationBytes(c: PassConfig, tokens: number): number {
  * for the medium model trained fully.
  */
 export const UNFUSED_LAYER_FACTOR = 2;
+
+/**
+ * Bytes a token keeps in the layers on the path a pass runs: `layerBytesPerToken`, times UNFUSED_LAYER_FACTOR on wasm
+ * without the native fused ops (`fused` false). Off wasm the figure stays the fused one: the factor was measured on
+ * wasm, whose stock Identity copies every tensor a gradient saves (tensor/native/kernels.ts useSharedIdentity).
+ */
+export function passLayerBytesPerToken(backend: string | undefined, c: PassConfig, fused = true): number {
+  return layerBytesPerToken(c) * (backend === 'wasm' && !fused ? UNFUSED_LAYER_FACTOR : 1);
+}
+
+/**
+ * What one pass of `tokens` tokens keeps for its backward pass, attention scores aside (memoryBudget.ts adds them), on
+ * `backend` with or without the fused ops (passLayerBytesPerToken; the fused figure when neither is given).
+ */
+export function passActivationBytes(c: PassConfig, tokens: number, backend?: string, fused = true): number {
+  return tokens * passLayerBytesPerToken(backend, c, fused) + headPassBytes(c, tokens);
+}
 
 /**
  * Padded tokens per forward/backward pass (engine/rl/policyUpdate.ts defaultTokensPerPass): 4096, or fewer on wasm,
@@ -54,7 +66,7 @@ export const UNFUSED_LAYER_FACTOR = 2;
 export function tokensPerPass(backend: string | undefined, c: PassConfig, params: number, fused = true): number {
   if (backend !== 'wasm') return MAX_TOKENS_PER_PASS;
   const room = 0.4 * WASM_HEAP_BYTES - 5 * 4 * params;
-  const layer = layerBytesPerToken(c) * (fused ? 1 : UNFUSED_LAYER_FACTOR);
+  const layer = passLayerBytesPerToken(backend, c, fused);
   // The most tokens that fit with the head whole, and with it chunked (a pass past the threshold): the larger that holds.
   const whole = Math.floor(room / (layer + 12 * c.vocab_size));
   const chunked = Math.floor((room - CHUNKED_HEAD_BYTES) / layer);

@@ -5,7 +5,9 @@
  * kernel kills it. `budget.ignoreMemoryCheck: true` overrides.
  *
  * No TensorFlow.js here (the schema loads this in the app's main process). The per-token activation figure and the
- * wasm heap are the ones engine/rl/policyUpdate.ts chunks its passes by (engine/rl/passSize.ts, below this floor).
+ * wasm heap are the ones engine/rl/policyUpdate.ts chunks its passes by (engine/rl/passSize.ts, below this floor), on
+ * the path the passes will take: on wasm without the native fused ops a token keeps twice the bytes and a pass takes
+ * fewer tokens (nativeFusedExpected).
  *
  * The estimate is the larger of the two phases of a step (the rollout's KV cache is freed before the update), plus
  * what lives throughout (weights, Adam's two moments, gradients, the KL reference), plus pretraining's batch (one
@@ -26,6 +28,7 @@ import {
   type ModelSize,
 } from '../model/config';
 import { passActivationBytes, tokensPerPass, WASM_HEAP_BYTES } from '../rl/passSize';
+import { defaultAddonPath, nativeFusedRequest, nativeRequest } from '../tensor/native/addon';
 import { UserError } from '../base/userError';
 import { MAX_MODEL_CONFIG_BYTES, readRegularText } from '../base/regularFile';
 
@@ -113,14 +116,40 @@ function kvBytesPerToken(c: LlamaConfig): number {
   return c.num_hidden_layers * 2 * c.num_key_value_heads * headDim(c) * FLOAT;
 }
 
-/** Activations of `tokens` padded tokens in rows of `seq`, in passes of at most `perPassCap` (policyUpdate's chunks). */
-function passBytes(c: LlamaConfig, tokens: number, seq: number, perPassCap = Infinity): number {
+/**
+ * Whether the native fused ops (tensor/native/fused.ts) will run a pass on `backend`, told before TensorFlow.js loads:
+ * wasm, an addon built (native/build's, or MARS_LAB_NATIVE_PATH's) and neither MARS_LAB_NATIVE=0 nor
+ * MARS_LAB_NATIVE_FUSED=0. What fusedOps() answers once the backend is up, which policyUpdate sizes its passes by.
+ */
+export function nativeFusedExpected(backend: string | undefined, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (backend !== 'wasm') return false;
+  try {
+    if (nativeRequest(env) === 'off' || nativeFusedRequest(env) === 'off') return false;
+  } catch {
+    return false; // a value the backend will refuse in its own line
+  }
+  const explicit = env.MARS_LAB_NATIVE_PATH?.trim();
+  const file = explicit ? path.resolve(explicit) : defaultAddonPath();
+  return file !== null && fs.existsSync(file);
+}
+
+/** The path a pass runs on: the backend, and whether the native fused ops run it (passSize's `fused`). */
+interface PassPath {
+  backend: string | undefined;
+  fused: boolean;
+}
+
+/**
+ * Activations of `tokens` padded tokens in rows of `seq`, in passes of at most `perPassCap` (policyUpdate's chunks), a
+ * token costing what it costs on `on` (passSize.passLayerBytesPerToken).
+ */
+function passBytes(c: LlamaConfig, tokens: number, seq: number, on: PassPath, perPassCap = Infinity): number {
   const perPass = Math.min(perPassCap, Math.max(tokens, seq));
   const rows = Math.max(1, Math.ceil(perPass / Math.max(1, seq)));
   // The scores of every layer are kept for the backward pass: rows × heads × seq² × layers, scores and softmax and
   // their gradients (≈ 3 copies).
   const scores = rows * c.num_attention_heads * seq * seq * c.num_hidden_layers * FLOAT * 3;
-  return passActivationBytes(c, perPass) + scores;
+  return passActivationBytes(c, perPass, on.backend, on.fused) + scores;
 }
 
 /** The shape of one step: rollout rows and sequence lengths, per algorithm (what dominates memory). */
@@ -212,13 +241,15 @@ export function estimateRunMemory(config: unknown): MemoryEstimate | null {
   const rollout =
     (shape.rows * shape.seq + shape.extraRows * shape.extraSeq) * kvBytesPerToken(biggest) +
     shape.rows * biggest.vocab_size * FLOAT;
+  const on: PassPath = { backend: cfg.backend, fused: nativeFusedExpected(cfg.backend) };
   const update = passBytes(
     biggest,
     shape.rows * shape.seq,
     shape.seq,
-    tokensPerPass(cfg.backend, biggest, parameterCount(biggest)),
+    on,
+    tokensPerPass(cfg.backend, biggest, parameterCount(biggest), on.fused),
   );
-  const pretrain = passBytes(main, cfg.pretrain.batch * shape.pretrainSeq, shape.pretrainSeq);
+  const pretrain = passBytes(main, cfg.pretrain.batch * shape.pretrainSeq, shape.pretrainSeq, on);
   const total = resident + Math.max(rollout, update, pretrain);
 
   const modelFields =
@@ -322,12 +353,20 @@ export interface ModelMemory {
  * sequences of `seq` tokens (weights, KV cache, a row of logits each); a GRPO step over `trainRows` × `seq` tokens
  * trained fully (the weights' TRAINED_COPIES, a KL reference, one pass's activations); and the same with LoRA at
  * `loraRank` (the base frozen once, the adapters' copies, the same activations per pass: LoRA saves optimizer state,
- * not activations; on wasm its passes are longer, being sized by the trained variables). Rough as estimateRunMemory
- * is, erring high.
+ * not activations; on wasm its passes are longer, being sized by the trained variables). On wasm without the native
+ * fused ops (`fused`, nativeFusedExpected by default) a token costs UNFUSED_LAYER_FACTOR times its layers' bytes and the
+ * passes are shorter, as policyUpdate runs them. Rough as estimateRunMemory is, erring high.
  */
 export function modelMemory(
   c: LlamaConfig,
-  opts: { backend?: string; sampleRows?: number; trainRows?: number; seq?: number; loraRank?: number } = {},
+  opts: {
+    backend?: string;
+    fused?: boolean;
+    sampleRows?: number;
+    trainRows?: number;
+    seq?: number;
+    loraRank?: number;
+  } = {},
   totalmem = os.totalmem(),
 ): ModelMemory {
   const shape = {
@@ -342,11 +381,14 @@ export function modelMemory(
   const tokens = shape.trainRows * shape.seq;
   // policyUpdate sizes its passes by the trained variables: every weight, or under LoRA the adapters only.
   const loraParams = loraParameterCount(c, shape.loraRank);
-  const full = weights * (TRAINED_COPIES + 1) + passBytes(c, tokens, shape.seq, tokensPerPass(opts.backend, c, params));
+  const on: PassPath = { backend: opts.backend, fused: opts.fused ?? nativeFusedExpected(opts.backend) };
+  const full =
+    weights * (TRAINED_COPIES + 1) +
+    passBytes(c, tokens, shape.seq, on, tokensPerPass(on.backend, c, params, on.fused));
   const lora =
     weights +
     loraParams * FLOAT * TRAINED_COPIES +
-    passBytes(c, tokens, shape.seq, tokensPerPass(opts.backend, c, loraParams));
+    passBytes(c, tokens, shape.seq, on, tokensPerPass(on.backend, c, loraParams, on.fused));
   return { shape, sample, full, lora, limit: memoryLimit(opts.backend, totalmem) };
 }
 
@@ -371,6 +413,8 @@ export function realModelMemoryPlan(
   c: LlamaConfig,
   run: {
     backend?: string;
+    /** Whether the native fused ops run the passes (modelMemory's; nativeFusedExpected when left out). */
+    fused?: boolean;
     ignoreMemoryCheck?: boolean;
     rows: number;
     replyTokens: number;
@@ -385,7 +429,14 @@ export function realModelMemoryPlan(
   const needAt = (rows: number, loraRank: number | null): { need: number; limit: ModelMemory['limit'] } => {
     const m = modelMemory(
       c,
-      { backend: run.backend, sampleRows: Math.min(16, rows), trainRows: rows, seq, loraRank: loraRank ?? 16 },
+      {
+        backend: run.backend,
+        fused: run.fused,
+        sampleRows: Math.min(16, rows),
+        trainRows: rows,
+        seq,
+        loraRank: loraRank ?? 16,
+      },
       totalmem,
     );
     return { need: Math.max(m.sample, loraRank === null ? m.full : m.lora), limit: m.limit };

@@ -17,6 +17,7 @@ import { registerExportCommand } from './exportCommand';
 import { registerImportCommand } from './importCommand';
 import { describeFailure } from './ioErrors';
 import { registerModelCommands } from './modelCommands';
+import { registerProbeCommand } from './probeCommand';
 import { registerRunCommands } from './runCommands';
 import { registerServeCommand } from './serveCommand';
 import { registerServeModelCommand } from './serveModelCommand';
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   registerDoctorCommand(program);
   registerModelCommands(program);
   registerRunCommands(program);
+  registerProbeCommand(program);
   registerExportCommand(program);
   registerImportCommand(program);
   registerEvalCommands(program);

@@ -22,6 +22,7 @@ import { chatSchemas, modelSchemas } from './models';
 import { codeTreeSchemas } from './codeTrees';
 import { presetSchemas } from './presets';
 import { runSchemas } from './runs';
+import { stepProbeSchemas } from './stepProbe';
 import { studySchemas } from './studies';
 import { trajectorySchemas } from './trajectories';
 
@@ -39,6 +40,7 @@ export {
   type RunStatus,
 } from './runs';
 export { type ApiMemoryPlan, type ApiPreset } from './presets';
+export { stepProbeResultSchema, type ApiStepProbe } from './stepProbe';
 export { type ApiModelCard, type ApiModelEntry } from './models';
 export { type ApiCodeTreeFigures, type ApiCodeTreeOutput } from './codeTrees';
 export { trajectoryFilterSchema, type ApiTrajectoryFilter } from './trajectories';
@@ -59,6 +61,7 @@ export const apiSchemas = {
     response: z.object({ engineVersion: z.string(), home: z.string(), transport: z.enum(['electron', 'web']) }),
   },
   ...presetSchemas,
+  ...stepProbeSchemas,
   ...runSchemas,
   ...trajectorySchemas,
   ...evaluationSchemas,

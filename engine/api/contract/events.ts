@@ -45,6 +45,13 @@ export const apiEventSchema = z.discriminatedUnion('type', [
     phase: z.enum(['packing', 'uploading', 'shipped']),
     message: z.string(),
   }),
+  /** probeStepTime's progress, for the window that named the probe: its phase and one line for the launch form. */
+  z.object({
+    type: z.literal('stepProbeProgress'),
+    probeId: z.string(),
+    phase: z.enum(['starting', 'loading', 'sampling', 'update', 'done']),
+    message: z.string(),
+  }),
   /** New text of a cluster job's log, as followed over the Jobs API's WebSocket: bytes `from`..`to` of the kept log. */
   z.object({
     type: z.literal('clusterLog'),

@@ -8,6 +8,8 @@ export const API_METHODS = [
   'listPresets',
   'configSchema',
   'validateConfig',
+  'probeStepTime',
+  'cancelStepProbe',
   'startRun',
   'stopRun',
   'resumeRun',

@@ -9,7 +9,8 @@
  * This file builds the state the methods share (hostContext.ts) and composes the methods, one set per resource of the
  * contract: the host itself (systemMethods.ts), presets and configs (presetMethods.ts), run processes
  * (runProcessMethods.ts), runs (runMethods.ts), metric series (metricMethods.ts), trajectories (trajectoryMethods.ts),
- * checkpoints (checkpointMethods.ts), code-tree folders (codeTreeMethods.ts), rollouts (views/rolloutCompare.ts),
+ * checkpoints (checkpointMethods.ts), code-tree folders (codeTreeMethods.ts), a launch's time probe
+ * (stepProbeMethods.ts), rollouts (views/rolloutCompare.ts),
  * studies (cluster/clusterMethods.ts) and evaluations with endpoints (endpointEval/endpointEvalMethods.ts).
  */
 import path from 'node:path';
@@ -34,6 +35,7 @@ import { createModelMethods } from './modelMethods';
 import { createPresetMethods } from './presetMethods';
 import { createRunMethods } from './runMethods';
 import { createRunProcessMethods } from './runProcessMethods';
+import { createStepProbeMethods } from './stepProbeMethods';
 import { createSystemMethods } from './systemMethods';
 import { keptTrajectoryLines } from './trajectoryLines';
 import { createTrajectoryMethods } from './trajectoryMethods';
@@ -131,6 +133,8 @@ export async function createHost(opts: HostOptions): Promise<Host> {
   const chats = createChatHost(ctx, opts.launcher);
   // Code trees: the folders code tree --out wrote, and growing one from the app (codeTreeMethods.ts).
   const codeTrees = createCodeTreeMethods(ctx, opts.launcher, slots);
+  // A launch's time a step, measured by `mars-lab probe` in a worker (stepProbeMethods.ts).
+  const probes = createStepProbeMethods(ctx, opts.launcher, slots);
 
   const handlers: ApiHandlers = {
     ...createSystemMethods(ctx),
@@ -142,6 +146,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
     ...createCheckpointMethods(ctx),
     ...createModelMethods(ctx),
     ...codeTrees.handlers,
+    ...probes.handlers,
     ...chats.handlers,
     // Rollouts compared by prompt, without evaluating (imported runs have no checkpoints): rolloutCompare.ts.
     ...rollouts.handlers,
@@ -165,6 +170,7 @@ export async function createHost(opts: HostOptions): Promise<Host> {
       queues.clear();
       chats.close();
       codeTrees.close();
+      probes.close();
       await cluster.close();
       await watcher.close();
     },

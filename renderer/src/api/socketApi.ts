@@ -116,6 +116,8 @@ export function createSocketApi(token: string, onState: (state: ConnectionState)
     listPresets: call('listPresets'),
     configSchema: call('configSchema'),
     validateConfig: call('validateConfig'),
+    probeStepTime: call('probeStepTime'),
+    cancelStepProbe: call('cancelStepProbe'),
     startRun: call('startRun'),
     stopRun: call('stopRun'),
     resumeRun: call('resumeRun'),

@@ -67,9 +67,14 @@ class Prompter {
     return this.tokenizer.encodeForModel(`Question: ${question}\nAnswer:`);
   }
 
-  /** A reply's text: its tokens without the end token it stopped on. */
+  /** A reply's text, as scored: its tokens without the end token it stopped on, and without special tokens. */
   reply(tokens: number[], finish: string): string {
     return this.tokenizer.decode(finish === 'stop' ? tokens.slice(0, -1) : tokens, { skipSpecial: true });
+  }
+
+  /** A reply as the model wrote it: every token, special ones (the end token it stopped on) as their text. */
+  raw(tokens: number[]): string {
+    return this.tokenizer.decode(tokens);
   }
 }
 
@@ -172,6 +177,7 @@ class ChatGrpoTrainer implements Trainer {
           reward: rewards[k]!,
           advantage: adv[k]!,
           logProbs: g.logProbs,
+          raw: prompter.raw(g.tokens),
         })),
       });
     });

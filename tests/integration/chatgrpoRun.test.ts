@@ -3,7 +3,8 @@
  * through its chat template, replies sampled with the KV cache until its end-of-turn token, LoRA adapters (with
  * dropout) trained by the shared policy update. Checked: the run finishes with its metrics, trajectories of the
  * model's own text and a held-out evaluation; the adapters move while every base weight stays bit for bit (the
- * checkpoint's model.safetensors equals the freshly loaded model's); the checkpoint's adapter is PEFT's layout and
+ * checkpoint's model.safetensors equals the freshly loaded model's); each recorded reply's raw text holds the
+ * end-of-turn token it stopped on and its plain text does not; the checkpoint's adapter is PEFT's layout and
  * reads back; and a run stopped after step 2 and resumed equals the uninterrupted run line for line, trajectory for
  * trajectory and adapter byte for byte (the random streams, Adam's state over the adapters and the dropout counter
  * all restored). Skips without the model unless MARS_LAB_EXPECT_MODELS=1.
@@ -59,10 +60,19 @@ describe.skipIf(!MODEL)(`a chatgrpo run on SmolLM2 with LoRA ${reason}`, () => {
       .readFileSync(a.trajectories, 'utf8')
       .trim()
       .split('\n')
-      .map((l) => JSON.parse(l) as { input: string; target: string; rollouts: { output: string }[] });
+      .map((l) => JSON.parse(l) as { input: string; target: string; rollouts: { output: string; raw?: string }[] });
     expect(groups).toHaveLength(3);
     expect(groups[0]!.input).toMatch(/^What is \d+ \+ \d+\? Answer with the number only\.$/);
-    expect(groups.flatMap((g) => g.rollouts).some((r) => /[a-z0-9]/i.test(r.output))).toBe(true); // the model's words
+    const rollouts = groups.flatMap((g) => g.rollouts);
+    expect(rollouts.some((r) => /[a-z0-9]/i.test(r.output))).toBe(true); // the model's words
+    // Each reply also as the model wrote it (the Replies tab's "special tokens"): the end-of-turn token it stopped on
+    // is in the raw text and never in the plain one. "Answer with the number only" within 12 tokens: most replies stop.
+    for (const r of rollouts) {
+      expect(r.output).not.toContain('<|im_end|>');
+      expect(r.raw).toBeTypeOf('string');
+      expect(r.raw!.replace(/<\|[a-z_]+\|>/g, ''), JSON.stringify(r)).toBe(r.output); // the same words
+    }
+    expect(rollouts.some((r) => r.raw!.endsWith('<|im_end|>'))).toBe(true);
 
     // The checkpoint: the base's weights as loaded, and adapters that moved.
     const ck = path.join(whole.dir, 'checkpoints', '3');

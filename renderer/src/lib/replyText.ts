@@ -52,6 +52,15 @@ function fenced(text: string): ReplyPart[] {
   return parts;
 }
 
+/**
+ * The text of a recorded reply to draw: a chatgrpo reply's `raw` text (special tokens as the model wrote them, the end
+ * token it stopped on included) when they are shown and the record has it, else its `output` (decoded without them
+ * in chatgrpo's records; as the policy wrote it in seqgrpo's, whose toy symbols are never hidden).
+ */
+export function replyShown(reply: { output: string; raw?: string }, showSpecial: boolean): string {
+  return showSpecial && reply.raw !== undefined ? reply.raw : reply.output;
+}
+
 /** How many special tokens `text` holds. */
 export function specialCount(text: string): number {
   return [...text.matchAll(SPECIAL_TOKEN)].length;

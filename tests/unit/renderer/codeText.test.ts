@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import type { CodeTreeLine } from '../../../engine/records/codeTree';
 import { codeTreeRecord, parentProgram, problemTitle } from '../../../renderer/src/lib/codeTrees';
 import { programDiff } from '../../../renderer/src/lib/programDiff';
-import { replyParts, specialCount } from '../../../renderer/src/lib/replyText';
+import { replyParts, replyShown, specialCount } from '../../../renderer/src/lib/replyText';
 
 /**
  * pythonHighlight.ts is loaded by a path the type checker does not follow: highlight.js's types reference the DOM
@@ -130,5 +130,17 @@ describe('a reply split for drawing', () => {
     expect(replyParts('no code </s>', false)).toEqual([{ kind: 'text', text: 'no code ' }]);
     // the toy tasks' own symbols are what a seqgrpo policy wrote: never hidden
     expect(replyParts('s0<pad><eos> <unk>', false)).toEqual([{ kind: 'text', text: 's0<pad><eos> <unk>' }]);
+  });
+
+  it("draws a chatgrpo reply's raw text (its end token kept) when special tokens are shown, its plain text otherwise", () => {
+    const r = { output: '5', raw: '5<|im_end|>' };
+    expect(replyShown(r, false)).toBe('5');
+    expect(replyShown(r, true)).toBe('5<|im_end|>');
+    expect(replyParts(replyShown(r, true), true)).toEqual([
+      { kind: 'text', text: '5' },
+      { kind: 'special', text: '<|im_end|>' },
+    ]);
+    // a record from before `raw` (or seqgrpo's) shows its one text either way
+    expect(replyShown({ output: 's1 s2' }, true)).toBe('s1 s2');
   });
 });

@@ -512,6 +512,39 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
     300_000,
   );
 
+  it.skipIf(!realModelOrSkipReason().path)(
+    'screenshots: Launch of a real model with its memory gauge and measured time a step (issue 33)',
+    async () => {
+      // measured once and shot without reloading (shootEverywhere reloads, and the probe takes ~25 s)
+      await page.goto(`${server.url}#/launch?preset=chatgrpo-addition`);
+      await page.getByTestId('memory-plan').waitFor();
+      await page.getByTestId('step-probe-measure').click();
+      await page.getByTestId('step-probe-estimate').waitFor({ timeout: 200_000 });
+      for (const width of WIDTHS) {
+        for (const scheme of SCHEMES) {
+          await page.setViewportSize({ width, height: 900 });
+          await page.emulateMedia({ colorScheme: scheme });
+          await page.waitForTimeout(300);
+          await page.screenshot({ path: path.join(OUTPUT, `launch-probe-${width}-${scheme}.png`), fullPage: true });
+          if (scheme === 'dark') {
+            const dark = await darkReadability();
+            expect.soft(dark.poor, `launch-probe at ${width} px in dark: text hard to read`).toEqual([]);
+          }
+          if (width === 1024) {
+            const o = await overflow();
+            expect
+              .soft(o.scrollWidth, `launch-probe at 1024 px scrolls sideways: ${o.wide.join(', ')}`)
+              .toBeLessThanOrEqual(o.clientWidth);
+          }
+        }
+      }
+      await page.emulateMedia({ colorScheme: 'light' });
+      await page.setViewportSize({ width: 1440, height: 900 });
+      expect(pageErrors).toEqual([]);
+    },
+    300_000,
+  );
+
   it('screenshots: Compare with two MARTI checkpoints’ trees side by side', async () => {
     // opened from the address, then the button (a page opened on an address waits for it)
     await page.goto(

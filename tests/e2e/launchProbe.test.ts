@@ -4,7 +4,8 @@
  * preset chatgrpo-addition the button sits beside the memory gauge, shows the worker's progress while it measures, then
  * the estimate (sampling + update seconds a step) with what it was measured on and the sentence that it is an
  * extrapolation; an edited setting marks the figure as measured for earlier settings; a second measurement can be
- * cancelled, which brings the button back without an error. A seqgrpo preset offers no probe. Needs the built renderer.
+ * cancelled, which brings the button back without an error; settings with a problem disable it. A seqgrpo preset offers no
+ * probe. Needs the built renderer.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -60,6 +61,12 @@ describe.skipIf(!haveChromium)('the Launch form’s time probe', () => {
       await page.getByTestId('step-probe-cancel').click();
       await page.getByTestId('step-probe-measure').waitFor();
       expect(await page.getByTestId('step-probe-error').count()).toBe(0);
+
+      // settings with a problem: nothing to measure until it is fixed
+      await page.getByLabel('Group size (G)').fill('1');
+      await expect.poll(() => page.getByTestId('step-probe-measure').isDisabled()).toBe(true);
+      await page.getByLabel('Group size (G)').fill('8');
+      await expect.poll(() => page.getByTestId('step-probe-measure').isDisabled()).toBe(false);
       expect(pageErrors).toEqual([]);
     },
   );

@@ -9,7 +9,8 @@
  *   7 (a study beside it): estimates 13.8 to 16.7 s, real steps 2 to 4 9.4 to 10.6 s (ratios 1.3 to 1.7; the estimate
  *   takes every reply to its 16-token limit, where real replies stop earlier), so 4 leaves room for a busier machine and
  *   still fails an extrapolation off by a whole chunk or row count;
- * - Cancel ends the worker (the call fails with 'cancelled'); a seqgrpo preset is refused in one line.
+ * - a step too large for this machine is refused with the memory plan's line before the model loads; Cancel ends the
+ *   worker (the call fails with 'cancelled'); a seqgrpo preset is refused in one line.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -89,6 +90,19 @@ describe.skipIf(!MODEL)('the time probe of a real-model launch', () => {
     expect(ratio).toBeGreaterThan(1 / 4);
     expect(ratio).toBeLessThan(4);
   });
+
+  it(
+    'refuses a step that would not fit here, as the run would, before loading the model',
+    { timeout: 60_000 },
+    async () => {
+      const huge = ['task.groupSize=256', 'task.promptsPerStep=8', 'task.maxNewTokens=4096', 'model.lora=null'];
+      await expect(call('probeStepTime', { preset: 'chatgrpo-addition', sets: huge, probeId: 'p4' })).rejects.toThrow(
+        /need ≈ .* a step; this machine has/,
+      );
+      const phases = events.flatMap((e) => (e.type === 'stepProbeProgress' && e.probeId === 'p4' ? [e.phase] : []));
+      expect(phases).toEqual(['starting']);
+    },
+  );
 
   it('is cancelled by its id', { timeout: 120_000 }, async () => {
     const pending = call('probeStepTime', { preset: 'chatgrpo-addition', probeId: 'p2' });

@@ -11,7 +11,7 @@
 import { UserError } from '../../base/userError';
 import type { ChatGrpoConfig } from '../../chatgrpo/configSchema';
 import { ArithmeticTask } from '../../chatgrpo/task';
-import { SAMPLE_ROWS } from '../../chatgrpo/trainer';
+import { chatgrpoMemoryPlan, SAMPLE_ROWS } from '../../chatgrpo/trainer';
 import { LoraAdapters } from '../../model/lora/loraAdapters';
 import { loadRealModel, realModelPath, type RealModel } from '../../model/realModel';
 import { generate } from '../../model/sampler';
@@ -79,6 +79,9 @@ function longestPrompt(cfg: ChatGrpoConfig, real: RealModel): number[] {
 
 async function probeChatgrpo(cfg: ChatGrpoConfig, opts: ProbeOptions): Promise<StepTimeProbeResult> {
   const say = opts.onProgress ?? (() => {});
+  // a step that would not fit is refused as the run's start refuses it, before the model loads
+  const problem = (await chatgrpoMemoryPlan(cfg))?.problem;
+  if (problem) throw new UserError(problem);
   const started = now();
   say('loading', `loading ${cfg.model.path}`);
   const real = await loadRealModel(await realModelPath(cfg.model.path, 'model.path'));

@@ -16,17 +16,10 @@ import {
   tokensPerPass,
   WASM_HEAP_BYTES,
 } from '../../../engine/rl/passSize';
+import { SMOLLM2_SHAPE } from '../../fixtures/gguf/ggufKit';
 
 /** SmolLM2-135M's shape (its config.json). */
-const SMOLLM2: LlamaConfig = sizedConfig('tiny', {
-  vocab_size: 49152,
-  hidden_size: 576,
-  intermediate_size: 1536,
-  num_hidden_layers: 30,
-  num_attention_heads: 9,
-  num_key_value_heads: 3,
-  max_position_embeddings: 8192,
-});
+const SMOLLM2: LlamaConfig = sizedConfig('tiny', SMOLLM2_SHAPE);
 
 /** The rule before the chunked head: 12 bytes × (layers' share + vocabulary) per token, the same room. */
 function oldTokensPerPass(c: LlamaConfig, params: number): number {

@@ -18,17 +18,10 @@ import {
   tokensPerPass,
   UNFUSED_LAYER_FACTOR,
 } from '../../../engine/rl/passSize';
+import { SMOLLM2_SHAPE } from '../../fixtures/gguf/ggufKit';
 
 /** SmolLM2-135M's shape (its config.json). */
-const SMOLLM2: LlamaConfig = sizedConfig('tiny', {
-  vocab_size: 49152,
-  hidden_size: 576,
-  intermediate_size: 1536,
-  num_hidden_layers: 30,
-  num_attention_heads: 9,
-  num_key_value_heads: 3,
-  max_position_embeddings: 8192,
-});
+const SMOLLM2: LlamaConfig = sizedConfig('tiny', SMOLLM2_SHAPE);
 
 /** One row of 128 tokens: a single pass with or without the fused ops, so only a token's cost differs. */
 const ONE_PASS = { trainRows: 1, sampleRows: 1, seq: 128, loraRank: 16 };

@@ -11,18 +11,12 @@ import { parseRunConfig } from '../../../engine/runs/config/configSchema';
 import { chatgrpo } from '../../../engine/chatgrpo/trainer';
 import { modelMemory, realModelMemoryProblem } from '../../../engine/training/memoryBudget';
 import type { ChatGrpoConfig } from '../../../engine/chatgrpo/configSchema';
-import { realModelOrSkipReason } from '../../fixtures/gguf/ggufKit';
+import { realModelOrSkipReason, SMOLLM2_SHAPE } from '../../fixtures/gguf/ggufKit';
 
 const GiB = 2 ** 30;
 /** SmolLM2-135M's architecture (its GGUF header / config.json). */
 const SMOLLM2 = {
-  vocab_size: 49152,
-  hidden_size: 576,
-  intermediate_size: 1536,
-  num_hidden_layers: 30,
-  num_attention_heads: 9,
-  num_key_value_heads: 3,
-  max_position_embeddings: 8192,
+  ...SMOLLM2_SHAPE,
   rms_norm_eps: 1e-5,
   rope_theta: 100000,
   tie_word_embeddings: true,

@@ -287,7 +287,7 @@ function writeReport(): void {
   const lines: string[] = [
     '# MARTI-MARS² study (`npm run study:marti`)',
     '',
-    `Command${cmds.length > 1 ? 's (arms run as parallel processes, one core each)' : ''}: ${cmds.map((c) => `\`${c}\``).join('; ')}. Steps ${p0.steps}, seeds ${[...new Set(parts.map((p) => p.seeds))].join(' or ')}, ${p0.items} held-out tasks, base ${basePath}.`,
+    `Command${cmds.length > 1 ? 's (arms run as parallel processes, one core each)' : ''}: ${cmds.map((c) => `\`${c}\``).join('; ')}. Steps ${p0.steps}, seeds ${[...new Set(parts.map((p) => p.seeds))].join(' or ')}, ${p0.items} held-out tasks, base ${basePath}. Seeds are numbered from 1 (config \`seed\` 1, 2, …): a preset's own run, \`train --preset\`, is seed 0, which no arm here ran.`,
     `Machine: ${p0.machine}; shared with other jobs while it ran${loads.length ? ` (1-minute load average during training ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}, mean ${stats(loads).m.toFixed(1)})` : ''}. Date: ${new Date().toISOString().slice(0, 10)}. Minutes per arm: ${parts.map((p) => `${p.arm} ${p.minutes.toFixed(1)}`).join(', ')}.`,
     '',
     'Each configuration is its preset (marti-single = vanilla GRPO, no tree; marti-homo = two role prompts, one parameter set; marti-hetero = two parameter sets; marti-hetero-bases = two parameter sets from two different base models; marti-homo-updates = marti-homo with half as many optimiser steps), trained with only seed, steps and evaluation size changed. Figures are mean ± sample sd over seeds of the final evaluation; the base rows are one deterministic evaluation. All evaluation is on held-out tasks (targets never trained on), scored on private tests.',

@@ -4,7 +4,7 @@
  */
 import { Command, Option } from 'commander';
 import { RayJobsClient, RAY_TOKEN_ENV } from '../cluster/ray/jobsClient';
-import { jobGpus, TERMINAL_STATUSES } from '../cluster/ray/jobsSchemas';
+import { jobGpus, jobModel, TERMINAL_STATUSES } from '../cluster/ray/jobsSchemas';
 import { followJobLogs } from '../cluster/ray/logTail';
 import { UserError } from '../base/userError';
 import { terminalText as tt } from './terminalText';
@@ -65,13 +65,14 @@ export function registerJobsCommand(program: Command): void {
       .sort((a, b) => (b.start_time ?? 0) - (a.start_time ?? 0));
     if (opts.json) return console.log(JSON.stringify(list, null, 2));
     if (list.length === 0) return console.log(`no jobs on the Ray cluster at ${client.where}`);
-    const head = ['job', 'status', 'started', 'study', 'gpus', 'entrypoint'];
+    const head = ['job', 'status', 'started', 'study', 'gpus', 'model', 'entrypoint'];
     const rows = list.map((j) => [
       tt(j.submission_id ?? ''),
       j.status,
       when(j.start_time),
       tt(j.metadata?.mars_lab_study ?? '–'),
       jobGpus(j) ? String(jobGpus(j)) : '–',
+      tt(jobModel(j) ?? '–'),
       tt((j.entrypoint ?? '').slice(0, 60)),
     ]);
     const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));

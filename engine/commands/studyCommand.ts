@@ -1,7 +1,8 @@
 /**
  * `mars-lab study --preset P [--variants a,b] --seeds N [--set k=v …] [--ray URL --ray-home PATH]`: a preset's
  * variants × seeds, run here (as many at once as cores allow) or as one Ray job per run (`--ship`: with the project
- * sent as the jobs' runtime_env working_dir, engine/cluster/studies/shipProject.ts); prints a table of run,
+ * sent as the jobs' runtime_env working_dir, engine/cluster/studies/shipProject.ts; a catalogue model fetched by each
+ * job on its node, a model path refused unless --ray-shared-models, jobModels.ts); prints a table of run,
  * variant, seed, status and held-out score (studyReport.ts). `study status ID [--follow]` re-reads a study
  * (re-attaching to its cluster, submitting what never reached it) and `study ls` lists them (engine/cluster/studies/).
  */
@@ -14,6 +15,7 @@ import { runStudyHere, type RunningStudy } from '../cluster/studies/localStudy';
 import { runStudyOnRay } from '../cluster/studies/rayStudy';
 import { listStudyIds, readStudy, type StudyRecord } from '../cluster/studies/studyRecord';
 import { fetchRule, parseSeeds, parseVariants, planStudy, PROJECT_DIR } from '../cluster/studies/studyPlan';
+import { SHARED_MODELS_FLAG } from '../cluster/studies/jobModels';
 import { ensurePackage, shipCacheDir, shipProject } from '../cluster/studies/shipProject';
 import { refreshStudy } from '../cluster/studies/studyStatus';
 import { UserError } from '../base/userError';
@@ -80,6 +82,7 @@ interface StudyRunOptions extends RayFlags {
   fetchAll?: boolean;
   rayCpus: number;
   rayGpus: number;
+  raySharedModels?: boolean;
   raySetup?: string;
   rayRuntimeEnv?: string;
   json?: boolean;
@@ -152,6 +155,10 @@ function registerStudyRunCommand(study: Command): void {
           .default(0),
       )
       .option(
+        SHARED_MODELS_FLAG,
+        "the config's model.path is a path every node reads the model at (a shared filesystem); without it a path is refused and only a catalogue model name goes, which each job fetches on its node",
+      )
+      .option(
         '--ray-setup <command>',
         'a shell command each job runs before train (e.g. an install step with a runtime_env working_dir)',
       )
@@ -173,8 +180,10 @@ async function studyRunAction(opts: StudyRunOptions): Promise<void> {
 
 /** Refuses flags that do not go together (before anything is planned); returns the parsed --ray-runtime-env. */
 function checkStudyFlags(opts: StudyRunOptions): Record<string, unknown> | undefined {
-  if (!opts.ray && (opts.rayHome || opts.rayProject || opts.raySetup || opts.rayRuntimeEnv)) {
-    throw new UserError('--ray-home, --ray-project, --ray-setup and --ray-runtime-env need --ray URL');
+  if (!opts.ray && (opts.rayHome || opts.rayProject || opts.raySetup || opts.rayRuntimeEnv || opts.raySharedModels)) {
+    throw new UserError(
+      `--ray-home, --ray-project, --ray-setup, --ray-runtime-env and ${SHARED_MODELS_FLAG} need --ray URL`,
+    );
   }
   if (!opts.ray && (opts.fetch || opts.fetchAll)) {
     throw new UserError('--fetch and --fetch-all bring runs back from a Ray cluster: they need --ray URL');
@@ -244,6 +253,7 @@ async function studyOnRay(
       node: opts.rayNode,
       cpusPerJob: opts.rayCpus,
       ...(opts.rayGpus > 0 ? { gpusPerJob: opts.rayGpus } : {}),
+      ...(opts.raySharedModels ? { sharedModels: true as const } : {}),
       ...fetchRule({ fetch: opts.fetchAll ? 'all' : opts.fetch ? 'last' : undefined, rayHome: opts.rayHome }),
     },
   });

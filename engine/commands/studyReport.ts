@@ -51,13 +51,18 @@ function fmtHeadline(run: StudyRun): string {
   return h.value === null ? `– ${h.label}` : `${h.value.toFixed(3)} ${h.label}`;
 }
 
-/** The study's table: run id, variant, seed, status, step, headline score (one line each), then failures' reasons. */
+/**
+ * The study's table: run id, variant, seed (the real model, when a run names one), status, step, headline score (one
+ * line each), then failures' reasons.
+ */
 export function studyTable(study: StudyRecord): string {
-  const head = ['run', 'variant', 'seed', 'status', 'steps', 'held-out score'];
+  const models = study.runs.some((r) => r.model !== undefined);
+  const head = ['run', 'variant', 'seed', ...(models ? ['model'] : []), 'status', 'steps', 'held-out score'];
   const rows = study.runs.map((r) => [
     tt(r.runId),
     tt(r.variant ?? '–'),
     String(r.seed),
+    ...(models ? [tt(r.model ?? '–')] : []),
     r.state + (r.jobStatus && study.where.kind === 'ray' ? ` (${r.jobStatus})` : ''),
     r.step === undefined ? '–' : `${r.step}${r.totalSteps ? `/${r.totalSteps}` : ''}`,
     fmtHeadline(r),

@@ -46,6 +46,15 @@ export type RayJobDetails = z.infer<typeof jobDetailsSchema>;
 /** The metadata key under which a mars-lab job records the GPUs it asked Ray for (rayStudy.ts submitRun). */
 export const GPUS_METADATA_KEY = 'mars_lab_gpus';
 
+/** The metadata key under which a mars-lab job records the real model its run trains (rayStudy.ts submitRun). */
+export const MODEL_METADATA_KEY = 'mars_lab_model';
+
+/** The real model a mars-lab job trains (catalogue name or path), from its metadata; undefined for none. */
+export function jobModel(job: RayJobDetails): string | undefined {
+  const m = job.metadata?.[MODEL_METADATA_KEY];
+  return typeof m === 'string' && m !== '' ? m : undefined;
+}
+
 /** The GPUs a job asked for, from Ray's details or, for mars-lab's jobs, their metadata; 0 when neither says. */
 export function jobGpus(job: RayJobDetails): number {
   if (job.entrypoint_num_gpus) return job.entrypoint_num_gpus;

@@ -13,7 +13,7 @@
  */
 import fs from 'node:fs';
 import { RayError, type RayJobsClient } from '../ray/jobsClient';
-import { GPUS_METADATA_KEY, type RayJobDetails } from '../ray/jobsSchemas';
+import { GPUS_METADATA_KEY, MODEL_METADATA_KEY, type RayJobDetails } from '../ray/jobsSchemas';
 import { followJobLogs } from '../ray/logTail';
 import { fetchRun, wantsFetch } from './fetchBack';
 import type { RunningStudy, StudyEvents } from './localStudy';
@@ -137,6 +137,7 @@ async function submitRun(s: RayState, run: StudyRun): Promise<void> {
         mars_lab_preset: study.preset,
         mars_lab_variant: run.variant ?? '',
         mars_lab_seed: String(run.seed),
+        ...(run.model !== undefined ? { [MODEL_METADATA_KEY]: run.model } : {}),
         ...(study.where.kind === 'ray' && (study.where.gpusPerJob ?? 0) > 0
           ? { [GPUS_METADATA_KEY]: String(study.where.gpusPerJob) }
           : {}),

@@ -9,6 +9,7 @@ import { PROJECT_ROOT } from '../../base/projectRoot';
 import { resolvePresetConfig } from '../../runs/presets/presets';
 import { headlineMetricOf, type HeadlineScore } from '../../runs/summary/headlineMetric';
 import { UserError } from '../../base/userError';
+import { checkJobModel, configModel, modelFetchStep } from './jobModels';
 import { newStudyId, studyRunId, type StudyRecord, type StudyWhere } from './studyRecord';
 
 /** This project's folder (where engine/bin/mars-lab.mjs is). */
@@ -60,9 +61,13 @@ export interface PlanInput {
   now?: Date;
 }
 
-/** The study's record with every run pending; throws a UserError for any run whose config does not resolve. */
+/**
+ * The study's record with every run pending; throws a UserError for any run whose config does not resolve, or (on
+ * Ray) names a model its job could not read on its node (jobModels.ts), so nothing is recorded or submitted.
+ */
 export function planStudy(input: PlanInput): StudyRecord {
   let algorithm = '';
+  const models = new Map<string, string>();
   for (const variant of input.variants) {
     for (const seed of input.seeds) {
       const config = resolvePresetConfig(
@@ -72,6 +77,10 @@ export function planStudy(input: PlanInput): StudyRecord {
         variant ?? undefined,
       );
       algorithm = config.algorithm;
+      const model = configModel(config);
+      if (model === undefined) continue;
+      if (input.where.kind === 'ray') checkJobModel(model, input.where.sharedModels === true);
+      models.set(JSON.stringify([variant, seed]), model);
     }
   }
   const id = newStudyId(input.preset, input.now);
@@ -86,7 +95,16 @@ export function planStudy(input: PlanInput): StudyRecord {
     sets: input.sets,
     where: input.where,
     runs: input.variants.flatMap((variant) =>
-      input.seeds.map((seed) => ({ runId: studyRunId(id, variant, seed), variant, seed, state: 'pending' as const })),
+      input.seeds.map((seed) => {
+        const model = models.get(JSON.stringify([variant, seed]));
+        return {
+          runId: studyRunId(id, variant, seed),
+          variant,
+          seed,
+          ...(model !== undefined ? { model } : {}),
+          state: 'pending' as const,
+        };
+      }),
     ),
   };
 }
@@ -112,11 +130,12 @@ export function shellQuote(word: string): string {
 /**
  * The Ray job's entrypoint: node running this project's CLI at the path it has on the cluster. A job that Ray gives
  * GPUs (where.gpusPerJob) trains on the webgpu backend unless the study's sets name a backend: 'auto' would fall back
- * to wasm on a node without a usable adapter and leave the GPU idle, where webgpu refuses in one line (issue 33).
+ * to wasm on a node without a usable adapter and leave the GPU idle, where webgpu refuses in one line (issue 33). A run
+ * whose config names a catalogue model fetches it on its node first (`model fetch NAME && train …`, jobModels.ts).
  */
 export function rayEntrypoint(
   study: StudyRecord,
-  run: { runId: string; variant: string | null; seed: number },
+  run: { runId: string; variant: string | null; seed: number; model?: string },
 ): string {
   if (study.where.kind !== 'ray') throw new Error('rayEntrypoint: not a Ray study');
   const cli = path.posix.join(study.where.project, 'engine/bin/mars-lab.mjs');
@@ -124,9 +143,9 @@ export function rayEntrypoint(
     (study.where.gpusPerJob ?? 0) > 0 && !study.sets.some((s) => s.startsWith('backend='))
       ? ['--set', 'backend=webgpu']
       : [];
-  return [study.where.node, cli, ...trainArgs(study, run, study.where.rayHome), ...gpuBackend]
-    .map(shellQuote)
-    .join(' ');
+  const train = [study.where.node, cli, ...trainArgs(study, run, study.where.rayHome), ...gpuBackend];
+  const fetch = modelFetchStep([study.where.node, cli], run.model);
+  return (fetch ? [fetch, train] : [train]).map((words) => words.map(shellQuote).join(' ')).join(' && ');
 }
 
 /** The headline score from a `train --json` "done" line's metrics (the last step's), when no run folder is readable. */

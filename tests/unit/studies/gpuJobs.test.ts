@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { planStudy, rayEntrypoint } from '../../../engine/cluster/studies/studyPlan';
 import { studyRecordSchema, type StudyWhere } from '../../../engine/cluster/studies/studyRecord';
 import { jobDetailsSchema, jobGpus } from '../../../engine/cluster/ray/jobsSchemas';
+import { studyViewSchema } from '../../../engine/api/contract/studies';
 import {
   gpusPerJob,
   newStudyTarget,
@@ -63,5 +64,19 @@ describe('GPU jobs', () => {
     expect(gpusPerJob({ ...t, gpusText: 'two' })).toBeNull();
     expect(targetProblem({ ...t, gpusText: 'two' }, 'seqgrpo-copy', [0], false)).toMatch(/^GPUs per job:/);
     expect(targetProblem({ ...t, gpusText: '1' }, 'seqgrpo-copy', [0], false)).toBeNull();
+  });
+
+  it("a study's view for a window keeps each run's real model (the studies list shows it)", () => {
+    const planned = study({ gpusPerJob: 1 });
+    const run = { ...planned.runs[0]!, model: 'smollm2-135m-instruct' };
+    const view = studyViewSchema.parse({
+      id: planned.id,
+      createdAt: planned.createdAt,
+      preset: planned.preset,
+      where: { kind: 'ray', url: 'http://127.0.0.1:8265', gpusPerJob: 1 },
+      runs: [run],
+      link: 'idle',
+    });
+    expect(view.runs[0]!.model).toBe('smollm2-135m-instruct');
   });
 });

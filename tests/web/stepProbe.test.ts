@@ -71,12 +71,26 @@ describe.skipIf(!MODEL)('the time probe of a real-model launch', () => {
     expect(estimate).toBeDefined();
     const sets = ['budget.steps=3', 'eval.every=0'];
     const { runId } = await call('startRun', { preset: 'chatgrpo-addition', sets });
+    let pid: number | undefined;
     for (;;) {
       const run = await call('getRun', { runId, eventsLimit: 0 });
+      pid = run.meta.pid ?? pid;
       if (run.meta.status === 'finished') break;
       expect(['created', 'running']).toContain(run.meta.status);
       await new Promise((r) => setTimeout(r, 1000));
     }
+    // 'finished' is written before the worker exits, and its slot is freed on exit: the next probes need that slot
+    // (maxWorkers 1; CI once refused them while the run's process was still ending)
+    const alive = (p: number) => {
+      try {
+        process.kill(p, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    while (pid !== undefined && alive(pid)) await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 1000));
     const lines = fs
       .readFileSync(path.join(home, 'runs', runId, 'metrics.jsonl'), 'utf8')
       .trim()
@@ -106,11 +120,13 @@ describe.skipIf(!MODEL)('the time probe of a real-model launch', () => {
 
   it('is cancelled by its id', { timeout: 120_000 }, async () => {
     const pending = call('probeStepTime', { preset: 'chatgrpo-addition', probeId: 'p2' });
+    let settled: string | null = null;
     const outcome = pending.then(
-      () => 'answered',
-      (err: Error) => err.message,
+      () => (settled = 'answered'),
+      (err: Error) => (settled = err.message),
     );
     while (!events.some((e) => e.type === 'stepProbeProgress' && e.probeId === 'p2' && e.phase === 'loading')) {
+      expect(settled).toBeNull(); // a probe refused at once fails here with its reason, not at the timeout
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(await call('cancelStepProbe', { probeId: 'p2' })).toEqual({ cancelled: true });

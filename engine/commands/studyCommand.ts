@@ -2,7 +2,8 @@
  * `mars-lab study --preset P [--variants a,b] --seeds N [--set k=v …] [--ray URL --ray-home PATH]`: a preset's
  * variants × seeds, run here (as many at once as cores allow) or as one Ray job per run (`--ship`: with the project
  * sent as the jobs' runtime_env working_dir, engine/cluster/studies/shipProject.ts; a catalogue model fetched by each
- * job on its node, a model path refused unless --ray-shared-models, jobModels.ts); prints a table of run,
+ * job on its node, a model path refused unless --ray-shared-paths, jobModels.ts, as is any other local path of the
+ * configs, jobPaths.ts; --ray-shared-models is its older name); prints a table of run,
  * variant, seed, status and held-out score (studyReport.ts). `study status ID [--follow]` re-reads a study
  * (re-attaching to its cluster, submitting what never reached it) and `study ls` lists them (engine/cluster/studies/).
  */
@@ -16,6 +17,7 @@ import { runStudyOnRay } from '../cluster/studies/rayStudy';
 import { listStudyIds, readStudy, type StudyRecord } from '../cluster/studies/studyRecord';
 import { fetchRule, parseSeeds, parseVariants, planStudy, PROJECT_DIR } from '../cluster/studies/studyPlan';
 import { SHARED_MODELS_FLAG } from '../cluster/studies/jobModels';
+import { SHARED_PATHS_FLAG } from '../cluster/studies/jobPaths';
 import { ensurePackage, shipCacheDir, shipProject } from '../cluster/studies/shipProject';
 import { refreshStudy } from '../cluster/studies/studyStatus';
 import { UserError } from '../base/userError';
@@ -83,6 +85,7 @@ interface StudyRunOptions extends RayFlags {
   rayCpus: number;
   rayGpus: number;
   raySharedModels?: boolean;
+  raySharedPaths?: boolean;
   raySetup?: string;
   rayRuntimeEnv?: string;
   json?: boolean;
@@ -155,9 +158,10 @@ function registerStudyRunCommand(study: Command): void {
           .default(0),
       )
       .option(
-        SHARED_MODELS_FLAG,
-        "the config's model.path is a path every node reads the model at (a shared filesystem); without it a path is refused and only a catalogue model name goes, which each job fetches on its node",
+        SHARED_PATHS_FLAG,
+        "the configs' paths (model.path, model.from.path, task.file, …) are read at the same absolute path on every node (a shared filesystem); without it such a path is refused unless it lies in the project's resources/, and only a catalogue model name goes, which each job fetches on its node",
       )
+      .option(SHARED_MODELS_FLAG, `the older name of ${SHARED_PATHS_FLAG}`)
       .option(
         '--ray-setup <command>',
         'a shell command each job runs before train (e.g. an install step with a runtime_env working_dir)',
@@ -185,6 +189,11 @@ function checkStudyFlags(opts: StudyRunOptions): Record<string, unknown> | undef
   }
   if (!opts.ray && opts.raySharedModels) {
     throw new UserError(`${SHARED_MODELS_FLAG} says where a Ray job's node reads the model: it needs --ray URL`);
+  }
+  if (!opts.ray && opts.raySharedPaths) {
+    throw new UserError(
+      `${SHARED_PATHS_FLAG} says where a Ray job's node reads the config's paths: it needs --ray URL`,
+    );
   }
   if (!opts.ray && (opts.fetch || opts.fetchAll)) {
     throw new UserError('--fetch and --fetch-all bring runs back from a Ray cluster: they need --ray URL');
@@ -254,7 +263,7 @@ async function studyOnRay(
       node: opts.rayNode,
       cpusPerJob: opts.rayCpus,
       ...(opts.rayGpus > 0 ? { gpusPerJob: opts.rayGpus } : {}),
-      ...(opts.raySharedModels ? { sharedModels: true as const } : {}),
+      ...(opts.raySharedPaths || opts.raySharedModels ? { sharedModels: true as const } : {}),
       ...fetchRule({ fetch: opts.fetchAll ? 'all' : opts.fetch ? 'last' : undefined, rayHome: opts.rayHome }),
     },
   });

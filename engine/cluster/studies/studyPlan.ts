@@ -7,9 +7,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../../base/projectRoot';
 import { resolvePresetConfig } from '../../runs/presets/presets';
+import type { RunConfig } from '../../runs/config/configSchema';
 import { headlineMetricOf, type HeadlineScore } from '../../runs/summary/headlineMetric';
 import { UserError } from '../../base/userError';
+import { trainingWithEndpointsProblem } from '../../runs/config/configuredSources';
 import { checkJobModel, configModel, modelFetchStep } from './jobModels';
+import { configPaths } from './jobPathFields';
+import { checkJobPaths } from './jobPaths';
 import { newStudyId, studyRunId, type StudyRecord, type StudyWhere } from './studyRecord';
 
 /** This project's folder (where engine/bin/mars-lab.mjs is). */
@@ -61,9 +65,28 @@ export interface PlanInput {
   now?: Date;
 }
 
+/** How a refusal names a run before the study has an id: `seed 0`, or `variant full, seed 0`. */
+function runLabel(variant: string | null, seed: number): string {
+  return variant === null ? `seed ${seed}` : `variant ${variant}, seed ${seed}`;
+}
+
+/**
+ * Refuses, before anything is submitted, a run whose Ray job would fail on its node: a config train refuses (an
+ * endpoint policy, a corpus: configuredSources.ts), a model (jobModels.ts) or another path (a base checkpoint, a task
+ * file: jobPaths.ts) the node could not read.
+ */
+function checkRayRun(config: RunConfig, run: string, where: Extract<StudyWhere, { kind: 'ray' }>): void {
+  const training = trainingWithEndpointsProblem(config);
+  if (training !== null) throw new UserError(`${training} (run ${run})`);
+  for (const m of configPaths(config)) {
+    if (m.kind === 'model') checkJobModel(m.value, where.sharedModels === true, m.field);
+  }
+  checkJobPaths(config, run, { shared: where.sharedModels === true, project: where.project });
+}
+
 /**
  * The study's record with every run pending; throws a UserError for any run whose config does not resolve, or (on
- * Ray) names a model its job could not read on its node (jobModels.ts), so nothing is recorded or submitted.
+ * Ray) whose job could not run on its node (checkRayRun), so nothing is recorded or submitted.
  */
 export function planStudy(input: PlanInput): StudyRecord {
   let algorithm = '';
@@ -77,9 +100,9 @@ export function planStudy(input: PlanInput): StudyRecord {
         variant ?? undefined,
       );
       algorithm = config.algorithm;
+      if (input.where.kind === 'ray') checkRayRun(config, runLabel(variant, seed), input.where);
       const model = configModel(config);
       if (model === undefined) continue;
-      if (input.where.kind === 'ray') checkJobModel(model, input.where.sharedModels === true);
       models.set(JSON.stringify([variant, seed]), model);
     }
   }

@@ -66,7 +66,9 @@ export const studyWhereSchema = z.discriminatedUnion('kind', [
     cpusPerJob: z.number().nonnegative(),
     /** GPUs Ray reserves for each job (entrypoint_num_gpus); absent in records from before GPUs could be asked for. */
     gpusPerJob: z.number().nonnegative().optional(),
-    /** The user asserted that model paths are read at the same path on every node (jobModels.ts); absent: not. */
+    /** The user asserted that the configs' paths (a model, a base checkpoint, a task file) are read at the same absolute
+     * path on every node (--ray-shared-paths or its older name --ray-shared-models; jobModels.ts, jobPaths.ts); absent:
+     * not. The name is the one records had when it covered models only. */
     sharedModels: z.literal(true).optional(),
     /** Fetch each finished run's folder back here (the ray home is not shared): the last checkpoint, or all. */
     fetch: z.enum(['last', 'all']).optional(),

@@ -18,8 +18,8 @@ import { GPUS_METADATA_KEY } from '../../engine/cluster/ray/jobsSchemas';
 import { followJobLogs } from '../../engine/cluster/ray/logTail';
 import { runStudyOnRay } from '../../engine/cluster/studies/rayStudy';
 import { readStudy, studyLogFile } from '../../engine/cluster/studies/studyRecord';
-import { planStudy } from '../../engine/cluster/studies/studyPlan';
 import { CLI, expectRay, freePorts, PROJECT, rayMissing, startRayHead, type RayHead } from './rayHead';
+import { planRayStudy } from './rayStudyPlan';
 
 const missing = rayMissing();
 if (missing && !expectRay) console.warn(`tests/ray skipped: ${missing}`);
@@ -250,19 +250,11 @@ describe.runIf(expectRay || !missing)('a real Ray head', () => {
   it('marks runs unknown when the cluster becomes unreachable mid-study, and re-attaches from the record', async () => {
     const r = await relay(head.dashboardPort);
     const viaRelay = new RayJobsClient({ url: r.url });
-    const record = planStudy({
-      preset: 'seqgrpo-copy',
-      variants: [null],
-      seeds: [0],
-      sets: ['budget.steps=60', 'eval.every=20'],
-      where: {
-        kind: 'ray',
-        url: viaRelay.where,
-        rayHome: home,
-        project: PROJECT,
-        node: process.execPath,
-        cpusPerJob: 1,
-      },
+    const record = planRayStudy('seqgrpo-copy', ['budget.steps=60', 'eval.every=20'], {
+      url: viaRelay.where,
+      rayHome: home,
+      project: PROJECT,
+      node: process.execPath,
     });
     let closed = false;
     const first = runStudyOnRay(home, record, viaRelay, {

@@ -15,9 +15,10 @@ import path from 'node:path';
 import { RayJobsClient } from '../../engine/cluster/ray/jobsClient';
 import { runStudyOnRay } from '../../engine/cluster/studies/rayStudy';
 import { packProject } from '../../engine/cluster/studies/shipProject';
-import { planStudy, PROJECT_DIR } from '../../engine/cluster/studies/studyPlan';
-import { studyLogFile, type StudyWhere } from '../../engine/cluster/studies/studyRecord';
+import { PROJECT_DIR } from '../../engine/cluster/studies/studyPlan';
+import { studyLogFile } from '../../engine/cluster/studies/studyRecord';
 import { rayMissing, startRayHead } from './rayHead';
+import { planRayStudy, type RayWhere } from './rayStudyPlan';
 
 function arg(name: string, dflt: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -48,21 +49,13 @@ interface JobCost {
 }
 
 /** One single-run study as a Ray job; where the project comes from is `where`'s. */
-async function oneJob(home: string, client: RayJobsClient, where: Partial<StudyWhere>): Promise<JobCost> {
-  const record = planStudy({
-    preset: 'seqgrpo-copy',
-    variants: [null],
-    seeds: [0],
-    sets: [`budget.steps=${steps}`],
-    where: {
-      kind: 'ray',
-      url: client.where,
-      rayHome: home,
-      project: PROJECT_DIR,
-      node: process.execPath,
-      cpusPerJob: 1,
-      ...where,
-    } as StudyWhere,
+async function oneJob(home: string, client: RayJobsClient, where: Partial<RayWhere>): Promise<JobCost> {
+  const record = planRayStudy('seqgrpo-copy', [`budget.steps=${steps}`], {
+    url: client.where,
+    rayHome: home,
+    project: PROJECT_DIR,
+    node: process.execPath,
+    ...where,
   });
   const t0 = performance.now();
   const done = await runStudyOnRay(home, record, client, { setup: 'echo "bench: entrypoint at $(date +%s%3N)"' }).done;

@@ -14,9 +14,10 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseRayUrl, rayErrorLine, RayError, RayJobsClient } from '../../engine/cluster/ray/jobsClient';
 import { readStudy } from '../../engine/cluster/studies/studyRecord';
-import { parseSeeds, parseVariants, planStudy, rayEntrypoint } from '../../engine/cluster/studies/studyPlan';
+import { parseSeeds, parseVariants, rayEntrypoint } from '../../engine/cluster/studies/studyPlan';
 import { UserError } from '../../engine/base/userError';
 import { CLI } from './rayHead';
+import { planRayStudy } from './rayStudyPlan';
 
 const run = promisify(execFile);
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mars-lab-study-'));
@@ -104,21 +105,12 @@ describe('study plan', () => {
   });
 
   it("quotes the job's entrypoint for the shell, with the run id as train's --run-id and the cluster's home", () => {
-    const study = planStudy({
-      preset: 'mars-ablations',
-      variants: ['sys1-off'],
-      seeds: [2],
-      sets: ['notes=it is "quoted" \'here\''],
-      where: {
-        kind: 'ray',
-        url: 'http://h:8265',
-        rayHome: '/shared/mars lab',
-        project: '/opt/mars-lab',
-        node: 'node',
-        cpusPerJob: 1,
-      },
-      now: new Date('2026-12-01T10:00:00Z'),
-    });
+    const study = planRayStudy(
+      'mars-ablations',
+      ['notes=it is "quoted" \'here\''],
+      { url: 'http://h:8265', rayHome: '/shared/mars lab', project: '/opt/mars-lab' },
+      { variants: ['sys1-off'], seeds: [2], now: new Date('2026-12-01T10:00:00Z') },
+    );
     const run = study.runs[0]!;
     expect(run.runId).toMatch(/^20261201-100000-mars-ablations-[0-9a-f]{4}-sys1-off-s2$/);
     const entry = rayEntrypoint(study, run);

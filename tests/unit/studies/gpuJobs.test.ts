@@ -6,8 +6,8 @@
  * the launch form's text becomes the request's gpusPerJob or a problem naming the field.
  */
 import { describe, expect, it } from 'vitest';
-import { planStudy, rayEntrypoint } from '../../../engine/cluster/studies/studyPlan';
-import { studyRecordSchema, type StudyWhere } from '../../../engine/cluster/studies/studyRecord';
+import { rayEntrypoint } from '../../../engine/cluster/studies/studyPlan';
+import { studyRecordSchema } from '../../../engine/cluster/studies/studyRecord';
 import { jobDetailsSchema, jobGpus } from '../../../engine/cluster/ray/jobsSchemas';
 import { studyViewSchema } from '../../../engine/api/contract/studies';
 import {
@@ -16,23 +16,9 @@ import {
   rayRequest,
   targetProblem,
 } from '../../../renderer/src/components/launch/studyTarget';
+import { planRayStudy, type RayWhere } from '../../ray/rayStudyPlan';
 
-const study = (where: Partial<StudyWhere>, sets: string[] = []) =>
-  planStudy({
-    preset: 'seqgrpo-copy',
-    variants: [null],
-    seeds: [0],
-    sets,
-    where: {
-      kind: 'ray',
-      url: 'http://127.0.0.1:8265',
-      rayHome: '/h',
-      project: '/opt/mars-lab',
-      node: 'node',
-      cpusPerJob: 1,
-      ...where,
-    } as StudyWhere,
-  });
+const study = (where: Partial<RayWhere>, sets: string[] = []) => planRayStudy('seqgrpo-copy', sets, where);
 
 describe('GPU jobs', () => {
   it('a job given GPUs trains on webgpu unless the sets name a backend', () => {

@@ -13,9 +13,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planStudy, rayEntrypoint } from '../../../engine/cluster/studies/studyPlan';
-import type { StudyWhere } from '../../../engine/cluster/studies/studyRecord';
 import { UserError } from '../../../engine/base/userError';
 import { cli } from '../../helpers/cli';
+import { planRayStudy, type RayWhere } from '../../ray/rayStudyPlan';
 
 interface Seen {
   method: string;
@@ -63,22 +63,7 @@ afterAll(() => {
 
 const submissions = () => seen.filter((s) => s.method === 'POST' && s.url === '/api/jobs/');
 
-const rayStudy = (sets: string[], where: Partial<StudyWhere> = {}) =>
-  planStudy({
-    preset: 'chatgrpo-addition',
-    variants: [null],
-    seeds: [0],
-    sets,
-    where: {
-      kind: 'ray',
-      url: 'http://127.0.0.1:8265',
-      rayHome: '/h',
-      project: '/opt/mars-lab',
-      node: 'node',
-      cpusPerJob: 1,
-      ...where,
-    } as StudyWhere,
-  });
+const rayStudy = (sets: string[], where: Partial<RayWhere> = {}) => planRayStudy('chatgrpo-addition', sets, where);
 
 describe('a real model on Ray jobs', () => {
   it('study --ray of chatgrpo-addition submits a job that fetches its model on the node, GPUs still asked', async () => {
@@ -172,13 +157,7 @@ describe('a real model on Ray jobs', () => {
       where: { kind: 'local', parallel: 1 },
     });
     expect(here.runs[0]!.model).toBe('models/SmolLM2.gguf');
-    const plain = planStudy({
-      preset: 'seqgrpo-copy',
-      variants: [null],
-      seeds: [0],
-      sets: [],
-      where: { kind: 'ray', url: 'http://x:8265', rayHome: '/h', project: '.', node: 'node', cpusPerJob: 1 },
-    });
+    const plain = planRayStudy('seqgrpo-copy', [], { url: 'http://x:8265', project: '.' });
     expect(plain.runs[0]).not.toHaveProperty('model');
     expect(rayEntrypoint(plain, plain.runs[0]!)).toMatch(/^node engine\/bin\/mars-lab\.mjs train /);
   });

@@ -5,25 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { setupHint } from '../../../engine/cluster/studies/rayStudy';
-import { planStudy } from '../../../engine/cluster/studies/studyPlan';
-import type { StudyWhere } from '../../../engine/cluster/studies/studyRecord';
+import { planRayStudy, type RayWhere } from '../../ray/rayStudyPlan';
 
-const study = (where: Partial<StudyWhere>) =>
-  planStudy({
-    preset: 'seqgrpo-copy',
-    variants: [null],
-    seeds: [0],
-    sets: [],
-    where: {
-      kind: 'ray',
-      url: 'http://127.0.0.1:8265',
-      rayHome: '/h',
-      project: '/opt/mars-lab',
-      node: 'node',
-      cpusPerJob: 1,
-      ...where,
-    } as StudyWhere,
-  });
+const study = (where: Partial<RayWhere>) => planRayStudy('seqgrpo-copy', [], where);
 
 const nodeMissingModule = (file: string) => [
   'Running entrypoint for job raysubmit_1: node /opt/mars-lab/engine/bin/mars-lab.mjs train --preset seqgrpo-copy',

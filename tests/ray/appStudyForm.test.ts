@@ -2,8 +2,9 @@
  * The app's cluster methods where no Ray is needed (engine/api/cluster/clusterMethods.ts), through callApi as a window calls
  * them: the launch form's edited config becomes `path=value` sets over the preset's (only what changed; a union member
  * changed whole), a study's refusals in one line with nothing recorded (no preset, a closed loopback port, a token
- * variable that is not set, a run id that climbs out), and a recorded study whose cluster is gone: attachStudy answers
- * the state 'unreachable' instead of failing, and the record is kept as it was.
+ * variable that is not set, a run id that climbs out), the form's "Shared paths" box (off: a local path in the config
+ * is refused naming its field; on: the study goes on to ask the cluster), and a recorded study whose cluster is
+ * gone: attachStudy answers the state 'unreachable' instead of failing, and the record is kept as it was.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -17,6 +18,7 @@ import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
 import { resolvePresetConfig } from '../../engine/runs/presets/presets';
 import { listStudyIds, readStudy, writeStudy } from '../../engine/cluster/studies/studyRecord';
 import { planStudy, PROJECT_DIR } from '../../engine/cluster/studies/studyPlan';
+import { newStudyTarget, rayRequest } from '../../renderer/src/components/launch/studyTarget';
 import { freePorts } from './rayHead';
 
 describe('the launch form config as a study’s sets', () => {
@@ -100,6 +102,44 @@ describe('cluster methods without a cluster', () => {
       expect(message.split('\n'), JSON.stringify(request)).toHaveLength(1);
     }
     delete process.env.MARS_LAB_ALLOW_KEYS;
+    expect(listStudyIds(home)).toEqual([]);
+  });
+
+  it('the form\'s "Shared paths" box reaches the plan: off, a local path is refused; on, the study goes on', async () => {
+    const [closed] = await freePorts(1);
+    const url = `http://127.0.0.1:${closed}`;
+    const target = { ...newStudyTarget(), where: 'ray' as const, rayUrl: url };
+    expect(rayRequest(target).ray).not.toHaveProperty('sharedPaths');
+    const shared = rayRequest({ ...target, sharedPaths: true });
+    expect(shared.ray?.sharedPaths).toBe(true);
+    // paths a window may name (inside the home), that a node could not read unless the home is shared
+    const tasks = path.join(home, 'tasks.jsonl');
+    const ck = path.join(home, 'ck');
+    const gguf = path.join(home, 'm.gguf');
+    fs.writeFileSync(tasks, '');
+    fs.writeFileSync(gguf, '');
+    fs.mkdirSync(ck);
+    const cases: [string, string, string][] = [
+      ['marti-homo', `task.file=${tasks}`, `task.file: ${tasks} (run seed 0) is a path on this machine`],
+      [
+        'seqgrpo-copy',
+        `model.from=${JSON.stringify({ kind: 'checkpoint', path: ck })}`,
+        `model.from.path: ${ck} (run seed 0) is a path on this machine`,
+      ],
+      ['chatgrpo-addition', `model.path=${gguf}`, `model.path: ${gguf} is a path on this machine`],
+    ];
+    for (const [preset, set, want] of cases) {
+      const request = { preset, sets: [set], seeds: [0] };
+      const off = await refusal('startStudy', { ...request, ...rayRequest(target) });
+      expect(off.startsWith(want), off).toBe(true);
+      // past the plan: the cluster is asked (and is not there)
+      expect(await refusal('startStudy', { ...request, ...shared }), preset).toMatch(
+        /^Ray cluster at http:\/\/127\.0\.0\.1:\d+ is unreachable/,
+      );
+    }
+    expect(
+      await refusal('startStudy', { preset: 'seqgrpo-copy', seeds: [0], ray: { url, sharedPaths: 'yes' } }),
+    ).toMatch(/^startStudy: invalid request \(ray\.sharedPaths: /);
     expect(listStudyIds(home)).toEqual([]);
   });
 

@@ -67,6 +67,7 @@ export function createStudyStartMethods(
           node: env[RAY_NODE_ENV] || 'node',
           cpusPerJob: req.ray.cpusPerJob ?? 1,
           ...(req.ray.gpusPerJob ? { gpusPerJob: req.ray.gpusPerJob } : {}),
+          ...(req.ray.sharedPaths ? { sharedModels: true as const } : {}),
           ...fetchRule(req.ray),
         },
       });

@@ -42,6 +42,12 @@ const rayTargetSchema = z.strictObject({
    * 'last' checkpoint or 'all'. Default: 'last' when rayHome is a path this machine does not have (not shared).
    */
   fetch: z.enum(['last', 'all']).optional(),
+  /**
+   * The configs' paths (a model, a base checkpoint, a task file) are read at the same absolute path on every node (a
+   * shared filesystem), as `study --ray-shared-paths`; without it such a path is refused before anything is submitted
+   * (engine/cluster/studies/jobPaths.ts). Default: not.
+   */
+  sharedPaths: z.boolean().optional(),
 });
 
 export const STUDY_RUN_STATES = [

@@ -25,6 +25,12 @@ export interface StudyTarget {
    */
   ship: boolean;
   shipTouched: boolean;
+  /**
+   * The configs' paths (a model, a base checkpoint, a task file) lie where every node reads them at the same absolute
+   * path (a shared filesystem), as `mars-lab study --ray-shared-paths`; off, the host refuses such a path before any
+   * job is sent (unless it lies in the project's resources/).
+   */
+  sharedPaths: boolean;
   seedsText: string;
   /** The chosen preset's variants picked for the study. */
   pickedVariants: string[];
@@ -40,6 +46,7 @@ export function newStudyTarget(): StudyTarget {
     gpusText: '',
     ship: false,
     shipTouched: false,
+    sharedPaths: false,
     seedsText: '1',
     pickedVariants: [],
   };
@@ -106,7 +113,7 @@ export function gpusPerJob(target: StudyTarget): number | null {
 
 /** The startStudy request's `ray` part for a cluster launch (empty for a study here). */
 export function rayRequest(target: StudyTarget): Pick<ApiRequest<'startStudy'>, 'ray'> {
-  const { where, rayUrl, tokenEnv, rayHome, ship } = target;
+  const { where, rayUrl, tokenEnv, rayHome, ship, sharedPaths } = target;
   const gpus = gpusPerJob(target) ?? 0;
   return where === 'ray'
     ? {
@@ -115,6 +122,7 @@ export function rayRequest(target: StudyTarget): Pick<ApiRequest<'startStudy'>, 
           ...(tokenEnv.trim() ? { tokenEnv: tokenEnv.trim() } : {}),
           ...(rayHome.trim() ? { rayHome: rayHome.trim() } : {}),
           ...(gpus > 0 ? { gpusPerJob: gpus } : {}),
+          ...(sharedPaths ? { sharedPaths: true } : {}),
           ship,
         },
       }

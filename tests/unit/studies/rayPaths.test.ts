@@ -13,28 +13,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planStudy, rayEntrypoint } from '../../../engine/cluster/studies/studyPlan';
-import { listStudyIds, type StudyWhere } from '../../../engine/cluster/studies/studyRecord';
+import { listStudyIds } from '../../../engine/cluster/studies/studyRecord';
 import { fieldValues, PATH_FIELDS } from '../../../engine/cluster/studies/jobPathFields';
 import { jobPathProblem } from '../../../engine/cluster/studies/jobPaths';
 import { UserError } from '../../../engine/base/userError';
 import { cli } from '../../helpers/cli';
+import { planRayStudy, type RayWhere } from '../../ray/rayStudyPlan';
 
-const rayStudy = (preset: string, sets: string[], where: Partial<StudyWhere> = {}, variant: string | null = null) =>
-  planStudy({
-    preset,
-    variants: [variant],
-    seeds: [0],
-    sets,
-    where: {
-      kind: 'ray',
-      url: 'http://127.0.0.1:8265',
-      rayHome: '/h',
-      project: '/opt/mars-lab',
-      node: 'node',
-      cpusPerJob: 1,
-      ...where,
-    } as StudyWhere,
-  });
+const rayStudy = (preset: string, sets: string[], where: Partial<RayWhere> = {}, variant: string | null = null) =>
+  planRayStudy(preset, sets, where, { variants: [variant] });
 
 /** The UserError's message planning throws, or 'planned'. */
 const refusal = (...args: Parameters<typeof rayStudy>): string => {

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
+import { martiTreeRoot } from '../../pure/martiTreeRoot';
 import { RECORD_VERSION } from '../../records/version';
 import type { ProblemLog, ProgressMeter } from './common';
 import { MARTI_GROUP_NORM, recomputeAdvantages } from './groups';
@@ -168,32 +169,6 @@ function treeNodes(
   return { nodes, inferred };
 }
 
-/** The root holds the problem, no program: score 0, as mars-lab's search trees have it (abmcts.ts). */
-function rootNode(statement: string) {
-  return {
-    id: 0,
-    parentId: null,
-    depth: 0,
-    agent: null,
-    paramId: null,
-    prompt: statement,
-    completion: null,
-    program: null,
-    feedback: null,
-    parseError: null,
-    finish: null,
-    public: null,
-    private: null,
-    score: 0,
-    genObservation: null,
-    expansion: null,
-    advantage: null,
-    shapedReward: null,
-    trained: false,
-    tokens: 0,
-  };
-}
-
 /** The `marti.tree` record of one tree's calls, with its known scores and its node count. */
 export function martiTreeRecord(
   step: number,
@@ -241,7 +216,8 @@ export function martiTreeRecord(
       ),
     },
     agentShares: Object.fromEntries(agents.map((a) => [a, calls.filter((c) => c.agent === a).length / calls.length])),
-    nodes: [rootNode(statement), ...nodes],
+    // the root holds the problem, no program: score 0, as mars-lab's search trees have it (abmcts.ts)
+    nodes: [martiTreeRoot(statement, 0), ...nodes],
     advantageRecomputed: true,
     parentsInferred: { byQuotedProgram: inferred, fromRoot: nodes.length - inferred },
     imported: { from: 'marti', folder: rel(t.folder) || '.', tree: t.index + 1 },

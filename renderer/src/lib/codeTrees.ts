@@ -6,6 +6,7 @@
  * problem; a node's public and private results are its tests (the code search has no hidden split: its verifier is
  * the evaluation's tests, pythonTrees.ts).
  */
+import { martiTreeRoot } from '../../../engine/pure/martiTreeRoot';
 import type { CodeTreeLine, CodeTreeNode } from '../../../engine/records/codeTree';
 import type { MartiNode, MartiTreeRecord } from './trajectories';
 
@@ -57,28 +58,8 @@ function nodeOf(n: CodeTreeNode): MartiNode {
   };
 }
 
-const ROOT: MartiNode = {
-  id: 0,
-  parentId: null,
-  depth: 0,
-  agent: null,
-  paramId: null,
-  prompt: null,
-  completion: null,
-  program: null,
-  feedback: null,
-  parseError: null,
-  finish: null,
-  public: null,
-  private: null,
-  score: null,
-  genObservation: null,
-  expansion: null,
-  advantage: null,
-  shapedReward: null,
-  trained: false,
-  tokens: 0,
-};
+/** The root stands for the problem: no prompt, no score. */
+const ROOT: MartiNode = martiTreeRoot(null, null);
 
 /** The tree view's record of one problem's tree (`mode`: the search, plain or tplus). */
 export function codeTreeRecord(line: CodeTreeLine, search: string): MartiTreeRecord {

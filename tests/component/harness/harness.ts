@@ -1,10 +1,11 @@
 /**
  * Component-test harness page script (driven by openHarness in tests/component/harness.ts): mounts one of the inspector
- * components with props given by the test, in the same headless Chromium as the browser tests, served by Vite's dev
- * server. It lives with the tests, not in the app's source: only index.html beside it loads it.
+ * components (or the launch form's StudyTarget) with props given by the test, in the same headless Chromium as the
+ * browser tests, served by Vite's dev server. It lives with the tests, not in the app's source: only index.html beside
+ * it loads it.
  *
  * window.__mount(name, props) mounts (replacing what was mounted); window.__update(props) changes some props in place,
- * as new records arriving would.
+ * as new records arriving would; window.__props() reads them back, with what a component wrote into a bound one.
  *
  * It is type-checked with the tests (tsconfig.json: Node's types, no DOM library), so the two page globals it uses are
  * declared here, for this module only; the props' $state lives in mountedProps.svelte.js.
@@ -12,6 +13,7 @@
 import { mount, unmount, type Component } from 'svelte';
 import EpisodeInspector from '../../../renderer/src/components/EpisodeInspector.svelte';
 import EpisodeView from '../../../renderer/src/components/EpisodeView.svelte';
+import StudyTarget from '../../../renderer/src/components/launch/StudyTarget.svelte';
 import MetricChart from '../../../renderer/src/components/MetricChart.svelte';
 import OverlayChart from '../../../renderer/src/components/OverlayChart.svelte';
 import TokenStrip from '../../../renderer/src/components/TokenStrip.svelte';
@@ -30,6 +32,7 @@ const components: Record<string, JsonPropsComponent> = {
   EpisodeView: withJsonProps(EpisodeView),
   MetricChart: withJsonProps(MetricChart),
   OverlayChart: withJsonProps(OverlayChart),
+  StudyTarget: withJsonProps(StudyTarget),
   TokenStrip: withJsonProps(TokenStrip),
   TreeExplorer: withJsonProps(TreeExplorer),
   TreeView: withJsonProps(TreeView),
@@ -43,6 +46,7 @@ declare const document: { getElementById(id: string): MountTarget };
 declare const window: {
   __mount(name: string, initial: Record<string, unknown>): void;
   __update(changes: Record<string, unknown>): void;
+  __props(): unknown;
   __ready: boolean;
 };
 
@@ -58,5 +62,8 @@ window.__mount = (name, initial) => {
 window.__update = (changes) => {
   Object.assign(props, changes);
 };
+
+/** The mounted props as they are now, as JSON: what a component wrote through a bound prop (`$bindable`). */
+window.__props = () => JSON.parse(JSON.stringify(props)) as unknown;
 
 window.__ready = true;

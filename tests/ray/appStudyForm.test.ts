@@ -17,9 +17,10 @@ import { createHost, type Host } from '../../engine/api/host/host';
 import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
 import { resolvePresetConfig } from '../../engine/runs/presets/presets';
 import { listStudyIds, readStudy, writeStudy } from '../../engine/cluster/studies/studyRecord';
-import { planStudy, PROJECT_DIR } from '../../engine/cluster/studies/studyPlan';
+import { PROJECT_DIR } from '../../engine/cluster/studies/studyPlan';
 import { newStudyTarget, rayRequest } from '../../renderer/src/components/launch/studyTarget';
 import { freePorts } from './rayHead';
+import { planRayStudy } from './rayStudyPlan';
 
 describe('the launch form config as a study’s sets', () => {
   it('sets only what changed, and a changed union member whole', () => {
@@ -145,19 +146,10 @@ describe('cluster methods without a cluster', () => {
 
   it("answers a recorded study whose cluster is gone as 'unreachable', keeping its record", async () => {
     const [closed] = await freePorts(1);
-    const record = planStudy({
-      preset: 'seqgrpo-copy',
-      variants: [null],
-      seeds: [0],
-      sets: [],
-      where: {
-        kind: 'ray',
-        url: `http://127.0.0.1:${closed}`,
-        rayHome: home,
-        project: PROJECT_DIR,
-        node: 'node',
-        cpusPerJob: 1,
-      },
+    const record = planRayStudy('seqgrpo-copy', [], {
+      url: `http://127.0.0.1:${closed}`,
+      rayHome: home,
+      project: PROJECT_DIR,
     });
     record.runs[0]!.state = 'unknown';
     record.runs[0]!.step = 3;

@@ -5,24 +5,8 @@
  * section of its own: the architecture is the file's.
  */
 import { z } from 'zod';
-import { loraSpecSchema, LORA_TARGET_NAMES } from '../model/lora/loraAdapters';
 import { checkCommon, commonFields, field, seedNumber } from '../training/configSections';
-
-/** The real model fetched by `npm test` and the presets' default. */
-export const DEFAULT_REAL_MODEL = 'smollm2-135m-instruct';
-
-export const chatModelSchema = z.strictObject({
-  path: field(
-    z.string().min(1).max(4096).default(DEFAULT_REAL_MODEL),
-    'Model',
-    'A real model: a name `mars-lab model fetch` knows (fetch it first), a .gguf file or a Hugging Face folder (Llama, Qwen2, Qwen3).',
-  ),
-  lora: field(
-    loraSpecSchema.nullable().default(() => ({ rank: 8, alpha: 16, dropout: 0, targets: [...LORA_TARGET_NAMES] })),
-    'LoRA',
-    'Low-rank adapters on the chosen projections (rank, alpha, dropout, targets), the base frozen; null trains every weight.',
-  ),
-});
+import { chatModelSchema } from '../training/realModelSection';
 
 export const chatTaskSchema = z
   .strictObject({

@@ -24,6 +24,11 @@ export interface ChatReply {
   /** Tokens the model wrote (the model's own tokenizer's; for an endpoint, what it reported per token, else 0: not counted). */
   tokens: number;
   finish: 'stop' | 'length';
+  /**
+   * In-process only: the ids the reply was sampled after (the rendered chat), the ids it wrote (the end token it
+   * stopped on included) and each one's log-probability under the sampler: what a trainer learns from.
+   */
+  sample?: { promptIds: number[]; ids: number[]; logProbs: number[] };
 }
 
 export interface ChatSampling {
@@ -69,27 +74,25 @@ export class InProcessChatPolicy implements ChatPolicy {
     const out: ChatReply[] = [];
     for (let i = 0; i < chats.length; i += CHAT_ROWS) {
       const chunk = chats.slice(i, i + CHAT_ROWS);
-      const gens = await generate(
-        model,
-        chunk.map((c) => this.promptIds(c)),
-        {
-          maxNewTokens: s.maxNewTokens,
-          temperature: s.temperature,
-          topP: s.topP,
-          stopTokens,
-          rng: s.rngs[i]!,
-          rowRngs: s.rngs.slice(i, i + chunk.length),
-        },
-      );
-      for (const g of gens) {
+      const prompts = chunk.map((c) => this.promptIds(c));
+      const gens = await generate(model, prompts, {
+        maxNewTokens: s.maxNewTokens,
+        temperature: s.temperature,
+        topP: s.topP,
+        stopTokens,
+        rng: s.rngs[i]!,
+        rowRngs: s.rngs.slice(i, i + chunk.length),
+      });
+      gens.forEach((g, k) => {
         const stopped = g.finish === 'stop';
         const ids = stopped ? g.tokens.slice(0, -1) : g.tokens;
         out.push({
           text: tokenizer.decode(ids, { skipSpecial: true }),
           tokens: g.tokens.length,
           finish: stopped ? 'stop' : 'length',
+          sample: { promptIds: prompts[k]!, ids: g.tokens, logProbs: g.logProbs },
         });
-      }
+      });
     }
     return out;
   }

@@ -4,8 +4,12 @@
  * prompt it was written from and, since issue 31 item 7, each test's outcome and error), and `summary.json` with the
  * figures. Not a run folder: the app opens such a folder in its Code trees view (engine/api/host/codeTreeMethods.ts),
  * which reads the lines with these schemas. Fields added later are optional, so a folder written before reads.
+ *
+ * A `martipy` training run (engine/marti/python/trainer.ts) writes the same trees into its trajectories.jsonl as
+ * `code.tree` records: each node also carries its GRPO advantage within the tree.
  */
 import { z } from 'zod';
+import { versionField } from './version';
 
 export const codeTestOutcomeSchema = z.object({
   /** The test's source: an MBPP assert, or HumanEval's `check(entry_point)`. */
@@ -61,6 +65,19 @@ export const codeTreeSummarySchema = z.looseObject({
   isolation: z.string().optional(),
 });
 
+/** A training step's tree (trajectories.jsonl, kind `code.tree`): the lines above, each node with its advantage. */
+export const codeTreeRecordSchema = codeTreeLineSchema.extend({
+  kind: z.literal('code.tree'),
+  version: versionField(),
+  nodes: z.array(
+    codeTreeNodeSchema.extend({
+      /** The node's advantage in its tree's group (0 for every node of a tree whose rewards are all equal). */
+      advantage: z.number(),
+    }),
+  ),
+});
+
+export type CodeTreeRecord = z.output<typeof codeTreeRecordSchema>;
 export type CodeTestOutcome = z.output<typeof codeTestOutcomeSchema>;
 export type CodeTreeNode = z.output<typeof codeTreeNodeSchema>;
 export type CodeTreeLine = z.output<typeof codeTreeLineSchema>;

@@ -1,9 +1,10 @@
 /**
  * trajectories.jsonl and live.json: what each holds, for every algorithm. A trainer's step gives records of its
- * algorithm (seqgrpo.ts, mars.ts, marti.ts), told apart by `kind`; the run loop adds the step to each line. live.json
+ * algorithm (seqgrpo.ts, mars.ts, marti.ts, codeTree.ts), told apart by `kind`; the run loop adds the step to each line. live.json
  * holds the step in flight's records as they stand (MARTI's growing trees), replaced while the step runs.
  */
 import { z } from 'zod';
+import { codeTreeRecordSchema } from './codeTree';
 import { marsEpisodeSchema } from './mars';
 import { martiTreeSchema } from './marti';
 import { seqgrpoGroupSchema } from './seqgrpo';
@@ -14,6 +15,7 @@ export const trajectoryRecordSchema = z.discriminatedUnion('kind', [
   seqgrpoGroupSchema,
   marsEpisodeSchema,
   martiTreeSchema,
+  codeTreeRecordSchema,
 ]);
 
 const step = { step: z.int().nonnegative() };
@@ -23,6 +25,7 @@ export const trajectoryLineSchema = z.discriminatedUnion('kind', [
   seqgrpoGroupSchema.extend(step),
   marsEpisodeSchema.extend(step),
   martiTreeSchema.extend(step),
+  codeTreeRecordSchema.extend(step),
 ]);
 
 /** live.json (engine/runs/folder/liveTrajectories.ts): the step in flight's records, each with that step. */

@@ -18,7 +18,7 @@ import type { BinaryOp, Expr, Stage } from '../lang/ast';
 import { parse } from '../lang/parser';
 import type { UnaryFunction } from '../lang/syntax';
 import type { Value } from '../lang/values';
-import { generateTasks, type MartiTask } from '../tasks/generator';
+import { DEFAULT_TASK_SPEC, generateTasks, type MartiTask, type TaskSplit } from '../tasks/generator';
 
 /** A value as Python writes it (repr): what doctest compares and what the tests assert. */
 export function pyValue(v: Value): string {
@@ -161,9 +161,19 @@ export function pythonTask(t: MartiTask): CodeTask {
   };
 }
 
-/** The first `n` training problems under `seed` (the generator's training split), as Python. */
-export function generatePythonTasks(n: number, seed: number): CodeTask[] {
-  return generateTasks('train', seed, n).map((t, i) => ({ ...pythonTask(t), line: i + 1 }));
+/**
+ * The first `n` problems under `seed` of the generator's training split (or its held-out split, whose target programs
+ * the training split never holds: tasks/generator.ts targetSide), as Python; `ops` narrows the pipelines' length (the
+ * generator's default is 2 to 5 operations).
+ */
+export function generatePythonTasks(
+  n: number,
+  seed: number,
+  ops?: { minOps: number; maxOps: number },
+  split: TaskSplit = 'train',
+): CodeTask[] {
+  const spec = ops ? { ...DEFAULT_TASK_SPEC, ...ops } : DEFAULT_TASK_SPEC;
+  return generateTasks(split, seed, n, spec).map((t, i) => ({ ...pythonTask(t), line: i + 1 }));
 }
 
 /** A problem's text, normalised: prompt and canonical solution, lower-cased, whitespace runs as one space. */

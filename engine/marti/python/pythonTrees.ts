@@ -52,6 +52,8 @@ export interface PythonNodePayload {
   total: number;
   /** Each test's outcome (pythonNodes.ts): what the app's tree view lists. */
   tests: PythonTestOutcome[];
+  /** In-process: the reply's ids and log-probabilities after the chat's ids (a training step's sample). */
+  sample?: ChatReply['sample'];
 }
 
 export type PythonTree = SearchTree<PythonNodePayload>;
@@ -155,6 +157,7 @@ export async function growPythonTrees(
           passed: s.passed,
           total: s.total,
           tests: s.tests,
+          ...(r.sample ? { sample: r.sample } : {}),
         },
       });
     });

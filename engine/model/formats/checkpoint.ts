@@ -60,7 +60,7 @@ function fsyncDir(dir: string): void {
 
 /**
  * Write files into `dir` atomically. An existing `dir` is replaced (moved aside, then removed after the new one is in
- * place).
+ * place). A name may hold one folder level (`agent-b/adapter_model.safetensors`: a second adapter in PEFT's layout).
  */
 export function writeFolderAtomic(dir: string, files: Record<string, Uint8Array | string>): void {
   const abs = path.resolve(dir);
@@ -70,6 +70,11 @@ export function writeFolderAtomic(dir: string, files: Record<string, Uint8Array 
   fs.mkdirSync(tmp);
   try {
     for (const [name, data] of Object.entries(files)) {
+      const parts = name.split('/');
+      if (parts.length > 2 || parts.some((p) => p === '' || p === '.' || p === '..' || p.includes('\\'))) {
+        throw new Error(`writeFolderAtomic: ${JSON.stringify(name)} is not a file name or folder/file name`);
+      }
+      if (parts.length === 2) fs.mkdirSync(path.join(tmp, parts[0]!), { recursive: true });
       writeFileSynced(path.join(tmp, name), data);
       faultPoint('checkpoint-write');
     }

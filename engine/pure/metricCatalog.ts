@@ -14,8 +14,8 @@
  * algorithm's headline metric (engine/runs/summary/headlineMetric.ts) is declared right after `reward`, so declaration order puts reward
  * and the held-out score first; the test checks that it is the headline metric.
  *
- * Sources: engine/seqgrpo/trainer.ts, engine/mars/trainer.ts, engine/marti/trainer.ts, engine/chatgrpo/trainer.ts
- * (trainStep and evaluate), and engine/runs/runLoop.ts, which logs each evaluation metric as `eval.<name>`.
+ * Sources: engine/seqgrpo/trainer.ts, engine/mars/trainer.ts, engine/marti/trainer.ts, engine/chatgrpo/trainer.ts,
+ * engine/marti/python/trainer.ts (trainStep and evaluate), and engine/runs/runLoop.ts, which logs each evaluation metric as `eval.<name>`.
  */
 
 export type MetricUnit =
@@ -334,11 +334,55 @@ const MARTI: MetricDecl[] = decls([
   ...OPTIMISATION,
 ]);
 
+const MARTIPY: MetricDecl[] = decls([
+  ['reward', 'score', 'headline', 'mean reward of the step’s nodes (task.rewardMode: every test passed, or the share)'],
+  [
+    'eval.pass1',
+    'fraction',
+    'headline',
+    'held-out pass@1 of the first agent’s parameter set (eval.temperature; greedy at 0)',
+  ],
+  ['eval.pass1.<agent>', 'fraction', 'agents', 'held-out pass@1 of another agent’s parameter set (heterogeneous)'],
+  ['eval.noCodeShare', 'fraction', 'eval', 'held-out share of replies with no code block'],
+  [
+    'eval.generatedPass1',
+    'fraction',
+    'eval',
+    'pass@1 on generated problems of the held-out split (task.evalGenerated: programs never trained on)',
+  ],
+  ['eval.generatedPass1.<agent>', 'fraction', 'agents', 'the same for another agent’s parameter set'],
+  ['passShare', 'fraction', 'tree', 'share of the step’s programs that pass every test'],
+  ['treesSolved', 'fraction', 'tree', 'share of the step’s trees with some node passing every test'],
+  ['firstNodePass', 'fraction', 'tree', 'share of trees whose first program passes (a sampled answer’s pass@1)'],
+  ['refineShare', 'fraction', 'tree', 'share of nodes that refine a parent'],
+  ['noCodeShare', 'fraction', 'tree', 'share of the step’s replies with no code block'],
+  [
+    'zeroSignalTrees',
+    'fraction',
+    'optimisation',
+    'share of the step’s trees whose nodes all scored alike: advantage 0, left out of the update',
+  ],
+  ['replyTokens', 'tokens', 'optimisation', 'mean tokens of a reply, its end-of-turn token included'],
+  ['truncatedShare', 'fraction', 'tree', 'share of replies cut at task.maxNewTokens before their end-of-turn token'],
+  ['agentShare.<agent>', 'fraction', 'agents', 'share of the step’s nodes written by one agent'],
+  ['agentReward.<agent>', 'score', 'agents', 'mean reward of one agent’s nodes'],
+  ['agentStep', 'steps', 'optimisation', 'updates applied to the parameters so far'],
+  ['agentStep.<set>', 'steps', 'agents', 'updates applied to one parameter set so far'],
+  ['loss.<set>', 'value', 'agents', 'loss of one parameter set’s update'],
+  ['clipFraction.<set>', 'fraction', 'agents', 'clipped share of one parameter set’s tokens'],
+  ['gradNorm.<set>', 'value', 'agents', 'gradient norm of one parameter set’s update'],
+  ['lr.<set>', 'lr', 'agents', 'learning rate of one parameter set'],
+  ['timing.generationMs', 'ms', 'timing', 'wall-clock time writing programs (sampling)'],
+  ['timing.testMs', 'ms', 'timing', 'wall-clock time running the tests in the sandbox'],
+  ...OPTIMISATION,
+]);
+
 const CATALOG: Record<string, readonly MetricDecl[]> = {
   seqgrpo: SEQGRPO,
   mars: MARS,
   marti: MARTI,
   chatgrpo: CHATGRPO,
+  martipy: MARTIPY,
 };
 
 /** The declarations of an algorithm (as run.json names it); empty for an unknown one. */

@@ -5,6 +5,7 @@ import { mars } from '../mars/trainer';
 import { marti } from '../marti/trainer';
 import { seqgrpo } from '../seqgrpo/trainer';
 import { chatgrpo } from '../chatgrpo/trainer';
+import { martipy } from '../marti/python/trainer';
 import { UserError } from '../base/userError';
 
 const ALGORITHMS: { [K in RunConfig['algorithm']]: Algorithm<Extract<RunConfig, { algorithm: K }>> } = {
@@ -12,6 +13,7 @@ const ALGORITHMS: { [K in RunConfig['algorithm']]: Algorithm<Extract<RunConfig, 
   mars,
   marti,
   chatgrpo,
+  martipy,
 };
 
 export function algorithmFor(config: RunConfig): Algorithm<RunConfig> {

@@ -65,7 +65,7 @@ export function pathProblem(p: string, roots: readonly string[]): string | undef
 
 /** Every field of a config that can name a checkpoint folder, with its value. */
 function checkpointSources(config: RunConfig): [string, { kind: string; path?: string }][] {
-  if (config.algorithm === 'chatgrpo') return [];
+  if (config.algorithm === 'chatgrpo' || config.algorithm === 'martipy') return [];
   const out: [string, { kind: string; path?: string }][] = [['model.from.path', config.model.from]];
   if (config.algorithm === 'marti') {
     config.marti.agents.forEach((a, i) => a.from && out.push([`marti.agents.${i}.from.path`, a.from]));
@@ -75,9 +75,19 @@ function checkpointSources(config: RunConfig): [string, { kind: string; path?: s
 
 /**
  * Every field of a config that names a user's file or folder: a MARS corpus and its questions, a MARTI task file, a
- * chatgrpo real model (unless it is a name model fetch knows: that resolves inside the cache).
+ * real model (chatgrpo, martipy) and martipy's evaluation task file (unless each is a name `model fetch` / `data fetch`
+ * knows: that resolves inside the cache).
  */
 export function taskFileSources(config: RunConfig): [string, string | undefined][] {
+  const own = (field: string, value: string | undefined): [string, string | undefined][] =>
+    value === undefined || CATALOGUE.some((a) => a.name === value) ? [] : [[field, value]];
+  if (config.algorithm === 'martipy') {
+    return [
+      ...own('model.path', config.model.path),
+      ...config.team.agents.flatMap((a, i) => own(`team.agents.${i}.model`, a.model)),
+      ...own('task.evalTasks', config.task.evalTasks),
+    ];
+  }
   if (config.algorithm === 'chatgrpo') {
     return CATALOGUE.some((a) => a.name === config.model.path) ? [] : [['model.path', config.model.path]];
   }

@@ -114,6 +114,14 @@ export function groupShape(c: RunConfig): {
       promptsFrom: 'task.questionsPerStep',
     };
   }
+  if (c.algorithm === 'martipy') {
+    return {
+      groupSize: c.search.nodesPerTree,
+      promptsPerStep: c.search.problemsPerStep,
+      groupFrom: 'search.nodesPerTree',
+      promptsFrom: 'search.problemsPerStep',
+    };
+  }
   return {
     groupSize: c.marti.nodesPerTree,
     promptsPerStep: c.marti.problemsPerStep,

@@ -161,7 +161,7 @@ function mapLengths({ map, skip }: SettingsTables, c: RunConfig): void {
       'task.maxProgramTokens',
       "mars-lab's tokens: re-check for the model's tokenizer",
     );
-  } else if (c.algorithm === 'chatgrpo') {
+  } else if (c.algorithm === 'chatgrpo' || c.algorithm === 'martipy') {
     map(
       'data.max_response_length',
       lit(c.task.maxNewTokens),
@@ -179,7 +179,7 @@ function mapLengths({ map, skip }: SettingsTables, c: RunConfig): void {
 
 /** What does not map, and why. */
 function skipUnmapped({ skip }: SettingsTables, c: RunConfig): void {
-  if (c.algorithm === 'chatgrpo') {
+  if (c.algorithm === 'chatgrpo' || c.algorithm === 'martipy') {
     skip(
       'model',
       c.model.path,

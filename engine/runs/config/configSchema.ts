@@ -8,6 +8,7 @@ import { marsConfigSchema } from '../../mars/configSchema';
 import { martiConfigSchema } from '../../marti/configSchema';
 import { seqgrpoConfigSchema } from '../../seqgrpo/configSchema';
 import { chatgrpoConfigSchema } from '../../chatgrpo/configSchema';
+import { martipyConfigSchema } from '../../marti/python/trainConfig';
 import { UserError } from '../../base/userError';
 import { boundedJson, clip, configSizeProblem } from '../../base/boundedText';
 import { memoryProblem } from '../../training/memoryBudget';
@@ -33,11 +34,18 @@ export {
 export { marsConfigSchema, type MarsConfig } from '../../mars/configSchema';
 export { martiConfigSchema, type MartiConfig } from '../../marti/configSchema';
 export { chatgrpoConfigSchema, type ChatGrpoConfig } from '../../chatgrpo/configSchema';
+export { martipyConfigSchema, type MartipyConfig } from '../../marti/python/trainConfig';
 
 // ---- the union --------------------------------------------------------------------------------------------------------
 
 export const runConfigSchema = z
-  .discriminatedUnion('algorithm', [seqgrpoConfigSchema, marsConfigSchema, martiConfigSchema, chatgrpoConfigSchema])
+  .discriminatedUnion('algorithm', [
+    seqgrpoConfigSchema,
+    marsConfigSchema,
+    martiConfigSchema,
+    chatgrpoConfigSchema,
+    martipyConfigSchema,
+  ])
   .superRefine((config, ctx) => {
     // Memory is checked before it is spent (memoryBudget.ts): a config this machine cannot hold is refused here, where
     // train, resume, pretrain and the app's launch all validate, instead of a worker allocating until it is killed.

@@ -28,7 +28,7 @@ export async function pretrain(
   opts: { onProgress?: (p: Progress) => void; signal?: AbortSignal; force?: boolean } = {},
 ): Promise<PretrainOutcome> {
   const algorithm = algorithmFor(config);
-  if (config.algorithm === 'chatgrpo' || !algorithm.pretrainBatch) {
+  if (config.algorithm === 'chatgrpo' || config.algorithm === 'martipy' || !algorithm.pretrainBatch) {
     throw new UserError(`algorithm '${config.algorithm}' has no pretraining stage`);
   }
   if (fs.existsSync(out) && !opts.force) {

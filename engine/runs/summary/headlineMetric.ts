@@ -19,6 +19,7 @@ export const HEADLINE_METRICS: { readonly [A in RunConfig['algorithm']]: Headlin
   mars: { key: 'eval.exactMatch', label: 'exact match' },
   marti: { key: 'eval.pass1', label: 'pass@1' },
   chatgrpo: { key: 'eval.accuracy', label: 'accuracy' },
+  martipy: { key: 'eval.pass1', label: 'pass@1' },
 };
 
 /** The headline metric of a run of `algorithm` (as run.json names it); undefined for an unknown or missing name. */

@@ -101,6 +101,17 @@ describe('checkpoints', () => {
     await expect(loadCheckpoint(dir)).rejects.toThrow(new RegExp(`${dir}/model.safetensors`));
   });
 
+  it('writes one folder level inside a checkpoint and refuses names that would leave it', () => {
+    const dir = path.join(home, 'nested');
+    writeFolderAtomic(dir, { 'a.json': '{}', 'agent-b/adapter_config.json': '{"r": 4}' });
+    expect(fs.readFileSync(path.join(dir, 'agent-b', 'adapter_config.json'), 'utf8')).toBe('{"r": 4}');
+    for (const bad of ['../escape.json', 'a/b/c.json', '/abs.json', 'x/../y.json', 'agent-b/']) {
+      expect(() => writeFolderAtomic(path.join(home, 'refused'), { [bad]: 'x' }), bad).toThrow(/not a file name/);
+      expect(fs.existsSync(path.join(home, 'refused')), bad).toBe(false);
+    }
+    expect(fs.existsSync(path.join(home, 'escape.json'))).toBe(false);
+  });
+
   it('a missing tensor, an unexpected tensor and an integer tensor are each named', async () => {
     const cfg = tinyConfig();
     const rng = new Rng(1);

@@ -177,10 +177,10 @@ describe('run config schema: error messages', () => {
 
   it('names a missing or unknown algorithm and a missing field', () => {
     expect(messageFor({})).toBe(
-      'config: algorithm: expected one of "seqgrpo" | "mars" | "marti" | "chatgrpo" — missing',
+      'config: algorithm: expected one of "seqgrpo" | "mars" | "marti" | "chatgrpo" | "martipy" — missing',
     );
     expect(messageFor({ algorithm: 'grpo' })).toBe(
-      'config: algorithm: expected one of "seqgrpo" | "mars" | "marti" | "chatgrpo" — received "grpo"',
+      'config: algorithm: expected one of "seqgrpo" | "mars" | "marti" | "chatgrpo" | "martipy" — received "grpo"',
     );
     expect(messageFor({ algorithm: 'seqgrpo', rl: { schedule: { kind: 'linearWarmup' } } })).toBe(
       'config: rl.schedule.warmupSteps: expected an integer from 0 to 10000000 — missing',

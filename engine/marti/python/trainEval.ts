@@ -1,0 +1,141 @@
+/**
+ * What a `martipy` run learns from and is judged on (trainer.ts): the generated training pool (refused when one of its
+ * problems is an evaluated one, by normalised-text hash), the held-out task file's first eval.items problems and the
+ * generator's held-out problems (task.evalGenerated), the sandbox the programs run in, and the evaluation: pass@1 of
+ * each parameter set at eval.temperature (greedy at 0).
+ */
+import fs from 'node:fs';
+import { UserError } from '../../base/userError';
+import { detectIsolation } from '../../code/sandbox/isolation';
+import { DEFAULT_LIMITS, sandboxLimitsSchema } from '../../code/sandbox/limits';
+import { loadTaskFile, type CodeTask } from '../../code/tasks/taskFile';
+import { CATALOGUE } from '../../fetch/catalogue';
+import { cachedArtefactPath } from '../../fetch/fetchArtefact';
+import { InProcessChatPolicy } from '../../policy/chatPolicy';
+import { Rng } from '../../random/prng';
+import type { EvalResult } from '../../training/trainer';
+import { generatePythonTasks, overlapping } from './generatedTasks';
+import { answerOnce, type SandboxContext } from './pythonTrees';
+import type { MartipyConfig } from './trainConfig';
+import { activate, teamOf, type ParamSet } from './trainSets';
+
+const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+
+/** A task file path, or the name of a data set `data fetch` knows (its cached copy). */
+async function evalTaskFile(spec: string): Promise<string> {
+  const named = CATALOGUE.find((a) => a.kind === 'data' && a.name === spec);
+  if (!named) return spec;
+  const cached = await cachedArtefactPath(named);
+  if (!cached) throw new UserError(`task.evalTasks: ${spec} is not fetched yet; run \`mars-lab data fetch ${spec}\``);
+  return cached;
+}
+
+/** The held-out problems: the first eval.items of the task file. */
+async function evalTasksOf(cfg: MartipyConfig): Promise<CodeTask[]> {
+  const file = await evalTaskFile(cfg.task.evalTasks);
+  if (!fs.existsSync(file)) {
+    throw new UserError(`task.evalTasks: ${file} does not exist (a HumanEval/MBPP jsonl file, or humaneval)`);
+  }
+  return loadTaskFile(file).slice(0, cfg.eval.items);
+}
+
+/** The generator's held-out problems the run is also evaluated on (none when task.evalGenerated is 0). */
+function heldoutGenerated(cfg: MartipyConfig): CodeTask[] {
+  const { evalGenerated, evalSeed, minOps, maxOps } = cfg.task;
+  if (evalGenerated === 0) return [];
+  try {
+    return generatePythonTasks(evalGenerated, evalSeed, { minOps, maxOps }, 'heldout');
+  } catch (err) {
+    throw new UserError(`task.evalGenerated: ${(err as Error).message}`);
+  }
+}
+
+/** The training pool, refused when any of its problems is an evaluated one (normalised-text hash). */
+export async function trainPoolOf(cfg: MartipyConfig): Promise<CodeTask[]> {
+  const { trainProblems, trainSeed, minOps, maxOps } = cfg.task;
+  let pool: CodeTask[];
+  try {
+    pool = generatePythonTasks(trainProblems, trainSeed, { minOps, maxOps });
+  } catch (err) {
+    throw new UserError(`task.trainProblems: ${(err as Error).message}`);
+  }
+  const clash = overlapping(pool, [...(await evalTasksOf(cfg)), ...heldoutGenerated(cfg)]);
+  if (clash.length) {
+    throw new UserError(
+      `task: ${clash.length} training problem(s) are evaluated problems (${clash[0]!.train} is ${clash[0]!.evaluated}); choose another task.trainSeed`,
+    );
+  }
+  return pool;
+}
+
+export async function sandboxOf(cfg: MartipyConfig): Promise<SandboxContext> {
+  const iso = await detectIsolation({
+    ...(cfg.task.python ? { python: cfg.task.python } : {}),
+    allowUnsandboxed: cfg.task.unsafeNoSandbox,
+  });
+  return { iso, limits: sandboxLimitsSchema.parse({ ...DEFAULT_LIMITS, timeoutS: cfg.task.timeoutS }) };
+}
+
+export function evalIdentity(cfg: MartipyConfig): EvalResult['identity'] {
+  return {
+    algorithm: 'martipy',
+    split: 'heldout',
+    model: cfg.model.path,
+    lora: cfg.model.lora !== null,
+    agents: teamOf(cfg)
+      .map((a) => `${a.id}:${a.paramId}${a.model ? `:${a.model}` : ''}`)
+      .join(','),
+    evalTasks: cfg.task.evalTasks,
+    items: cfg.eval.items,
+    evalGenerated: cfg.task.evalGenerated,
+    evalSeed: cfg.task.evalSeed,
+    minOps: cfg.task.minOps,
+    maxOps: cfg.task.maxOps,
+    maxNewTokens: cfg.task.maxNewTokens,
+    temperature: cfg.eval.temperature,
+    ...(cfg.eval.drawSeed ? { drawSeed: cfg.eval.drawSeed } : {}),
+  };
+}
+
+/**
+ * Greedy (eval.temperature) pass@1 of each parameter set on the held-out problems: the first agent's set is the
+ * headline `pass1` (and the items); a heterogeneous team's other sets are `pass1.<id>`. On the generator's held-out
+ * problems (task.evalGenerated), `generatedPass1` (and `generatedPass1.<id>`).
+ */
+export async function evaluateSets(
+  cfg: MartipyConfig,
+  sets: readonly Pick<ParamSet, 'id' | 'real' | 'lora'>[],
+  sandbox: SandboxContext,
+): Promise<EvalResult> {
+  const tasks = await evalTasksOf(cfg);
+  const generated = heldoutGenerated(cfg);
+  const root = new Rng(cfg.seed).split('eval-tokens');
+  const rng = cfg.eval.drawSeed ? root.split(`draws-${cfg.eval.drawSeed}`) : root;
+  const sampling = { maxNewTokens: cfg.task.maxNewTokens, temperature: cfg.eval.temperature, topP: 1 };
+  const metrics: Record<string, number> = {};
+  let items: EvalResult['items'] = [];
+  for (const [i, set] of sets.entries()) {
+    activate(set);
+    const policy = new InProcessChatPolicy(set.real);
+    const answers = await answerOnce(tasks, policy, sampling, rng, sandbox);
+    const pass = mean(answers.map((a) => (a.score.status === 'passed' ? 1 : 0)));
+    if (generated.length) {
+      const own = await answerOnce(generated, policy, sampling, rng, sandbox);
+      metrics[i === 0 ? 'generatedPass1' : `generatedPass1.${set.id}`] = mean(
+        own.map((a) => (a.score.status === 'passed' ? 1 : 0)),
+      );
+    }
+    if (i === 0) {
+      metrics.pass1 = pass;
+      metrics.noCodeShare = mean(answers.map((a) => (a.code === null ? 1 : 0)));
+      items = answers.map((a) => ({
+        id: a.task.id,
+        correct: a.score.status === 'passed',
+        score: a.score.status === 'passed' ? 1 : 0,
+        output: a.reply,
+        target: a.score.reason,
+      }));
+    } else metrics[`pass1.${set.id}`] = pass;
+  }
+  return { identity: evalIdentity(cfg), metrics, items };
+}

@@ -11,9 +11,10 @@ import type { RunConfig } from '../../runs/config/configSchema';
  * - 'model': a real model: a name `model fetch` knows (each job fetches it on its node) or a path (jobModels.ts);
  * - 'checkpoint': a folder, a relative one found from the job's working folder, else from its project folder
  *   (engine/training/configuredTraining.ts checkpointPath), so `resources/…` is the project's own;
- * - 'file': a file or folder, a relative one found from the job's working folder only.
+ * - 'file': a file or folder, a relative one found from the job's working folder only;
+ * - 'data': a 'file' that may also be a data set `data fetch` knows (humaneval), which a job does not fetch (jobPaths.ts).
  */
-export type PathFieldKind = 'model' | 'checkpoint' | 'file';
+export type PathFieldKind = 'model' | 'checkpoint' | 'file' | 'data';
 
 export interface PathField {
   algorithm: RunConfig['algorithm'];
@@ -32,6 +33,9 @@ export const PATH_FIELDS: readonly PathField[] = [
   { algorithm: 'marti', field: 'marti.agents[].from.path', kind: 'checkpoint' },
   { algorithm: 'marti', field: 'task.file', kind: 'file' },
   { algorithm: 'chatgrpo', field: 'model.path', kind: 'model' },
+  { algorithm: 'martipy', field: 'model.path', kind: 'model' },
+  { algorithm: 'martipy', field: 'team.agents[].model', kind: 'model' },
+  { algorithm: 'martipy', field: 'task.evalTasks', kind: 'data' },
 ];
 
 /** A field's string values in `config`, each with its concrete dotted name (`marti.agents.1.from.path`). */

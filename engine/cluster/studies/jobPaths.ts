@@ -16,6 +16,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../../base/projectRoot';
+import { CATALOGUE } from '../../fetch/catalogue';
 import { UserError } from '../../base/userError';
 import type { RunConfig } from '../../runs/config/configSchema';
 import { configPaths, type PathFieldKind } from './jobPathFields';
@@ -55,6 +56,9 @@ export function jobPathProblem(
   const { field, value, kind } = entry;
   if (kind === 'model' || travelsWithProject(value, kind, where, root)) return null;
   const at = `${field}: ${value} (run ${run})`;
+  if (kind === 'data' && CATALOGUE.some((a) => a.kind === 'data' && a.name === value)) {
+    return `${at} is a data set in this machine's cache, and a Ray job does not fetch data sets: copy the file into this project's resources/ and name it relative (sent with --ship), or give the absolute path every node reads it at with ${SHARED_PATHS_FLAG}`;
+  }
   if (!where.shared) {
     const ship = kind === 'checkpoint' ? '' : ', sent with --ship';
     return `${at} is a path on this machine, and its Ray job reads it on the node's disk: put it in this project's resources/ and name it relative (resources/…${ship}), or where every node reads it at the same absolute path (a shared filesystem) and add ${SHARED_PATHS_FLAG} (in the app: the launch form's "Shared paths" box)`;

@@ -37,6 +37,20 @@ const refusal = (...args: Parameters<typeof rayStudy>): string => {
 const checkpoint = (p: string) => `model.from=${JSON.stringify({ kind: 'checkpoint', path: p })}`;
 
 describe('config paths on Ray jobs', () => {
+  it("martipy: its models are checked as models, and the evaluation's cached data set is refused (a job does not fetch it)", () => {
+    expect(refusal('marti-python-single', [])).toMatch(
+      /^task\.evalTasks: humaneval \(run seed 0\) is a data set in this machine's cache, and a Ray job does not fetch data sets/,
+    );
+    const own = ['task.evalTasks=/shared/humaneval.jsonl'];
+    expect(refusal('marti-python-single', [...own, 'model.path=/data/m.gguf'])).toMatch(
+      /^model\.path: \/data\/m\.gguf is a path on this machine/,
+    );
+    expect(refusal('marti-python-single', own)).toMatch(
+      /^task\.evalTasks: \/shared\/humaneval\.jsonl \(run seed 0\) is a path/,
+    );
+    expect(refusal('marti-python-single', own, { sharedModels: true })).toBe('planned');
+  });
+
   it('each kind of path field is refused in one line naming the field, the run and both ways out', () => {
     const cases: [string, string[], string | null, string][] = [
       ['seqgrpo-copy', [checkpoint('/data/ck/base')], null, 'model.from.path: /data/ck/base (run seed 0)'],

@@ -4,13 +4,17 @@
  * drawing, timeline and keyboard as the toy language's; what only Python nodes have (each test's outcome, the reply,
  * the status) stays on the line and is drawn by components/code/CodeNodeDetail.svelte. The root stands for the
  * problem; a node's public and private results are its tests (the code search has no hidden split: its verifier is
- * the evaluation's tests, pythonTrees.ts).
+ * the evaluation's tests, pythonTrees.ts). A martipy run's tree (a `code.tree` record of its trajectories.jsonl) is the
+ * same line with each node's advantage and the step that grew it: the tree view shows both.
  */
 import { martiTreeRoot } from '../../../engine/pure/martiTreeRoot';
 import type { CodeTreeLine, CodeTreeNode } from '../../../engine/records/codeTree';
 import type { MartiNode, MartiTreeRecord } from './trajectories';
 
 export type { CodeTreeLine, CodeTreeNode };
+
+/** A line whose nodes may carry their GRPO advantage (a martipy run's `code.tree` record); a folder's lines have none. */
+export type CodeTreeLineOrRecord = Omit<CodeTreeLine, 'nodes'> & { nodes: (CodeTreeNode & { advantage?: number })[] };
 
 /** One line of the problem: HumanEval's docstring's first sentence (with the function's name), MBPP's statement. */
 export function problemTitle(line: Pick<CodeTreeLine, 'task_id' | 'prompt' | 'entry_point'>): string {
@@ -33,7 +37,7 @@ function outcome(n: CodeTreeNode): MartiNode['public'] {
   return { passed, total: n.tests.length, score: n.score };
 }
 
-function nodeOf(n: CodeTreeNode): MartiNode {
+function nodeOf(n: CodeTreeNode & { advantage?: number }): MartiNode {
   return {
     id: n.id,
     parentId: n.parent,
@@ -51,7 +55,7 @@ function nodeOf(n: CodeTreeNode): MartiNode {
     score: n.score,
     genObservation: null,
     expansion: null,
-    advantage: null,
+    advantage: n.advantage ?? null,
     shapedReward: null,
     trained: false,
     tokens: n.reply_tokens,
@@ -61,15 +65,18 @@ function nodeOf(n: CodeTreeNode): MartiNode {
 /** The root stands for the problem: no prompt, no score. */
 const ROOT: MartiNode = martiTreeRoot(null, null);
 
-/** The tree view's record of one problem's tree (`mode`: the search, plain or tplus). */
-export function codeTreeRecord(line: CodeTreeLine, search: string): MartiTreeRecord {
+/**
+ * The tree view's record of one problem's tree (`mode`: the search, plain or tplus); `step`: the training step that grew
+ * it (a martipy run's), which the tree view names instead of an origin.
+ */
+export function codeTreeRecord(line: CodeTreeLineOrRecord, search: string, step = 0): MartiTreeRecord {
   const nodes = line.nodes.map(nodeOf);
   const passed: number[] = line.nodes.map((n) => (n.passed ? 1 : 0));
   const agents = [...new Set(line.nodes.map((n) => n.agent))];
   return {
     kind: 'marti.tree',
     version: 1,
-    step: 0,
+    step,
     mode: search,
     treeId: line.task_id,
     taskId: line.task_id,

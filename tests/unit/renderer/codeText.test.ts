@@ -1,8 +1,9 @@
 /**
  * The renderer's pure helpers for Python in the windows (issue 31 item 7, issue 33 item 5): highlighting as lines of
  * classed segments that give back the program's text (lib/pythonHighlight.ts); a refinement's line diff against its
- * parent (lib/programDiff.ts); a code tree's line as the tree view's record (lib/codeTrees.ts); and a reply split into
- * prose, fenced code and special tokens, hidden or shown (lib/replyText.ts).
+ * parent (lib/programDiff.ts); a code tree's line as the tree view's record (lib/codeTrees.ts, with a martipy record's
+ * advantages and step); and a reply split into prose, fenced code and special tokens, hidden or shown
+ * (lib/replyText.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -78,6 +79,15 @@ describe('a code tree as the tree view draws it', () => {
     });
     expect(r.metrics.passN).toBe(line.nodes.some((n) => n.passed) ? 1 : 0);
     expect(r.statement).toBe('Write a function to double a number.');
+  });
+
+  it("carries a martipy record's advantages and step; a folder's line has none", () => {
+    expect(codeTreeRecord(line, 'plain').nodes.map((n) => n.advantage)).toEqual([null, ...line.nodes.map(() => null)]);
+    const advantages = line.nodes.map((_, i) => i - 1.5);
+    const record = { ...line, nodes: line.nodes.map((n, i) => ({ ...n, advantage: advantages[i]! })) };
+    const r = codeTreeRecord(record, 'tplus', 7);
+    expect(r.nodes.map((n) => n.advantage)).toEqual([null, ...advantages]);
+    expect([r.step, r.mode]).toEqual([7, 'tplus']);
   });
 
   it("finds a refinement's parent program, none for a fresh one", () => {

@@ -339,3 +339,23 @@ export function agentMarker(agents: readonly string[], agent: string | null): Ag
   const i = agents.indexOf(agent);
   return AGENT_MARKERS[(i < 0 ? agents.length : i) % AGENT_MARKERS.length]!;
 }
+
+// ---- martipy ---------------------------------------------------------------------------------------------------------
+
+/**
+ * A martipy training step's tree of Python programs (engine/records/codeTree.ts `codeTreeRecordSchema`: the line
+ * `mars-lab code tree --out` writes, each node with its advantage in the tree's GRPO group), with the run loop's `step`.
+ */
+export type CodeTreeStepRecord = StoredTrajectoryLineOf<'code.tree'>;
+
+export function isCodeTreeStep(r: unknown): r is CodeTreeStepRecord {
+  const x = r as Partial<CodeTreeStepRecord> | null;
+  return (
+    !!x &&
+    x.kind === 'code.tree' &&
+    typeof x.step === 'number' &&
+    typeof x.task_id === 'string' &&
+    Array.isArray(x.nodes) &&
+    x.nodes.every((n) => typeof n.id === 'number' && typeof n.advantage === 'number')
+  );
+}

@@ -2,9 +2,9 @@
  * Evidence for issue 19: every view of the app (Runs, a run's charts, MARS episodes, MARTI trees, Diversity, Compare
  * with MARTI trees side by side, Launch with its form, Models with a card, a seqgrpo run's Replies, Code trees of
  * Python with a refinement's tests and diff, Replies of a chat model's Python with its special tokens shown, Launch's
- * code-tree form) in a real headless Chromium (Debian's, driven by playwright-core)
+ * code-tree form, a martipy run's Trees tab) in a real headless Chromium (Debian's, driven by playwright-core)
  * against web mode, at 1440 and 1024 px, light and dark (prefers-color-scheme), on real small runs made from the command
- * line in a temporary home. Screenshots go to tests/output/e2e/screens/ (git-ignored) to be looked at; at 1024 px the
+ * line in a temporary home (the martipy run's folder is written without training: tests/helpers/martipyRunFixture.ts). Screenshots go to tests/output/e2e/screens/ (git-ignored) to be looked at; at 1024 px the
  * page must not scroll sideways (document scrollWidth ≤ clientWidth). In dark, every view's main content must be dark
  * and its text readable on its background (WCAG contrast, darkReadability below).
  *
@@ -25,6 +25,7 @@ import { createHost, type Host } from '../../engine/api/host/host';
 import { nodeRunLauncher } from '../../engine/api/workers/runLauncher';
 import { DEFAULT_RENDERER_DIR, startWebServer, type WebServer } from '../../engine/api/web/webServer';
 import { cli } from '../helpers/cli';
+import { writeMartipyRun } from '../helpers/martipyRunFixture';
 import { realModelOrSkipReason } from '../fixtures/gguf/ggufKit';
 
 const OUTPUT = path.resolve('tests/output/e2e/screens');
@@ -39,7 +40,7 @@ let server: WebServer;
 let browser: Browser;
 let page: Page;
 const pageErrors: string[] = [];
-const runs = { seqA: '', seqB: '', mars: '', marti: '' };
+const runs = { seqA: '', seqB: '', mars: '', marti: '', martipy: '' };
 
 async function train(args: string[]): Promise<string> {
   const r = await cli(['train', ...args, '--home', home, '--json']);
@@ -253,6 +254,8 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
       'checkpoint.every=1',
     ]);
     runs.marti = await train(['--config', martiFile]);
+    // A martipy run's trees of Python, written without training (tests/helpers/martipyRunFixture.ts).
+    runs.martipy = writeMartipyRun(home).runId;
     // What a chat model writes, in a seqgrpo run's records (seqB's last step, so no other run is added to the lists
     // the other cases count): a Python block ended by its template's special tokens.
     const chatGroup = {
@@ -481,6 +484,18 @@ describe.skipIf(!haveChromium)('every view at 1440 and 1024 px, light and dark (
     await shootEverywhere('launch-code-trees', '#/launch?mode=code', async (p) => {
       await p.getByTestId('code-tree-form').waitFor();
       await p.locator('[data-testid="ct-tasks-ok"], [data-testid="ct-tasks-error"]').first().waitFor();
+    });
+    expect(pageErrors).toEqual([]);
+  });
+
+  it('screenshots: a martipy run’s Trees tab: a failing node’s test error and advantage (issues 31, 33)', async () => {
+    await shootEverywhere('run-code-trees', `#/run/${encodeURIComponent(runs.martipy)}/codetrees`, async (p) => {
+      await p.getByTestId('tree-view').waitFor();
+      if ((await p.getByTestId('code-test-error').count()) === 0) {
+        await p.locator('[data-testid="tree-node"][data-node-id="1"]').click();
+      }
+      await p.getByTestId('code-test-error').first().waitFor();
+      await p.getByTestId('node-advantage').waitFor();
     });
     expect(pageErrors).toEqual([]);
   });

@@ -135,8 +135,12 @@ export function targetToPython(target: string): string {
   return lines.map((l) => `    ${l}\n`).join('');
 }
 
-/** A generated task as a HumanEval-format problem. */
-export function pythonTask(t: MartiTask): CodeTask {
+/**
+ * A generated task as a HumanEval-format problem (`check`: every test in one hidden `check`, one verdict), or with each
+ * test its own assert (`asserts`: the same stub shown, the tests run one by one as MBPP's are, so a node gets a verdict
+ * per test — the released MARTI feedback's "# Test i / Result" lines — and `rewardMode: 'fraction'` a share).
+ */
+export function pythonTask(t: MartiTask, tests: 'check' | 'asserts' = 'check'): CodeTask {
   const first = t.publicTests[0]!;
   const statement = t.statement.charAt(0).toUpperCase() + t.statement.slice(1);
   const examples = t.publicTests
@@ -145,9 +149,21 @@ export function pythonTask(t: MartiTask): CodeTask {
   const prompt =
     `def solve(x: ${pyType(first.input)}) -> ${pyType(first.expected)}:\n` +
     `    """${statement}.\n${examples}    """\n`;
-  const asserts = [...t.publicTests, ...t.privateTests]
-    .map((c) => `    assert candidate(${pyValue(c.input)}) == ${pyValue(c.expected)}\n`)
-    .join('');
+  const cases = [...t.publicTests, ...t.privateTests];
+  if (tests === 'asserts') {
+    return {
+      id: `generated/${t.id}`,
+      format: 'mbpp',
+      prompt,
+      entryPoint: 'solve',
+      canonical: `${prompt}${targetToPython(t.target)}`,
+      test: '',
+      tests: cases.map((c) => `assert solve(${pyValue(c.input)}) == ${pyValue(c.expected)}`),
+      setup: '',
+      line: 0,
+    };
+  }
+  const asserts = cases.map((c) => `    assert candidate(${pyValue(c.input)}) == ${pyValue(c.expected)}\n`).join('');
   return {
     id: `generated/${t.id}`,
     format: 'humaneval',
@@ -171,9 +187,10 @@ export function generatePythonTasks(
   seed: number,
   ops?: { minOps: number; maxOps: number },
   split: TaskSplit = 'train',
+  tests: 'check' | 'asserts' = 'check',
 ): CodeTask[] {
   const spec = ops ? { ...DEFAULT_TASK_SPEC, ...ops } : DEFAULT_TASK_SPEC;
-  return generateTasks(split, seed, n, spec).map((t, i) => ({ ...pythonTask(t), line: i + 1 }));
+  return generateTasks(split, seed, n, spec).map((t, i) => ({ ...pythonTask(t, tests), line: i + 1 }));
 }
 
 /** A problem's text, normalised: prompt and canonical solution, lower-cased, whitespace runs as one space. */

@@ -24,7 +24,8 @@ import type { CodeTask } from '../../code/tasks/taskFile';
 
 /** The problem as the model reads it. */
 export function problemText(task: CodeTask): string {
-  if (task.format === 'humaneval') {
+  // a generated problem with its tests as asserts (generatedTasks.ts) is shown as HumanEval's are: its stub to complete
+  if (task.format === 'humaneval' || task.entryPoint !== null) {
     return (
       'Complete the following Python function. Reply with the whole function, its imports included, in one ```python ' +
       `code block.\n\n\`\`\`python\n${task.prompt.trimEnd()}\n\`\`\``

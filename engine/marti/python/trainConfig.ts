@@ -112,7 +112,7 @@ export const martipyTaskSchema = z
     rewardMode: field(
       z.enum(['allPass', 'fraction']).default('allPass'),
       'Reward',
-      "allPass: 1 when every test passes; fraction: the share of tests passed (a generated problem's tests are one check, so the two agree there).",
+      "allPass: 1 when every test passes (the released MARTI's reward); fraction: the share of the problem's tests passed (each generated problem's tests run one by one).",
     ),
     maxNewTokens: field(
       z.int().min(8).max(4096).default(256),

@@ -44,7 +44,7 @@ function heldoutGenerated(cfg: MartipyConfig): CodeTask[] {
   const { evalGenerated, evalSeed, minOps, maxOps } = cfg.task;
   if (evalGenerated === 0) return [];
   try {
-    return generatePythonTasks(evalGenerated, evalSeed, { minOps, maxOps }, 'heldout');
+    return generatePythonTasks(evalGenerated, evalSeed, { minOps, maxOps }, 'heldout', 'asserts');
   } catch (err) {
     throw new UserError(`task.evalGenerated: ${(err as Error).message}`);
   }
@@ -55,7 +55,7 @@ export async function trainPoolOf(cfg: MartipyConfig): Promise<CodeTask[]> {
   const { trainProblems, trainSeed, minOps, maxOps } = cfg.task;
   let pool: CodeTask[];
   try {
-    pool = generatePythonTasks(trainProblems, trainSeed, { minOps, maxOps });
+    pool = generatePythonTasks(trainProblems, trainSeed, { minOps, maxOps }, 'train', 'asserts');
   } catch (err) {
     throw new UserError(`task.trainProblems: ${(err as Error).message}`);
   }

@@ -10,15 +10,11 @@
  * (adapter_config.json + adapter_model.safetensors, which PEFT, vLLM and `mars-lab model merge` read), Adam's state
  * over whatever is trained, and the random streams and LoRA dropout counter, so a resumed run continues exactly.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { UserError } from '../base/userError';
 import type { CheckpointContents } from '../model/formats/checkpoint';
-import type { LlamaConfig } from '../model/config';
 import type { LlamaModel } from '../model/llama';
 import { LoraAdapters } from '../model/lora/loraAdapters';
 import { adaptersFromPeft, peftAdapterFiles, readPeftAdapter } from '../model/lora/peftAdapter';
-import { describeModel } from '../model/modelInfo';
 import { chatParts, loadRealModel, loadRealTokenizer, realModelPath, type RealModel } from '../model/realModel';
 import { generate, type Generation } from '../model/sampler';
 import type { HfTokenizer } from '../model/tokenizers/hf/hfTokenizer';
@@ -31,6 +27,7 @@ import { policyUpdate, updateMetrics } from '../rl/policyUpdate';
 import type { Sample } from '../rl/sample';
 import { configuredAdam, configuredUpdate, restoreStreams, saveStreams } from '../training/configuredTraining';
 import { realModelMemoryPlan, type RealModelMemoryPlan } from '../training/memoryBudget';
+import { modelHeaderConfig } from '../training/realModelHeader';
 import { resumePoint } from '../training/resumeChecks';
 import type { Algorithm, EvalResult, StepOutput, Trainer, TrainerSnapshot } from '../training/trainer';
 import type { ChatGrpoConfig } from './configSchema';
@@ -310,27 +307,10 @@ async function referenceOf(cfg: ChatGrpoConfig): Promise<LlamaModel | 'adapters-
   return (await loadRealModel(await realModelPath(cfg.model.path, 'model.path'))).model;
 }
 
-/**
- * A model's architecture from its header, kept per file while the file is unchanged: the launch form validates on
- * every edit, and reading a GGUF's header (its whole vocabulary) takes ~0.1 s for SmolLM2-135M. A folder is stamped by
- * its config.json.
- */
-const headers = new Map<string, { stamp: string; config: LlamaConfig | null }>();
-async function headerConfig(where: string): Promise<LlamaConfig | null> {
-  const folder = fs.statSync(where).isDirectory();
-  const st = fs.statSync(folder ? path.join(where, 'config.json') : where);
-  const stamp = `${st.mtimeMs}:${st.size}`;
-  const kept = headers.get(where);
-  if (kept?.stamp === stamp) return kept.config;
-  const { config } = await describeModel(where);
-  headers.set(where, { stamp, config });
-  return config;
-}
-
 /** The run's memory plan here, from the model's header alone (nothing is allocated); null for an architecture this
  * engine cannot build (loading then says why). */
 export async function chatgrpoMemoryPlan(cfg: ChatGrpoConfig): Promise<RealModelMemoryPlan | null> {
-  const config = await headerConfig(await realModelPath(cfg.model.path, 'model.path'));
+  const config = await modelHeaderConfig(await realModelPath(cfg.model.path, 'model.path'));
   if (!config) return null;
   return realModelMemoryPlan(config, {
     backend: cfg.backend,

@@ -363,6 +363,12 @@ const MARTIPY: MetricDecl[] = decls([
     'share of the step’s trees whose nodes all scored alike: advantage 0, left out of the update',
   ],
   ['replyTokens', 'tokens', 'optimisation', 'mean tokens of a reply, its end-of-turn token included'],
+  [
+    'overlongSkipped',
+    'count',
+    'optimisation',
+    'nodes with signal left out of the update: prompt and reply longer than task.maxTrainTokens',
+  ],
   ['truncatedShare', 'fraction', 'tree', 'share of replies cut at task.maxNewTokens before their end-of-turn token'],
   ['agentShare.<agent>', 'fraction', 'agents', 'share of the step’s nodes written by one agent'],
   ['agentReward.<agent>', 'score', 'agents', 'mean reward of one agent’s nodes'],

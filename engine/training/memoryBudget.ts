@@ -418,6 +418,8 @@ export function realModelMemoryPlan(
     ignoreMemoryCheck?: boolean;
     rows: number;
     replyTokens: number;
+    /** A bound on a prompt's tokens (CHAT_PROMPT_TOKENS when left out: a short question through the template). */
+    promptTokens?: number;
     loraRank: number | null;
     rowsField: string;
     /** The one change of the config's own fields that brings the rows down to `maxRows` (null: none does). */
@@ -425,7 +427,7 @@ export function realModelMemoryPlan(
   },
   totalmem = os.totalmem(),
 ): RealModelMemoryPlan {
-  const seq = CHAT_PROMPT_TOKENS + run.replyTokens;
+  const seq = (run.promptTokens ?? CHAT_PROMPT_TOKENS) + run.replyTokens;
   const needAt = (rows: number, loraRank: number | null): { need: number; limit: ModelMemory['limit'] } => {
     const m = modelMemory(
       c,

@@ -52,7 +52,15 @@ const config = () =>
     model: { path: MODEL, lora: { rank: 4, alpha: 8, dropout: 0.05 } },
     team: { configuration: 'heterogeneous', agents: [{ id: 'alpha' }, { id: 'beta' }] },
     search: { nodesPerTree: 3, problemsPerStep: 2 },
-    task: { minOps: 1, maxOps: 1, trainProblems: 20, maxNewTokens: 64, evalTasks: evalFile, evalGenerated: 1 },
+    task: {
+      minOps: 1,
+      maxOps: 1,
+      trainProblems: 20,
+      maxNewTokens: 64,
+      maxTrainTokens: 1024, // every node trains (none is left out as overlong): the routing check below is then exact
+      evalTasks: evalFile,
+      evalGenerated: 1,
+    },
     sampler: { temperature: 1 },
     rl: { lr: 2e-3 },
     budget: { steps: 2 },
@@ -113,6 +121,7 @@ describe.skipIf(!MODEL)(`martipy: MARTI on Python with SmolLM2 and two LoRA adap
       for (const k of ['reward', 'passShare', 'zeroSignalTrees', 'agentShare.alpha', 'agentShare.beta']) {
         expect(l[k], k).toBeTypeOf('number');
       }
+      expect(l.overlongSkipped).toBe(0);
     }
     const last = lines.at(-1)!;
     for (const k of ['eval.pass1', 'eval.pass1.beta', 'eval.generatedPass1', 'eval.generatedPass1.beta']) {

@@ -1,9 +1,10 @@
 /**
  * The host's methods for presets and configs: the presets a launch may start from, the run config's JSON Schema the
  * launch form is drawn from, and a launch's config validated (launchResolve.ts) before anything starts; for a
- * real model (chatgrpo) with its memory plan read from the model's header.
+ * real model (chatgrpo, martipy) with its memory plan read from the model's header.
  */
 import { chatgrpoMemoryPlan } from '../../chatgrpo/trainer';
+import { martipyMemoryPlan } from '../../marti/python/trainEval';
 import { runConfigJsonSchema } from '../../runs/config/configJsonSchema';
 import { listPresets } from '../../runs/presets/presets';
 import type { ApiHandlers } from './host';
@@ -34,11 +35,12 @@ export function createPresetMethods(
     async validateConfig(req) {
       const checked = ctx.resolveLaunch(req);
       if (!checked.success) return { ok: false, issues: checked.issues };
-      if (checked.data.algorithm !== 'chatgrpo') return { ok: true, config: checked.data };
-      // A real model: its memory plan from the header (chatgrpo's own start refuses the same way).
+      const config = checked.data;
+      if (config.algorithm !== 'chatgrpo' && config.algorithm !== 'martipy') return { ok: true, config };
+      // A real model: its memory plan from the header (the run's own start refuses the same way).
       let plan;
       try {
-        plan = await chatgrpoMemoryPlan(checked.data);
+        plan = config.algorithm === 'chatgrpo' ? await chatgrpoMemoryPlan(config) : await martipyMemoryPlan(config);
       } catch (err) {
         return {
           ok: false,
@@ -46,7 +48,8 @@ export function createPresetMethods(
         };
       }
       const memory = plan ? { need: plan.need, limit: plan.limit.bytes, what: plan.limit.what } : undefined;
-      if (plan?.problem) return { ok: false, issues: [{ path: 'task.groupSize', message: plan.problem }], memory };
+      const rowsField = config.algorithm === 'chatgrpo' ? 'task.groupSize' : 'search.problemsPerStep';
+      if (plan?.problem) return { ok: false, issues: [{ path: rowsField, message: plan.problem }], memory };
       return { ok: true, config: checked.data, ...(memory ? { memory } : {}) };
     },
   };

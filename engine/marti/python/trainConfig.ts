@@ -119,6 +119,11 @@ export const martipyTaskSchema = z
       'Reply tokens',
       'Most tokens a reply may have; it ends earlier at the model’s end-of-turn token.',
     ),
+    maxTrainTokens: field(
+      z.int().min(64).max(65_536).default(512),
+      'Longest trained node',
+      "A node whose prompt and reply together pass this many tokens is recorded but left out of the update (counted in overlongSkipped): one such row's backward pass must fit the backend's memory (wasm's 4 GiB heap held ~500 tokens of SmolLM2-135M with LoRA; a 700-token refinement aborted it).",
+    ),
     evalTasks: field(
       z.string().min(1).max(4096).default('humaneval'),
       'Evaluation tasks',

@@ -11,8 +11,12 @@ import { DEFAULT_LIMITS, sandboxLimitsSchema } from '../../code/sandbox/limits';
 import { loadTaskFile, type CodeTask } from '../../code/tasks/taskFile';
 import { CATALOGUE } from '../../fetch/catalogue';
 import { cachedArtefactPath } from '../../fetch/fetchArtefact';
+import { realModelPath } from '../../model/realModel';
 import { InProcessChatPolicy } from '../../policy/chatPolicy';
 import { Rng } from '../../random/prng';
+import { backendReport } from '../../tensor/backend';
+import { realModelMemoryPlan, type RealModelMemoryPlan } from '../../training/memoryBudget';
+import { modelHeaderConfig } from '../../training/realModelHeader';
 import type { EvalResult } from '../../training/trainer';
 import { generatePythonTasks, overlapping } from './generatedTasks';
 import { answerOnce, type SandboxContext } from './pythonTrees';
@@ -66,6 +70,52 @@ export async function trainPoolOf(cfg: MartipyConfig): Promise<CodeTask[]> {
     );
   }
   return pool;
+}
+
+/**
+ * A bound on a node's prompt: the problem through the template (~200 tokens for a generated one, more for HumanEval's)
+ * and, for a refinement, the parent's reply (up to task.maxNewTokens) and its feedback (a line a test; rich feedback
+ * adds errors and output). A trained row is cut at task.maxTrainTokens whatever this says.
+ */
+const PROBLEM_AND_FEEDBACK_TOKENS = 512;
+
+/**
+ * The run's memory plan here, from the model's header alone (nothing allocated): a step trains on every node of its
+ * trees (search.problemsPerStep × search.nodesPerTree rows). Null for an architecture this engine cannot build (loading
+ * then says why). An agent's own base model (heterogeneous) is not in it.
+ */
+export async function martipyMemoryPlan(cfg: MartipyConfig, totalmem?: number): Promise<RealModelMemoryPlan | null> {
+  const config = await modelHeaderConfig(await realModelPath(cfg.model.path, 'model.path'));
+  if (!config) return null;
+  const s = cfg.search;
+  // a trained row: the prompt bound and the reply, cut at task.maxTrainTokens (longer nodes are left out of the update)
+  const row = Math.min(PROBLEM_AND_FEEDBACK_TOKENS + 2 * cfg.task.maxNewTokens, cfg.task.maxTrainTokens);
+  const reply = Math.min(cfg.task.maxNewTokens, row);
+  const planAt = (backend: string) =>
+    realModelMemoryPlan(
+      config,
+      {
+        backend,
+        ignoreMemoryCheck: cfg.budget.ignoreMemoryCheck,
+        rows: s.problemsPerStep * s.nodesPerTree,
+        replyTokens: reply,
+        promptTokens: row - reply,
+        loraRank: cfg.model.lora?.rank ?? null,
+        rowsField: 'search.problemsPerStep × search.nodesPerTree',
+        fewerRows: (maxRows) => {
+          const problems = Math.floor(maxRows / s.nodesPerTree);
+          return problems >= 1 ? `search.problemsPerStep ${problems} (at search.nodesPerTree ${s.nodesPerTree})` : null;
+        },
+      },
+      totalmem,
+    );
+  if (cfg.backend !== 'auto') return planAt(cfg.backend);
+  // 'auto': at the backend this process chose (a run's start); before one is chosen (the launch form), at wasm's small
+  // passes and at the others' large ones, the first that fits: the run's own start then checks the one it got
+  const chosen = backendReport()?.chosen;
+  if (chosen) return planAt(chosen);
+  const wasm = planAt('wasm');
+  return wasm.problem ? planAt('auto') : wasm;
 }
 
 export async function sandboxOf(cfg: MartipyConfig): Promise<SandboxContext> {

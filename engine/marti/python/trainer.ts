@@ -9,7 +9,8 @@
  * set per agent for `heterogeneous`, all on the run's base or on an agent's own base, switched in before the agent
  * writes and before its update. A tree whose nodes all scored the same has advantage 0 everywhere: it is recorded and
  * counted (zeroSignalTrees) but not passed to the update, whose gradient it would not move (it would only dilute the
- * token mean and cost a backward pass).
+ * token mean and cost a backward pass); so is a node longer than task.maxTrainTokens (overlongSkipped), whose backward
+ * pass the backend could not hold.
  *
  * A checkpoint holds the base (model.safetensors, unchanged under LoRA), the first set's adapters in PEFT's layout at
  * the top (what `model merge` and PEFT read), every other set's in `agent-<id>/` (PEFT's layout too) with its optimiser
@@ -18,6 +19,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { UserError } from '../../base/userError';
 import type { CheckpointContents } from '../../model/formats/checkpoint';
 import { encodeSafetensors } from '../../model/formats/safetensors';
 import type { LlamaModel } from '../../model/llama';
@@ -36,7 +38,7 @@ import { treeAdvantages } from '../treeAdvantage';
 import { treeLines } from './pythonTreeLines';
 import { growPythonTrees, type PythonAgent, type PythonTree, type SandboxContext } from './pythonTrees';
 import type { MartipyConfig } from './trainConfig';
-import { evalIdentity, evaluateSets, sandboxOf, trainPoolOf } from './trainEval';
+import { evalIdentity, evaluateSets, martipyMemoryPlan, sandboxOf, trainPoolOf } from './trainEval';
 import {
   activate,
   AGENT_OPTIMIZER,
@@ -118,11 +120,16 @@ class MartipyTrainer implements Trainer {
     });
     const groups = trees.map((t) => treeAdvantages(t, { eps: cfg.rl.zscoreEps, stdMode: cfg.rl.stdMode }));
     const buffers = new Map<string, Sample[]>(this.sets.map((s) => [s.id, []]));
+    let overlong = 0;
     trees.forEach((tree, ti) => {
       if (groups[ti]!.degenerate) return;
       const adv = new Map(groups[ti]!.nodes.map((n) => [n.nodeId, n]));
       for (const node of nonRootNodes(tree)) {
         const s = node.payload!.sample!;
+        if (s.promptIds.length + s.ids.length > cfg.task.maxTrainTokens) {
+          overlong++;
+          continue;
+        }
         const a = adv.get(node.id)!;
         buffers.get(paramOf.get(node.agentId!)!)!.push({
           role: 'node',
@@ -163,6 +170,7 @@ class MartipyTrainer implements Trainer {
       refineShare: mean(nodes.map((n) => (n.parentId === 0 ? 0 : 1))),
       noCodeShare: mean(nodes.map((n) => (n.program === null ? 1 : 0))),
       zeroSignalTrees: mean(groups.map((g) => (g.degenerate ? 1 : 0))),
+      overlongSkipped: overlong,
       replyTokens: mean(nodes.map((n) => n.payload!.replyTokens)),
       truncatedShare: mean(nodes.map((n) => (n.payload!.finish === 'stop' ? 0 : 1))),
       'timing.generationMs': timing.generationMs,
@@ -250,6 +258,8 @@ function treeRecords(
 }
 
 async function createTrainer(cfg: MartipyConfig, from?: CheckpointContents): Promise<MartipyTrainer> {
+  const problem = (await martipyMemoryPlan(cfg))?.problem;
+  if (problem) throw new UserError(problem);
   const pool = await trainPoolOf(cfg);
   const sandbox = await sandboxOf(cfg);
   const resumed = from ? resumePoint(from) : null;

@@ -2,13 +2,16 @@
  * A real-model run's memory check (chatgrpo; engine/training/memoryBudget.ts realModelMemoryProblem): a run that fits
  * is let through, one that does not is refused before the weights are loaded, naming the fields to lower and the
  * figure; LoRA needs less than training every weight; the check can be switched off. On the real SmolLM2 file (when
- * fetched) the refusal comes from the model's header alone, through chatgrpo's own start.
+ * fetched) the refusal comes from the model's header alone, through chatgrpo's own start; martipy's plan counts every
+ * node of a step's trees, each with its refinement-sized prompt.
  */
 import os from 'node:os';
 import { describe, expect, it } from 'vitest';
 import type { LlamaConfig } from '../../../engine/model/config';
 import { parseRunConfig } from '../../../engine/runs/config/configSchema';
 import { chatgrpo } from '../../../engine/chatgrpo/trainer';
+import type { MartipyConfig } from '../../../engine/marti/python/trainConfig';
+import { martipyMemoryPlan } from '../../../engine/marti/python/trainEval';
 import { modelMemory, realModelMemoryProblem } from '../../../engine/training/memoryBudget';
 import type { ChatGrpoConfig } from '../../../engine/chatgrpo/configSchema';
 import { realModelOrSkipReason, SMOLLM2_SHAPE } from '../../fixtures/gguf/ggufKit';
@@ -80,4 +83,29 @@ describe("a real-model run's memory check", () => {
     await expect(chatgrpo.createTrainer(cfg, undefined)).rejects.toThrow(refusal);
     expect(performance.now() - t0, 'refused from the header, not after loading 135M weights').toBeLessThan(5_000);
   });
+
+  it.skipIf(!MODEL)(
+    'refuses a martipy run whose trees do not fit, naming its rows and the fewer problems that fit',
+    async () => {
+      const cfg = parseRunConfig({
+        algorithm: 'martipy',
+        model: { path: MODEL },
+        search: { problemsPerStep: 64, nodesPerTree: 64 },
+        task: { maxNewTokens: 4096, maxTrainTokens: 65_536 },
+      }) as MartipyConfig;
+      const plan = (await martipyMemoryPlan(cfg, 16 * GiB))!;
+      // every node trains: 4096 rows, each its prompt bound (512 + the parent's reply) and its reply
+      expect(plan.problem).toMatch(
+        /^search\.problemsPerStep × search\.nodesPerTree: 4096 replies of up to 8704 tokens .*LoRA rank 8\) need ≈ [\d.]+ [GT]B a step; this machine has 16\.0 GiB/,
+      );
+      const fewer = /it fits with search\.problemsPerStep (\d+) \(at search\.nodesPerTree 64\)/.exec(plan.problem!);
+      if (fewer) {
+        const smaller = parseRunConfig({ ...cfg, search: { ...cfg.search, problemsPerStep: Number(fewer[1]) } });
+        expect((await martipyMemoryPlan(smaller as MartipyConfig, 16 * GiB))!.problem).toBeUndefined();
+      }
+      // the pilot's shape fits
+      const pilot = parseRunConfig({ algorithm: 'martipy', model: { path: MODEL } }) as MartipyConfig;
+      expect((await martipyMemoryPlan(pilot, 16 * GiB))!.problem).toBeUndefined();
+    },
+  );
 });

@@ -57,7 +57,9 @@ describe('shipped presets', () => {
     expect(presets.map((p) => p.name)).toEqual(['seqgrpo-copy', ...names.filter((n) => n !== 'seqgrpo-copy')]);
     expect(presets.filter((p) => p.recommended).map((p) => p.name)).toEqual(['seqgrpo-copy']);
     // the presets sized for a GPU say so (the app badges them, `mars-lab presets` prints "for a GPU")
-    expect(presets.filter((p) => p.gpuOnly).map((p) => p.name)).toEqual(names.filter((n) => n.endsWith('-small')));
+    expect(presets.filter((p) => p.gpuOnly).map((p) => p.name)).toEqual(
+      names.filter((n) => n.endsWith('-small') || n.endsWith('-gpu')),
+    );
     for (const p of presets) {
       expect(p.description.trim().length, p.name).toBeGreaterThan(80);
       expect(p.expectedRuntime.measuredOn.trim(), p.name).not.toBe('');

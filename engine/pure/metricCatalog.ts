@@ -79,6 +79,17 @@ type D = [name: string, unit: MetricUnit, panel: PanelId, description: string];
 const decls = (rows: D[]): MetricDecl[] =>
   rows.map(([name, unit, panel, description]) => ({ name, unit, panel, description }));
 
+/** A MARTI team's agents and parameter sets (the toy MARTI and martipy log them alike). */
+const PARAM_SETS: D[] = [
+  ['agentShare.<agent>', 'fraction', 'agents', 'share of the step’s nodes written by one agent'],
+  ['agentStep', 'steps', 'optimisation', 'updates applied to the parameters so far'],
+  ['agentStep.<set>', 'steps', 'agents', 'updates applied to one parameter set so far'],
+  ['loss.<set>', 'value', 'agents', 'loss of one parameter set’s update'],
+  ['clipFraction.<set>', 'fraction', 'agents', 'clipped share of one parameter set’s tokens'],
+  ['gradNorm.<set>', 'value', 'agents', 'gradient norm of one parameter set’s update'],
+  ['lr.<set>', 'lr', 'agents', 'learning rate of one parameter set'],
+];
+
 const OPTIMISATION: D[] = [
   [
     'loss',
@@ -315,17 +326,11 @@ const MARTI: MetricDecl[] = decls([
   ['samples', 'count', 'tree', 'samples routed to the updates this step'],
   ['generateCalls', 'count', 'timing', 'batched generation calls of the step'],
   ['rounds', 'count', 'timing', 'search rounds of the step'],
-  ['agentShare.<agent>', 'fraction', 'agents', 'share of the step’s nodes written by one agent'],
   ['agentReward.<agent>', 'score', 'agents', 'mean public score of one agent’s nodes'],
-  ['agentStep', 'steps', 'optimisation', 'updates applied to the parameters so far'],
-  ['agentStep.<set>', 'steps', 'agents', 'updates applied to one parameter set so far'],
+  ...PARAM_SETS,
   ['buffered', 'count', 'optimisation', 'samples waiting in the buffer for the next update'],
   ['buffered.<set>', 'count', 'agents', 'samples waiting in one parameter set’s buffer'],
   ['optimizerSteps', 'count', 'optimisation', 'optimizer steps of this step’s update'],
-  ['loss.<set>', 'value', 'agents', 'loss of one parameter set’s update'],
-  ['clipFraction.<set>', 'fraction', 'agents', 'clipped share of one parameter set’s tokens'],
-  ['gradNorm.<set>', 'value', 'agents', 'gradient norm of one parameter set’s update'],
-  ['lr.<set>', 'lr', 'agents', 'learning rate of one parameter set'],
   ['optimizerSteps.<set>', 'count', 'agents', 'optimizer steps of one parameter set this step'],
   ['timing.selectionMs', 'ms', 'timing', 'wall-clock time choosing where the trees grow'],
   ['timing.generationMs', 'ms', 'timing', 'wall-clock time generating programs'],
@@ -370,14 +375,8 @@ const MARTIPY: MetricDecl[] = decls([
     'nodes with signal left out of the update: prompt and reply longer than task.maxTrainTokens',
   ],
   ['truncatedShare', 'fraction', 'tree', 'share of replies cut at task.maxNewTokens before their end-of-turn token'],
-  ['agentShare.<agent>', 'fraction', 'agents', 'share of the step’s nodes written by one agent'],
   ['agentReward.<agent>', 'score', 'agents', 'mean reward of one agent’s nodes'],
-  ['agentStep', 'steps', 'optimisation', 'updates applied to the parameters so far'],
-  ['agentStep.<set>', 'steps', 'agents', 'updates applied to one parameter set so far'],
-  ['loss.<set>', 'value', 'agents', 'loss of one parameter set’s update'],
-  ['clipFraction.<set>', 'fraction', 'agents', 'clipped share of one parameter set’s tokens'],
-  ['gradNorm.<set>', 'value', 'agents', 'gradient norm of one parameter set’s update'],
-  ['lr.<set>', 'lr', 'agents', 'learning rate of one parameter set'],
+  ...PARAM_SETS,
   ['timing.generationMs', 'ms', 'timing', 'wall-clock time writing programs (sampling)'],
   ['timing.testMs', 'ms', 'timing', 'wall-clock time running the tests in the sandbox'],
   ...OPTIMISATION,

@@ -24,7 +24,6 @@ const { values: opts } = parseArgs({
   options: {
     runs: { type: 'string' },
     preset: { type: 'string', default: 'marti-python-single' },
-    base: { type: 'boolean', default: true },
     'no-base': { type: 'boolean', default: false },
     out: { type: 'string', default: 'docs/results/marti-python-pilot.json' },
   },
@@ -41,6 +40,7 @@ const KEYS = [
   'treesSolved',
   'firstNodePass',
   'zeroSignalTrees',
+  'overlongSkipped',
   'noCodeShare',
   'truncatedShare',
   'replyTokens',
@@ -54,7 +54,7 @@ const KEYS = [
 const EVAL_KEYS = ['eval.pass1', 'eval.generatedPass1', 'eval.noCodeShare'] as const;
 
 function readRun(dir: string) {
-  const config = JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')) as { seed: number };
+  const { config } = JSON.parse(fs.readFileSync(path.join(dir, 'run.json'), 'utf8')) as { config: { seed: number } };
   const lines = fs
     .readFileSync(path.join(dir, 'metrics.jsonl'), 'utf8')
     .split('\n')

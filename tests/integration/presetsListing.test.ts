@@ -12,6 +12,12 @@ describe('mars-lab presets', () => {
     const heads = r.stdout.split('\n').filter((l) => /^[a-z]/.test(l));
     expect(heads[0]).toMatch(/^seqgrpo-copy {2}\(recommended first run\)/);
     const gpu = heads.filter((l) => l.includes('(for a GPU)')).map((l) => l.split(' ')[0]);
-    expect(gpu.sort()).toEqual(['mars-small', 'marti-hetero-small', 'marti-homo-small', 'marti-single-small']);
+    expect(gpu.sort()).toEqual([
+      'mars-small',
+      'marti-hetero-small',
+      'marti-homo-small',
+      'marti-python-gpu',
+      'marti-single-small',
+    ]);
   });
 });

@@ -39,6 +39,8 @@ export class RayError extends UserError {
     message: string,
     readonly kind: RayErrorKind,
     readonly status?: number,
+    /** 'unreachable' because the connection was reset under the request (it may have reached Ray). */
+    readonly reset = false,
   ) {
     super(message);
   }
@@ -93,6 +95,15 @@ export function rayErrorLine(body: string): string {
 }
 
 /** Why a request failed, in a few words (ECONNREFUSED, ENOTFOUND, a TLS complaint, …). */
+/** The waits before asking a reset GET again. */
+const RESET_RETRY_MS = [300, 1000];
+
+/** Whether a network fault was the connection reset under the request (not a refused or timed-out one). */
+function wasReset(err: unknown): boolean {
+  const e = err as NodeJS.ErrnoException;
+  return e?.code === 'ECONNRESET' || e?.code === 'EPIPE' || /socket hang up/i.test(e?.message ?? '');
+}
+
 function networkReason(err: unknown): string {
   const e = err as NodeJS.ErrnoException;
   if (e?.code === 'ETIMEDOUT') return 'no answer in time';
@@ -169,7 +180,11 @@ export class RayJobsClient {
     return this.url(route).replace(/^http/, 'ws');
   }
 
-  /** One exchange; a network fault is an 'unreachable' RayError, any status comes back as it is. */
+  /**
+   * One exchange; a network fault is an 'unreachable' RayError, any status comes back as it is. A GET whose connection
+   * was reset (a dashboard under load drops one now and then: ECONNRESET, "socket hang up") is asked again, twice at
+   * most; a reset POST is the caller's to settle (submit: the job may exist).
+   */
   private async send(
     method: 'GET' | 'POST' | 'PUT' | 'DELETE',
     route: string,
@@ -180,18 +195,24 @@ export class RayJobsClient {
       headers['content-type'] = body.type;
       headers['content-length'] = String(Buffer.byteLength(body.data));
     }
+    const ask = () =>
+      exchange(this.url(route), { method, headers, body: body?.data, ca: this.ca, timeoutMs: this.timeoutMs });
     try {
-      return await exchange(this.url(route), {
-        method,
-        headers,
-        body: body?.data,
-        ca: this.ca,
-        timeoutMs: this.timeoutMs,
-      });
+      for (const wait of method === 'GET' ? RESET_RETRY_MS : []) {
+        try {
+          return await ask();
+        } catch (err) {
+          if (!wasReset(err)) throw err;
+          await new Promise((r) => setTimeout(r, wait));
+        }
+      }
+      return await ask();
     } catch (err) {
       throw new RayError(
         `Ray cluster at ${this.where} is unreachable (${networkReason(err)}): is the head running and is this its dashboard port? (a remote head: ssh -N -L 8265:127.0.0.1:8265 HEAD, then --ray http://127.0.0.1:8265)`,
         'unreachable',
+        undefined,
+        wasReset(err),
       );
     }
   }
@@ -276,8 +297,20 @@ export class RayJobsClient {
 
   async submit(req: RaySubmitRequest): Promise<string> {
     const body = submitRequestSchema.parse(req);
-    const r = await this.request('POST', '/api/jobs/', submitResponseSchema, body, req.submission_id);
-    return r.submission_id;
+    try {
+      return (await this.request('POST', '/api/jobs/', submitResponseSchema, body, req.submission_id)).submission_id;
+    } catch (err) {
+      // A reset connection may come after Ray made the job: it exists under its id, or the submission is made again.
+      const id = req.submission_id;
+      if (!(err instanceof RayError && err.kind === 'unreachable' && err.reset) || !id) throw err;
+      try {
+        await this.job(id);
+        return id;
+      } catch (missing) {
+        if (!(missing instanceof RayError && missing.kind === 'not-found')) throw err;
+      }
+      return (await this.request('POST', '/api/jobs/', submitResponseSchema, body, id)).submission_id;
+    }
   }
 
   job(id: string): Promise<RayJobDetails> {

@@ -8,9 +8,8 @@ import { UserError } from '../base/userError';
 import { detectIsolation, describeIsolation, OPT_OUT_FLAG, type Isolation } from '../code/sandbox/isolation';
 import { DEFAULT_LIMITS, sandboxLimitsSchema, type SandboxLimits } from '../code/sandbox/limits';
 import { defaultWorkers } from '../code/sandbox/pool';
+import { taskFilePath } from '../code/tasks/namedTasks';
 import { loadTaskFile, type CodeTask, type TaskFormat } from '../code/tasks/taskFile';
-import { CATALOGUE } from '../fetch/catalogue';
-import { cachedArtefactPath } from '../fetch/fetchArtefact';
 
 const seconds = (v: string): number => {
   const x = Number(v);
@@ -79,13 +78,7 @@ export async function prepareSandbox(
 
 /** A task file path, or the name of a data set `data fetch` knows (its cached copy). */
 export async function resolveTasks(spec: string, format: TaskFormat | 'auto'): Promise<CodeTask[]> {
-  const named = CATALOGUE.find((a) => a.kind === 'data' && a.name === spec);
-  if (named) {
-    const cached = await cachedArtefactPath(named);
-    if (!cached) throw new UserError(`--tasks ${spec}: not fetched yet; run \`mars-lab data fetch ${spec}\` first`);
-    return loadTaskFile(cached, format);
-  }
-  return loadTaskFile(spec, format);
+  return loadTaskFile(await taskFilePath(spec, '--tasks'), format);
 }
 
 /** Progress of long work on stderr: a line rewritten in place on a terminal, else a line every 10 s. */

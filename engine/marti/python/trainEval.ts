@@ -8,9 +8,8 @@ import fs from 'node:fs';
 import { UserError } from '../../base/userError';
 import { detectIsolation } from '../../code/sandbox/isolation';
 import { DEFAULT_LIMITS, sandboxLimitsSchema } from '../../code/sandbox/limits';
+import { taskFilePath } from '../../code/tasks/namedTasks';
 import { loadTaskFile, type CodeTask } from '../../code/tasks/taskFile';
-import { CATALOGUE } from '../../fetch/catalogue';
-import { cachedArtefactPath } from '../../fetch/fetchArtefact';
 import { realModelPath } from '../../model/realModel';
 import { InProcessChatPolicy } from '../../policy/chatPolicy';
 import { Rng } from '../../random/prng';
@@ -25,18 +24,9 @@ import { activate, teamOf, type ParamSet } from './trainSets';
 
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
-/** A task file path, or the name of a data set `data fetch` knows (its cached copy). */
-async function evalTaskFile(spec: string): Promise<string> {
-  const named = CATALOGUE.find((a) => a.kind === 'data' && a.name === spec);
-  if (!named) return spec;
-  const cached = await cachedArtefactPath(named);
-  if (!cached) throw new UserError(`task.evalTasks: ${spec} is not fetched yet; run \`mars-lab data fetch ${spec}\``);
-  return cached;
-}
-
 /** The held-out problems: the first eval.items of the task file. */
 async function evalTasksOf(cfg: MartipyConfig): Promise<CodeTask[]> {
-  const file = await evalTaskFile(cfg.task.evalTasks);
+  const file = await taskFilePath(cfg.task.evalTasks, 'task.evalTasks');
   if (!fs.existsSync(file)) {
     throw new UserError(`task.evalTasks: ${file} does not exist (a HumanEval/MBPP jsonl file, or humaneval)`);
   }

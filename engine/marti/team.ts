@@ -9,17 +9,25 @@ import type { MartiConfig } from './configSchema';
 import type { AgentSpec } from './rollout';
 import { makeSearchConfig, type SearchConfig } from './search/abmcts';
 
+export type TeamConfiguration = 'single' | 'homogeneous' | 'heterogeneous';
+
+/**
+ * The agents a configuration fields, each with the parameter set it writes to (§3.1): `single` the first agent alone,
+ * set 'policy'; `homogeneous` every agent, set 'shared'; `heterogeneous` every agent, a set named by its id. Shared by
+ * the toy MARTI and martipy (marti/python/trainSets.ts).
+ */
+export function teamAgents<A extends { id: string }>(
+  configuration: TeamConfiguration,
+  agents: readonly A[],
+): (A & { paramId: string })[] {
+  if (configuration === 'single') return [{ ...agents[0]!, paramId: 'policy' }];
+  return agents.map((a) => ({ ...a, paramId: configuration === 'homogeneous' ? 'shared' : a.id }));
+}
+
 /** The team (§3.1): agents with the parameter set each writes to. */
 export function teamOf(cfg: MartiConfig): AgentSpec[] {
   const m = cfg.marti;
-  if (m.configuration === 'single') {
-    return [{ id: m.agents[0]!.id, paramId: 'policy', rolePrompt: m.agents[0]!.rolePrompt }];
-  }
-  return m.agents.map((a) => ({
-    id: a.id,
-    paramId: m.configuration === 'homogeneous' ? 'shared' : a.id,
-    rolePrompt: a.rolePrompt,
-  }));
+  return teamAgents(m.configuration, m.agents).map((a) => ({ id: a.id, paramId: a.paramId, rolePrompt: a.rolePrompt }));
 }
 
 export function paramIdsOf(cfg: MartiConfig): string[] {

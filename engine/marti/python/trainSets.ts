@@ -16,6 +16,7 @@ import { InProcessChatPolicy, type ChatPolicy } from '../../policy/chatPolicy';
 import { Rng } from '../../random/prng';
 import type { Adam } from '../../rl/adam';
 import { configuredAdam } from '../../training/configuredTraining';
+import { teamAgents } from '../team';
 import type { MartipyConfig } from './trainConfig';
 
 /** A parameter set: the base it runs on and what of it is trained (its adapters, or every weight when null). */
@@ -29,15 +30,7 @@ export interface ParamSet {
 
 /** The agents of the config's team with the parameter set each writes to and trains (engine/marti/team.ts's rule). */
 export function teamOf(cfg: MartipyConfig): { id: string; rolePrompt: string; paramId: string; model?: string }[] {
-  const t = cfg.team;
-  const agents = t.configuration === 'single' ? t.agents.slice(0, 1) : t.agents;
-  const shared = t.configuration === 'single' ? 'policy' : 'shared';
-  return agents.map((a) => ({
-    id: a.id,
-    rolePrompt: a.rolePrompt,
-    paramId: t.configuration === 'heterogeneous' ? a.id : shared,
-    ...(a.model ? { model: a.model } : {}),
-  }));
+  return teamAgents(cfg.team.configuration, cfg.team.agents);
 }
 
 export function paramIdsOf(cfg: MartipyConfig): string[] {
